@@ -1,0 +1,286 @@
+/*
+ * fs/fs.h - the namespace of mapfs-gw: a POSIX-like inode API.
+ *
+ * fs/ owns names, inodes, directory entries and attributes (in LMDB, via
+ * db/), the mapping between paths and store keys (DESIGN.md: /a/b.txt <->
+ * key "a/b.txt"), revalidation of listings against the store, and the
+ * syncer that turns namespace and data changes into store objects
+ * (write-back).  It speaks inode numbers, struct fs_attr and negative
+ * errno; it knows nothing of XDR or sockets.
+ *
+ * Inode numbers are assigned once per key and never reused, so handles
+ * stay valid across restarts.  The root directory is FS_ROOT_INO.
+ *
+ * Threading: synchronous calls may be made from any thread (they read
+ * LMDB with a per-thread read transaction).  Asynchronous calls take a
+ * struct fs_ctx whose loop field says which event loop the caller runs on
+ * (or -1 from a worker thread); their done callback runs exactly once,
+ * either inline or later on another thread (the db writer, or the loop).
+ * Out-parameters are owned by the caller and must stay valid until done.
+ *
+ * Errors (negative errno): ENOENT, EEXIST, ENOTDIR, EISDIR, ENOTEMPTY,
+ * EINVAL, EACCES, EPERM, EROFS, ENAMETOOLONG, ENOSPC, EFBIG, EXDEV,
+ * ESTALE (inode gone), ENOTSUP, EAGAIN (store unreachable: retry),
+ * ECANCELED (SETATTR guard mismatch), EIO.
+ */
+#ifndef MAPFS_FS_H
+#define MAPFS_FS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+struct db;
+struct cache;
+struct store;
+struct fs;
+
+#define FS_ROOT_INO 1
+#define FS_NAME_MAX 255
+#define FS_PATH_MAX 1024
+#define FS_MAX_GIDS 16
+
+/* Types, numbered as NFSv3's ftype3. */
+enum fs_type {
+	FS_REG = 1,
+	FS_DIR = 2,
+	FS_BLK = 3,
+	FS_CHR = 4,
+	FS_LNK = 5,
+	FS_SOCK = 6,
+	FS_FIFO = 7
+};
+
+struct fs_attr {
+	uint64_t ino;
+	uint32_t gen;  /* generation: changes if an inode number is reused */
+	uint32_t type; /* enum fs_type */
+	uint32_t mode; /* permission bits, 07777 */
+	uint32_t nlink;
+	uint32_t uid, gid;
+	uint64_t size;
+	uint64_t used; /* bytes of storage used */
+	uint32_t rdev_major, rdev_minor;
+	struct timespec atime, mtime, ctime;
+};
+
+/* Which fields of struct fs_sattr to set. */
+enum {
+	FS_SET_MODE = 1u << 0,
+	FS_SET_UID = 1u << 1,
+	FS_SET_GID = 1u << 2,
+	FS_SET_SIZE = 1u << 3,
+	FS_SET_ATIME = 1u << 4,     /* to sattr.atime */
+	FS_SET_ATIME_NOW = 1u << 5, /* to the server's time */
+	FS_SET_MTIME = 1u << 6,
+	FS_SET_MTIME_NOW = 1u << 7
+};
+
+struct fs_sattr {
+	uint32_t mask;
+	uint32_t mode, uid, gid;
+	uint64_t size;
+	struct timespec atime, mtime;
+};
+
+/*
+ * Weak cache consistency for one object (RFC 1813 2.6): the attributes
+ * before the change (size, mtime, ctime) and the full attributes after.
+ * Filled on success and on failure wherever the object could be read.
+ */
+struct fs_wcc {
+	bool before_ok;
+	uint64_t before_size;
+	struct timespec before_mtime, before_ctime;
+	bool after_ok;
+	struct fs_attr after;
+};
+
+/* Who is asking, and from which loop. */
+struct fs_ctx {
+	int loop; /* event loop index, or -1 on a worker thread */
+	uint32_t uid, gid;
+	uint32_t ngids;
+	uint32_t gids[FS_MAX_GIDS];
+};
+
+/* ACCESS bits, as NFSv3's ACCESS3_*. */
+enum {
+	FS_ACCESS_READ = 0x01,
+	FS_ACCESS_LOOKUP = 0x02,
+	FS_ACCESS_MODIFY = 0x04,
+	FS_ACCESS_EXTEND = 0x08,
+	FS_ACCESS_DELETE = 0x10,
+	FS_ACCESS_EXECUTE = 0x20
+};
+
+enum fs_stable { FS_UNSTABLE = 0, FS_DATA_SYNC = 1, FS_FILE_SYNC = 2 };
+
+enum fs_create_how {
+	FS_CREATE_UNCHECKED = 0,
+	FS_CREATE_GUARDED = 1,
+	FS_CREATE_EXCLUSIVE = 2
+};
+
+struct fs_statfs {
+	uint64_t total_bytes, free_bytes, avail_bytes;
+	uint64_t total_files, free_files, avail_files;
+};
+
+struct fs_opts {
+	uint32_t dir_ttl_ms;    /* listing revalidation against the store */
+	uint32_t upload_delay_ms; /* quiet time before a dirty file is uploaded */
+	uint32_t default_uid, default_gid; /* for objects without metadata */
+	bool read_only;
+};
+
+typedef void (*fs_done_fn)(void *arg, int err);
+
+/*
+ * Open the namespace in db (its named databases are created here) over
+ * cache and store (none owned).  Creates the root on first use.  Starts
+ * the syncer thread.  Returns 0 or -errno.
+ */
+int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
+	    struct store *store, struct fs **out);
+
+/* Stop the syncer (after one last pass if flush) and free. */
+void fs_close(struct fs *fs, bool flush);
+
+/* Upload every dirty inode now and wait (tests, SIGTERM).  0 or -errno. */
+int fs_flush(struct fs *fs);
+
+/* Attributes of ino.  -ESTALE if the inode does not exist. */
+int fs_getattr(struct fs *fs, uint64_t ino, struct fs_attr *out);
+
+/*
+ * Refresh dir's entries from a store listing if the last one is older
+ * than the TTL (or always, if force).  done(arg, 0 or -errno); a dir that
+ * is fresh completes inline.
+ */
+void fs_revalidate(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
+		   bool force, fs_done_fn done, void *arg);
+
+/*
+ * Look name up in dir ("." and ".." included; ".." of the root is the
+ * root).  Call fs_revalidate() first to see out-of-band changes.
+ */
+int fs_lookup(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
+	      const char *name, uint64_t *ino, struct fs_attr *attr);
+
+/* ACCESS: *granted is the subset of want the caller has. */
+int fs_access(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
+	      uint32_t want, uint32_t *granted, struct fs_attr *attr);
+
+/* Symlink target into buf (NUL-terminated); *len excludes the NUL. */
+int fs_readlink(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
+		char *buf, size_t cap, size_t *len, struct fs_attr *attr);
+
+/*
+ * One directory entry for fs_readdir(); attr is NULL unless attributes
+ * were asked for.  Return non-zero to stop before this entry (it is then
+ * not consumed: the listing is not at its end).
+ */
+typedef int (*fs_dirent_fn)(void *arg, uint64_t ino, const char *name,
+			    uint64_t cookie, const struct fs_attr *attr);
+
+/*
+ * List dir from just after cookie (0: from the start), in cookie order.
+ * Cookies are stable: an entry keeps its cookie for its life, whatever
+ * else is added or removed.  "." and ".." come first (cookies 1 and 2).
+ * *verf changes whenever the directory changes.  *eof is true when every
+ * entry after cookie was emitted.  Call fs_revalidate() first.
+ */
+int fs_readdir(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
+	       uint64_t cookie, bool want_attrs, fs_dirent_fn emit, void *arg,
+	       uint64_t *verf, bool *eof, struct fs_attr *dir_attr);
+
+/* Capacity and file counts. */
+int fs_statfs(struct fs *fs, struct fs_statfs *out);
+
+/*
+ * SETATTR.  With guard_ctime, fails with -ECANCELED unless the current
+ * ctime equals it (RFC 1813 3.3.2).  A size change truncates the data.
+ */
+void fs_setattr(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
+		const struct fs_sattr *sattr,
+		const struct timespec *guard_ctime, struct fs_wcc *wcc,
+		fs_done_fn done, void *arg);
+
+/* READ: *nread bytes into buf; *eof if the read reached the end. */
+void fs_read(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
+	     uint64_t off, size_t count, void *buf, size_t *nread, bool *eof,
+	     struct fs_attr *attr, fs_done_fn done, void *arg);
+
+/*
+ * WRITE all len bytes at off.  *committed says how stable the data is on
+ * return (>= stable asked for).
+ */
+void fs_write(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
+	      uint64_t off, const void *data, size_t len,
+	      enum fs_stable stable, enum fs_stable *committed,
+	      struct fs_wcc *wcc, fs_done_fn done, void *arg);
+
+/* COMMIT: everything written to ino so far is on stable storage. */
+void fs_commit(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
+	       struct fs_wcc *wcc, fs_done_fn done, void *arg);
+
+/*
+ * CREATE a regular file.  EXCLUSIVE stores verf: a retry with the same
+ * verifier succeeds with the same inode, another gets -EEXIST.  GUARDED
+ * fails with -EEXIST if name exists; UNCHECKED opens it (applying sattr,
+ * e.g. size 0).
+ */
+void fs_create(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
+	       const char *name, enum fs_create_how how,
+	       const struct fs_sattr *sattr, const uint8_t verf[8],
+	       uint64_t *ino, struct fs_attr *attr, struct fs_wcc *dir_wcc,
+	       fs_done_fn done, void *arg);
+
+void fs_mkdir(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
+	      const char *name, const struct fs_sattr *sattr, uint64_t *ino,
+	      struct fs_attr *attr, struct fs_wcc *dir_wcc, fs_done_fn done,
+	      void *arg);
+
+void fs_symlink(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
+		const char *name, const char *target,
+		const struct fs_sattr *sattr, uint64_t *ino,
+		struct fs_attr *attr, struct fs_wcc *dir_wcc, fs_done_fn done,
+		void *arg);
+
+/* MKNOD: the store cannot represent device/special files: -ENOTSUP. */
+void fs_mknod(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
+	      const char *name, enum fs_type type,
+	      const struct fs_sattr *sattr, uint32_t major, uint32_t minor,
+	      uint64_t *ino, struct fs_attr *attr, struct fs_wcc *dir_wcc,
+	      fs_done_fn done, void *arg);
+
+/* REMOVE a non-directory. */
+void fs_remove(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
+	       const char *name, struct fs_wcc *dir_wcc, fs_done_fn done,
+	       void *arg);
+
+/* RMDIR an empty directory. */
+void fs_rmdir(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
+	      const char *name, struct fs_wcc *dir_wcc, fs_done_fn done,
+	      void *arg);
+
+/*
+ * RENAME, POSIX rules: replaces a compatible target, -EINVAL when a
+ * directory would move into its own subtree, no-op for the same entry.
+ */
+void fs_rename(struct fs *fs, const struct fs_ctx *ctx, uint64_t from_dir,
+	       const char *from_name, uint64_t to_dir, const char *to_name,
+	       struct fs_wcc *from_wcc, struct fs_wcc *to_wcc,
+	       fs_done_fn done, void *arg);
+
+/* LINK: one object per key cannot hold two names: -ENOTSUP. */
+void fs_link(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
+	     uint64_t dir, const char *name, struct fs_attr *attr,
+	     struct fs_wcc *dir_wcc, fs_done_fn done, void *arg);
+
+/* Store key of ino into buf ("" for the root).  For tests and the syncer. */
+int fs_key_of(struct fs *fs, uint64_t ino, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,202 @@
+/*
+ * rpc/rpc.h - the ONC RPC transport of mapfs-gw (RFC 5531 over TCP).
+ *
+ * The transport owns sockets, per-core event loops, record marking, call and
+ * reply headers (with its own per-call xid), AUTH_SYS/AUTH_NONE decoding,
+ * program dispatch and deferred replies.  It knows nothing of NFS: programs
+ * are tables of procedures (struct rpc_program) registered by the layers
+ * above.  libtirpc is used for XDR primitives and rpcbind registration only.
+ *
+ * Threading: a server runs N loops, one thread each.  A connection lives on
+ * one loop for its life.  A procedure handler is called on the connection's
+ * loop; it may finish the call inline or later from any thread with
+ * rpc_call_done()/rpc_call_fail(): the reply is then handed back to the
+ * owning loop, which writes it.  Replies may be sent in any order; each
+ * carries its own call's xid.
+ */
+#ifndef MAPFS_RPC_H
+#define MAPFS_RPC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <rpc/rpc.h>
+
+#define RPC_MAX_GIDS 16
+#define RPC_MACHINE_MAX 255
+
+/* Procedure flags, read by dispatch, metrics and (later) the DRC. */
+enum {
+	RPC_PROC_IDEMPOTENT = 1u << 0,
+	RPC_PROC_MAKES_WRITE = 1u << 1, /* changes state on the server */
+	RPC_PROC_MAKES_IO = 1u << 2,    /* moves file data */
+	RPC_PROC_AUTH_NONE_OK = 1u << 3 /* AUTH_NONE accepted (NULL procs) */
+};
+
+/* Decoded credential of a call (AUTH_SYS, or AUTH_NONE with flavor 0). */
+struct rpc_cred {
+	uint32_t flavor; /* AUTH_NONE (0) or AUTH_SYS (1) */
+	uint32_t stamp;
+	uint32_t uid, gid;
+	uint32_t ngids;
+	uint32_t gids[RPC_MAX_GIDS];
+	char machine[RPC_MACHINE_MAX + 1];
+};
+
+struct rpc_call;
+struct rpc_server;
+
+/*
+ * A procedure handler.  args was decoded by proc->decode into zeroed memory
+ * of proc->args_size bytes; res is zeroed memory of proc->res_size bytes.
+ * Both stay valid until the call is finished.  The handler (or whoever it
+ * hands the call to) must finish the call exactly once with rpc_call_done()
+ * or rpc_call_fail().
+ */
+typedef void (*rpc_handler_fn)(struct rpc_call *call, void *args, void *res);
+
+struct rpc_proc {
+	const char *name;
+	xdrproc_t decode; /* args decoder; NULL means xdr_void */
+	size_t args_size;
+	xdrproc_t encode; /* results encoder; NULL means xdr_void */
+	size_t res_size;
+	rpc_handler_fn handler; /* NULL: PROC_UNAVAIL */
+	unsigned flags;
+};
+
+/* One version of one program: procedures 0..nprocs-1. */
+struct rpc_program {
+	const char *name;
+	uint32_t prog;
+	uint32_t vers;
+	const struct rpc_proc *procs;
+	uint32_t nprocs;
+	void *ctx; /* handed to handlers via rpc_call_ctx() */
+};
+
+struct rpc_config {
+	int nloops;             /* event loops (threads); >= 1 */
+	size_t max_record;      /* largest accepted RPC record, bytes */
+	uint32_t max_inflight;  /* outstanding calls per connection */
+	uint32_t max_conns;     /* open connections per server, 0 = unlimited */
+};
+
+/*
+ * Extra file descriptor watched by every loop's poller; lower layers
+ * (e.g. the cache's io_uring rings) use this to complete work on the loop
+ * that started it.  fn runs on loop `loop` whenever fd is readable.
+ */
+typedef void (*rpc_watch_fn)(void *arg, int loop);
+
+/* Create a server (no threads yet).  Returns 0 or -errno. */
+int rpc_server_new(const struct rpc_config *cfg, struct rpc_server **out);
+
+/*
+ * Listen on addr (port 0 picks a free port) for the given programs.  The
+ * programs array must outlive the server.  *bound gets the real address.
+ * Every loop accepts on this address (SO_REUSEPORT), so connections spread
+ * over the loops without a shared accept lock.  Returns 0 or -errno.
+ */
+int rpc_server_listen(struct rpc_server *srv, const struct sockaddr *addr,
+		      socklen_t addrlen, const struct rpc_program *progs,
+		      size_t nprogs, struct sockaddr_storage *bound);
+
+/* Watch fd on loop `loop` (0..nloops-1); call before rpc_server_start(). */
+int rpc_server_watch(struct rpc_server *srv, int loop, int fd,
+		     rpc_watch_fn fn, void *arg);
+
+/* Start the loop threads.  Returns 0 or -errno. */
+int rpc_server_start(struct rpc_server *srv);
+
+/*
+ * Graceful stop: close listeners, wait until calls in flight are answered
+ * (at most timeout_ms), then stop the loops and join the threads.
+ */
+void rpc_server_stop(struct rpc_server *srv, int timeout_ms);
+
+/* Free a stopped (or never started) server. */
+void rpc_server_free(struct rpc_server *srv);
+
+/* Number of loops of the server. */
+int rpc_server_nloops(const struct rpc_server *srv);
+
+/* Accessors for handlers; pointers stay valid until the call is finished. */
+const struct rpc_cred *rpc_call_cred(const struct rpc_call *call);
+const struct sockaddr_storage *rpc_call_peer(const struct rpc_call *call);
+void *rpc_call_ctx(const struct rpc_call *call);
+int rpc_call_loop(const struct rpc_call *call); /* loop index of the call */
+uint32_t rpc_call_xid(const struct rpc_call *call);
+uint32_t rpc_call_proc(const struct rpc_call *call);
+
+/*
+ * Finish a call successfully: res is encoded with proc->encode and sent
+ * with the call's own xid; args and res are freed with xdr_free.  May be
+ * called from any thread.  After this the call must not be touched.
+ */
+void rpc_call_done(struct rpc_call *call);
+
+/*
+ * Finish a call with an accept_stat error (GARBAGE_ARGS, SYSTEM_ERR, ...).
+ * Same threading and ownership rules as rpc_call_done().
+ */
+void rpc_call_fail(struct rpc_call *call, enum accept_stat stat);
+
+/*
+ * Drop a call without any reply (e.g. a request the server chose to ignore).
+ */
+void rpc_call_drop(struct rpc_call *call);
+
+/*
+ * Record marking (RFC 5531 section 11), exposed for tests and fuzzing.
+ * A parser fed bytes in any split; returns complete records.
+ */
+struct rpc_recparser {
+	size_t max_record;
+	uint8_t *buf;     /* current record being assembled */
+	size_t len, cap;  /* bytes of the record so far */
+	uint32_t frag_left;
+	bool last_frag;
+	bool in_header;
+	uint8_t hdr[4];
+	int hdr_have;
+};
+
+void rpc_recparser_init(struct rpc_recparser *p, size_t max_record);
+void rpc_recparser_free(struct rpc_recparser *p);
+
+/*
+ * Consume up to len bytes of data.  Returns the number of bytes consumed
+ * (>= 0), stopping after the end of a record: then *rec/*reclen point at
+ * the complete record, which the caller now owns and frees with free().
+ * Returns -EMSGSIZE if a record exceeds max_record (connection must close).
+ */
+ssize_t rpc_recparser_feed(struct rpc_recparser *p, const uint8_t *data,
+			   size_t len, uint8_t **rec, size_t *reclen);
+
+/* Call header, exposed for tests and fuzzing. */
+struct rpc_callhdr {
+	uint32_t xid, rpcvers, prog, vers, proc;
+	struct rpc_cred cred;
+	size_t body_off; /* offset of the procedure arguments in the record */
+};
+
+/*
+ * Parse an RPC call header from a record.  Returns 0, or:
+ *  -EPROTO   not a CALL message (ignore),
+ *  -EBADMSG  truncated/garbage header (drop; xid is set if it was read),
+ *  -EPROTONOSUPPORT  rpcvers != 2 (reply RPC_MISMATCH),
+ *  -EACCES   bad credential or verifier (reply AUTH_ERROR AUTH_BADCRED).
+ */
+int rpc_callhdr_parse(const uint8_t *rec, size_t len, struct rpc_callhdr *h);
+
+/*
+ * rpcbind registration (port mapper v2 and rpcbind v3/v4 via libtirpc):
+ * set prog/vers -> TCP port on 127.0.0.1's rpcbind.  Returns 0, or -errno
+ * (-ECONNREFUSED when no rpcbind runs).
+ */
+int rpc_rpcbind_set(uint32_t prog, uint32_t vers, uint16_t port);
+int rpc_rpcbind_unset(uint32_t prog, uint32_t vers);
+
+#endif

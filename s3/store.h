@@ -1,0 +1,165 @@
+/*
+ * s3/store.h - the object store interface of mapfs-gw.
+ *
+ * Objects are named by keys ("a/b.txt"); the store knows nothing of NFS,
+ * inodes or LMDB.  Backends: the local directory ("file:///path", the
+ * embedded default) and S3 over libcurl ("s3://bucket/prefix").
+ *
+ * All calls are blocking and thread-safe: callers run them on worker
+ * threads (cache fetchers, fs syncer), never on an event loop.  Every
+ * function returns 0 or a negative errno (one table per backend maps its
+ * native errors: ENOENT no such key, EACCES denied, EAGAIN retry later,
+ * ENOTSUP the backend lacks the feature).
+ */
+#ifndef MAPFS_STORE_H
+#define MAPFS_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define STORE_ETAG_MAX 72
+#define STORE_KEY_MAX 1024
+
+/* File attributes kept with an object (x-amz-meta-* on S3, xattrs here). */
+struct store_meta {
+	bool has_mode, has_uid, has_gid, has_mtime;
+	uint32_t mode; /* permission bits (and S_IFMT bits if known) */
+	uint32_t uid, gid;
+	int64_t mtime_ns;
+	bool symlink; /* the body is a symlink target */
+};
+
+struct store_info {
+	uint64_t size;
+	char etag[STORE_ETAG_MAX];
+	int64_t last_modified_ns;
+	struct store_meta meta;
+};
+
+struct store_entry {
+	char *key; /* full key (malloc'd, owned by the page) */
+	uint64_t size;
+	char etag[STORE_ETAG_MAX];
+	int64_t last_modified_ns;
+};
+
+struct store_page {
+	struct store_entry *entries;
+	size_t nentries;
+	char **prefixes; /* common prefixes, each ending in the delimiter */
+	size_t nprefixes;
+	char *next_token; /* NULL when the listing is complete */
+};
+
+struct store_opts {
+	const char *url; /* file:///abs/path or s3://bucket[/prefix] */
+};
+
+struct store;
+
+/* Open a store from its URL.  Returns 0, -EINVAL (bad URL) or -errno. */
+int store_open(const struct store_opts *opts, struct store **out);
+void store_close(struct store *st);
+
+/* Human-readable URL of the store (owned by st). */
+const char *store_url(const struct store *st);
+
+/* HEAD: size, etag, metadata.  -ENOENT if the key is absent. */
+int store_head(struct store *st, const char *key, struct store_info *out);
+
+/*
+ * GET bytes [off, off+len) into buf.  *got is the number of bytes read
+ * (less than len only at the end of the object).
+ */
+int store_get(struct store *st, const char *key, uint64_t off, size_t len,
+	      void *buf, size_t *got);
+
+/* PUT a whole object from memory, metadata in the same request. */
+int store_put(struct store *st, const char *key, const void *buf, size_t len,
+	      const struct store_meta *meta, struct store_info *out);
+
+/* PUT a whole object from bytes [0, len) of an open file. */
+int store_put_fd(struct store *st, const char *key, int fd, uint64_t len,
+		 const struct store_meta *meta, struct store_info *out);
+
+/* Multipart upload.  upload_id is a malloc'd string the caller frees. */
+int store_mpu_create(struct store *st, const char *key,
+		     const struct store_meta *meta, char **upload_id);
+/* Upload part partno (1-based) from bytes [off, off+len) of fd. */
+int store_mpu_part(struct store *st, const char *key, const char *upload_id,
+		   int partno, int fd, uint64_t off, uint64_t len,
+		   char etag[STORE_ETAG_MAX]);
+/* Part partno copied from bytes [off, off+len) of object src (-ENOTSUP). */
+int store_mpu_part_copy(struct store *st, const char *key,
+			const char *upload_id, int partno, const char *src,
+			uint64_t off, uint64_t len, char etag[STORE_ETAG_MAX]);
+int store_mpu_complete(struct store *st, const char *key,
+		       const char *upload_id, int nparts,
+		       char (*etags)[STORE_ETAG_MAX], struct store_info *out);
+int store_mpu_abort(struct store *st, const char *key, const char *upload_id);
+
+/*
+ * List one page of keys starting with prefix.  With delimiter '/', keys
+ * with a further '/' after the prefix are rolled up into common prefixes.
+ * token is NULL for the first page, else the previous page's next_token.
+ * max_keys 0 means the backend's default (1000).  The page is freed with
+ * store_page_free().  A key equal to the prefix (a "dir/" marker) may be
+ * returned; callers skip it.
+ */
+int store_list(struct store *st, const char *prefix, char delimiter,
+	       const char *token, unsigned max_keys, struct store_page *out);
+void store_page_free(struct store_page *page);
+
+/* Server-side copy; meta NULL keeps the source's metadata. */
+int store_copy(struct store *st, const char *src, const char *dst,
+	       const struct store_meta *meta, struct store_info *out);
+
+/* Delete a key; deleting an absent key is not an error. */
+int store_delete(struct store *st, const char *key);
+
+/* Delete many keys (a batch); returns the first error. */
+int store_delete_many(struct store *st, const char *const *keys, size_t n);
+
+/* Capacity of the backing store, if it has one (-ENOTSUP for S3). */
+int store_statfs(struct store *st, uint64_t *total_bytes, uint64_t *avail_bytes);
+
+/* Internal: the backend vtable (s3/store_*.c). */
+struct store_ops {
+	const char *scheme;
+	int (*open)(const struct store_opts *opts, struct store **out);
+	void (*close)(struct store *st);
+	int (*head)(struct store *, const char *, struct store_info *);
+	int (*get)(struct store *, const char *, uint64_t, size_t, void *,
+		   size_t *);
+	int (*put)(struct store *, const char *, const void *, size_t,
+		   const struct store_meta *, struct store_info *);
+	int (*put_fd)(struct store *, const char *, int, uint64_t,
+		      const struct store_meta *, struct store_info *);
+	int (*mpu_create)(struct store *, const char *,
+			  const struct store_meta *, char **);
+	int (*mpu_part)(struct store *, const char *, const char *, int, int,
+			uint64_t, uint64_t, char[STORE_ETAG_MAX]);
+	int (*mpu_part_copy)(struct store *, const char *, const char *, int,
+			     const char *, uint64_t, uint64_t,
+			     char[STORE_ETAG_MAX]);
+	int (*mpu_complete)(struct store *, const char *, const char *, int,
+			    char (*)[STORE_ETAG_MAX], struct store_info *);
+	int (*mpu_abort)(struct store *, const char *, const char *);
+	int (*list)(struct store *, const char *, char, const char *, unsigned,
+		    struct store_page *);
+	int (*copy)(struct store *, const char *, const char *,
+		    const struct store_meta *, struct store_info *);
+	int (*del)(struct store *, const char *);
+	int (*del_many)(struct store *, const char *const *, size_t);
+	int (*statfs)(struct store *, uint64_t *, uint64_t *); /* may be NULL */
+};
+
+/* Every backend's struct begins with this. */
+struct store {
+	const struct store_ops *ops;
+	char *url;
+};
+
+#endif
