@@ -1,0 +1,34 @@
+/*
+ * common/log.h - leveled logging to stderr (journald picks it up).
+ *
+ * The bottom room: every other room may log; it depends on nothing.  One
+ * write(2) per line, so lines from many threads never interleave.  Never
+ * pass secrets (keys, signatures, credentials) to these functions.
+ */
+#ifndef MAPFS_LOG_H
+#define MAPFS_LOG_H
+
+enum log_level { LOG_LVL_ERROR = 0, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
+
+/* Set the most verbose level printed (default LOG_LVL_INFO). */
+void log_set_level(enum log_level lvl);
+
+/* Parse "error", "warn", "info", "debug".  Returns 0 or -EINVAL. */
+int log_parse_level(const char *s, enum log_level *out);
+
+/* True if messages of lvl are printed (to skip costly formatting). */
+int log_enabled(enum log_level lvl);
+
+void log_msg(enum log_level lvl, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#define log_error(...) log_msg(LOG_LVL_ERROR, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_LVL_WARN, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_LVL_INFO, __VA_ARGS__)
+#define log_debug(...)                                                     \
+	do {                                                               \
+		if (log_enabled(LOG_LVL_DEBUG))                            \
+			log_msg(LOG_LVL_DEBUG, __VA_ARGS__);               \
+	} while (0)
+
+#endif

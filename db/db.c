@@ -1,0 +1,313 @@
+/*
+ * db/db.c - the LMDB environment and its group-commit writer.
+ *
+ * One writer thread owns every write transaction.  Changes queued by any
+ * thread are applied in arrival order, each in its own nested transaction
+ * (so one failing change does not undo the others), and the whole group is
+ * committed with one fsync.  A burst of creates from many cores therefore
+ * costs one disk flush, not one each.
+ */
+#include "db/db.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+/* Most changes one transaction groups, so a flood cannot starve done(). */
+#define DB_GROUP_MAX 4096
+
+struct db_op {
+	struct db_op *next;
+	db_apply_fn apply;
+	db_done_fn done;
+	void *arg;
+	int err;
+};
+
+struct db {
+	MDB_env *env;
+	uint64_t id; /* tells a thread's cached read txn which env it is for */
+
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	struct db_op *head, **tail;
+	bool stopping;
+	pthread_t writer;
+};
+
+/*
+ * The calling thread's reusable read transaction.  A thread only ever
+ * reuses it for the env it was made for; nesting is counted so helpers
+ * that each open a read see one snapshot.
+ */
+struct db_reader {
+	uint64_t db_id;
+	MDB_txn *txn;
+	unsigned depth;
+};
+
+static __thread struct db_reader tl_reader;
+
+int db_err(int rc)
+{
+	switch (rc) {
+	case MDB_SUCCESS:
+		return 0;
+	case MDB_NOTFOUND:
+		return -ENOENT;
+	case MDB_KEYEXIST:
+		return -EEXIST;
+	case MDB_MAP_FULL:
+	case MDB_TXN_FULL:
+		return -ENOSPC;
+	case MDB_READERS_FULL:
+		return -EAGAIN;
+	case MDB_CORRUPTED:
+	case MDB_PAGE_NOTFOUND:
+	case MDB_PANIC:
+	case MDB_BAD_TXN:
+		return -EIO;
+	default:
+		return rc > 0 ? -rc : -EIO;
+	}
+}
+
+static void db_run_group(struct db *db, struct db_op *ops)
+{
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(db->env, NULL, 0, &txn);
+
+	if (rc == MDB_SUCCESS) {
+		for (struct db_op *op = ops; op; op = op->next) {
+			MDB_txn *child;
+
+			op->err = db_err(mdb_txn_begin(db->env, txn, 0, &child));
+			if (op->err)
+				continue;
+			op->err = op->apply ? op->apply(child, op->arg) : 0;
+			if (op->err)
+				mdb_txn_abort(child);
+			else
+				op->err = db_err(mdb_txn_commit(child));
+		}
+		rc = mdb_txn_commit(txn); /* syncs: the group is durable */
+	}
+	while (ops) {
+		struct db_op *next = ops->next;
+
+		if (ops->done)
+			ops->done(ops->arg, rc ? db_err(rc) : ops->err);
+		free(ops);
+		ops = next;
+	}
+}
+
+static void *db_writer_main(void *p)
+{
+	struct db *db = p;
+
+	pthread_mutex_lock(&db->lock);
+	for (;;) {
+		while (!db->head && !db->stopping)
+			pthread_cond_wait(&db->wake, &db->lock);
+		if (!db->head)
+			break; /* stopping and drained */
+		struct db_op *group = db->head, **end = &db->head;
+		for (int n = 0; *end && n < DB_GROUP_MAX; n++)
+			end = &(*end)->next;
+		db->head = *end;
+		*end = NULL;
+		if (!db->head)
+			db->tail = &db->head;
+		pthread_mutex_unlock(&db->lock);
+		db_run_group(db, group);
+		pthread_mutex_lock(&db->lock);
+	}
+	pthread_mutex_unlock(&db->lock);
+	return NULL;
+}
+
+int db_open(const char *dir, size_t mapsize, unsigned maxdbs, struct db **out)
+{
+	static uint64_t next_id; /* distinct ids across opens in one process */
+	struct db *db = calloc(1, sizeof(*db));
+	int rc;
+
+	if (!db)
+		return -ENOMEM;
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		rc = -errno;
+		goto out_free;
+	}
+	rc = db_err(mdb_env_create(&db->env));
+	if (rc)
+		goto out_free;
+	if ((rc = db_err(mdb_env_set_mapsize(db->env, mapsize))) ||
+	    (rc = db_err(mdb_env_set_maxdbs(db->env, maxdbs))) ||
+	    (rc = db_err(mdb_env_set_maxreaders(db->env, 1024))))
+		goto out_env;
+	/* MDB_NOTLS: read txns belong to our per-thread cache, not to LMDB's. */
+	rc = db_err(mdb_env_open(db->env, dir, MDB_NOTLS, 0600));
+	if (rc)
+		goto out_env;
+	db->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
+	pthread_mutex_init(&db->lock, NULL);
+	pthread_cond_init(&db->wake, NULL);
+	db->tail = &db->head;
+	rc = -pthread_create(&db->writer, NULL, db_writer_main, db);
+	if (rc)
+		goto out_sync;
+	*out = db;
+	return 0;
+
+out_sync:
+	pthread_cond_destroy(&db->wake);
+	pthread_mutex_destroy(&db->lock);
+out_env:
+	mdb_env_close(db->env);
+out_free:
+	free(db);
+	return rc;
+}
+
+void db_close(struct db *db)
+{
+	if (!db)
+		return;
+	pthread_mutex_lock(&db->lock);
+	db->stopping = true;
+	pthread_cond_signal(&db->wake);
+	pthread_mutex_unlock(&db->lock);
+	pthread_join(db->writer, NULL);
+	if (tl_reader.db_id == db->id && tl_reader.txn) {
+		mdb_txn_abort(tl_reader.txn);
+		tl_reader = (struct db_reader){ 0 };
+	}
+	mdb_env_close(db->env);
+	pthread_cond_destroy(&db->wake);
+	pthread_mutex_destroy(&db->lock);
+	free(db);
+}
+
+MDB_env *db_env(struct db *db)
+{
+	return db->env;
+}
+
+int db_dbi(struct db *db, const char *name, unsigned flags, MDB_dbi *out)
+{
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(db->env, NULL, 0, &txn);
+
+	if (rc)
+		return db_err(rc);
+	rc = mdb_dbi_open(txn, name, flags | MDB_CREATE, out);
+	if (rc) {
+		mdb_txn_abort(txn);
+		return db_err(rc);
+	}
+	return db_err(mdb_txn_commit(txn));
+}
+
+int db_read_begin(struct db *db, MDB_txn **txn)
+{
+	struct db_reader *r = &tl_reader;
+	int rc;
+
+	if (r->db_id == db->id && r->depth > 0) {
+		r->depth++;
+		*txn = r->txn;
+		return 0;
+	}
+	if (r->db_id == db->id && r->txn) {
+		rc = mdb_txn_renew(r->txn);
+	} else {
+		/* A txn left from a closed env is forgotten, never touched. */
+		r->db_id = db->id;
+		r->txn = NULL;
+		rc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &r->txn);
+	}
+	if (rc) {
+		if (r->txn)
+			mdb_txn_abort(r->txn);
+		r->txn = NULL;
+		return db_err(rc);
+	}
+	r->depth = 1;
+	*txn = r->txn;
+	return 0;
+}
+
+void db_read_end(struct db *db, MDB_txn *txn)
+{
+	struct db_reader *r = &tl_reader;
+
+	if (r->db_id != db->id || r->txn != txn || r->depth == 0)
+		return;
+	if (--r->depth == 0)
+		mdb_txn_reset(txn);
+}
+
+void db_submit(struct db *db, db_apply_fn apply, db_done_fn done, void *arg)
+{
+	struct db_op *op = calloc(1, sizeof(*op));
+
+	if (!op) {
+		if (done)
+			done(arg, -ENOMEM);
+		return;
+	}
+	op->apply = apply;
+	op->done = done;
+	op->arg = arg;
+	pthread_mutex_lock(&db->lock);
+	*db->tail = op;
+	db->tail = &op->next;
+	pthread_cond_signal(&db->wake);
+	pthread_mutex_unlock(&db->lock);
+}
+
+struct db_wait {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int err;
+	db_apply_fn apply;
+	void *arg;
+};
+
+static int db_wait_apply(MDB_txn *txn, void *p)
+{
+	struct db_wait *w = p;
+
+	return w->apply(txn, w->arg);
+}
+
+static void db_wait_done(void *p, int err)
+{
+	struct db_wait *w = p;
+
+	pthread_mutex_lock(&w->lock);
+	w->err = err;
+	w->done = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+int db_write(struct db *db, db_apply_fn apply, void *arg)
+{
+	struct db_wait w = { .apply = apply, .arg = arg };
+
+	pthread_mutex_init(&w.lock, NULL);
+	pthread_cond_init(&w.cond, NULL);
+	db_submit(db, apply ? db_wait_apply : NULL, db_wait_done, &w);
+	pthread_mutex_lock(&w.lock);
+	while (!w.done)
+		pthread_cond_wait(&w.cond, &w.lock);
+	pthread_mutex_unlock(&w.lock);
+	pthread_cond_destroy(&w.cond);
+	pthread_mutex_destroy(&w.lock);
+	return w.err;
+}

@@ -1,0 +1,330 @@
+/*
+ * nfsd/config.c - defaults, the INI config file (libinih) and the command
+ * line.  Every option has one row in the table below, used by both the
+ * file ("key = value" under [mapfs-gw]) and the CLI ("--key value").
+ */
+#include "nfsd/config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <ini.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+
+enum opt_kind { OPT_STR, OPT_PORT, OPT_INT, OPT_BOOL, OPT_MS };
+
+struct opt {
+	const char *name;
+	enum opt_kind kind;
+	size_t off;
+	const char *arg;
+	const char *help;
+};
+
+#define OFF(f) offsetof(struct config, f)
+
+static const struct opt opts[] = {
+	{ "store", OPT_STR, OFF(store), "URL",
+	  "object store: file:///path (default file://STATE/store)" },
+	{ "state", OPT_STR, OFF(state), "DIR",
+	  "state directory: LMDB, cache, handle key (default /var/lib/mapfs-gw)" },
+	{ "bind", OPT_STR, OFF(bind), "ADDR", "listen address (default 0.0.0.0)" },
+	{ "nfs-port", OPT_PORT, OFF(nfs_port), "N",
+	  "NFS port, also serving MOUNT (default 2049; 0 picks a free port)" },
+	{ "mount-port", OPT_PORT, OFF(mount_port), "N",
+	  "MOUNT port (default 20048; 0 picks a free port)" },
+	{ "export", OPT_STR, OFF(export_path), "PATH",
+	  "exported path (default /mapfs)" },
+	{ "threads", OPT_INT, OFF(threads), "N",
+	  "event loops, one per core (default: online CPUs)" },
+	{ "no-rpcbind", OPT_BOOL, OFF(no_rpcbind), NULL,
+	  "do not register with rpcbind" },
+	{ "foreground", OPT_BOOL, OFF(foreground), NULL,
+	  "stay in the foreground (default: detach once ready)" },
+	{ "log-level", OPT_STR, OFF(log_level), "L",
+	  "error, warn, info or debug (default info)" },
+	{ "dir-ttl", OPT_MS, OFF(dir_ttl_ms), "SECONDS",
+	  "how long a directory listing is trusted before the store is asked again (default 5)" },
+	{ "upload-delay", OPT_MS, OFF(upload_delay_ms), "SECONDS",
+	  "quiet time before a changed file is written to the store (default 5)" },
+	{ "read-only", OPT_BOOL, OFF(read_only), NULL,
+	  "export read-only" },
+};
+
+#define NOPTS (sizeof(opts) / sizeof(opts[0]))
+
+void config_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: mapfs-gw [--config FILE] [--store URL] [--state DIR] [--bind ADDR]\n"
+		"                [--nfs-port N] [--mount-port N] [--export PATH] [--threads N]\n"
+		"                [--no-rpcbind] [--foreground] [--log-level L]\n\n"
+		"A user-space NFSv3 server exporting an object store's namespace from a\n"
+		"local cache.  Once ready it prints one line on stdout:\n"
+		"  mapfs-gw: ready nfs=ADDR:PORT mount=ADDR:PORT export=PATH\n\n"
+		"options:\n"
+		"  --config FILE        INI file with the options below as key = value\n"
+		"                       (section [mapfs-gw]); the command line wins\n");
+	for (size_t i = 0; i < NOPTS; i++) {
+		char left[64];
+
+		snprintf(left, sizeof(left), "--%s%s%s", opts[i].name,
+			 opts[i].arg ? " " : "", opts[i].arg ? opts[i].arg : "");
+		fprintf(out, "  %-20s %s\n", left, opts[i].help);
+	}
+	fprintf(out, "  --help               this text\n"
+		     "  --version            the version\n");
+}
+
+static const struct opt *opt_find(const char *name)
+{
+	for (size_t i = 0; i < NOPTS; i++)
+		if (strcmp(opts[i].name, name) == 0)
+			return &opts[i];
+	return NULL;
+}
+
+static int parse_long(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* Set one option from its text; src names where it came from for errors. */
+static int opt_set(struct config *cfg, const struct opt *o, const char *val,
+		   const char *src, FILE *err)
+{
+	char *base = (char *)cfg + o->off;
+	long v;
+
+	switch (o->kind) {
+	case OPT_STR:
+		if (!*val)
+			goto bad;
+		free(*(char **)base);
+		*(char **)base = strdup(val);
+		return *(char **)base ? 0 : -ENOMEM;
+	case OPT_PORT:
+		if (parse_long(val, 0, 65535, &v))
+			goto bad;
+		*(int *)base = (int)v;
+		return 0;
+	case OPT_INT:
+		if (parse_long(val, 1, 1024, &v))
+			goto bad;
+		*(int *)base = (int)v;
+		return 0;
+	case OPT_MS:
+		if (parse_long(val, 0, 86400, &v))
+			goto bad;
+		*(uint32_t *)base = (uint32_t)(v * 1000);
+		return 0;
+	case OPT_BOOL:
+		if (!val || !strcmp(val, "true") || !strcmp(val, "yes") ||
+		    !strcmp(val, "1"))
+			*(bool *)base = true;
+		else if (!strcmp(val, "false") || !strcmp(val, "no") ||
+			 !strcmp(val, "0"))
+			*(bool *)base = false;
+		else
+			goto bad;
+		return 0;
+	}
+bad:
+	fprintf(err, "mapfs-gw: %s: invalid value '%s' for %s\n", src, val,
+		o->name);
+	return -EINVAL;
+}
+
+struct ini_ctx {
+	struct config *cfg;
+	FILE *err;
+	const char *path;
+	int rc;
+};
+
+static int ini_handler(void *p, const char *section, const char *name,
+		       const char *value)
+{
+	struct ini_ctx *c = p;
+	const struct opt *o;
+
+	if (*section && strcmp(section, "mapfs-gw") != 0)
+		return 1; /* other sections belong to later features */
+	o = opt_find(name);
+	if (!o) {
+		fprintf(c->err, "mapfs-gw: %s: unknown option '%s'\n", c->path,
+			name);
+		c->rc = -EINVAL;
+		return 0;
+	}
+	if (opt_set(c->cfg, o, value, c->path, c->err))
+		c->rc = -EINVAL;
+	return c->rc == 0;
+}
+
+static int config_validate(struct config *cfg, FILE *err)
+{
+	enum log_level lvl;
+
+	if (log_parse_level(cfg->log_level, &lvl)) {
+		fprintf(err, "mapfs-gw: invalid value '%s' for log-level\n",
+			cfg->log_level);
+		return -EINVAL;
+	}
+	if (cfg->export_path[0] != '/' || strstr(cfg->export_path, "//") ||
+	    strlen(cfg->export_path) > 1024) {
+		fprintf(err, "mapfs-gw: invalid value '%s' for export (an absolute path)\n",
+			cfg->export_path);
+		return -EINVAL;
+	}
+	if (strncmp(cfg->store, "file://", 7) && strncmp(cfg->store, "s3://", 5)) {
+		fprintf(err, "mapfs-gw: invalid value '%s' for store (file:///path or s3://bucket)\n",
+			cfg->store);
+		return -EINVAL;
+	}
+	if (cfg->nfs_port && cfg->nfs_port == cfg->mount_port) {
+		fprintf(err, "mapfs-gw: nfs-port and mount-port must differ\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int config_defaults(struct config *cfg)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	*cfg = (struct config){
+		.state = strdup("/var/lib/mapfs-gw"),
+		.bind = strdup("0.0.0.0"),
+		.nfs_port = 2049,
+		.mount_port = 20048,
+		.export_path = strdup("/mapfs"),
+		.threads = n > 0 ? (int)n : 1,
+		.log_level = strdup("info"),
+		.dir_ttl_ms = 5000,
+		.upload_delay_ms = 5000,
+	};
+	return cfg->state && cfg->bind && cfg->export_path && cfg->log_level ?
+		       0 : -ENOMEM;
+}
+
+int config_load(struct config *cfg, int argc, char **argv, FILE *out,
+		FILE *err)
+{
+	struct option lopts[NOPTS + 4];
+	const char *config_file = NULL;
+	int rc, c, idx;
+
+	rc = config_defaults(cfg);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < NOPTS; i++)
+		lopts[i] = (struct option){ opts[i].name,
+					    opts[i].kind == OPT_BOOL ? no_argument
+								     : required_argument,
+					    NULL, 'o' };
+	lopts[NOPTS] = (struct option){ "config", required_argument, NULL, 'c' };
+	lopts[NOPTS + 1] = (struct option){ "help", no_argument, NULL, 'h' };
+	lopts[NOPTS + 2] = (struct option){ "version", no_argument, NULL, 'V' };
+	lopts[NOPTS + 3] = (struct option){ 0 };
+
+	/* Pass 1: only --config, --help, --version; errors wait for pass 2. */
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", lopts, &idx)) != -1) {
+		if (c == 'c')
+			config_file = optarg;
+		else if (c == 'h') {
+			config_usage(out);
+			return 1;
+		} else if (c == 'V') {
+			fprintf(out, "mapfs-gw 0.1.0\n");
+			return 1;
+		}
+	}
+	if (config_file) {
+		struct ini_ctx ictx = { cfg, err, config_file, 0 };
+		int line = ini_parse(config_file, ini_handler, &ictx);
+
+		if (line < 0) {
+			fprintf(err, "mapfs-gw: cannot read config file %s\n",
+				config_file);
+			return -EINVAL;
+		}
+		if (ictx.rc)
+			return ictx.rc;
+		if (line > 0) {
+			fprintf(err, "mapfs-gw: %s:%d: syntax error\n",
+				config_file, line);
+			return -EINVAL;
+		}
+	}
+
+	/* Pass 2: the command line overrides the file. */
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", lopts, &idx)) != -1) {
+		if (c == 'o') {
+			if (opt_set(cfg, &opts[idx], optarg, "command line", err))
+				return -EINVAL;
+		} else if (c == '?') {
+			fprintf(err, "mapfs-gw: unknown or incomplete option '%s' (see --help)\n",
+				argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fprintf(err, "mapfs-gw: unexpected argument '%s' (see --help)\n",
+			argv[optind]);
+		return -EINVAL;
+	}
+	if (!cfg->store) {
+		size_t len = strlen(cfg->state) + 16;
+		char *url = malloc(len);
+
+		if (!url)
+			return -ENOMEM;
+		if (cfg->state[0] == '/') {
+			snprintf(url, len, "file://%s/store", cfg->state);
+		} else {
+			char cwd[PATH_MAX];
+
+			if (!getcwd(cwd, sizeof(cwd))) {
+				free(url);
+				return -errno;
+			}
+			len += strlen(cwd) + 1;
+			char *abs = realloc(url, len);
+			if (!abs) {
+				free(url);
+				return -ENOMEM;
+			}
+			url = abs;
+			snprintf(url, len, "file://%s/%s/store", cwd, cfg->state);
+		}
+		cfg->store = url;
+	}
+	return config_validate(cfg, err);
+}
+
+void config_free(struct config *cfg)
+{
+	free(cfg->store);
+	free(cfg->state);
+	free(cfg->bind);
+	free(cfg->export_path);
+	free(cfg->log_level);
+	*cfg = (struct config){ 0 };
+}

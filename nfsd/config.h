@@ -1,0 +1,42 @@
+/*
+ * nfsd/config.h - the daemon's settings: defaults, the INI config file,
+ * and the command line (which overrides the file).
+ */
+#ifndef MAPFS_CONFIG_H
+#define MAPFS_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct config {
+	char *store;       /* URL; default file://STATE/store */
+	char *state;       /* state directory */
+	char *bind;        /* listen address */
+	int nfs_port;      /* 0 = pick a free port */
+	int mount_port;
+	char *export_path; /* e.g. /mapfs */
+	int threads;       /* event loops; default = online CPUs */
+	bool no_rpcbind;
+	bool foreground;
+	char *log_level;
+	uint32_t dir_ttl_ms;
+	uint32_t upload_delay_ms;
+	bool read_only;
+};
+
+/*
+ * Fill cfg from defaults, then the config file (--config FILE, if given),
+ * then the command line.  On a bad flag or value, prints a message that
+ * names it to err and returns -EINVAL (the caller exits 2).  Returns 1 if
+ * --help or --version was printed (exit 0), else 0.  Strings in cfg are
+ * malloc'd and freed by config_free().
+ */
+int config_load(struct config *cfg, int argc, char **argv, FILE *out,
+		FILE *err);
+void config_free(struct config *cfg);
+
+/* The --help text. */
+void config_usage(FILE *out);
+
+#endif
