@@ -1,0 +1,551 @@
+/*
+ * cache/ring.c - per-loop io_uring rings and completion lists, and the
+ * read/write/sync operations on local data.
+ *
+ * A loop's ring is used only by that loop's thread (submit and reap), so
+ * it needs no lock.  Other threads (fetch workers) hand results to a loop
+ * through its completion list, a mutex-protected FIFO, and wake it with
+ * the eventfd the ring also signals: one fd per loop for main to watch.
+ *
+ * An operation is a struct cache_req that goes through rounds: one round
+ * is a data SQE (read or write), optionally linked to an fdatasync and an
+ * fsync of the shard directory.  A short transfer ends the round early
+ * (the kernel cancels what is linked after it) and the next round goes on
+ * from where it stopped, until done, EOF or an error.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "cache/cache_int.h"
+
+/* What a CQE completes, kept in the low bits of user_data. */
+enum { TAG_DATA = 0, TAG_FSYNC = 1, TAG_DIRSYNC = 2, TAG_MASK = 3 };
+
+/* Largest transfer of one SQE (len is 32 bits in an SQE). */
+#define ROUND_MAX (1u << 30)
+
+enum req_op { REQ_READ, REQ_WRITE, REQ_SYNC };
+
+struct cache_req {
+	struct cache_req *next; /* backlog */
+	struct cache *c;
+	struct cache_loop *l;
+	enum req_op op;
+	struct cache_fd *f;
+	void *buf;
+	size_t len, done_bytes;
+	uint64_t off;
+	bool sync; /* REQ_WRITE: datasync after the data */
+	cache_done_fn done;
+	void *arg;
+	/* The current round. */
+	unsigned pending; /* CQEs still to come */
+	unsigned asked;   /* bytes the data SQE asked for */
+	bool dir;         /* the round fsyncs the directory too */
+	uint64_t dir_snap;
+	bool retry;       /* short or interrupted transfer: another round */
+	bool eof;
+	int err, sync_res, dir_res;
+};
+
+static void loop_wake(struct cache_loop *l)
+{
+	uint64_t one = 1;
+
+	/* Only fails when the counter is saturated: then it is readable. */
+	(void)!write(l->efd, &one, sizeof(one));
+}
+
+void cache_post(struct cache *c, struct cache_compl *n)
+{
+	struct cache_loop *l = &c->loops[n->loop];
+
+	n->next = NULL;
+	pthread_mutex_lock(&l->compl_lock);
+	if (l->compl_tail)
+		l->compl_tail->next = n;
+	else
+		l->compl_head = n;
+	l->compl_tail = n;
+	pthread_mutex_unlock(&l->compl_lock);
+	loop_wake(l);
+}
+
+void cache_complete(struct cache *c, int loop, cache_done_fn done, void *arg,
+		    long result)
+{
+	struct cache_compl *n;
+
+	if (loop < 0 || loop >= c->nloops || !(n = malloc(sizeof(*n)))) {
+		done(arg, result);
+		return;
+	}
+	n->done = done;
+	n->arg = arg;
+	n->result = result;
+	n->loop = loop;
+	cache_post(c, n);
+}
+
+static unsigned round_sqes(const struct cache_req *r)
+{
+	switch (r->op) {
+	case REQ_READ:
+		return 1;
+	case REQ_WRITE:
+		return 1 + (r->sync ? 1 + r->dir : 0);
+	default:
+		return 1 + r->dir;
+	}
+}
+
+/* The round's fdatasync (and directory fsync), linked after prev if any. */
+static void prep_fsyncs(struct cache_req *r, struct io_uring_sqe *prev)
+{
+	struct io_uring_sqe *sqe;
+
+	if (prev)
+		prev->flags |= IOSQE_IO_LINK;
+	sqe = io_uring_get_sqe(&r->l->ring);
+	io_uring_prep_fsync(sqe, r->f->fd, IORING_FSYNC_DATASYNC);
+	io_uring_sqe_set_data64(sqe, (uintptr_t)r | TAG_FSYNC);
+	if (r->dir) {
+		sqe->flags |= IOSQE_IO_LINK;
+		sqe = io_uring_get_sqe(&r->l->ring);
+		io_uring_prep_fsync(sqe, cache_dirfd(r->c, r->f->ino), 0);
+		io_uring_sqe_set_data64(sqe, (uintptr_t)r | TAG_DIRSYNC);
+	}
+}
+
+/*
+ * Queue the next round of r on its ring, or return false if the ring has
+ * no room: the CQ must hold every CQE we wait for, so the kernel never
+ * has to keep completions in its overflow list.
+ */
+static bool round_submit(struct cache_req *r)
+{
+	struct cache_loop *l = r->l;
+	struct io_uring_sqe *sqe;
+	unsigned n;
+
+	if (r->op != REQ_READ && (r->op == REQ_SYNC || r->sync)) {
+		r->dir = cache_dir_needs_sync(r->c, r->f->ino);
+		r->dir_snap = cache_dir_snapshot(r->c, r->f->ino);
+	}
+	n = round_sqes(r);
+	if (l->inflight + n > l->cq_cap || io_uring_sq_space_left(&l->ring) < n)
+		return false;
+	r->pending = n;
+	r->retry = false;
+	r->sync_res = r->dir_res = 0;
+	r->asked = 0;
+	if (r->op != REQ_SYNC) {
+		size_t left = r->len - r->done_bytes;
+
+		r->asked = left > ROUND_MAX ? ROUND_MAX : (unsigned)left;
+		sqe = io_uring_get_sqe(&l->ring);
+		if (r->op == REQ_READ)
+			io_uring_prep_read(sqe, r->f->fd,
+					   (char *)r->buf + r->done_bytes,
+					   r->asked, r->off + r->done_bytes);
+		else
+			io_uring_prep_write(sqe, r->f->fd,
+					    (char *)r->buf + r->done_bytes,
+					    r->asked, r->off + r->done_bytes);
+		io_uring_sqe_set_data64(sqe, (uintptr_t)r | TAG_DATA);
+		if (r->op == REQ_WRITE && r->sync)
+			prep_fsyncs(r, sqe);
+	} else {
+		prep_fsyncs(r, NULL);
+	}
+	l->inflight += n;
+	/* On failure the SQEs stay queued; the wake makes poll retry. */
+	if (io_uring_submit(&l->ring) < 0)
+		loop_wake(l);
+	return true;
+}
+
+static void req_submit(struct cache_req *r)
+{
+	struct cache_loop *l = r->l;
+
+	/* Keep order: nothing overtakes what already waits for room. */
+	if (!l->backlog_head && round_submit(r))
+		return;
+	r->next = NULL;
+	if (l->backlog_tail)
+		l->backlog_tail->next = r;
+	else
+		l->backlog_head = r;
+	l->backlog_tail = r;
+}
+
+static void req_finish(struct cache_req *r, long result)
+{
+	cache_done_fn done = r->done;
+	void *arg = r->arg;
+
+	cache_fd_put(r->f);
+	free(r);
+	done(arg, result);
+}
+
+static void round_end(struct cache_req *r)
+{
+	if (r->err) {
+		req_finish(r, r->err);
+		return;
+	}
+	if (r->op == REQ_READ && !r->eof && r->done_bytes < r->len) {
+		req_submit(r);
+		return;
+	}
+	if (r->op == REQ_WRITE && (r->retry || r->done_bytes < r->len)) {
+		req_submit(r);
+		return;
+	}
+	if (r->op == REQ_READ) {
+		req_finish(r, (long)r->done_bytes);
+		return;
+	}
+	/*
+	 * The whole write is in, so this round's syncs ran after all of it
+	 * (after a short write they were cancelled and are redone above).
+	 */
+	if (r->sync_res < 0 || r->dir_res < 0) {
+		req_finish(r, r->sync_res < 0 ? r->sync_res : r->dir_res);
+		return;
+	}
+	if (r->dir)
+		cache_dir_synced(r->c, r->f->ino, r->dir_snap);
+	req_finish(r, r->op == REQ_WRITE ? (long)r->len : 0);
+}
+
+static void req_cqe(struct cache_req *r, unsigned tag, int res)
+{
+	switch (tag) {
+	case TAG_DATA:
+		if (res == -EINTR || res == -EAGAIN)
+			r->retry = true;
+		else if (res < 0)
+			r->err = res;
+		else if (res == 0 && r->op == REQ_READ)
+			r->eof = true;
+		else if (res == 0)
+			r->err = -EIO; /* a write that moves nothing */
+		else {
+			r->done_bytes += (size_t)res;
+			if ((unsigned)res < r->asked)
+				r->retry = true;
+		}
+		break;
+	case TAG_FSYNC:
+		r->sync_res = res;
+		break;
+	default:
+		r->dir_res = res;
+		break;
+	}
+	if (--r->pending)
+		return;
+	round_end(r);
+}
+
+/* Reap every CQE, then feed the backlog with the room that freed up. */
+static void loop_reap(struct cache_loop *l)
+{
+	struct io_uring_cqe *cqe;
+
+	while (io_uring_peek_cqe(&l->ring, &cqe) == 0) {
+		uint64_t ud = io_uring_cqe_get_data64(cqe);
+		int res = cqe->res;
+
+		io_uring_cqe_seen(&l->ring, cqe);
+		l->inflight--;
+		req_cqe((struct cache_req *)(uintptr_t)(ud & ~(uint64_t)TAG_MASK),
+			(unsigned)(ud & TAG_MASK), res);
+	}
+	while (l->backlog_head && round_submit(l->backlog_head)) {
+		l->backlog_head = l->backlog_head->next;
+		if (!l->backlog_head)
+			l->backlog_tail = NULL;
+	}
+	if (io_uring_sq_ready(&l->ring) && io_uring_submit(&l->ring) < 0)
+		loop_wake(l);
+}
+
+static void loop_drain(struct cache_loop *l)
+{
+	struct cache_compl *n, *next;
+
+	pthread_mutex_lock(&l->compl_lock);
+	n = l->compl_head;
+	l->compl_head = l->compl_tail = NULL;
+	pthread_mutex_unlock(&l->compl_lock);
+	for (; n; n = next) {
+		next = n->next;
+		n->done(n->arg, n->result);
+		free(n);
+	}
+}
+
+int cache_loop_fd(struct cache *c, int loop)
+{
+	if (loop < 0 || loop >= c->nloops)
+		return -EINVAL;
+	return c->loops[loop].efd;
+}
+
+/*
+ * Read the eventfd first: anything that completes after that writes it
+ * again, so no wake-up is lost between reaping and returning.
+ */
+void cache_loop_poll(void *cache, int loop)
+{
+	struct cache *c = cache;
+	struct cache_loop *l = &c->loops[loop];
+	uint64_t v;
+
+	(void)!read(l->efd, &v, sizeof(v));
+	loop_reap(l);
+	loop_drain(l);
+}
+
+static void loop_fini(struct cache_loop *l)
+{
+	io_uring_queue_exit(&l->ring);
+	close(l->efd);
+	pthread_mutex_destroy(&l->compl_lock);
+}
+
+static int loop_init(struct cache *c, struct cache_loop *l)
+{
+	int rc;
+
+	l->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (l->efd < 0)
+		return -errno;
+	rc = io_uring_queue_init(c->ring_depth, &l->ring, 0);
+	if (rc)
+		goto out_efd;
+	rc = io_uring_register_eventfd(&l->ring, l->efd);
+	if (rc)
+		goto out_ring;
+	l->cq_cap = l->ring.cq.ring_entries;
+	pthread_mutex_init(&l->compl_lock, NULL);
+	return 0;
+
+out_ring:
+	io_uring_queue_exit(&l->ring);
+out_efd:
+	close(l->efd);
+	return rc;
+}
+
+int cache_loops_init(struct cache *c)
+{
+	int i, rc;
+
+	if (c->nloops == 0)
+		return 0;
+	c->loops = calloc((size_t)c->nloops, sizeof(*c->loops));
+	if (!c->loops)
+		return -ENOMEM;
+	for (i = 0; i < c->nloops; i++) {
+		rc = loop_init(c, &c->loops[i]);
+		if (rc)
+			goto out_loops;
+	}
+	return 0;
+
+out_loops:
+	while (i-- > 0)
+		loop_fini(&c->loops[i]);
+	free(c->loops);
+	c->loops = NULL;
+	return rc;
+}
+
+/*
+ * The loops are stopped by now: finish what is still in a ring, and
+ * deliver what is still listed, on the closing thread.
+ */
+void cache_loops_destroy(struct cache *c)
+{
+	for (int i = 0; i < c->nloops; i++) {
+		struct cache_loop *l = &c->loops[i];
+		struct io_uring_cqe *cqe;
+
+		loop_reap(l);
+		while (l->inflight) {
+			if (io_uring_wait_cqe(&l->ring, &cqe) < 0)
+				break;
+			loop_reap(l);
+		}
+		loop_drain(l);
+		loop_fini(l);
+	}
+	free(c->loops);
+}
+
+/* Synchronous versions for loop < 0: same results, done inline. */
+static long read_blocking(struct cache_fd *f, uint64_t off, size_t len,
+			  void *buf)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(f->fd, (char *)buf + done, len - done,
+				  (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (long)done;
+}
+
+static long write_blocking(struct cache *c, struct cache_fd *f, uint64_t off,
+			   const void *buf, size_t len, bool sync)
+{
+	size_t done = 0;
+	int rc;
+
+	while (done < len) {
+		ssize_t n = pwrite(f->fd, (const char *)buf + done, len - done,
+				   (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		done += (size_t)n;
+	}
+	if (sync && (rc = cache_sync_blocking(c, f)))
+		return rc;
+	return (long)len;
+}
+
+/*
+ * Common start of cache_read/write/sync: the fd reference, and for a loop
+ * the request.  Returns the request, or NULL when done was already called
+ * (an error, or the synchronous case, which the caller then runs itself:
+ * *sync_f is set).
+ */
+static struct cache_req *req_start(struct cache *c, int loop, uint64_t ino,
+				   cache_done_fn done, void *arg,
+				   struct cache_fd **sync_f)
+{
+	struct cache_fd *f;
+	struct cache_req *r;
+	int rc;
+
+	*sync_f = NULL;
+	if (loop >= c->nloops) {
+		done(arg, -EINVAL);
+		return NULL;
+	}
+	rc = cache_fd_get(c, ino, &f);
+	if (rc) {
+		cache_complete(c, loop, done, arg, rc);
+		return NULL;
+	}
+	if (loop < 0) {
+		*sync_f = f;
+		return NULL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		cache_fd_put(f);
+		cache_complete(c, loop, done, arg, -ENOMEM);
+		return NULL;
+	}
+	r->c = c;
+	r->l = &c->loops[loop];
+	r->f = f;
+	r->done = done;
+	r->arg = arg;
+	return r;
+}
+
+void cache_read(struct cache *c, int loop, uint64_t ino, uint64_t off,
+		size_t len, void *buf, cache_done_fn done, void *arg)
+{
+	struct cache_fd *f;
+	struct cache_req *r = req_start(c, loop, ino, done, arg, &f);
+	long res;
+
+	if (f) {
+		res = read_blocking(f, off, len, buf);
+		cache_fd_put(f);
+		done(arg, res);
+		return;
+	}
+	if (!r)
+		return;
+	r->op = REQ_READ;
+	r->buf = buf;
+	r->len = len;
+	r->off = off;
+	req_submit(r);
+}
+
+void cache_write(struct cache *c, int loop, uint64_t ino, uint64_t off,
+		 const void *buf, size_t len, bool sync, cache_done_fn done,
+		 void *arg)
+{
+	struct cache_fd *f;
+	struct cache_req *r = req_start(c, loop, ino, done, arg, &f);
+	long res;
+
+	if (f) {
+		res = write_blocking(c, f, off, buf, len, sync);
+		cache_fd_put(f);
+		done(arg, res);
+		return;
+	}
+	if (!r)
+		return;
+	/* Nothing to write: only the sync, if any, is left to do. */
+	r->op = len ? REQ_WRITE : REQ_SYNC;
+	if (!len && !sync) {
+		cache_fd_put(r->f);
+		free(r);
+		cache_complete(c, loop, done, arg, 0);
+		return;
+	}
+	/* The ring only reads from buf; the request type is shared. */
+	r->buf = (void *)buf;
+	r->len = len;
+	r->off = off;
+	r->sync = sync;
+	req_submit(r);
+}
+
+void cache_sync(struct cache *c, int loop, uint64_t ino, cache_done_fn done,
+		void *arg)
+{
+	struct cache_fd *f;
+	struct cache_req *r = req_start(c, loop, ino, done, arg, &f);
+	long res;
+
+	if (f) {
+		res = cache_sync_blocking(c, f);
+		cache_fd_put(f);
+		done(arg, res);
+		return;
+	}
+	if (!r)
+		return;
+	r->op = REQ_SYNC;
+	req_submit(r);
+}
