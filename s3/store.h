@@ -71,12 +71,17 @@ int store_head(struct store *st, const char *key, struct store_info *out);
 
 /*
  * GET bytes [off, off+len) into buf.  *got is the number of bytes read
- * (less than len only at the end of the object).
+ * (less than len only at the end of the object; 0, not an error, when off
+ * is at or past the end).
  */
 int store_get(struct store *st, const char *key, uint64_t off, size_t len,
 	      void *buf, size_t *got);
 
-/* PUT a whole object from memory, metadata in the same request. */
+/*
+ * PUT a whole object from memory, metadata in the same request.  It
+ * replaces any old object atomically (a new etag).  A key ending in '/' is
+ * a directory marker: its body must be empty.  out may be NULL.
+ */
 int store_put(struct store *st, const char *key, const void *buf, size_t len,
 	      const struct store_meta *meta, struct store_info *out);
 
@@ -95,6 +100,11 @@ int store_mpu_part(struct store *st, const char *key, const char *upload_id,
 int store_mpu_part_copy(struct store *st, const char *key,
 			const char *upload_id, int partno, const char *src,
 			uint64_t off, uint64_t len, char etag[STORE_ETAG_MAX]);
+/*
+ * Join parts 1..nparts, etags[i] being part i+1's: -EINVAL if a part is
+ * missing or its etag differs (S3's InvalidPart).  An unknown upload id
+ * (or one of another key) is -ENOENT, for every mpu call.
+ */
 int store_mpu_complete(struct store *st, const char *key,
 		       const char *upload_id, int nparts,
 		       char (*etags)[STORE_ETAG_MAX], struct store_info *out);
@@ -106,7 +116,8 @@ int store_mpu_abort(struct store *st, const char *key, const char *upload_id);
  * token is NULL for the first page, else the previous page's next_token.
  * max_keys 0 means the backend's default (1000).  The page is freed with
  * store_page_free().  A key equal to the prefix (a "dir/" marker) may be
- * returned; callers skip it.
+ * returned; callers skip it.  At most 1000 items (entries plus prefixes)
+ * a page, as on S3; next_token is opaque.
  */
 int store_list(struct store *st, const char *prefix, char delimiter,
 	       const char *token, unsigned max_keys, struct store_page *out);

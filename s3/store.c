@@ -1,0 +1,216 @@
+/*
+ * s3/store.c - store_open() dispatch on the URL scheme, and the public
+ * wrappers that forward to the backend's vtable.
+ */
+#include "s3/store.h"
+#include "s3/store_backends.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Known schemes.  A NULL ops marks a scheme that is recognised but not
+ * built yet, so a config naming it fails with ENOTSUP, not a parse error.
+ */
+static const struct {
+	const char *scheme;
+	const struct store_ops *ops;
+} store_backends[] = {
+	{ "file", &store_file_ops },
+	{ "s3", NULL },
+};
+
+/*
+ * Open the backend named by opts->url's scheme.  On success *out is owned
+ * by the caller (store_close); st->url is a copy owned by the store.
+ */
+int store_open(const struct store_opts *opts, struct store **out)
+{
+	const struct store_ops *ops = NULL;
+	const char *sep;
+	struct store *st;
+	size_t n, i;
+	bool known = false;
+	int err;
+
+	if (!opts || !opts->url || !out)
+		return -EINVAL;
+	sep = strstr(opts->url, "://");
+	if (!sep)
+		return -EINVAL;
+	n = (size_t)(sep - opts->url);
+	for (i = 0; i < sizeof(store_backends) / sizeof(store_backends[0]); i++) {
+		if (strlen(store_backends[i].scheme) == n &&
+		    memcmp(store_backends[i].scheme, opts->url, n) == 0) {
+			known = true;
+			ops = store_backends[i].ops;
+			break;
+		}
+	}
+	if (!known)
+		return -EINVAL;
+	if (!ops)
+		return -ENOTSUP;
+
+	err = ops->open(opts, &st);
+	if (err)
+		return err;
+	st->ops = ops;
+	st->url = strdup(opts->url);
+	if (!st->url) {
+		ops->close(st);
+		return -ENOMEM;
+	}
+	*out = st;
+	return 0;
+}
+
+/* Close the backend and free st (NULL is a no-op). */
+void store_close(struct store *st)
+{
+	char *url;
+
+	if (!st)
+		return;
+	url = st->url;
+	st->ops->close(st);
+	free(url);
+}
+
+/* The URL the store was opened with; valid until store_close(). */
+const char *store_url(const struct store *st)
+{
+	return st->url;
+}
+
+/* The wrappers below forward to the backend; a missing op is ENOTSUP. */
+
+int store_head(struct store *st, const char *key, struct store_info *out)
+{
+	if (!st->ops->head)
+		return -ENOTSUP;
+	return st->ops->head(st, key, out);
+}
+
+int store_get(struct store *st, const char *key, uint64_t off, size_t len,
+	      void *buf, size_t *got)
+{
+	if (!st->ops->get)
+		return -ENOTSUP;
+	return st->ops->get(st, key, off, len, buf, got);
+}
+
+int store_put(struct store *st, const char *key, const void *buf, size_t len,
+	      const struct store_meta *meta, struct store_info *out)
+{
+	if (!st->ops->put)
+		return -ENOTSUP;
+	return st->ops->put(st, key, buf, len, meta, out);
+}
+
+int store_put_fd(struct store *st, const char *key, int fd, uint64_t len,
+		 const struct store_meta *meta, struct store_info *out)
+{
+	if (!st->ops->put_fd)
+		return -ENOTSUP;
+	return st->ops->put_fd(st, key, fd, len, meta, out);
+}
+
+int store_mpu_create(struct store *st, const char *key,
+		     const struct store_meta *meta, char **upload_id)
+{
+	if (!st->ops->mpu_create)
+		return -ENOTSUP;
+	return st->ops->mpu_create(st, key, meta, upload_id);
+}
+
+int store_mpu_part(struct store *st, const char *key, const char *upload_id,
+		   int partno, int fd, uint64_t off, uint64_t len,
+		   char etag[STORE_ETAG_MAX])
+{
+	if (!st->ops->mpu_part)
+		return -ENOTSUP;
+	return st->ops->mpu_part(st, key, upload_id, partno, fd, off, len,
+				 etag);
+}
+
+int store_mpu_part_copy(struct store *st, const char *key,
+			const char *upload_id, int partno, const char *src,
+			uint64_t off, uint64_t len, char etag[STORE_ETAG_MAX])
+{
+	if (!st->ops->mpu_part_copy)
+		return -ENOTSUP;
+	return st->ops->mpu_part_copy(st, key, upload_id, partno, src, off,
+				      len, etag);
+}
+
+int store_mpu_complete(struct store *st, const char *key,
+		       const char *upload_id, int nparts,
+		       char (*etags)[STORE_ETAG_MAX], struct store_info *out)
+{
+	if (!st->ops->mpu_complete)
+		return -ENOTSUP;
+	return st->ops->mpu_complete(st, key, upload_id, nparts, etags, out);
+}
+
+int store_mpu_abort(struct store *st, const char *key, const char *upload_id)
+{
+	if (!st->ops->mpu_abort)
+		return -ENOTSUP;
+	return st->ops->mpu_abort(st, key, upload_id);
+}
+
+int store_list(struct store *st, const char *prefix, char delimiter,
+	       const char *token, unsigned max_keys, struct store_page *out)
+{
+	if (!st->ops->list)
+		return -ENOTSUP;
+	return st->ops->list(st, prefix, delimiter, token, max_keys, out);
+}
+
+/* Free everything a backend put in page (all malloc'd) and zero it. */
+void store_page_free(struct store_page *page)
+{
+	size_t i;
+
+	if (!page)
+		return;
+	for (i = 0; i < page->nentries; i++)
+		free(page->entries[i].key);
+	free(page->entries);
+	for (i = 0; i < page->nprefixes; i++)
+		free(page->prefixes[i]);
+	free(page->prefixes);
+	free(page->next_token);
+	memset(page, 0, sizeof(*page));
+}
+
+int store_copy(struct store *st, const char *src, const char *dst,
+	       const struct store_meta *meta, struct store_info *out)
+{
+	if (!st->ops->copy)
+		return -ENOTSUP;
+	return st->ops->copy(st, src, dst, meta, out);
+}
+
+int store_delete(struct store *st, const char *key)
+{
+	if (!st->ops->del)
+		return -ENOTSUP;
+	return st->ops->del(st, key);
+}
+
+int store_delete_many(struct store *st, const char *const *keys, size_t n)
+{
+	if (!st->ops->del_many)
+		return -ENOTSUP;
+	return st->ops->del_many(st, keys, n);
+}
+
+int store_statfs(struct store *st, uint64_t *total_bytes, uint64_t *avail_bytes)
+{
+	if (!st->ops->statfs)
+		return -ENOTSUP;
+	return st->ops->statfs(st, total_bytes, avail_bytes);
+}

@@ -1,0 +1,13 @@
+/*
+ * s3/store_backends.h - internal to s3/: the backends store_open()
+ * dispatches to.  Callers outside s3/ use s3/store.h only.
+ */
+#ifndef MAPFS_STORE_BACKENDS_H
+#define MAPFS_STORE_BACKENDS_H
+
+#include "s3/store.h"
+
+/* "file:///abs/path": objects are files under a local directory. */
+extern const struct store_ops store_file_ops;
+
+#endif
