@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <ini.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -154,7 +155,7 @@ struct ini_ctx {
 	int rc;
 };
 
-static int ini_handler(void *p, const char *section, const char *name,
+static int config_ini_line(void *p, const char *section, const char *name,
 		       const char *value)
 {
 	struct ini_ctx *c = p;
@@ -256,7 +257,7 @@ int config_load(struct config *cfg, int argc, char **argv, FILE *out,
 	}
 	if (config_file) {
 		struct ini_ctx ictx = { cfg, err, config_file, 0 };
-		int line = ini_parse(config_file, ini_handler, &ictx);
+		int line = ini_parse(config_file, config_ini_line, &ictx);
 
 		if (line < 0) {
 			fprintf(err, "mapfs-gw: cannot read config file %s\n",

@@ -1,0 +1,544 @@
+/*
+ * mountd/mountd.c - the MOUNT v3 program (RFC 1813 Appendix I).
+ *
+ * MNT turns the export's path (or a directory below it) into a file
+ * handle minted with the same key and export id as NFS uses, so the
+ * handle works with every NFS procedure.  The mount list kept for DUMP is
+ * bookkeeping only: nothing is refused for lack of an entry, and a mount
+ * never fails because the list could not grow.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/fs.h"
+#include "mountd/mount3_prot.h"
+#include "nfsd/nfsd.h"
+
+/*
+ * Bound on mount list entries.  The host name comes from the client's
+ * AUTH_SYS credential, so without a bound a client could grow the list
+ * (and DUMP replies) without end by inventing names.
+ */
+#define MOUNTD_LIST_MAX 4096
+#define MOUNTD_NOBODY 65534 /* uid/gid for a call without AUTH_SYS */
+
+/*
+ * Decoder of MNT and UMNT arguments.  rpcgen's string decoder stops at an
+ * embedded NUL, so "/mapfs/a\0b" would act as "/mapfs/a"; this one reads
+ * the bytes with their length and refuses a NUL among them (the call gets
+ * GARBAGE_ARGS).  Encoding and freeing are the generated codec's.
+ */
+static bool_t mountd_dirpath_xdr(XDR *x, mnt3_dirpath *p)
+{
+	u_int len;
+	char *s;
+
+	if (x->x_op != XDR_DECODE)
+		return xdr_mnt3_dirpath(x, p);
+	if (!xdr_u_int(x, &len) || len > MNTPATHLEN)
+		return FALSE;
+	s = malloc(len + 1);
+	if (!s)
+		return FALSE;
+	if (!xdr_opaque(x, s, len) || memchr(s, '\0', len)) {
+		free(s);
+		return FALSE;
+	}
+	s[len] = '\0';
+	*p = s;
+	return TRUE;
+}
+
+/*
+ * Canonical form of an absolute path into out[cap]: no empty or "."
+ * components, ".." resolved lexically (never above "/"), no trailing
+ * slash.  Lexical ".." keeps a path like "/mapfs/../etc" from reaching
+ * outside the export whatever the namespace below does with "..".
+ * Returns 0, -ENOENT for a relative path (it names no export), or
+ * -ENAMETOOLONG for a component over FS_NAME_MAX or a result over cap.
+ */
+static int mountd_path_canon(const char *in, char *out, size_t cap)
+{
+	size_t len = 0, clen;
+
+	if (in[0] != '/')
+		return -ENOENT;
+	for (;;) {
+		while (*in == '/')
+			in++;
+		clen = strcspn(in, "/");
+		if (!clen)
+			break;
+		if (clen > FS_NAME_MAX)
+			return -ENAMETOOLONG;
+		if (clen == 2 && in[0] == '.' && in[1] == '.') {
+			while (len && out[--len] != '/')
+				;
+		} else if (clen != 1 || in[0] != '.') {
+			if (len + 1 + clen >= cap)
+				return -ENAMETOOLONG;
+			out[len++] = '/';
+			memcpy(out + len, in, clen);
+			len += clen;
+		}
+		in += clen;
+	}
+	if (!len)
+		out[len++] = '/';
+	out[len] = '\0';
+	return 0;
+}
+
+/*
+ * The part of canonical path p below canonical export e ("" for the
+ * export itself, "a/b" below it), or NULL if p is outside e.
+ */
+static const char *mountd_below(const char *p, const char *e)
+{
+	size_t elen = strlen(e);
+
+	if (elen == 1) /* the export is "/" */
+		return p + 1;
+	if (strncmp(p, e, elen))
+		return NULL;
+	if (p[elen] == '\0')
+		return p + elen;
+	return p[elen] == '/' ? p + elen + 1 : NULL;
+}
+
+/*
+ * The caller as DUMP names it: its AUTH_SYS machine name, else its
+ * address.  buf has room for MNTNAMLEN + 1 bytes.
+ */
+static void mountd_host(const struct rpc_call *call, char *buf, size_t cap)
+{
+	const struct rpc_cred *c = rpc_call_cred(call);
+	const struct sockaddr_storage *ss = rpc_call_peer(call);
+	const void *addr = NULL;
+
+	if (c->flavor == AUTH_SYS && c->machine[0]) {
+		snprintf(buf, cap, "%s", c->machine);
+		return;
+	}
+	if (ss->ss_family == AF_INET)
+		addr = &((const struct sockaddr_in *)ss)->sin_addr;
+	else if (ss->ss_family == AF_INET6)
+		addr = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+	if (!addr || !inet_ntop(ss->ss_family, addr, buf, (socklen_t)cap))
+		snprintf(buf, cap, "unknown");
+}
+
+/* Record host's mount of path, once per pair, if the list has room. */
+static void mountd_list_add(struct nfsd *n, const char *host,
+			    const char *path)
+{
+	struct nfsd_mount *m;
+	size_t count = 0;
+
+	pthread_mutex_lock(&n->mounts_lock);
+	for (m = n->mounts; m; m = m->next, count++)
+		if (!strcmp(m->host, host) && !strcmp(m->path, path))
+			goto out_unlock;
+	if (count >= MOUNTD_LIST_MAX)
+		goto out_unlock;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		goto out_unlock;
+	m->host = strdup(host);
+	m->path = strdup(path);
+	if (!m->host || !m->path) {
+		free(m->host);
+		free(m->path);
+		free(m);
+		goto out_unlock;
+	}
+	m->next = n->mounts;
+	n->mounts = m;
+out_unlock:
+	pthread_mutex_unlock(&n->mounts_lock);
+}
+
+/* Forget host's mount of path, or all of host's mounts if path is NULL. */
+static void mountd_list_remove(struct nfsd *n, const char *host,
+			       const char *path)
+{
+	struct nfsd_mount **pp, *m;
+
+	pthread_mutex_lock(&n->mounts_lock);
+	for (pp = &n->mounts; (m = *pp);) {
+		if (strcmp(m->host, host) || (path && strcmp(m->path, path))) {
+			pp = &m->next;
+			continue;
+		}
+		*pp = m->next;
+		free(m->host);
+		free(m->path);
+		free(m);
+	}
+	pthread_mutex_unlock(&n->mounts_lock);
+}
+
+/*
+ * mountstat3 for an fs/ error.  Its values are a subset of nfsstat3's,
+ * so the one errno table (nfsd/errmap.c) decides and the codes MOUNT
+ * lacks fall back to the nearest it has.
+ */
+static mountstat3 mountd_stat(int err)
+{
+	int s = nfsd_errno_to_stat(err);
+
+	switch (s) {
+	case MNT3_OK:
+	case MNT3ERR_PERM:
+	case MNT3ERR_NOENT:
+	case MNT3ERR_IO:
+	case MNT3ERR_ACCES:
+	case MNT3ERR_NOTDIR:
+	case MNT3ERR_INVAL:
+	case MNT3ERR_NAMETOOLONG:
+	case MNT3ERR_NOTSUPP:
+	case MNT3ERR_SERVERFAULT:
+		return (mountstat3)s;
+	}
+	/* A directory removed while the path was being walked. */
+	return err == -ESTALE ? MNT3ERR_NOENT : MNT3ERR_IO;
+}
+
+/* The caller's identity for fs/: AUTH_SYS ids, else nobody. */
+static void mountd_ctx(const struct rpc_call *call, struct fs_ctx *ctx)
+{
+	const struct rpc_cred *c = rpc_call_cred(call);
+
+	ctx->loop = rpc_call_loop(call);
+	if (c->flavor != AUTH_SYS) {
+		ctx->uid = ctx->gid = MOUNTD_NOBODY;
+		ctx->ngids = 0;
+		return;
+	}
+	ctx->uid = c->uid;
+	ctx->gid = c->gid;
+	ctx->ngids = c->ngids < FS_MAX_GIDS ? c->ngids : FS_MAX_GIDS;
+	memcpy(ctx->gids, c->gids, ctx->ngids * sizeof(ctx->gids[0]));
+}
+
+/* fs_revalidate() completion, against the caller still being inside it. */
+enum { WALK_IDLE, WALK_CALLING, WALK_DONE };
+
+/* One MNT call walking its path down from the export's root. */
+struct mnt_walk {
+	struct rpc_call *call;
+	struct nfsd *n;
+	mountres3 *res;
+	struct fs_ctx ctx;
+	atomic_int phase;
+	int err;          /* of the last fs_revalidate() */
+	uint64_t ino;     /* the directory reached so far */
+	const char *next; /* components still to look up, inside path */
+	char host[MNTNAMLEN + 1];
+	char path[MNTPATHLEN + 1]; /* canonical, as DUMP lists it */
+};
+
+/* Answer MNT: the handle of w->ino (generation gen), or err's status. */
+static void mnt_finish(struct mnt_walk *w, int err, uint32_t gen)
+{
+	struct rpc_call *call = w->call;
+	mountres3 *res = w->res;
+	mountres3_ok *ok = &res->mountres3_u.mountinfo;
+
+	res->fhs_status = mountd_stat(err);
+	if (!err) {
+		ok->fhandle.fhandle3_val = malloc(HANDLE_LEN);
+		ok->auth_flavors.auth_flavors_val = malloc(sizeof(int));
+		if (!ok->fhandle.fhandle3_val ||
+		    !ok->auth_flavors.auth_flavors_val) {
+			/* xdr_free of a failed result frees no body. */
+			free(ok->fhandle.fhandle3_val);
+			free(ok->auth_flavors.auth_flavors_val);
+			ok->fhandle.fhandle3_val = NULL;
+			ok->auth_flavors.auth_flavors_val = NULL;
+			res->fhs_status = MNT3ERR_SERVERFAULT;
+		} else {
+			handle_encode(&w->n->key, w->n->export_id, w->ino, gen,
+				      (uint8_t *)ok->fhandle.fhandle3_val);
+			ok->fhandle.fhandle3_len = HANDLE_LEN;
+			/*
+			 * Only AUTH_SYS: NFS refuses AUTH_NONE outside NULL,
+			 * so offering it would send a client into errors.
+			 */
+			ok->auth_flavors.auth_flavors_val[0] = AUTH_SYS;
+			ok->auth_flavors.auth_flavors_len = 1;
+			mountd_list_add(w->n, w->host, w->path);
+		}
+	}
+	free(w);
+	rpc_call_done(call);
+}
+
+/*
+ * w->ino has been revalidated: look the next component up in it.
+ * Returns true if that finished the call (an error, or the last one).
+ */
+static bool mnt_step(struct mnt_walk *w)
+{
+	char name[FS_NAME_MAX + 1];
+	size_t len = strcspn(w->next, "/"); /* <= FS_NAME_MAX: canonical */
+	struct fs_attr a;
+	uint64_t ino;
+	int rc = w->err;
+
+	memcpy(name, w->next, len);
+	name[len] = '\0';
+	w->next += len;
+	if (*w->next == '/')
+		w->next++;
+	if (!rc)
+		rc = fs_lookup(w->n->fs, &w->ctx, w->ino, name, &ino, &a);
+	if (!rc && a.type != FS_DIR)
+		rc = -ENOTDIR;
+	if (!rc)
+		w->ino = ino;
+	if (rc || !*w->next) {
+		mnt_finish(w, rc, rc ? 0 : a.gen);
+		return true;
+	}
+	return false;
+}
+
+static void mnt_revalidated(void *arg, int err);
+
+/*
+ * Revalidate and descend, one directory at a time, until the call is
+ * finished.  A revalidation that completes inline continues this loop
+ * (no recursion however long the path); one that completes later
+ * continues from mnt_revalidated() on the completing thread.
+ */
+static void mnt_walk(struct mnt_walk *w)
+{
+	do {
+		atomic_store(&w->phase, WALK_CALLING);
+		fs_revalidate(w->n->fs, &w->ctx, w->ino, false,
+			      mnt_revalidated, w);
+		if (atomic_exchange(&w->phase, WALK_IDLE) != WALK_DONE)
+			return;
+	} while (!mnt_step(w));
+}
+
+static void mnt_revalidated(void *arg, int err)
+{
+	struct mnt_walk *w = arg;
+
+	w->err = err;
+	if (atomic_exchange(&w->phase, WALK_DONE) == WALK_CALLING)
+		return; /* inline: mnt_walk() goes on */
+	/* Later, on some other thread: no longer on the call's loop. */
+	w->ctx.loop = -1;
+	if (!mnt_step(w))
+		mnt_walk(w);
+}
+
+static void mountd_null(struct rpc_call *call, void *args, void *res)
+{
+	(void)args;
+	(void)res;
+	rpc_call_done(call);
+}
+
+/*
+ * MNT (Appendix I, MOUNTPROC3_MNT): the export's root or a directory
+ * below it.  A path outside the export is NOENT, like one that does not
+ * exist, so a client learns nothing about what is not exported.
+ */
+static void mountd_mnt(struct rpc_call *call, void *args, void *res)
+{
+	struct nfsd *n = rpc_call_ctx(call);
+	const mnt3_dirpath *dirpath = args;
+	char export[MNTPATHLEN + 1];
+	struct mnt_walk *w;
+	struct fs_attr a;
+	int rc;
+
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		((mountres3 *)res)->fhs_status = MNT3ERR_SERVERFAULT;
+		rpc_call_done(call);
+		return;
+	}
+	w->call = call;
+	w->n = n;
+	w->res = res;
+	w->ino = n->root_ino;
+	mountd_host(call, w->host, sizeof(w->host));
+	mountd_ctx(call, &w->ctx);
+	/* An export path that does not canonicalize is the server's fault. */
+	if (mountd_path_canon(n->export_path, export, sizeof(export)))
+		rc = -EFAULT;
+	else
+		rc = mountd_path_canon(*dirpath, w->path, sizeof(w->path));
+	if (!rc && !(w->next = mountd_below(w->path, export)))
+		rc = -ENOENT;
+	if (rc) {
+		mnt_finish(w, rc, 0);
+		return;
+	}
+	if (*w->next) {
+		mnt_walk(w);
+		return;
+	}
+	rc = fs_getattr(n->fs, n->root_ino, &a);
+	mnt_finish(w, rc, rc ? 0 : a.gen);
+}
+
+/* DUMP: every recorded (host, directory) pair. */
+static void mountd_dump(struct rpc_call *call, void *args, void *res)
+{
+	struct nfsd *n = rpc_call_ctx(call);
+	mountlist *list = res, *tail = list;
+	struct nfsd_mount *m;
+	mountbody *b;
+
+	(void)args;
+	pthread_mutex_lock(&n->mounts_lock);
+	for (m = n->mounts; m; m = m->next) {
+		b = calloc(1, sizeof(*b));
+		if (!b)
+			goto out_nomem;
+		*tail = b;
+		tail = &b->ml_next;
+		b->ml_hostname = strdup(m->host);
+		b->ml_directory = strdup(m->path);
+		if (!b->ml_hostname || !b->ml_directory)
+			goto out_nomem;
+	}
+	pthread_mutex_unlock(&n->mounts_lock);
+	rpc_call_done(call);
+	return;
+out_nomem:
+	pthread_mutex_unlock(&n->mounts_lock);
+	/* Frees the partial list and leaves *list NULL. */
+	xdr_free((xdrproc_t)xdr_mountlist, (char *)list);
+	rpc_call_fail(call, SYSTEM_ERR);
+}
+
+/* UMNT: forget the caller's mount of one directory. */
+static void mountd_umnt(struct rpc_call *call, void *args, void *res)
+{
+	struct nfsd *n = rpc_call_ctx(call);
+	char host[MNTNAMLEN + 1], path[MNTPATHLEN + 1];
+
+	(void)res;
+	mountd_host(call, host, sizeof(host));
+	/* A path MNT could not canonicalize was never recorded. */
+	if (!mountd_path_canon(*(mnt3_dirpath *)args, path, sizeof(path)))
+		mountd_list_remove(n, host, path);
+	rpc_call_done(call);
+}
+
+/* UMNTALL: forget every mount of the caller. */
+static void mountd_umntall(struct rpc_call *call, void *args, void *res)
+{
+	struct nfsd *n = rpc_call_ctx(call);
+	char host[MNTNAMLEN + 1];
+
+	(void)args;
+	(void)res;
+	mountd_host(call, host, sizeof(host));
+	mountd_list_remove(n, host, NULL);
+	rpc_call_done(call);
+}
+
+/* EXPORT: the one export, open to every host ("*"). */
+static void mountd_export(struct rpc_call *call, void *args, void *res)
+{
+	struct nfsd *n = rpc_call_ctx(call);
+	mnt3_exports *list = res;
+	char dir[MNTPATHLEN + 1];
+	exportnode *e;
+
+	(void)args;
+	if (mountd_path_canon(n->export_path, dir, sizeof(dir))) {
+		rpc_call_fail(call, SYSTEM_ERR);
+		return;
+	}
+	e = *list = calloc(1, sizeof(*e));
+	if (!e)
+		goto out_nomem;
+	e->ex_dir = strdup(dir);
+	e->ex_groups = calloc(1, sizeof(*e->ex_groups));
+	if (!e->ex_dir || !e->ex_groups)
+		goto out_nomem;
+	e->ex_groups->gr_name = strdup("*");
+	if (!e->ex_groups->gr_name)
+		goto out_nomem;
+	rpc_call_done(call);
+	return;
+out_nomem:
+	xdr_free((xdrproc_t)xdr_mnt3_exports, (char *)list);
+	rpc_call_fail(call, SYSTEM_ERR);
+}
+
+/*
+ * NULL, EXPORT and DUMP tell nothing that showmount(8) should not see and
+ * are open to AUTH_NONE; MNT and UMNT* need AUTH_SYS.  All are idempotent:
+ * a retransmitted MNT or UMNT finds the list as the first one left it.
+ */
+static const struct rpc_proc mountd_procs[] = {
+	[MOUNTPROC3_NULL] = {
+		.name = "NULL",
+		.handler = mountd_null,
+		.flags = RPC_PROC_IDEMPOTENT | RPC_PROC_AUTH_NONE_OK,
+	},
+	[MOUNTPROC3_MNT] = {
+		.name = "MNT",
+		.decode = (xdrproc_t)mountd_dirpath_xdr,
+		.args_size = sizeof(mnt3_dirpath),
+		.encode = (xdrproc_t)xdr_mountres3,
+		.res_size = sizeof(mountres3),
+		.handler = mountd_mnt,
+		.flags = RPC_PROC_IDEMPOTENT,
+	},
+	[MOUNTPROC3_DUMP] = {
+		.name = "DUMP",
+		.encode = (xdrproc_t)xdr_mountlist,
+		.res_size = sizeof(mountlist),
+		.handler = mountd_dump,
+		.flags = RPC_PROC_IDEMPOTENT | RPC_PROC_AUTH_NONE_OK,
+	},
+	[MOUNTPROC3_UMNT] = {
+		.name = "UMNT",
+		.decode = (xdrproc_t)mountd_dirpath_xdr,
+		.args_size = sizeof(mnt3_dirpath),
+		.handler = mountd_umnt,
+		.flags = RPC_PROC_IDEMPOTENT,
+	},
+	[MOUNTPROC3_UMNTALL] = {
+		.name = "UMNTALL",
+		.handler = mountd_umntall,
+		.flags = RPC_PROC_IDEMPOTENT,
+	},
+	[MOUNTPROC3_EXPORT] = {
+		.name = "EXPORT",
+		.encode = (xdrproc_t)xdr_mnt3_exports,
+		.res_size = sizeof(mnt3_exports),
+		.handler = mountd_export,
+		.flags = RPC_PROC_IDEMPOTENT | RPC_PROC_AUTH_NONE_OK,
+	},
+};
+
+/* The MOUNT v3 program (100005/3) with ctx = n. */
+struct rpc_program mountd_program(struct nfsd *n)
+{
+	return (struct rpc_program){
+		.name = "mount",
+		.prog = MOUNT_PROGRAM,
+		.vers = MOUNT_V3,
+		.procs = mountd_procs,
+		.nprocs = sizeof(mountd_procs) / sizeof(mountd_procs[0]),
+		.ctx = n,
+	};
+}

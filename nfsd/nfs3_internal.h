@@ -1,0 +1,281 @@
+/*
+ * nfsd/nfs3_internal.h - private to the NFSv3 procedures of nfsd/.
+ *
+ * Every procedure has one shape: decoded args -> name/handle checks ->
+ * fs_*() -> nfsstat3 -> post-op / wcc attributes on success and failure
+ * -> rpc_call_done().
+ *
+ * Per-call state lives in the result memory.  The transport hands a
+ * handler zeroed memory of proc->res_size bytes that stays valid until
+ * the call is finished, then encodes and xdr_frees only the rpcgen result
+ * at its start.  So each asynchronous procedure declares a state struct
+ * whose first member is its rpcgen result, and sets res_size to the size
+ * of that struct: no allocation, no free path, and the fs out-parameters
+ * live exactly as long as fs may write them.  After rpc_call_done() the
+ * state is gone and must not be touched.
+ */
+#ifndef MAPFS_NFS3_INTERNAL_H
+#define MAPFS_NFS3_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fs/fs.h"
+#include "nfsd/nfs3_prot.h"
+#include "nfsd/nfsd.h"
+
+/*
+ * Directory replies: the preferred size (FSINFO dtpref) and the cap on
+ * READDIR count and READDIRPLUS dircount.  rpcgen encodes and frees the
+ * entry lists recursively, one stack frame chain per entry; with at least
+ * 24 bytes per entry the cap bounds a reply to ~2700 entries.
+ */
+#define NFS3_DIR_MAX (64u * 1024)
+
+/* The largest file: S3's object size limit (5 TiB). */
+#define NFS3_MAXFILESIZE (5ull << 40)
+
+/* Whom an AUTH_NONE call (never past the transport but NULL) acts as. */
+#define NFS3_NOBODY 65534u
+
+/* --- nfs3_common.c --------------------------------------------------- */
+
+/* nfsstat3 for a negative errno (0 is NFS3_OK). */
+nfsstat3 nfs3_status(int err);
+
+/* The caller of a call, from its AUTH_SYS credential, on the call's loop. */
+void nfs3_ctx(const struct rpc_call *call, struct fs_ctx *ctx);
+
+/*
+ * Check a handle and fetch the object's attributes: NFS3_OK, or
+ * NFS3ERR_BADHANDLE (length, version or MAC), NFS3ERR_STALE (other export,
+ * inode gone, generation changed), or the mapped fs_getattr error.
+ */
+nfsstat3 nfs3_fh_verify(const struct nfsd *n, const nfs_fh3 *fh,
+			uint64_t *ino, struct fs_attr *attr);
+
+/* A handle for attr's inode into fh (allocated: freed with the result). */
+bool nfs3_fh_make(const struct nfsd *n, const struct fs_attr *attr,
+		  nfs_fh3 *fh);
+
+/* post_op_fh3 for attr's inode; none when attr is NULL or memory ran out. */
+void nfs3_post_op_fh(const struct nfsd *n, const struct fs_attr *attr,
+		     post_op_fh3 *out);
+
+/* fattr3 of attr: fsid is the export id, fileid the inode (2.6). */
+void nfs3_fattr(const struct nfsd *n, const struct fs_attr *attr,
+		fattr3 *out);
+
+/* post_op_attr of attr; none when attr is NULL. */
+void nfs3_post_op_attr(const struct nfsd *n, const struct fs_attr *attr,
+		       post_op_attr *out);
+
+/* post_op_attr read afresh from fs; none if ino cannot be read. */
+void nfs3_post_op_getattr(const struct nfsd *n, uint64_t ino,
+			  post_op_attr *out);
+
+/* wcc_data from what fs reported (RFC 1813 2.6). */
+void nfs3_wcc(const struct nfsd *n, const struct fs_wcc *wcc, wcc_data *out);
+
+/*
+ * wcc_data for a call that failed before reaching fs: no before, after
+ * from attr (none when NULL).  The object did not change, so that is
+ * still the truth.
+ */
+void nfs3_wcc_unchanged(const struct nfsd *n, const struct fs_attr *attr,
+			wcc_data *out);
+
+/* sattr3 into fs form: NFS3_OK or NFS3ERR_INVAL (nseconds >= 10^9). */
+nfsstat3 nfs3_sattr(const sattr3 *in, struct fs_sattr *out);
+
+/* What a name is for; decides how "." and ".." are treated. */
+enum nfs3_name_use {
+	NFS3_NAME_LOOKUP, /* looked up: "." and ".." are fine */
+	NFS3_NAME_CREATE, /* made: "." and ".." exist already (EXIST) */
+	NFS3_NAME_CHANGE  /* removed or renamed: not allowed (INVAL) */
+};
+
+/*
+ * One path component into out, NUL-terminated: NFS3_OK, NOENT (empty, as
+ * POSIX), INVAL (a '/' or NUL byte), NAMETOOLONG (> FS_NAME_MAX bytes),
+ * or the use's answer for "." and "..".
+ */
+nfsstat3 nfs3_name(const filename3 *in, enum nfs3_name_use use,
+		   char out[FS_NAME_MAX + 1]);
+
+/* A symlink target into out: NFS3_OK, INVAL (empty or NUL), NAMETOOLONG. */
+nfsstat3 nfs3_path(const nfspath3 *in, char out[FS_PATH_MAX + 1]);
+
+/* NFS3ERR_ROFS for a read-only export, else NFS3_OK. */
+nfsstat3 nfs3_writable(const struct nfsd *n);
+
+/*
+ * Exact XDR sizes for directory replies (RFC 1813 3.3.16/3.3.17 count
+ * the encoded bytes).  An entry's size includes the "value follows" word
+ * before it; the base covers status, dir attributes, verifier, the list's
+ * final FALSE and eof.
+ */
+size_t nfs3_xdr_readdir_base_size(void);
+size_t nfs3_xdr_entry3_size(size_t namelen);
+size_t nfs3_xdr_entryplus3_size(size_t namelen, bool attrs, bool fh);
+/* The part of an entry READDIRPLUS's dircount counts: fileid, name, cookie. */
+size_t nfs3_xdr_dirinfo_size(size_t namelen);
+
+/* --- per-call state of the asynchronous procedures ------------------- */
+
+struct nfs3_setattr_call {
+	SETATTR3res res; /* first: see the top of this file */
+	struct rpc_call *call;
+	struct nfsd *n;
+	struct fs_ctx ctx;
+	struct fs_sattr sattr;
+	struct timespec guard_ctime;
+	struct fs_wcc wcc;
+};
+
+struct nfs3_lookup_call {
+	LOOKUP3res res;
+	struct rpc_call *call;
+	struct nfsd *n;
+	struct fs_ctx ctx;
+	uint64_t dir;
+	char name[FS_NAME_MAX + 1];
+};
+
+struct nfs3_read_call {
+	READ3res res;
+	struct rpc_call *call;
+	struct nfsd *n;
+	struct fs_ctx ctx;
+	uint64_t ino;
+	void *buf; /* moves into res on success, freed here on failure */
+	size_t nread;
+	bool eof;
+	struct fs_attr attr;
+};
+
+struct nfs3_write_call {
+	WRITE3res res;
+	struct rpc_call *call;
+	struct nfsd *n;
+	struct fs_ctx ctx;
+	size_t count;
+	enum fs_stable committed;
+	struct fs_wcc wcc;
+};
+
+struct nfs3_commit_call {
+	COMMIT3res res;
+	struct rpc_call *call;
+	struct nfsd *n;
+	struct fs_ctx ctx;
+	struct fs_wcc wcc;
+};
+
+/*
+ * CREATE, MKDIR, SYMLINK and MKNOD: one state and one completion.  Their
+ * results have the same fields under different type names, so each
+ * handler points the completion at its own result's fields.
+ */
+struct nfs3_create_call {
+	union {
+		CREATE3res create;
+		MKDIR3res mkdir;
+		SYMLINK3res symlink;
+		MKNOD3res mknod;
+	} res;
+	struct rpc_call *call;
+	struct nfsd *n;
+	struct fs_ctx ctx;
+	char name[FS_NAME_MAX + 1];
+	char target[FS_PATH_MAX + 1];
+	struct fs_sattr sattr;
+	uint8_t verf[NFS3_CREATEVERFSIZE];
+	uint64_t ino;
+	struct fs_attr attr;
+	struct fs_wcc dir_wcc;
+	nfsstat3 *status;
+	post_op_fh3 *obj;
+	post_op_attr *obj_attributes;
+	wcc_data *ok_wcc, *fail_wcc;
+};
+
+/* REMOVE and RMDIR, the same way. */
+struct nfs3_remove_call {
+	union {
+		REMOVE3res remove;
+		RMDIR3res rmdir;
+	} res;
+	struct rpc_call *call;
+	struct nfsd *n;
+	struct fs_ctx ctx;
+	char name[FS_NAME_MAX + 1];
+	struct fs_wcc dir_wcc;
+	nfsstat3 *status;
+	wcc_data *ok_wcc, *fail_wcc;
+};
+
+struct nfs3_rename_call {
+	RENAME3res res;
+	struct rpc_call *call;
+	struct nfsd *n;
+	struct fs_ctx ctx;
+	char from_name[FS_NAME_MAX + 1];
+	char to_name[FS_NAME_MAX + 1];
+	struct fs_wcc from_wcc, to_wcc;
+};
+
+struct nfs3_link_call {
+	LINK3res res;
+	struct rpc_call *call;
+	struct nfsd *n;
+	struct fs_ctx ctx;
+	uint64_t ino;
+	char name[FS_NAME_MAX + 1];
+	struct fs_attr attr;
+	struct fs_wcc dir_wcc;
+};
+
+/* READDIR and READDIRPLUS. */
+struct nfs3_readdir_call {
+	union {
+		READDIR3res readdir;
+		READDIRPLUS3res plus;
+	} res;
+	struct rpc_call *call;
+	struct nfsd *n;
+	struct fs_ctx ctx;
+	bool plus;
+	uint64_t dir;
+	struct fs_attr dir_attr; /* at verify time: for ".." of the export root */
+	uint64_t cookie;
+	size_t dircount, maxcount; /* READDIR: both are its count */
+};
+
+/* --- handlers (one per procedure, in the proc_*.c files) -------------- */
+
+void nfs3_proc_null(struct rpc_call *call, void *args, void *res);
+void nfs3_proc_getattr(struct rpc_call *call, void *args, void *res);
+void nfs3_proc_setattr(struct rpc_call *call, void *args, void *res);
+void nfs3_proc_lookup(struct rpc_call *call, void *args, void *res);
+void nfs3_proc_access(struct rpc_call *call, void *args, void *res);
+void nfs3_proc_readlink(struct rpc_call *call, void *args, void *res);
+void nfs3_proc_read(struct rpc_call *call, void *args, void *res);
+void nfs3_proc_write(struct rpc_call *call, void *args, void *res);
+void nfs3_proc_create(struct rpc_call *call, void *args, void *res);
+void nfs3_proc_mkdir(struct rpc_call *call, void *args, void *res);
+void nfs3_proc_symlink(struct rpc_call *call, void *args, void *res);
+void nfs3_proc_mknod(struct rpc_call *call, void *args, void *res);
+void nfs3_proc_remove(struct rpc_call *call, void *args, void *res);
+void nfs3_proc_rmdir(struct rpc_call *call, void *args, void *res);
+void nfs3_proc_rename(struct rpc_call *call, void *args, void *res);
+void nfs3_proc_link(struct rpc_call *call, void *args, void *res);
+void nfs3_proc_readdir(struct rpc_call *call, void *args, void *res);
+void nfs3_proc_readdirplus(struct rpc_call *call, void *args, void *res);
+void nfs3_proc_fsstat(struct rpc_call *call, void *args, void *res);
+void nfs3_proc_fsinfo(struct rpc_call *call, void *args, void *res);
+void nfs3_proc_pathconf(struct rpc_call *call, void *args, void *res);
+void nfs3_proc_commit(struct rpc_call *call, void *args, void *res);
+
+#endif

@@ -1,0 +1,118 @@
+/*
+ * nfsd/proc_attr.c - GETATTR, SETATTR and ACCESS (RFC 1813 3.3.1-3.3.4).
+ */
+#include "nfsd/nfs3_internal.h"
+
+/* GETATTR: the attributes the handle check just read are the answer. */
+void nfs3_proc_getattr(struct rpc_call *call, void *argp, void *resp)
+{
+	struct nfsd *n = rpc_call_ctx(call);
+	GETATTR3args *args = argp;
+	GETATTR3res *res = resp;
+	struct fs_attr attr;
+	uint64_t ino;
+
+	res->status = nfs3_fh_verify(n, &args->object, &ino, &attr);
+	if (res->status == NFS3_OK)
+		nfs3_fattr(n, &attr, &res->GETATTR3res_u.resok.obj_attributes);
+	rpc_call_done(call);
+}
+
+static void setattr_finish(struct nfs3_setattr_call *st, nfsstat3 status)
+{
+	st->res.status = status;
+	nfs3_wcc(st->n, &st->wcc,
+		 status == NFS3_OK ? &st->res.SETATTR3res_u.resok.obj_wcc
+				   : &st->res.SETATTR3res_u.resfail.obj_wcc);
+	rpc_call_done(st->call);
+}
+
+/* A failed guard comes back as ECANCELED, which maps to NOT_SYNC. */
+static void setattr_done(void *arg, int err)
+{
+	setattr_finish(arg, nfs3_status(err));
+}
+
+/* SETATTR, with the optional ctime guard of 3.3.2. */
+void nfs3_proc_setattr(struct rpc_call *call, void *argp, void *resp)
+{
+	struct nfs3_setattr_call *st = resp;
+	SETATTR3args *args = argp;
+	const struct timespec *guard = NULL;
+	nfsstat3 status;
+	uint64_t ino;
+
+	st->call = call;
+	st->n = rpc_call_ctx(call);
+	status = nfs3_fh_verify(st->n, &args->object, &ino, &st->wcc.after);
+	if (status != NFS3_OK) {
+		setattr_finish(st, status);
+		return;
+	}
+	/* From here on the object is known: failures report it unchanged. */
+	st->wcc.after_ok = true;
+	status = nfs3_writable(st->n);
+	if (status == NFS3_OK)
+		status = nfs3_sattr(&args->new_attributes, &st->sattr);
+	if (status == NFS3_OK && args->guard.check) {
+		const nfstime3 *t = &args->guard.sattrguard3_u.obj_ctime;
+
+		/*
+		 * A guard time that is not a time matches no ctime; a
+		 * client that sends one gets NOT_SYNC, as for any mismatch.
+		 */
+		if (t->nseconds >= 1000000000u) {
+			status = NFS3ERR_NOT_SYNC;
+		} else {
+			st->guard_ctime.tv_sec = t->seconds;
+			st->guard_ctime.tv_nsec = t->nseconds;
+			guard = &st->guard_ctime;
+		}
+	}
+	if (status != NFS3_OK) {
+		setattr_finish(st, status);
+		return;
+	}
+	st->wcc.after_ok = false;
+	nfs3_ctx(call, &st->ctx);
+	fs_setattr(st->n->fs, &st->ctx, ino, &st->sattr, guard, &st->wcc,
+		   setattr_done, st);
+}
+
+/* ACCESS: fs decides which of the asked-for bits the caller holds. */
+void nfs3_proc_access(struct rpc_call *call, void *argp, void *resp)
+{
+	struct nfsd *n = rpc_call_ctx(call);
+	ACCESS3args *args = argp;
+	ACCESS3res *res = resp;
+	struct fs_attr attr, now;
+	struct fs_ctx ctx;
+	uint32_t granted = 0;
+	uint64_t ino;
+	int err;
+
+	res->status = nfs3_fh_verify(n, &args->object, &ino, &attr);
+	if (res->status != NFS3_OK) {
+		nfs3_post_op_attr(n, NULL,
+				  &res->ACCESS3res_u.resfail.obj_attributes);
+		rpc_call_done(call);
+		return;
+	}
+	nfs3_ctx(call, &ctx);
+	/* Bits beyond the six of 3.3.4 mean nothing: never grant them. */
+	err = fs_access(n->fs, &ctx, ino,
+			args->access & (ACCESS3_READ | ACCESS3_LOOKUP |
+					ACCESS3_MODIFY | ACCESS3_EXTEND |
+					ACCESS3_DELETE | ACCESS3_EXECUTE),
+			&granted, &now);
+	res->status = nfs3_status(err);
+	if (res->status == NFS3_OK) {
+		nfs3_post_op_attr(n, &now,
+				  &res->ACCESS3res_u.resok.obj_attributes);
+		res->ACCESS3res_u.resok.access = granted;
+	} else {
+		nfs3_post_op_attr(n, &attr,
+				  &res->ACCESS3res_u.resfail.obj_attributes);
+	}
+	rpc_call_done(call);
+}

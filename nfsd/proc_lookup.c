@@ -1,0 +1,124 @@
+/*
+ * nfsd/proc_lookup.c - LOOKUP and READLINK (RFC 1813 3.3.3, 3.3.5).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nfsd/nfs3_internal.h"
+
+static void lookup_fail(struct nfs3_lookup_call *st, nfsstat3 status,
+			const struct fs_attr *dir_attr)
+{
+	st->res.status = status;
+	nfs3_post_op_attr(st->n, dir_attr,
+			  &st->res.LOOKUP3res_u.resfail.dir_attributes);
+	rpc_call_done(st->call);
+}
+
+/* The directory is fresh enough: look the name up and answer. */
+static void lookup_revalidated(void *arg, int err)
+{
+	struct nfs3_lookup_call *st = arg;
+	LOOKUP3resok *ok = &st->res.LOOKUP3res_u.resok;
+	struct fs_attr attr, dir_attr;
+	const struct fs_attr *dp;
+	const char *name = st->name;
+	uint64_t ino;
+
+	/*
+	 * ".." of the export root is the root itself: the client must not
+	 * get a handle to what lies above the export.
+	 */
+	if (st->dir == st->n->root_ino && strcmp(name, "..") == 0)
+		name = ".";
+	if (err == 0)
+		err = fs_lookup(st->n->fs, &st->ctx, st->dir, name, &ino, &attr);
+	/* Read after the lookup: revalidation may have changed the dir. */
+	dp = fs_getattr(st->n->fs, st->dir, &dir_attr) == 0 ? &dir_attr : NULL;
+	if (err < 0) {
+		lookup_fail(st, nfs3_status(err), dp);
+		return;
+	}
+	if (!nfs3_fh_make(st->n, &attr, &ok->object)) {
+		lookup_fail(st, nfs3_status(-ENOMEM), dp);
+		return;
+	}
+	st->res.status = NFS3_OK;
+	nfs3_post_op_attr(st->n, &attr, &ok->obj_attributes);
+	nfs3_post_op_attr(st->n, dp, &ok->dir_attributes);
+	rpc_call_done(st->call);
+}
+
+/* LOOKUP: revalidate the directory against the store, then look up. */
+void nfs3_proc_lookup(struct rpc_call *call, void *argp, void *resp)
+{
+	struct nfs3_lookup_call *st = resp;
+	LOOKUP3args *args = argp;
+	struct fs_attr dir_attr;
+	nfsstat3 status;
+
+	st->call = call;
+	st->n = rpc_call_ctx(call);
+	status = nfs3_fh_verify(st->n, &args->what.dir, &st->dir, &dir_attr);
+	if (status != NFS3_OK) {
+		lookup_fail(st, status, NULL);
+		return;
+	}
+	if (dir_attr.type != FS_DIR)
+		status = NFS3ERR_NOTDIR;
+	else
+		status = nfs3_name(&args->what.name, NFS3_NAME_LOOKUP,
+				   st->name);
+	if (status != NFS3_OK) {
+		lookup_fail(st, status, &dir_attr);
+		return;
+	}
+	nfs3_ctx(call, &st->ctx);
+	fs_revalidate(st->n->fs, &st->ctx, st->dir, false, lookup_revalidated,
+		      st);
+}
+
+/* READLINK: the target as stored; only symlinks have one (3.3.5). */
+void nfs3_proc_readlink(struct rpc_call *call, void *argp, void *resp)
+{
+	struct nfsd *n = rpc_call_ctx(call);
+	READLINK3args *args = argp;
+	READLINK3res *res = resp;
+	struct fs_attr attr, now;
+	struct fs_ctx ctx;
+	char *buf = NULL;
+	size_t len = 0;
+	uint64_t ino;
+	int err;
+
+	res->status = nfs3_fh_verify(n, &args->symlink, &ino, &attr);
+	if (res->status != NFS3_OK) {
+		nfs3_post_op_attr(n, NULL,
+				  &res->READLINK3res_u.resfail.symlink_attributes);
+		rpc_call_done(call);
+		return;
+	}
+	if (attr.type != FS_LNK) {
+		res->status = NFS3ERR_INVAL;
+	} else {
+		buf = malloc(FS_PATH_MAX + 1);
+		nfs3_ctx(call, &ctx);
+		err = buf ? fs_readlink(n->fs, &ctx, ino, buf, FS_PATH_MAX + 1,
+					&len, &now)
+			  : -ENOMEM;
+		res->status = nfs3_status(err);
+	}
+	if (res->status != NFS3_OK) {
+		free(buf);
+		nfs3_post_op_attr(n, &attr,
+				  &res->READLINK3res_u.resfail.symlink_attributes);
+		rpc_call_done(call);
+		return;
+	}
+	/* buf is the result's now: freed with it by the transport. */
+	res->READLINK3res_u.resok.data.nfspath3_len = (u_int)len;
+	res->READLINK3res_u.resok.data.nfspath3_val = buf;
+	nfs3_post_op_attr(n, &now, &res->READLINK3res_u.resok.symlink_attributes);
+	rpc_call_done(call);
+}
