@@ -1,0 +1,206 @@
+/*
+ * fs/fs_int.h - what the files of fs/ share; not for other rooms.
+ *
+ * LMDB layout (named databases of the shared env, opened in fs_open):
+ *   inodes     ino (u64, MDB_INTEGERKEY) -> packed struct fs_inode
+ *   dirents    parent (u64 BE) || name -> child ino, cookie
+ *   dircookies parent (u64 BE) || cookie (u64 BE) -> child ino, name
+ *   keys       store key -> ino: objects that exist in the store (or are
+ *              about to, once the pending records ahead of them ran), so
+ *              revalidation tells our objects from foreign ones
+ *   meta       "version" -> u32, "next_ino" -> u64
+ *   pending    seq (u64, MDB_INTEGERKEY) -> store work in namespace order:
+ *              DEL key, COPY src -> dst (renames)
+ *   work       ino (u64, MDB_INTEGERKEY) -> "": inodes with a DIRTY flag
+ *
+ * Invariants:
+ *   - DIRTY_DATA implies the regular file's data is local (cache/), and
+ *     the cache file is then the authority for size and mtime.
+ *   - IN_STORE: an object exists at the inode's current key once every
+ *     pending record committed so far has run (a rename queues COPY+DEL
+ *     and keeps the flag).  keys[current key] == ino only once it is
+ *     really there.
+ *   - Only the syncer writes to the store, one operation at a time, and
+ *     pending records run in seq order before any upload taken from the
+ *     same snapshot: the store replays the namespace's history in order.
+ */
+#ifndef MAPFS_FS_INT_H
+#define MAPFS_FS_INT_H
+
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "fs/fs.h"
+#include "s3/store.h"
+
+#define FS_FORMAT_VERSION 1
+#define FS_COOKIE_FIRST 3 /* "." is 1, ".." is 2 */
+#define FS_GEN 1
+/* Longest "keys" DB key: LMDB's default limit is 511 bytes. */
+#define FS_KEYS_DBKEY_MAX 480
+
+enum {
+	FS_F_DIRTY_DATA = 1u << 0, /* local data differs from the store */
+	FS_F_DIRTY_META = 1u << 1, /* object (metadata, marker) to rewrite */
+	FS_F_IN_STORE = 1u << 2,
+	FS_F_MARKER = 1u << 3, /* dirs: a "dir/" marker object exists */
+	FS_F_EXCL = 1u << 4,   /* verf holds an exclusive-create verifier */
+};
+#define FS_F_DIRTY (FS_F_DIRTY_DATA | FS_F_DIRTY_META)
+
+/* An inode record, decoded.  Times are ns since the epoch. */
+struct fs_inode {
+	uint64_t ino;
+	uint32_t gen, type, mode, uid, gid, nlink, flags;
+	uint64_t size;
+	int64_t atime, mtime, ctime;
+	uint64_t parent;
+	uint64_t next_cookie; /* dirs: next cookie to hand out */
+	uint64_t dir_ver;     /* dirs: change counter, the cookie verifier */
+	uint64_t listed_at_ms; /* dirs: when the store was last listed */
+	uint64_t synced_ms;    /* when the object last reached the store */
+	uint8_t verf[8];
+	char etag[STORE_ETAG_MAX];
+	char name[FS_NAME_MAX + 1];
+	char target[FS_PATH_MAX + 1]; /* symlinks */
+};
+
+enum { FS_PEND_DEL = 1, FS_PEND_COPY = 2 };
+
+struct fs_pending {
+	uint64_t seq;
+	uint32_t op;
+	uint64_t ino;
+	char src[STORE_KEY_MAX + 1];
+	char dst[STORE_KEY_MAX + 1]; /* COPY only */
+};
+
+/* A deferred job for the worker threads (blocking cache/store calls). */
+struct fs_job {
+	struct fs_job *next;
+	void (*fn)(struct fs *fs, void *arg);
+	void *arg;
+};
+
+#define FS_WORKERS 2
+
+struct fs {
+	struct fs_opts opts;
+	struct db *db;
+	struct cache *cache;
+	struct store *store;
+	MDB_dbi dbi_inodes, dbi_dirents, dbi_cookies, dbi_keys, dbi_meta,
+		dbi_pending, dbi_work;
+	/* Handed out before the create commits (so the cache file exists
+	 * first); the apply persists meta.next_ino past it. */
+	atomic_uint_fast64_t next_ino;
+
+	/* Worker pool: listings and cache I/O deferred off the db writer. */
+	pthread_mutex_t job_lock;
+	pthread_cond_t job_wake;
+	struct fs_job *job_head, **job_tail;
+	bool job_stop;
+	int nworkers;
+	pthread_t workers[FS_WORKERS];
+
+	/* Syncer: sync_lock is held for a whole pass, so the store sees one
+	 * writer (the thread or fs_flush) at a time. */
+	pthread_mutex_t sync_lock;
+	pthread_mutex_t sync_wlock; /* guards sync_stop and the condvar */
+	pthread_cond_t sync_wake;
+	bool sync_stop;
+	bool sync_started;
+	uint32_t backoff_ms;
+	pthread_t syncer;
+};
+
+/* Time now, ns since the epoch / ms. */
+int64_t fs_now_ns(void);
+uint64_t fs_now_ms(void);
+struct timespec fs_ns_to_ts(int64_t ns);
+int64_t fs_ts_to_ns(const struct timespec *ts);
+
+/* inode.c: records. */
+int fs_inode_get(struct fs *fs, MDB_txn *txn, uint64_t ino,
+		 struct fs_inode *out);
+int fs_inode_put(struct fs *fs, MDB_txn *txn, const struct fs_inode *in);
+int fs_inode_del(struct fs *fs, MDB_txn *txn, uint64_t ino);
+/* Persist next_ino past ino (apply of a create). */
+int fs_meta_note_ino(struct fs *fs, MDB_txn *txn, uint64_t ino);
+uint64_t fs_ino_alloc(struct fs *fs);
+int fs_meta_init(struct fs *fs, MDB_txn *txn);
+/* Record the DIRTY flags in the work index too. */
+int fs_inode_mark(struct fs *fs, MDB_txn *txn, struct fs_inode *in,
+		  uint32_t dirty);
+/* Drop the inode from the work index if it is clean. */
+int fs_work_sync(struct fs *fs, MDB_txn *txn, const struct fs_inode *in);
+
+/* attr.c */
+void fs_attr_fill(struct fs *fs, const struct fs_inode *in,
+		  struct fs_attr *out);
+void fs_wcc_before(struct fs *fs, const struct fs_inode *in,
+		   struct fs_wcc *wcc);
+void fs_wcc_after(struct fs *fs, const struct fs_inode *in,
+		  struct fs_wcc *wcc);
+/* Reads the inode in txn and fills wcc->after if it exists. */
+void fs_wcc_after_txn(struct fs *fs, MDB_txn *txn, uint64_t ino,
+		      struct fs_wcc *wcc);
+/* The effective ctime (record or cache overlay). */
+int64_t fs_inode_ctime(struct fs *fs, const struct fs_inode *in);
+
+/* key.c */
+int fs_key_build(struct fs *fs, MDB_txn *txn, uint64_t ino, char *buf,
+		 size_t cap);
+/* Store key of an object: dirs get the trailing '/'. */
+int fs_obj_key(struct fs *fs, MDB_txn *txn, const struct fs_inode *in,
+	       char *buf, size_t cap);
+int fs_keys_get(struct fs *fs, MDB_txn *txn, const char *key, uint64_t *ino);
+int fs_keys_put(struct fs *fs, MDB_txn *txn, const char *key, uint64_t ino);
+int fs_keys_del(struct fs *fs, MDB_txn *txn, const char *key);
+
+/* perm.c: want is a mask of R_OK, W_OK, X_OK. */
+int fs_perm(const struct fs_ctx *ctx, const struct fs_inode *in, int want);
+bool fs_in_group(const struct fs_ctx *ctx, uint32_t gid);
+
+/* dir.c */
+int fs_name_check(const char *name, bool for_change);
+int fs_dirent_get(struct fs *fs, MDB_txn *txn, uint64_t dir, const char *name,
+		  uint64_t *ino, uint64_t *cookie);
+/* Adds an entry with a fresh cookie from dir's counter; updates *dir. */
+int fs_dirent_add(struct fs *fs, MDB_txn *txn, struct fs_inode *dir,
+		  const char *name, uint64_t ino);
+int fs_dirent_remove(struct fs *fs, MDB_txn *txn, struct fs_inode *dir,
+		     const char *name);
+/* 0 if dir has no entries, -ENOTEMPTY otherwise. */
+int fs_dir_empty(struct fs *fs, MDB_txn *txn, uint64_t dir);
+/* The entry after *cookie (which it advances); -ENOENT at the end. */
+int fs_dir_next(struct fs *fs, MDB_txn *txn, uint64_t dir, uint64_t *cookie,
+		uint64_t *ino, char name[FS_NAME_MAX + 1]);
+/* Marks a changed directory: mtime/ctime now, verifier bumped. */
+void fs_dir_touch(struct fs_inode *dir, int64_t now);
+
+/* ops_remove.c: S_ISVTX rule for removing or renaming victim from dir. */
+int fs_sticky_check(const struct fs_ctx *ctx, const struct fs_inode *dir,
+		    const struct fs_inode *victim);
+/* ops_remove.c: drop an inode and its entry, queueing store deletes. */
+int fs_unlink_inode(struct fs *fs, MDB_txn *txn, struct fs_inode *dir,
+		    struct fs_inode *victim, bool queue_delete);
+
+/* pending.c */
+int fs_pending_add(struct fs *fs, MDB_txn *txn, uint32_t op, uint64_t ino,
+		   const char *src, const char *dst);
+int fs_pending_decode(const MDB_val *k, const MDB_val *v,
+		      struct fs_pending *out);
+
+/* worker.c */
+int fs_workers_start(struct fs *fs);
+void fs_workers_stop(struct fs *fs);
+/* Run fn(fs, arg) on a worker thread.  On -ENOMEM runs it inline. */
+void fs_defer(struct fs *fs, void (*fn)(struct fs *, void *), void *arg);
+
+/* syncer.c */
+int fs_syncer_start(struct fs *fs);
+void fs_syncer_stop(struct fs *fs);
+
+#endif

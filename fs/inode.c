@@ -1,0 +1,246 @@
+/*
+ * fs/inode.c - inode records in LMDB and their encoding, the inode
+ * counter, and the work index of dirty inodes.
+ *
+ * A record is a fixed header of native-endian integers (the database
+ * never leaves this machine) followed by the etag, the name and the
+ * symlink target, each with a length.  The format version lives in meta.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "db/db.h"
+#include "fs/fs_int.h"
+
+struct fs_irec {
+	uint32_t gen, type, mode, uid, gid, nlink, flags;
+	uint16_t etag_len, name_len, target_len;
+	uint64_t size;
+	int64_t atime, mtime, ctime;
+	uint64_t parent, next_cookie, dir_ver, listed_at_ms, synced_ms;
+	uint8_t verf[8];
+};
+
+#define FS_IREC_MAX                                                         \
+	(sizeof(struct fs_irec) + STORE_ETAG_MAX + FS_NAME_MAX + FS_PATH_MAX)
+
+int64_t fs_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return fs_ts_to_ns(&ts);
+}
+
+uint64_t fs_now_ms(void)
+{
+	return (uint64_t)fs_now_ns() / 1000000u;
+}
+
+struct timespec fs_ns_to_ts(int64_t ns)
+{
+	struct timespec ts = { .tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000 };
+
+	if (ts.tv_nsec < 0) {
+		ts.tv_sec--;
+		ts.tv_nsec += 1000000000;
+	}
+	return ts;
+}
+
+int64_t fs_ts_to_ns(const struct timespec *ts)
+{
+	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
+
+int fs_inode_get(struct fs *fs, MDB_txn *txn, uint64_t ino,
+		 struct fs_inode *out)
+{
+	MDB_val k = { sizeof(ino), &ino }, v;
+	struct fs_irec r;
+	int rc = mdb_get(txn, fs->dbi_inodes, &k, &v);
+
+	if (rc == MDB_NOTFOUND)
+		return -ESTALE;
+	if (rc)
+		return db_err(rc);
+	if (v.mv_size < sizeof(r))
+		return -EIO;
+	memcpy(&r, v.mv_data, sizeof(r));
+	if (r.etag_len >= STORE_ETAG_MAX || r.name_len > FS_NAME_MAX ||
+	    r.target_len > FS_PATH_MAX ||
+	    v.mv_size != sizeof(r) + r.etag_len + r.name_len + r.target_len)
+		return -EIO;
+	const char *p = (const char *)v.mv_data + sizeof(r);
+
+	out->ino = ino;
+	out->gen = r.gen;
+	out->type = r.type;
+	out->mode = r.mode;
+	out->uid = r.uid;
+	out->gid = r.gid;
+	out->nlink = r.nlink;
+	out->flags = r.flags;
+	out->size = r.size;
+	out->atime = r.atime;
+	out->mtime = r.mtime;
+	out->ctime = r.ctime;
+	out->parent = r.parent;
+	out->next_cookie = r.next_cookie;
+	out->dir_ver = r.dir_ver;
+	out->listed_at_ms = r.listed_at_ms;
+	out->synced_ms = r.synced_ms;
+	memcpy(out->verf, r.verf, sizeof(out->verf));
+	memcpy(out->etag, p, r.etag_len);
+	out->etag[r.etag_len] = '\0';
+	p += r.etag_len;
+	memcpy(out->name, p, r.name_len);
+	out->name[r.name_len] = '\0';
+	p += r.name_len;
+	memcpy(out->target, p, r.target_len);
+	out->target[r.target_len] = '\0';
+	return 0;
+}
+
+int fs_inode_put(struct fs *fs, MDB_txn *txn, const struct fs_inode *in)
+{
+	unsigned char buf[FS_IREC_MAX];
+	size_t el = strlen(in->etag), nl = strlen(in->name),
+	       tl = strlen(in->target);
+	struct fs_irec r;
+
+	if (el >= STORE_ETAG_MAX || nl > FS_NAME_MAX || tl > FS_PATH_MAX)
+		return -EINVAL;
+	memset(&r, 0, sizeof(r)); /* no stray padding bytes on disk */
+	r.gen = in->gen;
+	r.type = in->type;
+	r.mode = in->mode;
+	r.uid = in->uid;
+	r.gid = in->gid;
+	r.nlink = in->nlink;
+	r.flags = in->flags;
+	r.etag_len = (uint16_t)el;
+	r.name_len = (uint16_t)nl;
+	r.target_len = (uint16_t)tl;
+	r.size = in->size;
+	r.atime = in->atime;
+	r.mtime = in->mtime;
+	r.ctime = in->ctime;
+	r.parent = in->parent;
+	r.next_cookie = in->next_cookie;
+	r.dir_ver = in->dir_ver;
+	r.listed_at_ms = in->listed_at_ms;
+	r.synced_ms = in->synced_ms;
+	memcpy(r.verf, in->verf, sizeof(r.verf));
+	memcpy(buf, &r, sizeof(r));
+	memcpy(buf + sizeof(r), in->etag, el);
+	memcpy(buf + sizeof(r) + el, in->name, nl);
+	memcpy(buf + sizeof(r) + el + nl, in->target, tl);
+
+	uint64_t ino = in->ino;
+	MDB_val k = { sizeof(ino), &ino };
+	MDB_val v = { sizeof(r) + el + nl + tl, buf };
+
+	return db_err(mdb_put(txn, fs->dbi_inodes, &k, &v, 0));
+}
+
+int fs_inode_del(struct fs *fs, MDB_txn *txn, uint64_t ino)
+{
+	MDB_val k = { sizeof(ino), &ino };
+	int rc;
+
+	rc = mdb_del(txn, fs->dbi_work, &k, NULL);
+	if (rc && rc != MDB_NOTFOUND)
+		return db_err(rc);
+	return db_err(mdb_del(txn, fs->dbi_inodes, &k, NULL));
+}
+
+static int meta_get_u64(struct fs *fs, MDB_txn *txn, const char *name,
+			uint64_t *out)
+{
+	MDB_val k = { strlen(name), (void *)name }, v;
+	int rc = mdb_get(txn, fs->dbi_meta, &k, &v);
+
+	if (rc)
+		return db_err(rc);
+	if (v.mv_size != sizeof(*out))
+		return -EIO;
+	memcpy(out, v.mv_data, sizeof(*out));
+	return 0;
+}
+
+static int meta_put_u64(struct fs *fs, MDB_txn *txn, const char *name,
+			uint64_t val)
+{
+	MDB_val k = { strlen(name), (void *)name }, v = { sizeof(val), &val };
+
+	return db_err(mdb_put(txn, fs->dbi_meta, &k, &v, 0));
+}
+
+int fs_meta_note_ino(struct fs *fs, MDB_txn *txn, uint64_t ino)
+{
+	uint64_t next = 0;
+	int rc = meta_get_u64(fs, txn, "next_ino", &next);
+
+	if (rc && rc != -ENOENT)
+		return rc;
+	if (next > ino)
+		return 0;
+	return meta_put_u64(fs, txn, "next_ino", ino + 1);
+}
+
+uint64_t fs_ino_alloc(struct fs *fs)
+{
+	return atomic_fetch_add(&fs->next_ino, 1);
+}
+
+/*
+ * Check (or write, on a fresh database) the format version and load the
+ * inode counter.  Runs in the start-up write transaction.
+ */
+int fs_meta_init(struct fs *fs, MDB_txn *txn)
+{
+	uint64_t version, next;
+	int rc = meta_get_u64(fs, txn, "version", &version);
+
+	if (rc == -ENOENT) {
+		rc = meta_put_u64(fs, txn, "version", FS_FORMAT_VERSION);
+		if (!rc)
+			rc = meta_put_u64(fs, txn, "next_ino", FS_ROOT_INO + 1);
+		if (rc)
+			return rc;
+	} else if (rc) {
+		return rc;
+	} else if (version != FS_FORMAT_VERSION) {
+		return -EPROTO;
+	}
+	rc = meta_get_u64(fs, txn, "next_ino", &next);
+	if (rc)
+		return rc;
+	atomic_store(&fs->next_ino, next);
+	return 0;
+}
+
+int fs_inode_mark(struct fs *fs, MDB_txn *txn, struct fs_inode *in,
+		  uint32_t dirty)
+{
+	uint64_t ino = in->ino;
+	MDB_val k = { sizeof(ino), &ino }, v = { 0, "" };
+
+	in->flags |= dirty & FS_F_DIRTY;
+	if (!(in->flags & FS_F_DIRTY))
+		return 0;
+	return db_err(mdb_put(txn, fs->dbi_work, &k, &v, 0));
+}
+
+int fs_work_sync(struct fs *fs, MDB_txn *txn, const struct fs_inode *in)
+{
+	uint64_t ino = in->ino;
+	MDB_val k = { sizeof(ino), &ino };
+	int rc;
+
+	if (in->flags & FS_F_DIRTY)
+		return 0;
+	rc = mdb_del(txn, fs->dbi_work, &k, NULL);
+	return rc == MDB_NOTFOUND ? 0 : db_err(rc);
+}

@@ -1,0 +1,323 @@
+/*
+ * fs/io.c - READ, WRITE and COMMIT through cache/.
+ *
+ * Data that is not local (-ENODATA) is fetched from the store at the
+ * inode's key, then the I/O is retried once.  A WRITE to a dirty file
+ * touches no LMDB; the first WRITE to a clean file commits DIRTY_DATA
+ * before the data goes in (so a crash never leaves changed local data
+ * that the namespace believes clean) and does its cache I/O on a worker:
+ * the db writer must not block and cannot use an event loop's ring.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cache/cache.h"
+#include "db/db.h"
+#include "fs/fs_int.h"
+
+/* Largest object a store key can hold (S3: 5 TiB). */
+#define FS_FILE_MAX (5ull << 40)
+
+struct io_op {
+	struct fs *fs;
+	int loop;
+	uint64_t ino;
+	uint64_t off;
+	size_t len;
+	void *buf;            /* READ */
+	const void *data;     /* WRITE */
+	enum fs_stable stable;
+	char key[STORE_KEY_MAX + 1];
+	uint64_t size; /* the record's, for a fetch */
+	bool fetched, was_dirty;
+	size_t *nread;
+	bool *eof;
+	struct fs_attr *attr;
+	enum fs_stable *committed;
+	struct fs_wcc *wcc;
+	fs_done_fn done;
+	void *arg;
+};
+
+static void io_free(struct io_op *op, int err)
+{
+	op->done(op->arg, err);
+	free(op);
+}
+
+/*
+ * The inode for READ/WRITE: a regular file the caller may access.  The
+ * owner may read and write a file whatever its mode bits, as NFS servers
+ * do so that a file created read-only can still be written (RFC 1813 4.4).
+ */
+static int io_prepare(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
+		      int want, struct io_op *op, struct fs_inode *in)
+{
+	MDB_txn *txn;
+	int rc = db_read_begin(fs->db, &txn);
+
+	if (rc)
+		return rc;
+	rc = fs_inode_get(fs, txn, ino, in);
+	if (rc)
+		goto out_end;
+	if (op->wcc)
+		fs_wcc_before(fs, in, op->wcc);
+	if (op->attr)
+		fs_attr_fill(fs, in, op->attr);
+	if (in->type != FS_REG) {
+		rc = in->type == FS_DIR ? -EISDIR : -EINVAL;
+		goto out_end;
+	}
+	if (ctx->uid != in->uid && (rc = fs_perm(ctx, in, want)))
+		goto out_end;
+	op->size = in->size;
+	op->was_dirty = in->flags & FS_F_DIRTY_DATA;
+	if (!op->was_dirty)
+		rc = fs_key_build(fs, txn, ino, op->key, sizeof(op->key));
+out_end:
+	db_read_end(fs->db, txn);
+	return rc;
+}
+
+static void read_start(struct io_op *op);
+
+static void read_fetched(void *p, long res)
+{
+	struct io_op *op = p;
+
+	if (res < 0) {
+		io_free(op, (int)res);
+		return;
+	}
+	read_start(op);
+}
+
+static void read_cb(void *p, long res)
+{
+	struct io_op *op = p;
+	struct fs_attr a;
+	int rc;
+
+	if (res == -ENODATA && !op->fetched && !op->was_dirty) {
+		op->fetched = true;
+		cache_fetch(op->fs->cache, op->loop, op->ino,
+			    &(struct cache_obj){ .key = op->key,
+						 .size = op->size },
+			    read_fetched, op);
+		return;
+	}
+	if (res < 0) {
+		io_free(op, res == -ENODATA ? -EIO : (int)res);
+		return;
+	}
+	rc = fs_getattr(op->fs, op->ino, &a);
+	if (rc) {
+		io_free(op, rc);
+		return;
+	}
+	*op->nread = (size_t)res;
+	*op->eof = op->off + (uint64_t)res >= a.size;
+	if (op->attr)
+		*op->attr = a;
+	io_free(op, 0);
+}
+
+static void read_start(struct io_op *op)
+{
+	cache_read(op->fs->cache, op->loop, op->ino, op->off, op->len, op->buf,
+		   read_cb, op);
+}
+
+/* READ (RFC 1813 3.3.6). */
+void fs_read(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
+	     uint64_t off, size_t count, void *buf, size_t *nread, bool *eof,
+	     struct fs_attr *attr, fs_done_fn done, void *arg)
+{
+	struct io_op *op = calloc(1, sizeof(*op));
+	struct fs_inode in;
+	int rc;
+
+	if (!op) {
+		done(arg, -ENOMEM);
+		return;
+	}
+	*op = (struct io_op){ .fs = fs, .loop = ctx->loop, .ino = ino,
+			      .off = off, .len = count, .buf = buf,
+			      .nread = nread, .eof = eof, .attr = attr,
+			      .done = done, .arg = arg };
+	rc = io_prepare(fs, ctx, ino, R_OK, op, &in);
+	if (rc) {
+		io_free(op, rc);
+		return;
+	}
+	read_start(op);
+}
+
+static void write_cb(void *p, long res)
+{
+	struct io_op *op = p;
+
+	if (res < 0) {
+		io_free(op, res == -ENODATA ? -EIO : (int)res);
+		return;
+	}
+	*op->committed = op->stable;
+	if (op->wcc && fs_getattr(op->fs, op->ino, &op->wcc->after) == 0)
+		op->wcc->after_ok = true;
+	io_free(op, 0);
+}
+
+static void write_data(struct io_op *op)
+{
+	cache_write(op->fs->cache, op->loop, op->ino, op->off, op->data,
+		    op->len, op->stable != FS_UNSTABLE, write_cb, op);
+}
+
+static void write_job(struct fs *fs, void *p)
+{
+	struct io_op *op = p;
+
+	(void)fs;
+	op->loop = -1; /* a worker thread: the cache write runs inline */
+	write_data(op);
+}
+
+static int mark_dirty_apply(MDB_txn *txn, void *p)
+{
+	struct io_op *op = p;
+	struct fs_inode in;
+	int rc = fs_inode_get(op->fs, txn, op->ino, &in);
+
+	if (rc)
+		return rc;
+	if (in.flags & FS_F_DIRTY_DATA)
+		return 0;
+	/* DIRTY_DATA promises local data: it may have gone since the fetch. */
+	if (!cache_is_local(op->fs->cache, in.ino))
+		return -EAGAIN;
+	rc = fs_inode_mark(op->fs, txn, &in, FS_F_DIRTY_DATA);
+	return rc ? rc : fs_inode_put(op->fs, txn, &in);
+}
+
+static void mark_dirty_done(void *p, int err)
+{
+	struct io_op *op = p;
+
+	if (err) {
+		if (op->wcc && fs_getattr(op->fs, op->ino, &op->wcc->after) == 0)
+			op->wcc->after_ok = true;
+		io_free(op, err);
+		return;
+	}
+	fs_defer(op->fs, write_job, op);
+}
+
+static void write_fetched(void *p, long res)
+{
+	struct io_op *op = p;
+
+	if (res < 0) {
+		io_free(op, (int)res);
+		return;
+	}
+	db_submit(op->fs->db, mark_dirty_apply, mark_dirty_done, op);
+}
+
+/* WRITE (RFC 1813 3.3.7); the write verifier is nfsd's. */
+void fs_write(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
+	      uint64_t off, const void *data, size_t len,
+	      enum fs_stable stable, enum fs_stable *committed,
+	      struct fs_wcc *wcc, fs_done_fn done, void *arg)
+{
+	struct io_op *op;
+	struct fs_inode in;
+	int rc;
+
+	if (wcc)
+		memset(wcc, 0, sizeof(*wcc));
+	op = calloc(1, sizeof(*op));
+	if (!op) {
+		done(arg, -ENOMEM);
+		return;
+	}
+	*op = (struct io_op){ .fs = fs, .loop = ctx->loop, .ino = ino,
+			      .off = off, .len = len, .data = data,
+			      .stable = stable, .committed = committed,
+			      .wcc = wcc, .done = done, .arg = arg };
+	rc = fs->opts.read_only ? -EROFS : 0;
+	if (!rc && (off > FS_FILE_MAX || len > FS_FILE_MAX - off))
+		rc = -EFBIG;
+	if (!rc)
+		rc = io_prepare(fs, ctx, ino, W_OK, op, &in);
+	if (rc) {
+		if (wcc && fs_getattr(fs, ino, &wcc->after) == 0)
+			wcc->after_ok = true;
+		io_free(op, rc);
+		return;
+	}
+	if (op->was_dirty) {
+		write_data(op);
+		return;
+	}
+	if (cache_is_local(fs->cache, ino)) {
+		db_submit(fs->db, mark_dirty_apply, mark_dirty_done, op);
+		return;
+	}
+	cache_fetch(fs->cache, ctx->loop, ino,
+		    &(struct cache_obj){ .key = op->key, .size = op->size },
+		    write_fetched, op);
+}
+
+static void commit_cb(void *p, long res)
+{
+	struct io_op *op = p;
+
+	if (op->wcc && fs_getattr(op->fs, op->ino, &op->wcc->after) == 0)
+		op->wcc->after_ok = true;
+	io_free(op, res < 0 ? (int)res : 0);
+}
+
+/*
+ * COMMIT (RFC 1813 3.3.21): data written so far is stable.  Metadata is
+ * durable already (every change commits before its reply), so only a
+ * dirty file's cache data needs a sync.
+ */
+void fs_commit(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
+	       struct fs_wcc *wcc, fs_done_fn done, void *arg)
+{
+	struct io_op *op;
+	struct fs_inode in;
+	MDB_txn *txn;
+	int rc;
+
+	if (wcc)
+		memset(wcc, 0, sizeof(*wcc));
+	rc = db_read_begin(fs->db, &txn);
+	if (rc) {
+		done(arg, rc);
+		return;
+	}
+	rc = fs_inode_get(fs, txn, ino, &in);
+	db_read_end(fs->db, txn);
+	if (rc) {
+		done(arg, rc);
+		return;
+	}
+	fs_wcc_before(fs, &in, wcc);
+	if (in.type != FS_REG || !(in.flags & FS_F_DIRTY_DATA)) {
+		fs_wcc_after(fs, &in, wcc);
+		done(arg, in.type == FS_DIR ? -EISDIR : 0);
+		return;
+	}
+	op = calloc(1, sizeof(*op));
+	if (!op) {
+		done(arg, -ENOMEM);
+		return;
+	}
+	*op = (struct io_op){ .fs = fs, .loop = ctx->loop, .ino = ino,
+			      .wcc = wcc, .done = done, .arg = arg };
+	cache_sync(fs->cache, ctx->loop, ino, commit_cb, op);
+}

@@ -1,0 +1,90 @@
+/*
+ * fs/open.c - opening and closing the namespace: the named databases, the
+ * root directory, the worker pool and the syncer.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/db.h"
+#include "fs/fs_int.h"
+
+static int open_init_apply(MDB_txn *txn, void *p)
+{
+	struct fs *fs = p;
+	struct fs_inode root;
+	int rc = fs_meta_init(fs, txn);
+
+	if (rc)
+		return rc;
+	rc = fs_inode_get(fs, txn, FS_ROOT_INO, &root);
+	if (rc != -ESTALE)
+		return rc;
+	/* First use: the root, to be listed at its first access (import). */
+	memset(&root, 0, sizeof(root));
+	root.ino = FS_ROOT_INO;
+	root.gen = FS_GEN;
+	root.type = FS_DIR;
+	root.mode = 0755;
+	root.uid = fs->opts.default_uid;
+	root.gid = fs->opts.default_gid;
+	root.nlink = 2;
+	root.atime = root.mtime = root.ctime = fs_now_ns();
+	root.parent = FS_ROOT_INO;
+	root.next_cookie = FS_COOKIE_FIRST;
+	root.dir_ver = 1;
+	root.flags = FS_F_IN_STORE;
+	return fs_inode_put(fs, txn, &root);
+}
+
+/* See fs.h.  db, cache and store stay the caller's. */
+int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
+	    struct store *store, struct fs **out)
+{
+	struct fs *fs = calloc(1, sizeof(*fs));
+	int rc;
+
+	if (!fs)
+		return -ENOMEM;
+	fs->opts = *opts;
+	fs->db = db;
+	fs->cache = cache;
+	fs->store = store;
+	if ((rc = db_dbi(db, "inodes", MDB_INTEGERKEY, &fs->dbi_inodes)) ||
+	    (rc = db_dbi(db, "dirents", 0, &fs->dbi_dirents)) ||
+	    (rc = db_dbi(db, "dircookies", 0, &fs->dbi_cookies)) ||
+	    (rc = db_dbi(db, "keys", 0, &fs->dbi_keys)) ||
+	    (rc = db_dbi(db, "meta", 0, &fs->dbi_meta)) ||
+	    (rc = db_dbi(db, "pending", MDB_INTEGERKEY, &fs->dbi_pending)) ||
+	    (rc = db_dbi(db, "work", MDB_INTEGERKEY, &fs->dbi_work)))
+		goto out_free;
+	rc = db_write(db, open_init_apply, fs);
+	if (rc)
+		goto out_free;
+	rc = fs_workers_start(fs);
+	if (rc)
+		goto out_free;
+	rc = fs_syncer_start(fs);
+	if (rc)
+		goto out_workers;
+	*out = fs;
+	return 0;
+
+out_workers:
+	fs_workers_stop(fs);
+out_free:
+	free(fs);
+	return rc;
+}
+
+/* See fs.h.  Queued worker jobs (listings, deferred writes) finish first. */
+void fs_close(struct fs *fs, bool flush)
+{
+	if (!fs)
+		return;
+	fs_workers_stop(fs);
+	if (flush)
+		fs_flush(fs);
+	fs_syncer_stop(fs);
+	free(fs);
+}

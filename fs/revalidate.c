@@ -1,0 +1,470 @@
+/*
+ * fs/revalidate.c - a directory's entries against a store listing.
+ *
+ * The listing (every page of prefix "dir/" with delimiter '/') runs on a
+ * worker thread, never on the caller's loop; one transaction then merges
+ * it: unknown objects and prefixes become inodes, clean entries whose
+ * object vanished are removed, clean files whose object changed get its
+ * size and etag (and lose their cache file).  Entries with local changes,
+ * not yet in the store, mid-rename, or stored after the listing began are
+ * kept: the listing cannot know them yet.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache.h"
+#include "db/db.h"
+#include "fs/fs_int.h"
+
+struct reval_item {
+	char *name;
+	bool is_dir;
+	bool seen; /* an entry of this name exists (set by the merge) */
+	size_t order; /* position in the listing, for a stable sort */
+	uint64_t size;
+	char etag[STORE_ETAG_MAX];
+	int64_t last_modified_ns;
+	bool have_info;
+	struct store_info info;
+	char *target; /* symlinks */
+};
+
+struct reval_op {
+	struct fs *fs;
+	uint64_t dir;
+	bool force;
+	char prefix[STORE_KEY_MAX + 2];
+	uint64_t list_start_ms;
+	bool marker_seen;
+	struct reval_item *items;
+	size_t nitems, cap;
+	uint64_t *drop; /* inodes whose cache file goes after the commit */
+	size_t ndrop, dropcap;
+	fs_done_fn done;
+	void *arg;
+};
+
+static int item_add(struct reval_op *op, const char *key, bool is_dir,
+		    const struct store_entry *e)
+{
+	size_t pl = strlen(op->prefix), kl = strlen(key);
+
+	if (kl < pl || memcmp(key, op->prefix, pl))
+		return 0;
+	if (kl == pl) {
+		op->marker_seen = true; /* the "dir/" marker of dir itself */
+		return 0;
+	}
+	size_t nl = kl - pl - is_dir;
+
+	/* A key component that is no file name ("a//b", "..") is skipped. */
+	if (nl == 0 || nl > FS_NAME_MAX || kl > STORE_KEY_MAX)
+		return 0;
+	if (op->nitems == op->cap) {
+		size_t cap = op->cap ? op->cap * 2 : 64;
+		struct reval_item *n = realloc(op->items, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		op->items = n;
+		op->cap = cap;
+	}
+	struct reval_item *it = &op->items[op->nitems];
+
+	memset(it, 0, sizeof(*it));
+	it->name = strndup(key + pl, nl);
+	if (!it->name)
+		return -ENOMEM;
+	if (fs_name_check(it->name, true)) {
+		free(it->name);
+		return 0;
+	}
+	it->is_dir = is_dir;
+	it->order = op->nitems;
+	if (e) {
+		it->size = e->size;
+		memcpy(it->etag, e->etag, sizeof(it->etag));
+		it->etag[STORE_ETAG_MAX - 1] = '\0';
+		it->last_modified_ns = e->last_modified_ns;
+	}
+	op->nitems++;
+	return 0;
+}
+
+static int reval_list(struct reval_op *op)
+{
+	struct store_page page;
+	char *token = NULL;
+	int rc;
+
+	do {
+		rc = store_list(op->fs->store, op->prefix, '/', token, 0, &page);
+		free(token);
+		token = NULL;
+		if (rc)
+			return rc;
+		/* Prefixes first: where a file and a prefix share a name, the
+		 * directory wins (it has more below it). */
+		for (size_t i = 0; !rc && i < page.nprefixes; i++)
+			rc = item_add(op, page.prefixes[i], true, NULL);
+		for (size_t i = 0; !rc && i < page.nentries; i++)
+			rc = item_add(op, page.entries[i].key, false,
+				      &page.entries[i]);
+		if (!rc && page.next_token && !(token = strdup(page.next_token)))
+			rc = -ENOMEM;
+		store_page_free(&page);
+	} while (!rc && token);
+	return rc;
+}
+
+/* HEAD the files nobody knows yet: their owner, mode, mtime, symlink. */
+static int reval_head_new(struct reval_op *op)
+{
+	struct fs *fs = op->fs;
+	char key[STORE_KEY_MAX + FS_NAME_MAX + 2];
+	MDB_txn *txn;
+	uint64_t ino;
+	int rc = db_read_begin(fs->db, &txn);
+
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < op->nitems; i++) {
+		struct reval_item *it = &op->items[i];
+
+		if (it->is_dir ||
+		    !fs_dirent_get(fs, txn, op->dir, it->name, &ino, NULL))
+			continue;
+		snprintf(key, sizeof(key), "%s%s", op->prefix, it->name);
+		if (!fs_keys_get(fs, txn, key, &ino))
+			continue;
+		if (store_head(fs->store, key, &it->info))
+			continue; /* gone again, or unreadable: listing values */
+		it->have_info = true;
+		if (!it->info.meta.symlink || it->info.size > FS_PATH_MAX)
+			continue;
+		size_t got;
+
+		it->target = calloc(1, it->info.size + 1);
+		if (!it->target ||
+		    store_get(fs->store, key, 0, it->info.size, it->target, &got) ||
+		    got == 0 || strlen(it->target) != got) {
+			free(it->target);
+			it->target = NULL;
+		}
+	}
+	db_read_end(fs->db, txn);
+	return 0;
+}
+
+static int reval_import(struct reval_op *op, MDB_txn *txn,
+			struct fs_inode *dir, struct reval_item *it,
+			const char *key)
+{
+	struct fs *fs = op->fs;
+	struct fs_inode in;
+	int rc;
+
+	memset(&in, 0, sizeof(in));
+	in.ino = fs_ino_alloc(fs);
+	in.gen = FS_GEN;
+	in.parent = dir->ino;
+	strcpy(in.name, it->name);
+	in.uid = fs->opts.default_uid;
+	in.gid = fs->opts.default_gid;
+	in.flags = FS_F_IN_STORE;
+	in.synced_ms = op->list_start_ms;
+	in.nlink = 1;
+	in.atime = in.mtime = in.ctime = fs_now_ns();
+	if (it->is_dir) {
+		in.type = FS_DIR;
+		in.mode = 0755;
+		in.nlink = 2;
+		in.next_cookie = FS_COOKIE_FIRST;
+		in.dir_ver = 1;
+		dir->nlink++;
+	} else {
+		const struct store_meta *m = &it->info.meta;
+
+		in.type = it->target ? FS_LNK : FS_REG;
+		in.mode = it->target ? 0777 : 0644;
+		in.size = it->size;
+		memcpy(in.etag, it->etag, sizeof(in.etag));
+		in.mtime = it->last_modified_ns;
+		if (it->have_info) {
+			if (m->has_mode)
+				in.mode = m->mode & 07777;
+			if (m->has_uid)
+				in.uid = m->uid;
+			if (m->has_gid)
+				in.gid = m->gid;
+			if (m->has_mtime)
+				in.mtime = m->mtime_ns;
+		}
+		if (it->target)
+			strcpy(in.target, it->target);
+	}
+	if ((rc = fs_dirent_add(fs, txn, dir, it->name, in.ino)) ||
+	    (rc = fs_inode_put(fs, txn, &in)) ||
+	    (rc = fs_keys_put(fs, txn, key, in.ino)))
+		return rc;
+	return fs_meta_note_ino(fs, txn, in.ino);
+}
+
+static int drop_add(struct reval_op *op, uint64_t ino)
+{
+	if (op->ndrop == op->dropcap) {
+		size_t cap = op->dropcap ? op->dropcap * 2 : 16;
+		uint64_t *n = realloc(op->drop, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		op->drop = n;
+		op->dropcap = cap;
+	}
+	op->drop[op->ndrop++] = ino;
+	return 0;
+}
+
+/* Is the object at child's own key, clean and older than the listing? */
+static bool store_confirmed(struct reval_op *op, MDB_txn *txn,
+			    const struct fs_inode *child, const char *key)
+{
+	uint64_t owner;
+
+	return !(child->flags & FS_F_DIRTY) &&
+	       (child->flags & FS_F_IN_STORE) &&
+	       child->synced_ms < op->list_start_ms &&
+	       !fs_keys_get(op->fs, txn, key, &owner) && owner == child->ino;
+}
+
+/* A known entry that is in the listing: pick up a changed object. */
+static int reval_known(struct reval_op *op, MDB_txn *txn,
+		       const struct reval_item *it, uint64_t ino,
+		       const char *key)
+{
+	struct fs_inode in;
+	int rc = fs_inode_get(op->fs, txn, ino, &in);
+
+	if (rc || it->is_dir || in.type != FS_REG ||
+	    !store_confirmed(op, txn, &in, key))
+		return rc;
+	if (in.size == it->size && !strcmp(in.etag, it->etag))
+		return 0;
+	in.size = it->size;
+	memcpy(in.etag, it->etag, sizeof(in.etag));
+	in.mtime = it->last_modified_ns;
+	in.ctime = fs_now_ns();
+	rc = fs_inode_put(op->fs, txn, &in);
+	return rc ? rc : drop_add(op, in.ino);
+}
+
+static int item_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct reval_item *)a)->name,
+		      ((const struct reval_item *)b)->name);
+}
+
+static int item_order(const void *a, const void *b)
+{
+	const struct reval_item *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : (x->order > y->order) - (x->order < y->order);
+}
+
+/* The listed item of this name (items are sorted by name), or NULL. */
+static struct reval_item *item_find(const struct reval_op *op,
+				    const char *name)
+{
+	struct reval_item k = { .name = (char *)name };
+
+	return bsearch(&k, op->items, op->nitems, sizeof(k), item_cmp);
+}
+
+/*
+ * Sort by name; of duplicates (a file and a prefix of one name) keep the
+ * first, which is the prefix: item_add puts prefixes before files.
+ */
+static void items_sort(struct reval_op *op)
+{
+	size_t out = 0;
+
+	qsort(op->items, op->nitems, sizeof(*op->items), item_order);
+	for (size_t i = 0; i < op->nitems; i++) {
+		if (out && !strcmp(op->items[out - 1].name, op->items[i].name)) {
+			free(op->items[i].name);
+			free(op->items[i].target);
+			continue;
+		}
+		op->items[out++] = op->items[i];
+	}
+	op->nitems = out;
+}
+
+/* Known entries that the listing lacks: deleted out of band. */
+static int reval_vanished(struct reval_op *op, MDB_txn *txn,
+			  struct fs_inode *dir)
+{
+	struct fs *fs = op->fs;
+	char key[STORE_KEY_MAX + 2];
+	uint64_t cookie = 2;
+	int rc = 0;
+
+	for (;;) {
+		struct fs_inode child;
+		uint64_t ino = 0;
+		char name[FS_NAME_MAX + 1];
+
+		rc = fs_dir_next(fs, txn, dir->ino, &cookie, &ino, name);
+		if (rc == -ENOENT)
+			return 0;
+		if (rc)
+			return rc;
+		const struct reval_item *it = item_find(op, name);
+
+		if (it && it->seen)
+			continue;
+		if ((rc = fs_inode_get(fs, txn, ino, &child)) ||
+		    (rc = fs_obj_key(fs, txn, &child, key, sizeof(key))))
+			return rc;
+		if (!store_confirmed(op, txn, &child, key))
+			continue;
+		/* A directory goes only once nothing is known below it. */
+		if (child.type == FS_DIR && fs_dir_empty(fs, txn, child.ino))
+			continue;
+		if ((rc = fs_unlink_inode(fs, txn, dir, &child, false)))
+			return rc;
+		if (child.type == FS_REG && (rc = drop_add(op, child.ino)))
+			return rc;
+	}
+}
+
+static int reval_apply(MDB_txn *txn, void *p)
+{
+	struct reval_op *op = p;
+	struct fs *fs = op->fs;
+	char key[STORE_KEY_MAX + FS_NAME_MAX + 3];
+	struct fs_inode dir;
+	uint64_t ino, owner;
+	int rc = fs_inode_get(fs, txn, op->dir, &dir);
+
+	if (rc)
+		return rc;
+	op->ndrop = 0; /* a retried apply starts over */
+	for (size_t i = 0; i < op->nitems; i++) {
+		struct reval_item *it = &op->items[i];
+
+		snprintf(key, sizeof(key), "%s%s%s", op->prefix, it->name,
+			 it->is_dir ? "/" : "");
+		it->seen = false;
+		rc = fs_dirent_get(fs, txn, dir.ino, it->name, &ino, NULL);
+		if (rc == 0) {
+			it->seen = true;
+			rc = reval_known(op, txn, it, ino, key);
+		} else if (rc == -ENOENT) {
+			rc = 0;
+			/* Ours, on its way out (removed or renamed away). */
+			if (!fs_keys_get(fs, txn, key, &owner))
+				continue;
+			rc = reval_import(op, txn, &dir, it, key);
+			it->seen = true;
+		}
+		if (rc)
+			return rc;
+	}
+	rc = reval_vanished(op, txn, &dir);
+	if (rc)
+		return rc;
+	if (op->marker_seen)
+		dir.flags |= FS_F_MARKER;
+	dir.listed_at_ms = fs_now_ms();
+	return fs_inode_put(fs, txn, &dir);
+}
+
+static void reval_free(struct reval_op *op, int err)
+{
+	for (size_t i = 0; i < op->nitems; i++) {
+		free(op->items[i].name);
+		free(op->items[i].target);
+	}
+	free(op->items);
+	free(op->drop);
+	op->done(op->arg, err);
+	free(op);
+}
+
+static void reval_job(struct fs *fs, void *p)
+{
+	struct reval_op *op = p;
+	struct fs_inode dir;
+	MDB_txn *txn;
+	int rc = db_read_begin(fs->db, &txn);
+
+	if (rc) {
+		reval_free(op, rc);
+		return;
+	}
+	rc = fs_inode_get(fs, txn, op->dir, &dir);
+	if (!rc)
+		rc = fs_obj_key(fs, txn, &dir, op->prefix, sizeof(op->prefix));
+	db_read_end(fs->db, txn);
+	if (!rc && op->dir == FS_ROOT_INO)
+		op->prefix[0] = '\0';
+	/* Fresh meanwhile (a concurrent revalidation): nothing to do. */
+	if (!rc && !op->force &&
+	    dir.listed_at_ms + fs->opts.dir_ttl_ms > fs_now_ms()) {
+		reval_free(op, 0);
+		return;
+	}
+	op->list_start_ms = fs_now_ms();
+	if (!rc)
+		rc = reval_list(op);
+	if (!rc) {
+		items_sort(op);
+		rc = reval_head_new(op);
+	}
+	if (!rc)
+		rc = db_write(fs->db, reval_apply, op);
+	for (size_t i = 0; !rc && i < op->ndrop; i++)
+		cache_drop(fs->cache, op->drop[i]);
+	reval_free(op, rc);
+}
+
+/* See fs.h: a fresh directory completes inline, else on a worker. */
+void fs_revalidate(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
+		   bool force, fs_done_fn done, void *arg)
+{
+	struct fs_inode in;
+	struct reval_op *op;
+	MDB_txn *txn;
+	int rc;
+
+	(void)ctx;
+	rc = db_read_begin(fs->db, &txn);
+	if (rc) {
+		done(arg, rc);
+		return;
+	}
+	rc = fs_inode_get(fs, txn, dir, &in);
+	db_read_end(fs->db, txn);
+	if (!rc && in.type != FS_DIR)
+		rc = -ENOTDIR;
+	if (rc || (!force && in.listed_at_ms &&
+		   in.listed_at_ms + fs->opts.dir_ttl_ms > fs_now_ms())) {
+		done(arg, rc);
+		return;
+	}
+	op = calloc(1, sizeof(*op));
+	if (!op) {
+		done(arg, -ENOMEM);
+		return;
+	}
+	op->fs = fs;
+	op->dir = dir;
+	op->force = force;
+	op->done = done;
+	op->arg = arg;
+	fs_defer(fs, reval_job, op);
+}

@@ -1,0 +1,547 @@
+/*
+ * fs/syncer.c - write-back: makes the store match the namespace.
+ *
+ * One pass takes one read snapshot of the pending records and of the
+ * dirty inodes (with their keys and cache-file stats), runs the pending
+ * records in seq order, and only when all of them succeeded uploads the
+ * dirty inodes of that snapshot.  Because only this code writes to the
+ * store, one operation at a time, the store replays the namespace's
+ * history in order: a delete of key K can never overtake a later upload
+ * to K.  An upload whose inode moved or vanished after the snapshot left
+ * an object at a stale key: it is deleted unless some inode lives at that
+ * key now (that inode's own upload or copy will overwrite it, later).
+ *
+ * A dirty inode is cleaned only if its cache file (size, mtime, ctime)
+ * and record ctime did not change since the snapshot; an upload of a file
+ * that changed meanwhile is simply repeated.  Files must be quiet for
+ * SYNC_MIN_QUIET_MS even when flushing: ctime ticks are coarse, and a
+ * write in the same tick as the snapshot would otherwise go unnoticed.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cache/cache.h"
+#include "common/log.h"
+#include "db/db.h"
+#include "fs/fs_int.h"
+
+#define SYNC_PERIOD_MS 200
+#define SYNC_MIN_QUIET_MS 50
+#define SYNC_BATCH 256
+#define SYNC_BACKOFF_MAX_MS 10000
+#define SYNC_FLUSH_RETRIES 5
+#define SYNC_FLUSH_IDLE_MAX 500 /* passes without progress: ~10 s */
+#define MPU_THRESHOLD (64ull << 20)
+#define MPU_PART (16ull << 20)
+#define MPU_PARTS_MAX 10000
+
+struct sync_item {
+	struct fs_inode in;
+	char key[STORE_KEY_MAX + 2];
+	bool have_cs;
+	struct cache_stat cs;
+	int64_t quiet_since;
+};
+
+struct sync_snap {
+	struct fs_pending *pend;
+	size_t npend;
+	struct sync_item *items;
+	size_t nitems;
+};
+
+static void snap_free(struct sync_snap *s)
+{
+	free(s->pend);
+	free(s->items);
+}
+
+static int snap_take(struct fs *fs, struct sync_snap *s)
+{
+	MDB_cursor *cur = NULL;
+	MDB_txn *txn;
+	MDB_val k, v;
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	s->pend = calloc(SYNC_BATCH, sizeof(*s->pend));
+	s->items = calloc(SYNC_BATCH, sizeof(*s->items));
+	if (!s->pend || !s->items) {
+		snap_free(s);
+		return -ENOMEM;
+	}
+	rc = db_read_begin(fs->db, &txn);
+	if (rc)
+		return rc;
+	rc = db_err(mdb_cursor_open(txn, fs->dbi_pending, &cur));
+	for (int op = MDB_FIRST; !rc && s->npend < SYNC_BATCH; op = MDB_NEXT) {
+		int mrc = mdb_cursor_get(cur, &k, &v, op);
+
+		if (mrc) {
+			rc = mrc == MDB_NOTFOUND ? 0 : db_err(mrc);
+			break;
+		}
+		rc = fs_pending_decode(&k, &v, &s->pend[s->npend++]);
+	}
+	if (cur)
+		mdb_cursor_close(cur);
+	cur = NULL;
+	if (!rc)
+		rc = db_err(mdb_cursor_open(txn, fs->dbi_work, &cur));
+	for (int op = MDB_FIRST; !rc && s->nitems < SYNC_BATCH; op = MDB_NEXT) {
+		struct sync_item *it = &s->items[s->nitems];
+		uint64_t ino;
+		int mrc = mdb_cursor_get(cur, &k, &v, op);
+
+		if (mrc) {
+			rc = mrc == MDB_NOTFOUND ? 0 : db_err(mrc);
+			break;
+		}
+		memcpy(&ino, k.mv_data, sizeof(ino));
+		rc = fs_inode_get(fs, txn, ino, &it->in);
+		if (rc == -ESTALE) {
+			rc = 0; /* removed: its work entry went with it */
+			continue;
+		}
+		if (!rc && ino != FS_ROOT_INO)
+			rc = fs_obj_key(fs, txn, &it->in, it->key,
+					sizeof(it->key));
+		if (rc)
+			break;
+		it->quiet_since = it->in.ctime;
+		if (it->in.type == FS_REG &&
+		    cache_stat(fs->cache, ino, &it->cs) == 0) {
+			it->have_cs = true;
+			if (fs_ts_to_ns(&it->cs.ctime) > it->quiet_since)
+				it->quiet_since = fs_ts_to_ns(&it->cs.ctime);
+		}
+		s->nitems++;
+	}
+	if (cur)
+		mdb_cursor_close(cur);
+	db_read_end(fs->db, txn);
+	if (rc)
+		snap_free(s);
+	return rc;
+}
+
+/* Anything left to do?  (pending records plus dirty inodes) */
+static int work_left(struct fs *fs, size_t *n)
+{
+	MDB_stat a, b;
+	MDB_txn *txn;
+	int rc = db_read_begin(fs->db, &txn);
+
+	if (rc)
+		return rc;
+	rc = db_err(mdb_stat(txn, fs->dbi_pending, &a));
+	if (!rc)
+		rc = db_err(mdb_stat(txn, fs->dbi_work, &b));
+	db_read_end(fs->db, txn);
+	if (!rc)
+		*n = a.ms_entries + b.ms_entries;
+	return rc;
+}
+
+struct pend_commit {
+	struct fs *fs;
+	const struct fs_pending *p;
+	bool copied; /* COPY found its source and placed the object */
+};
+
+static int pend_commit_apply(MDB_txn *txn, void *arg)
+{
+	struct pend_commit *pc = arg;
+	struct fs *fs = pc->fs;
+	const struct fs_pending *p = pc->p;
+	uint64_t seq = p->seq;
+	MDB_val k = { sizeof(seq), &seq };
+	char key[STORE_KEY_MAX + 2];
+	struct fs_inode in;
+	int rc = mdb_del(txn, fs->dbi_pending, &k, NULL);
+
+	if (rc)
+		return db_err(rc);
+	if (p->op == FS_PEND_DEL)
+		return fs_keys_del(fs, txn, p->src);
+	if (!pc->copied)
+		return 0;
+	/* Known as ours even if the inode went or moved on meanwhile: the
+	 * records queued after this one take the object away in order. */
+	rc = fs_keys_put(fs, txn, p->dst, p->ino);
+	if (rc || fs_inode_get(fs, txn, p->ino, &in))
+		return rc;
+	if (fs_obj_key(fs, txn, &in, key, sizeof(key)) || strcmp(key, p->dst))
+		return 0;
+	in.synced_ms = fs_now_ms();
+	return fs_inode_put(fs, txn, &in);
+}
+
+static int run_pending(struct fs *fs, const struct fs_pending *p)
+{
+	struct pend_commit pc = { .fs = fs, .p = p };
+	int rc;
+
+	if (p->op == FS_PEND_DEL) {
+		rc = store_delete(fs->store, p->src);
+	} else if (p->op == FS_PEND_COPY) {
+		rc = store_copy(fs->store, p->src, p->dst, NULL, NULL);
+		pc.copied = rc == 0;
+		if (rc == -ENOENT)
+			rc = 0; /* deleted out of band: nothing to move */
+	} else {
+		rc = -EIO;
+	}
+	if (rc)
+		return rc;
+	return db_write(fs->db, pend_commit_apply, &pc);
+}
+
+static void meta_of(const struct sync_item *it, struct store_meta *m)
+{
+	int64_t mtime = it->in.mtime;
+
+	if (it->in.type == FS_REG && (it->in.flags & FS_F_DIRTY_DATA) &&
+	    it->have_cs)
+		mtime = fs_ts_to_ns(&it->cs.mtime);
+	*m = (struct store_meta){ .has_mode = true, .has_uid = true,
+				  .has_gid = true, .has_mtime = true,
+				  .mode = it->in.mode, .uid = it->in.uid,
+				  .gid = it->in.gid, .mtime_ns = mtime,
+				  .symlink = it->in.type == FS_LNK };
+}
+
+static int put_multipart(struct fs *fs, const char *key, int fd,
+			 uint64_t size, const struct store_meta *m,
+			 struct store_info *out)
+{
+	uint64_t part = MPU_PART;
+	char *upload_id;
+	int rc, n;
+
+	while ((size + part - 1) / part > MPU_PARTS_MAX)
+		part *= 2;
+	n = (int)((size + part - 1) / part);
+	char (*etags)[STORE_ETAG_MAX] = calloc((size_t)n, sizeof(*etags));
+
+	if (!etags)
+		return -ENOMEM;
+	rc = store_mpu_create(fs->store, key, m, &upload_id);
+	if (rc)
+		goto out_free;
+	for (int i = 0; !rc && i < n; i++) {
+		uint64_t off = (uint64_t)i * part;
+		uint64_t len = size - off < part ? size - off : part;
+
+		rc = store_mpu_part(fs->store, key, upload_id, i + 1, fd, off,
+				    len, etags[i]);
+	}
+	if (!rc)
+		rc = store_mpu_complete(fs->store, key, upload_id, n, etags, out);
+	if (rc)
+		store_mpu_abort(fs->store, key, upload_id);
+	free(upload_id);
+out_free:
+	free(etags);
+	return rc;
+}
+
+/* The store operation for one dirty inode.  -ENODATA: not possible now. */
+static int upload(struct fs *fs, struct sync_item *it, struct store_info *out)
+{
+	struct store_meta m;
+	int fd, rc;
+
+	meta_of(it, &m);
+	switch (it->in.type) {
+	case FS_DIR:
+		return store_put(fs->store, it->key, "", 0, &m, out);
+	case FS_LNK:
+		return store_put(fs->store, it->key, it->in.target,
+				 strlen(it->in.target), &m, out);
+	case FS_REG:
+		break;
+	default:
+		return -EIO;
+	}
+	if (!(it->in.flags & FS_F_DIRTY_DATA) && (it->in.flags & FS_F_IN_STORE) &&
+	    !cache_is_local(fs->cache, it->in.ino))
+		return store_copy(fs->store, it->key, it->key, &m, out);
+	rc = cache_open_fd(fs->cache, it->in.ino, &fd);
+	if (rc)
+		return rc;
+	uint64_t size = (it->in.flags & FS_F_DIRTY_DATA) && it->have_cs ?
+				it->cs.size : it->in.size;
+
+	if (size > MPU_THRESHOLD)
+		rc = put_multipart(fs, it->key, fd, size, &m, out);
+	else
+		rc = store_put_fd(fs->store, it->key, fd, size, &m, out);
+	close(fd);
+	return rc;
+}
+
+/* Does some inode live at store key key now (so it will rewrite it)? */
+static bool key_occupied(struct fs *fs, MDB_txn *txn, const char *key)
+{
+	char name[FS_NAME_MAX + 1];
+	uint64_t ino = FS_ROOT_INO;
+	struct fs_inode in;
+	const char *p = key;
+	size_t len = strlen(key);
+	bool want_dir = len && key[len - 1] == '/';
+
+	if (want_dir)
+		len--;
+	while (p < key + len) {
+		const char *e = memchr(p, '/', (size_t)(key + len - p));
+		size_t n = e ? (size_t)(e - p) : (size_t)(key + len - p);
+
+		if (n == 0 || n > FS_NAME_MAX)
+			return false;
+		memcpy(name, p, n);
+		name[n] = '\0';
+		if (fs_dirent_get(fs, txn, ino, name, &ino, NULL))
+			return false;
+		p += n + (e != NULL);
+	}
+	return fs_inode_get(fs, txn, ino, &in) == 0 &&
+	       (in.type == FS_DIR) == want_dir;
+}
+
+struct upload_commit {
+	struct fs *fs;
+	struct sync_item *it;
+	struct store_info *info;
+};
+
+static bool cs_equal(const struct cache_stat *a, const struct cache_stat *b)
+{
+	return a->size == b->size && a->mtime.tv_sec == b->mtime.tv_sec &&
+	       a->mtime.tv_nsec == b->mtime.tv_nsec &&
+	       a->ctime.tv_sec == b->ctime.tv_sec &&
+	       a->ctime.tv_nsec == b->ctime.tv_nsec;
+}
+
+static int upload_commit_apply(MDB_txn *txn, void *arg)
+{
+	struct upload_commit *uc = arg;
+	struct fs *fs = uc->fs;
+	struct sync_item *it = uc->it;
+	char key[STORE_KEY_MAX + 2];
+	struct cache_stat cs;
+	struct fs_inode in;
+	int rc = fs_inode_get(fs, txn, it->in.ino, &in);
+	bool gone = rc == -ESTALE;
+
+	if (rc && !gone)
+		return rc;
+	if (!gone && it->in.ino != FS_ROOT_INO &&
+	    (rc = fs_obj_key(fs, txn, &in, key, sizeof(key))))
+		return rc;
+	if (gone && it->in.ino == FS_ROOT_INO)
+		return -EIO;
+	if (it->in.ino != FS_ROOT_INO && (gone || strcmp(key, it->key))) {
+		/* Gone or moved since the snapshot: the object is stale. */
+		if (key_occupied(fs, txn, it->key))
+			return 0;
+		return fs_pending_add(fs, txn, FS_PEND_DEL, it->in.ino, it->key,
+				      NULL);
+	}
+	if (it->in.ino != FS_ROOT_INO) {
+		in.flags |= FS_F_IN_STORE;
+		if (in.type == FS_DIR)
+			in.flags |= FS_F_MARKER;
+		in.synced_ms = fs_now_ms();
+		snprintf(in.etag, sizeof(in.etag), "%s", uc->info->etag);
+		if ((rc = fs_keys_put(fs, txn, it->key, in.ino)))
+			return rc;
+	}
+	if ((it->in.flags & FS_F_DIRTY_META) && in.ctime == it->in.ctime)
+		in.flags &= ~(uint32_t)FS_F_DIRTY_META;
+	if ((it->in.flags & FS_F_DIRTY_DATA) && it->have_cs &&
+	    cache_stat(fs->cache, in.ino, &cs) == 0 && cs_equal(&cs, &it->cs)) {
+		/* Clean again: the record is the authority from now on. */
+		in.flags &= ~(uint32_t)FS_F_DIRTY_DATA;
+		in.size = cs.size;
+		in.mtime = fs_ts_to_ns(&cs.mtime);
+		if (fs_ts_to_ns(&cs.ctime) > in.ctime)
+			in.ctime = fs_ts_to_ns(&cs.ctime);
+	}
+	if ((rc = fs_inode_put(fs, txn, &in)))
+		return rc;
+	return fs_work_sync(fs, txn, &in);
+}
+
+static int sync_item(struct fs *fs, struct sync_item *it)
+{
+	struct store_info info = { 0 };
+	struct upload_commit uc = { .fs = fs, .it = it, .info = &info };
+	int rc = 0;
+
+	if (it->in.ino != FS_ROOT_INO) /* the root has no object */
+		rc = upload(fs, it, &info);
+	if (rc)
+		return rc;
+	return db_write(fs->db, upload_commit_apply, &uc);
+}
+
+/*
+ * One pass.  *progress tells whether anything was done.  Returns the
+ * first store or database error (the work stays queued).
+ */
+static int sync_pass(struct fs *fs, bool flushing, bool *progress)
+{
+	int64_t delay = (int64_t)(flushing ? 0 : fs->opts.upload_delay_ms);
+	struct sync_snap s;
+	int rc, first = 0;
+
+	*progress = false;
+	if (delay < SYNC_MIN_QUIET_MS)
+		delay = SYNC_MIN_QUIET_MS;
+	rc = snap_take(fs, &s);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < s.npend; i++) {
+		rc = run_pending(fs, &s.pend[i]);
+		if (rc) {
+			/* Later work must not overtake this record. */
+			log_debug("fs: store %s %s: %s",
+				  s.pend[i].op == FS_PEND_DEL ? "delete" : "copy",
+				  s.pend[i].src, strerror(-rc));
+			snap_free(&s);
+			return rc;
+		}
+		*progress = true;
+	}
+	int64_t now = fs_now_ns();
+
+	for (size_t i = 0; i < s.nitems; i++) {
+		struct sync_item *it = &s.items[i];
+
+		if (now - it->quiet_since < delay * 1000000)
+			continue;
+		rc = sync_item(fs, it);
+		if (rc == -ENODATA)
+			continue; /* its cache file is being set up: later */
+		if (rc) {
+			log_debug("fs: upload %s: %s", it->key, strerror(-rc));
+			if (!first)
+				first = rc;
+			continue;
+		}
+		*progress = true;
+	}
+	snap_free(&s);
+	return first;
+}
+
+static void *syncer_main(void *p)
+{
+	struct fs *fs = p;
+
+	pthread_mutex_lock(&fs->sync_wlock);
+	while (!fs->sync_stop) {
+		struct timespec ts;
+		uint32_t wait = SYNC_PERIOD_MS + fs->backoff_ms;
+		bool progress;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += wait / 1000;
+		ts.tv_nsec += (long)(wait % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&fs->sync_wake, &fs->sync_wlock, &ts);
+		if (fs->sync_stop)
+			break;
+		pthread_mutex_unlock(&fs->sync_wlock);
+		pthread_mutex_lock(&fs->sync_lock);
+		int rc = sync_pass(fs, false, &progress);
+
+		pthread_mutex_unlock(&fs->sync_lock);
+		pthread_mutex_lock(&fs->sync_wlock);
+		if (rc) {
+			fs->backoff_ms = fs->backoff_ms ? fs->backoff_ms * 2 : 200;
+			if (fs->backoff_ms > SYNC_BACKOFF_MAX_MS)
+				fs->backoff_ms = SYNC_BACKOFF_MAX_MS;
+		} else {
+			fs->backoff_ms = 0;
+		}
+	}
+	pthread_mutex_unlock(&fs->sync_wlock);
+	return NULL;
+}
+
+int fs_syncer_start(struct fs *fs)
+{
+	int rc;
+
+	pthread_mutex_init(&fs->sync_lock, NULL);
+	pthread_mutex_init(&fs->sync_wlock, NULL);
+	pthread_cond_init(&fs->sync_wake, NULL);
+	rc = -pthread_create(&fs->syncer, NULL, syncer_main, fs);
+	if (rc) {
+		pthread_cond_destroy(&fs->sync_wake);
+		pthread_mutex_destroy(&fs->sync_wlock);
+		pthread_mutex_destroy(&fs->sync_lock);
+		return rc;
+	}
+	fs->sync_started = true;
+	return 0;
+}
+
+void fs_syncer_stop(struct fs *fs)
+{
+	if (!fs->sync_started)
+		return;
+	pthread_mutex_lock(&fs->sync_wlock);
+	fs->sync_stop = true;
+	pthread_cond_signal(&fs->sync_wake);
+	pthread_mutex_unlock(&fs->sync_wlock);
+	pthread_join(fs->syncer, NULL);
+	pthread_cond_destroy(&fs->sync_wake);
+	pthread_mutex_destroy(&fs->sync_wlock);
+	pthread_mutex_destroy(&fs->sync_lock);
+	fs->sync_started = false;
+}
+
+/*
+ * See fs.h.  Passes run (ignoring upload_delay) until nothing is dirty or
+ * pending; a store error is retried a few times with backoff before it is
+ * returned.
+ */
+int fs_flush(struct fs *fs)
+{
+	int rc = 0, failures = 0, idle = 0;
+	size_t left;
+	bool progress;
+
+	pthread_mutex_lock(&fs->sync_lock);
+	for (;;) {
+		rc = work_left(fs, &left);
+		if (rc || left == 0)
+			break;
+		rc = sync_pass(fs, true, &progress);
+		if (rc) {
+			if (++failures > SYNC_FLUSH_RETRIES)
+				break;
+			usleep(100000u * (unsigned)failures);
+			continue;
+		}
+		failures = 0;
+		idle = progress ? 0 : idle + 1;
+		if (idle > SYNC_FLUSH_IDLE_MAX) {
+			rc = -EAGAIN; /* files that never hold still */
+			break;
+		}
+		if (!progress)
+			usleep(20000);
+	}
+	pthread_mutex_unlock(&fs->sync_lock);
+	return rc;
+}
