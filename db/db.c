@@ -30,6 +30,11 @@ struct db {
 	MDB_env *env;
 	uint64_t id; /* tells a thread's cached read txn which env it is for */
 
+	/* Every thread's cached read txn, so db_close can free them all. */
+	pthread_mutex_t readers_lock;
+	MDB_txn **readers;
+	size_t nreaders, readers_cap;
+
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	struct db_op *head, **tail;
@@ -155,6 +160,7 @@ int db_open(const char *dir, size_t mapsize, unsigned maxdbs, struct db **out)
 	db->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
 	pthread_mutex_init(&db->lock, NULL);
 	pthread_cond_init(&db->wake, NULL);
+	pthread_mutex_init(&db->readers_lock, NULL);
 	db->tail = &db->head;
 	rc = -pthread_create(&db->writer, NULL, db_writer_main, db);
 	if (rc)
@@ -163,6 +169,7 @@ int db_open(const char *dir, size_t mapsize, unsigned maxdbs, struct db **out)
 	return 0;
 
 out_sync:
+	pthread_mutex_destroy(&db->readers_lock);
 	pthread_cond_destroy(&db->wake);
 	pthread_mutex_destroy(&db->lock);
 out_env:
@@ -181,10 +188,11 @@ void db_close(struct db *db)
 	pthread_cond_signal(&db->wake);
 	pthread_mutex_unlock(&db->lock);
 	pthread_join(db->writer, NULL);
-	if (tl_reader.db_id == db->id && tl_reader.txn) {
-		mdb_txn_abort(tl_reader.txn);
-		tl_reader = (struct db_reader){ 0 };
-	}
+	/* Threads that read are stopped by now; their txns are freed here. */
+	for (size_t i = 0; i < db->nreaders; i++)
+		mdb_txn_abort(db->readers[i]);
+	free(db->readers);
+	pthread_mutex_destroy(&db->readers_lock);
 	mdb_env_close(db->env);
 	pthread_cond_destroy(&db->wake);
 	pthread_mutex_destroy(&db->lock);
@@ -211,6 +219,28 @@ int db_dbi(struct db *db, const char *name, unsigned flags, MDB_dbi *out)
 	return db_err(mdb_txn_commit(txn));
 }
 
+static int db_reader_register(struct db *db, MDB_txn *txn)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&db->readers_lock);
+	if (db->nreaders == db->readers_cap) {
+		size_t cap = db->readers_cap ? db->readers_cap * 2 : 16;
+		MDB_txn **n = realloc(db->readers, cap * sizeof(*n));
+
+		if (!n) {
+			rc = -ENOMEM;
+			goto out_unlock;
+		}
+		db->readers = n;
+		db->readers_cap = cap;
+	}
+	db->readers[db->nreaders++] = txn;
+out_unlock:
+	pthread_mutex_unlock(&db->readers_lock);
+	return rc;
+}
+
 int db_read_begin(struct db *db, MDB_txn **txn)
 {
 	struct db_reader *r = &tl_reader;
@@ -228,11 +258,15 @@ int db_read_begin(struct db *db, MDB_txn **txn)
 		r->db_id = db->id;
 		r->txn = NULL;
 		rc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &r->txn);
+		if (rc == MDB_SUCCESS && db_reader_register(db, r->txn)) {
+			mdb_txn_abort(r->txn);
+			rc = ENOMEM;
+		}
 	}
 	if (rc) {
-		if (r->txn)
-			mdb_txn_abort(r->txn);
+		/* A failed renew leaves the txn registered; db_close frees it. */
 		r->txn = NULL;
+		r->db_id = 0;
 		return db_err(rc);
 	}
 	r->depth = 1;
