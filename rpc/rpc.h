@@ -21,7 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
-#include <rpc/rpc.h>
+/* By its full path: this header's own name shadows <rpc/rpc.h> under -I. */
+#include <tirpc/rpc/rpc.h>
 
 #define RPC_MAX_GIDS 16
 #define RPC_MACHINE_MAX 255
@@ -50,9 +51,11 @@ struct rpc_server;
 /*
  * A procedure handler.  args was decoded by proc->decode into zeroed memory
  * of proc->args_size bytes; res is zeroed memory of proc->res_size bytes.
- * Both stay valid until the call is finished.  The handler (or whoever it
- * hands the call to) must finish the call exactly once with rpc_call_done()
- * or rpc_call_fail().
+ * Both stay valid until the call is finished, and so does the request
+ * record, so a hand-written decoder may point args into it (zero-copy
+ * WRITE data).  The handler (or whoever it hands the call to) must finish
+ * the call exactly once with rpc_call_done(), rpc_call_fail() or
+ * rpc_call_drop().
  */
 typedef void (*rpc_handler_fn)(struct rpc_call *call, void *args, void *res);
 
@@ -77,9 +80,10 @@ struct rpc_program {
 };
 
 struct rpc_config {
-	int nloops;             /* event loops (threads); >= 1 */
-	size_t max_record;      /* largest accepted RPC record, bytes */
-	uint32_t max_inflight;  /* outstanding calls per connection */
+	int nloops;             /* event loops (threads); 1..1024 */
+	size_t max_record;      /* largest accepted RPC record, bytes;
+				   0 = 1 MiB + 64 KiB */
+	uint32_t max_inflight;  /* outstanding calls per connection; 0 = 128 */
 	uint32_t max_conns;     /* open connections per server, 0 = unlimited */
 };
 
@@ -97,13 +101,20 @@ int rpc_server_new(const struct rpc_config *cfg, struct rpc_server **out);
  * Listen on addr (port 0 picks a free port) for the given programs.  The
  * programs array must outlive the server.  *bound gets the real address.
  * Every loop accepts on this address (SO_REUSEPORT), so connections spread
- * over the loops without a shared accept lock.  Returns 0 or -errno.
+ * over the loops without a shared accept lock.  A call for a program not
+ * in progs gets PROG_UNAVAIL; for a version not in progs, PROG_MISMATCH
+ * with the lowest and highest version of it in progs.  Call before
+ * rpc_server_start() (-EBUSY after).  Returns 0 or -errno.
  */
 int rpc_server_listen(struct rpc_server *srv, const struct sockaddr *addr,
 		      socklen_t addrlen, const struct rpc_program *progs,
 		      size_t nprogs, struct sockaddr_storage *bound);
 
-/* Watch fd on loop `loop` (0..nloops-1); call before rpc_server_start(). */
+/*
+ * Watch fd (level-triggered, readable) on loop `loop` (0..nloops-1).  The
+ * fd stays the caller's; close it only after rpc_server_free().  Call
+ * before rpc_server_start() (-EBUSY after).  Returns 0 or -errno.
+ */
 int rpc_server_watch(struct rpc_server *srv, int loop, int fd,
 		     rpc_watch_fn fn, void *arg);
 
@@ -111,12 +122,19 @@ int rpc_server_watch(struct rpc_server *srv, int loop, int fd,
 int rpc_server_start(struct rpc_server *srv);
 
 /*
- * Graceful stop: close listeners, wait until calls in flight are answered
- * (at most timeout_ms), then stop the loops and join the threads.
+ * Graceful stop: close listeners, stop reading requests, wait until calls
+ * in flight are answered and their replies written (at most timeout_ms),
+ * then close all connections and join the threads.  A call finished after
+ * that has its reply dropped.  No-op on a server that is not running.
  */
 void rpc_server_stop(struct rpc_server *srv, int timeout_ms);
 
-/* Free a stopped (or never started) server. */
+/*
+ * Free a stopped (or never started) server; a running one is stopped
+ * first with no grace time.  Calls finished after the stop are freed here;
+ * if a call is still unfinished, its loop's memory is deliberately leaked
+ * (with a warning) so that the late rpc_call_done() stays safe.
+ */
 void rpc_server_free(struct rpc_server *srv);
 
 /* Number of loops of the server. */
@@ -139,12 +157,15 @@ void rpc_call_done(struct rpc_call *call);
 
 /*
  * Finish a call with an accept_stat error (GARBAGE_ARGS, SYSTEM_ERR, ...).
- * Same threading and ownership rules as rpc_call_done().
+ * SUCCESS is sent as SYSTEM_ERR (there are no results); PROG_MISMATCH
+ * carries the call's own version as low and high.  Same threading and
+ * ownership rules as rpc_call_done().
  */
 void rpc_call_fail(struct rpc_call *call, enum accept_stat stat);
 
 /*
  * Drop a call without any reply (e.g. a request the server chose to ignore).
+ * Frees args and res like rpc_call_done(); may be called from any thread.
  */
 void rpc_call_drop(struct rpc_call *call);
 
@@ -168,7 +189,7 @@ void rpc_recparser_free(struct rpc_recparser *p);
 
 /*
  * Consume up to len bytes of data.  Returns the number of bytes consumed
- * (>= 0), stopping after the end of a record: then *rec/*reclen point at
+ * (>= 0), stopping after the end of a record: then *rec and *reclen give
  * the complete record, which the caller now owns and frees with free().
  * Returns -EMSGSIZE if a record exceeds max_record (connection must close).
  */
@@ -185,16 +206,24 @@ struct rpc_callhdr {
 /*
  * Parse an RPC call header from a record.  Returns 0, or:
  *  -EPROTO   not a CALL message (ignore),
- *  -EBADMSG  truncated/garbage header (drop; xid is set if it was read),
+ *  -EBADMSG  truncated/garbage header (xid is set if it was read); the
+ *            server sends no reply and keeps the connection,
  *  -EPROTONOSUPPORT  rpcvers != 2 (reply RPC_MISMATCH),
- *  -EACCES   bad credential or verifier (reply AUTH_ERROR AUTH_BADCRED).
+ *  -EACCES   bad credential or verifier (reply AUTH_ERROR AUTH_BADCRED):
+ *            unknown flavor, body over 400 bytes, AUTH_NONE with a body,
+ *            AUTH_SYS body malformed or not exactly its declared length,
+ *            verifier not AUTH_NONE.
  */
 int rpc_callhdr_parse(const uint8_t *rec, size_t len, struct rpc_callhdr *h);
 
 /*
- * rpcbind registration (port mapper v2 and rpcbind v3/v4 via libtirpc):
- * set prog/vers -> TCP port on 127.0.0.1's rpcbind.  Returns 0, or -errno
- * (-ECONNREFUSED when no rpcbind runs).
+ * rpcbind registration: set prog/vers -> TCP port on 127.0.0.1's rpcbind
+ * (port mapper v2 SET, which rpcbind also answers v3/v4 queries from),
+ * replacing any old mapping of prog/vers.  Unset removes prog/vers (all
+ * transports; removing nothing is success).  Never blocks long: returns
+ * 0, or -ECONNREFUSED at once when no rpcbind runs, -ETIMEDOUT after a
+ * few seconds if it does not answer, -EPROTO on an RPC error, -EPERM if
+ * rpcbind refuses the mapping.
  */
 int rpc_rpcbind_set(uint32_t prog, uint32_t vers, uint16_t port);
 int rpc_rpcbind_unset(uint32_t prog, uint32_t vers);

@@ -1,0 +1,123 @@
+/*
+ * rpc/record.c - TCP record marking (RFC 5531 section 11).
+ *
+ * A record is a sequence of fragments, each preceded by a 4-byte mark:
+ * the top bit says "last fragment", the low 31 bits are its length.  The
+ * parser accepts its input split anywhere (down to one byte at a time) and
+ * hands out each complete record as one contiguous malloc'ed buffer.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpc/rpc_int.h"
+
+void rpc_recparser_init(struct rpc_recparser *p, size_t max_record)
+{
+	memset(p, 0, sizeof(*p));
+	p->max_record = max_record;
+	p->in_header = true;
+}
+
+void rpc_recparser_free(struct rpc_recparser *p)
+{
+	free(p->buf);
+	p->buf = NULL;
+	p->len = p->cap = 0;
+}
+
+/*
+ * A new fragment of flen bytes starts: check the record limit before any
+ * byte of it arrives (so a huge mark is refused at once) and size the
+ * buffer for the whole fragment, so its bytes are copied exactly once.
+ */
+static int frag_begin(struct rpc_recparser *p, uint32_t mark)
+{
+	uint32_t flen = mark & RPC_FRAG_LEN_MASK;
+	size_t need;
+	uint8_t *nb;
+
+	if (flen > p->max_record || p->len > p->max_record - flen)
+		return -EMSGSIZE;
+	p->frag_left = flen;
+	p->last_frag = (mark & RPC_LAST_FRAG) != 0;
+	p->in_header = false;
+	/* +1: an empty record still comes back as a non-NULL buffer. */
+	need = p->len + flen + 1;
+	if (need > p->cap) {
+		nb = realloc(p->buf, need);
+		if (!nb)
+			return -ENOMEM;
+		p->buf = nb;
+		p->cap = need;
+	}
+	return 0;
+}
+
+ssize_t rpc_recparser_feed(struct rpc_recparser *p, const uint8_t *data,
+			   size_t len, uint8_t **rec, size_t *reclen)
+{
+	size_t off = 0, n;
+	int rc;
+
+	*rec = NULL;
+	*reclen = 0;
+	for (;;) {
+		if (p->in_header) {
+			if (off == len)
+				return (ssize_t)off;
+			n = 4 - (size_t)p->hdr_have;
+			if (n > len - off)
+				n = len - off;
+			memcpy(p->hdr + p->hdr_have, data + off, n);
+			p->hdr_have += (int)n;
+			off += n;
+			if (p->hdr_have < 4)
+				return (ssize_t)off;
+			p->hdr_have = 0;
+			rc = frag_begin(p, (uint32_t)p->hdr[0] << 24 |
+						   (uint32_t)p->hdr[1] << 16 |
+						   (uint32_t)p->hdr[2] << 8 | p->hdr[3]);
+			if (rc)
+				return rc;
+		}
+		if (p->frag_left) {
+			if (off == len)
+				return (ssize_t)off;
+			n = p->frag_left;
+			if (n > len - off)
+				n = len - off;
+			memcpy(p->buf + p->len, data + off, n);
+			p->len += n;
+			p->frag_left -= (uint32_t)n;
+			off += n;
+			if (p->frag_left)
+				return (ssize_t)off;
+		}
+		/* Fragment complete; zero-length fragments are legal. */
+		p->in_header = true;
+		if (p->last_frag) {
+			*rec = p->buf;
+			*reclen = p->len;
+			p->buf = NULL;
+			p->len = p->cap = 0;
+			return (ssize_t)off;
+		}
+	}
+}
+
+bool rpc_recparser_window(struct rpc_recparser *p, uint8_t **win,
+			  size_t *winlen)
+{
+	if (p->in_header || !p->frag_left)
+		return false;
+	*win = p->buf + p->len;
+	*winlen = p->frag_left;
+	return true;
+}
+
+void rpc_recparser_commit(struct rpc_recparser *p, size_t n)
+{
+	p->len += n;
+	p->frag_left -= (uint32_t)n;
+}

@@ -1,0 +1,183 @@
+/*
+ * rpc/rpc_int.h - internals shared by the files of rpc/ (not an API).
+ *
+ * server.c owns loops, listeners and connections; dispatch.c owns calls
+ * (creation, program lookup, completion, reply encoding into output
+ * buffers); callhdr.c encodes reply headers.  Everything here is touched
+ * only by the owning loop's thread unless a comment says otherwise.
+ */
+#ifndef MAPFS_RPC_INT_H
+#define MAPFS_RPC_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rpc/rpc.h"
+
+/* RFC 5531 section 11: the record mark's top bit flags the last fragment. */
+#define RPC_LAST_FRAG 0x80000000u
+#define RPC_FRAG_LEN_MASK 0x7fffffffu
+
+/* Largest reply header: xid, REPLY, MSG_ACCEPTED, verf (2), PROG_MISMATCH
+ * accept_stat, low, high = 8 words. */
+#define RPC_REPLY_HDR_MAX 32
+
+/* What kind of reply header to encode (RFC 5531 section 9, reply_body). */
+struct rpc_reply_hdr {
+	uint32_t xid;
+	enum reply_stat rstat;   /* MSG_ACCEPTED or MSG_DENIED */
+	enum accept_stat astat;  /* MSG_ACCEPTED */
+	enum reject_stat jstat;  /* MSG_DENIED */
+	enum auth_stat why;      /* MSG_DENIED, AUTH_ERROR */
+	uint32_t low, high;      /* PROG_MISMATCH or RPC_MISMATCH */
+};
+
+/* Encode h into p (at least RPC_REPLY_HDR_MAX bytes); returns its length. */
+size_t rpc_reply_hdr_encode(uint8_t *p, const struct rpc_reply_hdr *h);
+
+/*
+ * Zero-copy window for a big fragment: while the parser is inside a
+ * fragment, the caller may write the fragment's next bytes straight into
+ * the record buffer (*win, at most *winlen bytes) and then tell the parser
+ * with rpc_recparser_commit(); a later rpc_recparser_feed() (possibly with
+ * len 0) returns the finished record.  Returns false outside a fragment.
+ */
+bool rpc_recparser_window(struct rpc_recparser *p, uint8_t **win,
+			  size_t *winlen);
+void rpc_recparser_commit(struct rpc_recparser *p, size_t n);
+
+/* One reply, ready for the wire: record mark + reply header + body. */
+struct rpc_outbuf {
+	struct rpc_outbuf *next;
+	size_t len, off; /* bytes in data, bytes already sent */
+	uint8_t data[];
+};
+
+/* Tag at the start of every object registered with a loop's epoll. */
+enum rpc_ev_kind { RPC_EV_WAKE, RPC_EV_LISTEN, RPC_EV_CONN, RPC_EV_WATCH };
+struct rpc_ev {
+	enum rpc_ev_kind kind;
+};
+
+/* One rpc_server_listen(): the programs served on one address. */
+struct rpc_listener {
+	struct rpc_listener *next;
+	const struct rpc_program *progs;
+	size_t nprogs;
+};
+
+struct rpc_loop;
+
+struct rpc_conn {
+	struct rpc_ev ev;
+	struct rpc_loop *loop;
+	const struct rpc_listener *lis;
+	int fd;
+	int refs;          /* open + outstanding calls + list memberships */
+	bool closed;
+	bool in_armed;     /* EPOLLIN in the epoll mask */
+	bool out_armed;    /* EPOLLOUT in the epoll mask */
+	bool on_flush, on_resume;
+	uint32_t inflight; /* calls handed to handlers, not yet finished */
+	struct rpc_recparser rp;
+	uint8_t *pend;     /* bytes read but not parsed while at the cap */
+	size_t pend_off, pend_len;
+	struct rpc_outbuf *out_head, **out_tail;
+	size_t out_bytes;
+	struct sockaddr_storage peer;
+	struct rpc_conn *prev, *next;          /* loop's list of open conns */
+	struct rpc_conn *flush_next, *resume_next;
+};
+
+struct rpc_call {
+	struct rpc_call *next; /* free list or completion list */
+	struct rpc_loop *loop;
+	struct rpc_conn *conn;
+	const struct rpc_program *prog;
+	const struct rpc_proc *proc;
+	struct rpc_callhdr hdr;
+	uint8_t *rec;           /* request record; args may point into it */
+	void *args, *res;
+	void *mem;              /* args + res storage, kept across reuse */
+	size_t memcap;
+	struct rpc_outbuf *out; /* reply, or NULL for a dropped call */
+};
+
+struct rpc_lsock {
+	struct rpc_ev ev;
+	struct rpc_lsock *next;
+	const struct rpc_listener *lis;
+	int fd;
+};
+
+struct rpc_watch {
+	struct rpc_ev ev;
+	struct rpc_watch *next;
+	int fd;
+	rpc_watch_fn fn;
+	void *arg;
+};
+
+struct rpc_loop {
+	struct rpc_server *srv;
+	int idx;
+	int epfd;
+	struct rpc_ev wake_ev;
+	int wakefd;
+	pthread_t thread;
+	bool thread_started;
+
+	/* Loop thread only. */
+	uint8_t *rbuf;
+	struct rpc_lsock *lsocks;
+	struct rpc_watch *watches;
+	struct rpc_conn *conns;
+	struct rpc_conn *flush_head, *resume_head;
+	struct rpc_call *free_calls;
+	unsigned nfree;
+	uint64_t inflight; /* calls of this loop not yet finished */
+	unsigned nout;     /* conns with queued output */
+	bool stop_seen;
+
+	/* Completions from other threads: the slow path, on its own line. */
+	_Alignas(64) pthread_mutex_t cq_lock;
+	struct rpc_call *cq_head, **cq_tail;
+};
+
+struct rpc_server {
+	struct rpc_config cfg;
+	struct rpc_loop **loops;
+	struct rpc_listener *listeners;
+	atomic_uint nconns;
+	atomic_bool stopping;
+	int64_t stop_deadline_ms; /* CLOCK_MONOTONIC; written before stopping */
+	bool started;
+};
+
+/* The loop whose thread is running, or NULL on any other thread. */
+struct rpc_loop *rpc_loop_current(void);
+
+/* dispatch.c: handle one complete record read on conn (takes rec). */
+void rpc_dispatch(struct rpc_conn *conn, uint8_t *rec, size_t len);
+
+/* dispatch.c: account a finished call on its loop (loop thread only). */
+void rpc_call_complete(struct rpc_call *call);
+
+/* dispatch.c: free the loop's cached call structs (loop stopped). */
+void rpc_call_cache_free(struct rpc_loop *loop);
+
+/* server.c: queue a reply on conn (loop thread; takes ob). */
+void rpc_conn_queue(struct rpc_conn *conn, struct rpc_outbuf *ob);
+
+/* server.c: the conn may read again (a call finished); loop thread. */
+void rpc_conn_kick(struct rpc_conn *conn);
+
+/* server.c: drop a reference taken by a call (loop thread). */
+void rpc_conn_unref(struct rpc_conn *conn);
+
+/* server.c: append call to loop's completion list and wake it (any thread). */
+void rpc_loop_post(struct rpc_loop *loop, struct rpc_call *call);
+
+#endif

@@ -1,0 +1,876 @@
+/*
+ * rpc/server.c - listeners, per-core epoll loops, connections and their
+ * output queues.
+ *
+ * Share-nothing: each loop thread has its own epoll, its own listening
+ * socket on the shared address (SO_REUSEPORT: the kernel spreads new
+ * connections, no accept lock), its own connections, read buffer and call
+ * cache.  Nothing on the path read -> decode -> handler -> inline reply ->
+ * write takes a lock.  Only a call finished on another thread crosses
+ * over, through the loop's mutex-protected completion list and eventfd.
+ *
+ * Connections are refcounted (loop thread only, so plain ints): the open
+ * socket holds one reference, every outstanding call one, and membership
+ * in the loop's flush or resume list one.  A reply for a closed connection
+ * is freed instead of queued.
+ *
+ * Backpressure: a connection is read only while it has fewer than
+ * max_inflight outstanding calls and less than 2 * max_record of queued
+ * output.  Bytes already read past that point are parked (pend) and
+ * parsed before the socket is read again, so records keep their order.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "rpc/rpc_int.h"
+
+#define RPC_DEFAULT_MAX_RECORD ((size_t)(1u << 20) + (64u << 10))
+#define RPC_DEFAULT_MAX_INFLIGHT 128
+#define RPC_MAX_LOOPS 1024
+#define RPC_RBUF_SIZE (64u << 10)
+#define RPC_EVENTS 64
+#define RPC_IOV_MAX 64
+#define RPC_LISTEN_BACKLOG 1024
+/* Per wake-up caps, so one busy socket cannot starve the others. */
+#define RPC_READS_PER_EVENT 4
+#define RPC_ACCEPTS_PER_EVENT 32
+/* Fragments at least this big are read straight into the record. */
+#define RPC_DIRECT_MIN (16u << 10)
+
+static _Thread_local struct rpc_loop *cur_loop;
+
+struct rpc_loop *rpc_loop_current(void)
+{
+	return cur_loop;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+#define CONTAINER(ptr, type, member)                                       \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* ---- connections ------------------------------------------------------ */
+
+static bool conn_can_read(const struct rpc_conn *c)
+{
+	const struct rpc_server *srv = c->loop->srv;
+
+	return !c->closed && !c->loop->stop_seen &&
+	       c->inflight < srv->cfg.max_inflight &&
+	       c->out_bytes < 2 * srv->cfg.max_record;
+}
+
+static void conn_close(struct rpc_conn *c);
+
+/* Make the epoll mask say in/out; closes the conn if epoll refuses. */
+static void conn_arm(struct rpc_conn *c, bool in, bool out)
+{
+	struct epoll_event ev = { .data.ptr = &c->ev };
+
+	if (c->closed || (in == c->in_armed && out == c->out_armed))
+		return;
+	ev.events = (in ? EPOLLIN : 0) | (out ? EPOLLOUT : 0);
+	if (epoll_ctl(c->loop->epfd, EPOLL_CTL_MOD, c->fd, &ev)) {
+		log_warn("rpc: epoll_ctl: %s", strerror(errno));
+		conn_close(c);
+		return;
+	}
+	c->in_armed = in;
+	c->out_armed = out;
+}
+
+/* Read the socket iff the conn may take calls and nothing is parked. */
+static void conn_update_in(struct rpc_conn *c)
+{
+	conn_arm(c, conn_can_read(c) && !c->pend, c->out_armed);
+}
+
+void rpc_conn_unref(struct rpc_conn *c)
+{
+	if (--c->refs == 0)
+		free(c);
+}
+
+static void conn_close(struct rpc_conn *c)
+{
+	struct rpc_loop *loop = c->loop;
+	struct rpc_outbuf *ob;
+
+	if (c->closed)
+		return;
+	c->closed = true;
+	epoll_ctl(loop->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	if (c->out_head)
+		loop->nout--;
+	while ((ob = c->out_head)) {
+		c->out_head = ob->next;
+		free(ob);
+	}
+	c->out_tail = &c->out_head;
+	c->out_bytes = 0;
+	rpc_recparser_free(&c->rp);
+	free(c->pend);
+	c->pend = NULL;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		loop->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	atomic_fetch_sub(&loop->srv->nconns, 1);
+	rpc_conn_unref(c);
+}
+
+void rpc_conn_queue(struct rpc_conn *c, struct rpc_outbuf *ob)
+{
+	if (c->closed) {
+		free(ob);
+		return;
+	}
+	if (!c->out_head)
+		c->loop->nout++;
+	ob->next = NULL;
+	*c->out_tail = ob;
+	c->out_tail = &ob->next;
+	c->out_bytes += ob->len;
+	/* Written at the end of the loop iteration, batched into one
+	 * sendmsg; a blocked conn waits for EPOLLOUT instead. */
+	if (!c->out_armed && !c->on_flush) {
+		c->on_flush = true;
+		c->refs++;
+		c->flush_next = c->loop->flush_head;
+		c->loop->flush_head = c;
+	}
+}
+
+void rpc_conn_kick(struct rpc_conn *c)
+{
+	if (c->closed || c->on_resume || c->in_armed || !conn_can_read(c))
+		return;
+	c->on_resume = true;
+	c->refs++;
+	c->resume_next = c->loop->resume_head;
+	c->loop->resume_head = c;
+}
+
+/* Write as much queued output as the socket takes. */
+static void conn_flush(struct rpc_conn *c)
+{
+	struct iovec iov[RPC_IOV_MAX];
+	struct msghdr msg = { .msg_iov = iov };
+	struct rpc_outbuf *ob;
+	ssize_t n;
+	size_t k;
+
+	if (!c->out_head) {
+		conn_arm(c, c->in_armed, false);
+		return;
+	}
+	while (c->out_head) {
+		k = 0;
+		for (ob = c->out_head; ob && k < RPC_IOV_MAX; ob = ob->next) {
+			iov[k].iov_base = ob->data + ob->off;
+			iov[k].iov_len = ob->len - ob->off;
+			k++;
+		}
+		msg.msg_iovlen = k;
+		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				conn_arm(c, c->in_armed, true);
+				return;
+			}
+			log_debug("rpc: send: %s", strerror(errno));
+			conn_close(c);
+			return;
+		}
+		while (n > 0) {
+			ob = c->out_head;
+			if ((size_t)n < ob->len - ob->off) {
+				ob->off += (size_t)n;
+				break;
+			}
+			n -= (ssize_t)(ob->len - ob->off);
+			c->out_bytes -= ob->len;
+			c->out_head = ob->next;
+			free(ob);
+		}
+	}
+	c->out_tail = &c->out_head;
+	c->loop->nout--;
+	conn_arm(c, c->in_armed, false);
+	rpc_conn_kick(c);
+}
+
+/*
+ * Parse and dispatch records from data while the conn may take calls.
+ * Returns the bytes consumed; the conn may be closed on return.
+ */
+static size_t conn_consume(struct rpc_conn *c, const uint8_t *data, size_t n)
+{
+	size_t off = 0, rl;
+	uint8_t *rec;
+	ssize_t r;
+
+	while (conn_can_read(c)) {
+		r = rpc_recparser_feed(&c->rp, data + off, n - off, &rec, &rl);
+		if (r < 0) {
+			log_warn("rpc: closing connection: %s",
+				 r == -EMSGSIZE ? "record too large"
+						: strerror((int)-r));
+			conn_close(c);
+			return n;
+		}
+		off += (size_t)r;
+		/* Without a record the parser has taken all of data. */
+		if (!rec)
+			break;
+		rpc_dispatch(c, rec, rl);
+	}
+	return off;
+}
+
+/* Park unparsed bytes until the conn may take calls again. */
+static void conn_park(struct rpc_conn *c, const uint8_t *data, size_t n)
+{
+	c->pend = malloc(n);
+	if (!c->pend) {
+		conn_close(c);
+		return;
+	}
+	memcpy(c->pend, data, n);
+	c->pend_off = 0;
+	c->pend_len = n;
+}
+
+static void conn_drain_pend(struct rpc_conn *c)
+{
+	size_t k = conn_consume(c, c->pend + c->pend_off,
+				c->pend_len - c->pend_off);
+
+	if (c->closed)
+		return;
+	c->pend_off += k;
+	if (c->pend_off == c->pend_len) {
+		free(c->pend);
+		c->pend = NULL;
+	}
+}
+
+static void conn_readable(struct rpc_conn *c)
+{
+	uint8_t *win;
+	size_t wlen, k;
+	ssize_t n;
+
+	for (int i = 0; i < RPC_READS_PER_EVENT; i++) {
+		if (!conn_can_read(c) || c->pend)
+			break;
+		if (rpc_recparser_window(&c->rp, &win, &wlen) &&
+		    wlen >= RPC_DIRECT_MIN) {
+			/* Big fragment (WRITE data): no copy via rbuf. */
+			n = read(c->fd, win, wlen);
+			if (n > 0) {
+				rpc_recparser_commit(&c->rp, (size_t)n);
+				conn_consume(c, c->loop->rbuf, 0);
+				if (c->closed)
+					return;
+				if ((size_t)n < wlen)
+					break;
+				continue;
+			}
+		} else {
+			wlen = RPC_RBUF_SIZE;
+			n = read(c->fd, c->loop->rbuf, wlen);
+			if (n > 0) {
+				k = conn_consume(c, c->loop->rbuf, (size_t)n);
+				if (c->closed)
+					return;
+				if (k < (size_t)n) {
+					conn_park(c, c->loop->rbuf + k,
+						  (size_t)n - k);
+					if (c->closed)
+						return;
+				}
+				if ((size_t)n < wlen)
+					break;
+				continue;
+			}
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		/* EOF or a hard error: replies can no longer be delivered. */
+		conn_close(c);
+		return;
+	}
+	conn_update_in(c);
+}
+
+static void conn_event(struct rpc_conn *c, uint32_t events)
+{
+	/* Held across the handlers: conn_close() may drop the last ref. */
+	c->refs++;
+	if (events & (EPOLLERR | EPOLLHUP))
+		conn_close(c);
+	if (!c->closed && (events & EPOLLOUT))
+		conn_flush(c);
+	if (!c->closed && (events & EPOLLIN))
+		conn_readable(c);
+	rpc_conn_unref(c);
+}
+
+static void lsock_accept(struct rpc_loop *loop, struct rpc_lsock *ls)
+{
+	struct rpc_server *srv = loop->srv;
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct sockaddr_storage peer;
+	socklen_t plen;
+	struct rpc_conn *c;
+	int fd, one = 1;
+
+	for (int i = 0; i < RPC_ACCEPTS_PER_EVENT; i++) {
+		plen = sizeof(peer);
+		fd = accept4(ls->fd, (struct sockaddr *)&peer, &plen,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				log_warn("rpc: accept: %s", strerror(errno));
+			return;
+		}
+		if (atomic_fetch_add(&srv->nconns, 1) >= srv->cfg.max_conns &&
+		    srv->cfg.max_conns) {
+			atomic_fetch_sub(&srv->nconns, 1);
+			log_debug("rpc: connection limit reached");
+			close(fd);
+			continue;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			goto out_close;
+		c->ev.kind = RPC_EV_CONN;
+		c->loop = loop;
+		c->lis = ls->lis;
+		c->fd = fd;
+		c->refs = 1;
+		c->out_tail = &c->out_head;
+		c->peer = peer;
+		rpc_recparser_init(&c->rp, srv->cfg.max_record);
+		ev.data.ptr = &c->ev;
+		if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev))
+			goto out_free;
+		c->in_armed = true;
+		c->next = loop->conns;
+		if (loop->conns)
+			loop->conns->prev = c;
+		loop->conns = c;
+		continue;
+out_free:
+		free(c);
+out_close:
+		log_warn("rpc: cannot set up a connection: %s",
+			 strerror(errno));
+		atomic_fetch_sub(&srv->nconns, 1);
+		close(fd);
+	}
+}
+
+/* ---- loops ------------------------------------------------------------ */
+
+void rpc_loop_post(struct rpc_loop *loop, struct rpc_call *call)
+{
+	static const uint64_t one = 1;
+
+	bool was_empty;
+
+	call->next = NULL;
+	pthread_mutex_lock(&loop->cq_lock);
+	was_empty = !loop->cq_head;
+	*loop->cq_tail = call;
+	loop->cq_tail = &call->next;
+	/* Wake only on empty -> non-empty; the write is under the lock so
+	 * rpc_server_free() never closes the eventfd under a writer. */
+	if (was_empty && write(loop->wakefd, &one, sizeof(one)) < 0)
+		log_warn("rpc: wake loop %d: %s", loop->idx, strerror(errno));
+	pthread_mutex_unlock(&loop->cq_lock);
+}
+
+static void loop_drain_completions(struct rpc_loop *loop)
+{
+	struct rpc_call *call, *next;
+
+	pthread_mutex_lock(&loop->cq_lock);
+	call = loop->cq_head;
+	loop->cq_head = NULL;
+	loop->cq_tail = &loop->cq_head;
+	pthread_mutex_unlock(&loop->cq_lock);
+	for (; call; call = next) {
+		next = call->next;
+		rpc_call_complete(call);
+	}
+}
+
+static void loop_close_listeners(struct rpc_loop *loop)
+{
+	struct rpc_lsock *ls;
+
+	while ((ls = loop->lsocks)) {
+		loop->lsocks = ls->next;
+		epoll_ctl(loop->epfd, EPOLL_CTL_DEL, ls->fd, NULL);
+		close(ls->fd);
+		free(ls);
+	}
+}
+
+static void loop_wake(struct rpc_loop *loop)
+{
+	uint64_t v;
+
+	/* Read before draining: a post after this read wakes us again. */
+	if (read(loop->wakefd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		log_warn("rpc: eventfd read: %s", strerror(errno));
+	loop_drain_completions(loop);
+	if (!loop->stop_seen && atomic_load(&loop->srv->stopping)) {
+		loop->stop_seen = true;
+		loop_close_listeners(loop);
+		for (struct rpc_conn *c = loop->conns, *next; c; c = next) {
+			next = c->next;
+			conn_update_in(c);
+		}
+	}
+}
+
+/* End of an iteration: parked input first (it may queue replies), then
+ * one batched write per conn with new output. */
+static void loop_run_lists(struct rpc_loop *loop)
+{
+	struct rpc_conn *c;
+
+	while ((c = loop->resume_head)) {
+		loop->resume_head = c->resume_next;
+		c->on_resume = false;
+		if (c->pend && conn_can_read(c))
+			conn_drain_pend(c);
+		conn_update_in(c);
+		rpc_conn_unref(c);
+	}
+	while ((c = loop->flush_head)) {
+		loop->flush_head = c->flush_next;
+		c->on_flush = false;
+		if (!c->closed && !c->out_armed && c->out_head)
+			conn_flush(c);
+		rpc_conn_unref(c);
+	}
+}
+
+static void *loop_main(void *arg)
+{
+	struct rpc_loop *loop = arg;
+	struct epoll_event evs[RPC_EVENTS];
+	struct rpc_conn *c, *next;
+	int n, timeout;
+
+	cur_loop = loop;
+	for (;;) {
+		timeout = -1;
+		if (loop->stop_seen) {
+			int64_t left = loop->srv->stop_deadline_ms - now_ms();
+
+			if ((loop->inflight == 0 && loop->nout == 0) || left <= 0)
+				break;
+			timeout = (int)(left > 1000 ? 1000 : left);
+		}
+		n = epoll_wait(loop->epfd, evs, RPC_EVENTS, timeout);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			log_error("rpc: loop %d: epoll_wait: %s", loop->idx,
+				  strerror(errno));
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			struct rpc_ev *ev = evs[i].data.ptr;
+
+			switch (ev->kind) {
+			case RPC_EV_WAKE:
+				loop_wake(loop);
+				break;
+			case RPC_EV_LISTEN:
+				lsock_accept(loop,
+					     CONTAINER(ev, struct rpc_lsock, ev));
+				break;
+			case RPC_EV_CONN:
+				conn_event(CONTAINER(ev, struct rpc_conn, ev),
+					   evs[i].events);
+				break;
+			case RPC_EV_WATCH: {
+				struct rpc_watch *w =
+					CONTAINER(ev, struct rpc_watch, ev);
+
+				w->fn(w->arg, loop->idx);
+				break;
+			}
+			}
+		}
+		loop_run_lists(loop);
+	}
+	loop_close_listeners(loop);
+	for (c = loop->conns; c; c = next) {
+		next = c->next;
+		conn_close(c);
+	}
+	cur_loop = NULL;
+	return NULL;
+}
+
+static int loop_new(struct rpc_server *srv, int idx, struct rpc_loop **out)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	size_t sz = (sizeof(struct rpc_loop) + 63) & ~(size_t)63;
+	struct rpc_loop *loop = aligned_alloc(64, sz);
+	int rc;
+
+	if (!loop)
+		return -ENOMEM;
+	memset(loop, 0, sz);
+	loop->srv = srv;
+	loop->idx = idx;
+	loop->wake_ev.kind = RPC_EV_WAKE;
+	loop->cq_tail = &loop->cq_head;
+	rc = pthread_mutex_init(&loop->cq_lock, NULL);
+	if (rc)
+		goto out_free;
+	loop->rbuf = malloc(RPC_RBUF_SIZE);
+	if (!loop->rbuf) {
+		rc = ENOMEM;
+		goto out_mutex;
+	}
+	loop->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (loop->epfd < 0) {
+		rc = errno;
+		goto out_rbuf;
+	}
+	loop->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (loop->wakefd < 0) {
+		rc = errno;
+		goto out_epoll;
+	}
+	ev.data.ptr = &loop->wake_ev;
+	if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->wakefd, &ev)) {
+		rc = errno;
+		goto out_wakefd;
+	}
+	*out = loop;
+	return 0;
+
+out_wakefd:
+	close(loop->wakefd);
+out_epoll:
+	close(loop->epfd);
+out_rbuf:
+	free(loop->rbuf);
+out_mutex:
+	pthread_mutex_destroy(&loop->cq_lock);
+out_free:
+	free(loop);
+	return -rc;
+}
+
+/*
+ * Free a loop whose thread has ended.  Calls finished after the loop
+ * stopped are still on the completion list; calls that are not finished
+ * yet will touch the loop later, so then the loop is leaked on purpose.
+ */
+static void loop_free(struct rpc_loop *loop)
+{
+	struct rpc_watch *w;
+
+	loop_drain_completions(loop);
+	loop_close_listeners(loop);
+	while ((w = loop->watches)) {
+		loop->watches = w->next;
+		free(w);
+	}
+	if (loop->inflight) {
+		log_warn("rpc: loop %d: %llu calls unfinished at free; "
+			 "leaking the loop they will complete on",
+			 loop->idx, (unsigned long long)loop->inflight);
+		return;
+	}
+	rpc_call_cache_free(loop);
+	close(loop->wakefd);
+	close(loop->epfd);
+	free(loop->rbuf);
+	pthread_mutex_destroy(&loop->cq_lock);
+	free(loop);
+}
+
+/* ---- server ----------------------------------------------------------- */
+
+int rpc_server_new(const struct rpc_config *cfg, struct rpc_server **out)
+{
+	struct rpc_server *srv;
+	int rc;
+
+	if (!cfg || cfg->nloops < 1 || cfg->nloops > RPC_MAX_LOOPS)
+		return -EINVAL;
+	srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return -ENOMEM;
+	srv->cfg = *cfg;
+	if (!srv->cfg.max_record)
+		srv->cfg.max_record = RPC_DEFAULT_MAX_RECORD;
+	if (srv->cfg.max_record > RPC_FRAG_LEN_MASK)
+		srv->cfg.max_record = RPC_FRAG_LEN_MASK;
+	if (!srv->cfg.max_inflight)
+		srv->cfg.max_inflight = RPC_DEFAULT_MAX_INFLIGHT;
+	srv->loops = calloc((size_t)cfg->nloops, sizeof(*srv->loops));
+	if (!srv->loops) {
+		free(srv);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < cfg->nloops; i++) {
+		rc = loop_new(srv, i, &srv->loops[i]);
+		if (rc) {
+			rpc_server_free(srv);
+			return rc;
+		}
+	}
+	*out = srv;
+	return 0;
+}
+
+/* One listening socket of a loop, bound to *addr. */
+static int lsock_open(const struct sockaddr_storage *addr, socklen_t alen)
+{
+	int fd, one = 1, rc;
+
+	fd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) ||
+	    bind(fd, (const struct sockaddr *)addr, alen) ||
+	    listen(fd, RPC_LISTEN_BACKLOG)) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+int rpc_server_listen(struct rpc_server *srv, const struct sockaddr *addr,
+		      socklen_t addrlen, const struct rpc_program *progs,
+		      size_t nprogs, struct sockaddr_storage *bound)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct sockaddr_storage a;
+	struct rpc_listener *lis;
+	struct rpc_lsock *ls;
+	socklen_t alen = addrlen;
+	int i, fd, rc;
+
+	if (srv->started)
+		return -EBUSY;
+	if (addrlen > sizeof(a) || !nprogs)
+		return -EINVAL;
+	lis = calloc(1, sizeof(*lis));
+	if (!lis)
+		return -ENOMEM;
+	lis->progs = progs;
+	lis->nprogs = nprogs;
+	memset(&a, 0, sizeof(a));
+	memcpy(&a, addr, addrlen);
+	for (i = 0; i < srv->cfg.nloops; i++) {
+		struct rpc_loop *loop = srv->loops[i];
+
+		fd = lsock_open(&a, alen);
+		if (fd < 0) {
+			rc = fd;
+			goto out_undo;
+		}
+		/* Port 0: the first bind picks the port, the rest share it. */
+		if (i == 0) {
+			alen = sizeof(a);
+			if (getsockname(fd, (struct sockaddr *)&a, &alen)) {
+				rc = -errno;
+				close(fd);
+				goto out_undo;
+			}
+		}
+		ls = calloc(1, sizeof(*ls));
+		if (!ls) {
+			rc = -ENOMEM;
+			close(fd);
+			goto out_undo;
+		}
+		ls->ev.kind = RPC_EV_LISTEN;
+		ls->lis = lis;
+		ls->fd = fd;
+		ev.data.ptr = &ls->ev;
+		if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+			rc = -errno;
+			close(fd);
+			free(ls);
+			goto out_undo;
+		}
+		ls->next = loop->lsocks;
+		loop->lsocks = ls;
+	}
+	lis->next = srv->listeners;
+	srv->listeners = lis;
+	if (bound)
+		*bound = a;
+	return 0;
+
+out_undo:
+	/* This call's sockets are at the head of loops 0..i-1. */
+	while (i-- > 0) {
+		struct rpc_loop *loop = srv->loops[i];
+
+		ls = loop->lsocks;
+		loop->lsocks = ls->next;
+		epoll_ctl(loop->epfd, EPOLL_CTL_DEL, ls->fd, NULL);
+		close(ls->fd);
+		free(ls);
+	}
+	free(lis);
+	return rc;
+}
+
+int rpc_server_watch(struct rpc_server *srv, int loop, int fd,
+		     rpc_watch_fn fn, void *arg)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct rpc_watch *w;
+
+	if (srv->started)
+		return -EBUSY;
+	if (loop < 0 || loop >= srv->cfg.nloops || fd < 0 || !fn)
+		return -EINVAL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->ev.kind = RPC_EV_WATCH;
+	w->fd = fd;
+	w->fn = fn;
+	w->arg = arg;
+	ev.data.ptr = &w->ev;
+	if (epoll_ctl(srv->loops[loop]->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		int rc = -errno;
+
+		free(w);
+		return rc;
+	}
+	w->next = srv->loops[loop]->watches;
+	srv->loops[loop]->watches = w;
+	return 0;
+}
+
+static void server_join(struct rpc_server *srv)
+{
+	static const uint64_t one = 1;
+
+	atomic_store(&srv->stopping, true);
+	for (int i = 0; i < srv->cfg.nloops; i++) {
+		struct rpc_loop *loop = srv->loops[i];
+
+		if (!loop->thread_started)
+			continue;
+		if (write(loop->wakefd, &one, sizeof(one)) < 0)
+			log_warn("rpc: wake loop %d: %s", i, strerror(errno));
+	}
+	for (int i = 0; i < srv->cfg.nloops; i++) {
+		struct rpc_loop *loop = srv->loops[i];
+
+		if (!loop->thread_started)
+			continue;
+		pthread_join(loop->thread, NULL);
+		loop->thread_started = false;
+	}
+}
+
+int rpc_server_start(struct rpc_server *srv)
+{
+	char name[16];
+	int rc;
+
+	if (srv->started)
+		return -EBUSY;
+	for (int i = 0; i < srv->cfg.nloops; i++) {
+		struct rpc_loop *loop = srv->loops[i];
+
+		rc = pthread_create(&loop->thread, NULL, loop_main, loop);
+		if (rc) {
+			srv->stop_deadline_ms = now_ms();
+			server_join(srv);
+			return -rc;
+		}
+		loop->thread_started = true;
+		/* i < RPC_MAX_LOOPS: fits the 15 characters a name may have. */
+		snprintf(name, sizeof(name), "rpc-loop-%hu", (unsigned short)i);
+		pthread_setname_np(loop->thread, name);
+	}
+	srv->started = true;
+	return 0;
+}
+
+void rpc_server_stop(struct rpc_server *srv, int timeout_ms)
+{
+	if (!srv->started)
+		return;
+	/* The deadline is published by the release in atomic_store of
+	 * stopping, which the loops read before using it. */
+	srv->stop_deadline_ms = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	server_join(srv);
+	srv->started = false;
+}
+
+void rpc_server_free(struct rpc_server *srv)
+{
+	struct rpc_listener *lis;
+
+	if (!srv)
+		return;
+	rpc_server_stop(srv, 0);
+	if (srv->loops) {
+		for (int i = 0; i < srv->cfg.nloops; i++)
+			if (srv->loops[i])
+				loop_free(srv->loops[i]);
+	}
+	while ((lis = srv->listeners)) {
+		srv->listeners = lis->next;
+		free(lis);
+	}
+	free(srv->loops);
+	free(srv);
+}
+
+int rpc_server_nloops(const struct rpc_server *srv)
+{
+	return srv->cfg.nloops;
+}
