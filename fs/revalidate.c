@@ -280,6 +280,8 @@ static struct reval_item *item_find(const struct reval_op *op,
 {
 	struct reval_item k = { .name = (char *)name };
 
+	if (!op->nitems)
+		return NULL; /* bsearch() must not see a NULL array */
 	return bsearch(&k, op->items, op->nitems, sizeof(k), item_cmp);
 }
 
@@ -291,6 +293,8 @@ static void items_sort(struct reval_op *op)
 {
 	size_t out = 0;
 
+	if (!op->nitems)
+		return; /* qsort() must not see a NULL array */
 	qsort(op->items, op->nitems, sizeof(*op->items), item_order);
 	for (size_t i = 0; i < op->nitems; i++) {
 		if (out && !strcmp(op->items[out - 1].name, op->items[i].name)) {

@@ -1,0 +1,1468 @@
+/*
+ * tests/e2e/harness.c - see harness.h.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <CUnit/Basic.h>
+
+#define READY_TIMEOUT_MS 30000
+#define STOP_TIMEOUT_MS 30000
+#define CALL_TIMEOUT_MS 30000
+
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "e2e: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+}
+
+uint64_t e2e_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------------------ */
+/* The gateway process                                                 */
+
+void e2e_gw_dump_log(const struct e2e_gw *gw)
+{
+	char buf[4096];
+	size_t n;
+	FILE *f = fopen(gw->log, "r");
+
+	fprintf(stderr, "----- gateway log %s -----\n", gw->log);
+	if (!f) {
+		fprintf(stderr, "(cannot open: %s)\n", strerror(errno));
+	} else {
+		while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+			fwrite(buf, 1, n, stderr);
+		fclose(f);
+	}
+	fprintf(stderr, "----- end of gateway log -----\n");
+}
+
+/* Read whatever the child wrote to stdout after the ready line. */
+static void drain_stdout(struct e2e_gw *gw)
+{
+	char buf[1024];
+	ssize_t n;
+
+	if (gw->out_fd < 0)
+		return;
+	while ((n = read(gw->out_fd, buf, sizeof(buf))) > 0) {
+		if (gw->extra_stdout == 0)
+			say("gateway wrote more than the ready line on stdout:");
+		gw->extra_stdout += (size_t)n;
+		fwrite(buf, 1, (size_t)n, stderr);
+	}
+}
+
+static void close_stdout(struct e2e_gw *gw)
+{
+	drain_stdout(gw);
+	if (gw->out_fd >= 0)
+		close(gw->out_fd);
+	gw->out_fd = -1;
+}
+
+/* Parse the ready line; 0 or -1. */
+static int parse_ready(struct e2e_gw *gw, const char *line)
+{
+	char exp[256];
+	int nfs = -1, mnt = -1, end = 0;
+
+	if (sscanf(line, "mapfs-gw: ready nfs=127.0.0.1:%d mount=127.0.0.1:%d "
+		   "export=%255s%n", &nfs, &mnt, exp, &end) != 3 ||
+	    line[end] != '\0') {
+		say("unexpected first stdout line: '%s' (want 'mapfs-gw: ready "
+		    "nfs=127.0.0.1:PORT mount=127.0.0.1:PORT export=%s')",
+		    line, E2E_EXPORT);
+		return -1;
+	}
+	if (strcmp(exp, E2E_EXPORT) != 0) {
+		say("ready line says export=%s, want %s", exp, E2E_EXPORT);
+		return -1;
+	}
+	if (nfs <= 0 || nfs > 65535 || mnt <= 0 || mnt > 65535) {
+		say("ready line has bad ports nfs=%d mount=%d", nfs, mnt);
+		return -1;
+	}
+	gw->nfs_port = nfs;
+	gw->mount_port = mnt;
+	return 0;
+}
+
+static void exec_child(struct e2e_gw *gw, const char *bin, int out_w)
+{
+	char store_url[E2E_PATH_MAX + 16], threads[16];
+	const char *argv[24];
+	const char *lvl = getenv("E2E_LOG_LEVEL");
+	int n = 0, logfd, nullfd;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	logfd = open(gw->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	nullfd = open("/dev/null", O_RDONLY);
+	if (logfd < 0 || nullfd < 0 || dup2(out_w, 1) < 0 ||
+	    dup2(logfd, 2) < 0 || dup2(nullfd, 0) < 0)
+		_exit(126);
+	snprintf(store_url, sizeof(store_url), "file://%s", gw->store);
+	snprintf(threads, sizeof(threads), "%d", gw->threads);
+	argv[n++] = bin;
+	argv[n++] = "--store";
+	argv[n++] = store_url;
+	argv[n++] = "--state";
+	argv[n++] = gw->state;
+	argv[n++] = "--bind";
+	argv[n++] = "127.0.0.1";
+	argv[n++] = "--nfs-port";
+	argv[n++] = "0";
+	argv[n++] = "--mount-port";
+	argv[n++] = "0";
+	argv[n++] = "--export";
+	argv[n++] = E2E_EXPORT;
+	argv[n++] = "--threads";
+	argv[n++] = threads;
+	argv[n++] = "--no-rpcbind";
+	argv[n++] = "--foreground";
+	if (lvl && *lvl) {
+		argv[n++] = "--log-level";
+		argv[n++] = lvl;
+	}
+	argv[n] = NULL;
+	execv(bin, (char *const *)argv);
+	dprintf(2, "e2e: exec %s: %s\n", bin, strerror(errno));
+	_exit(127);
+}
+
+static int spawn(struct e2e_gw *gw)
+{
+	const char *bin = getenv("MAPFS_GW");
+	char line[1024];
+	size_t fill = 0;
+	uint64_t deadline;
+	int p[2];
+	pid_t pid;
+
+	if (!bin || !*bin) {
+		say("MAPFS_GW is not set (ctest sets it to the mapfs-gw binary)");
+		return -1;
+	}
+	if (access(bin, X_OK) != 0) {
+		say("MAPFS_GW=%s is not executable: %s", bin, strerror(errno));
+		return -1;
+	}
+	if (pipe2(p, O_CLOEXEC) != 0) {
+		say("pipe: %s", strerror(errno));
+		return -1;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		say("fork: %s", strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0)
+		exec_child(gw, bin, p[1]);
+	close(p[1]);
+	gw->pid = pid;
+	gw->out_fd = p[0];
+	gw->starts++;
+	gw->nfs_port = gw->mount_port = 0;
+
+	deadline = e2e_now_ms() + READY_TIMEOUT_MS;
+	for (;;) {
+		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+		uint64_t now = e2e_now_ms();
+		char *nl;
+		ssize_t n;
+		int rc;
+
+		if (now >= deadline) {
+			say("no ready line within %d ms (start #%d)",
+			    READY_TIMEOUT_MS, gw->starts);
+			goto fail;
+		}
+		rc = poll(&pfd, 1, (int)(deadline - now));
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc <= 0)
+			continue;
+		n = read(p[0], line + fill, sizeof(line) - 1 - fill);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int st = 0;
+
+			waitpid(pid, &st, 0);
+			gw->pid = 0;
+			say("gateway exited before the ready line (%s %d)",
+			    WIFEXITED(st) ? "exit" : "signal",
+			    WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+			e2e_gw_dump_log(gw);
+			close_stdout(gw);
+			return -1;
+		}
+		fill += (size_t)n;
+		line[fill] = '\0';
+		nl = strchr(line, '\n');
+		if (nl) {
+			*nl = '\0';
+			if (parse_ready(gw, line) != 0)
+				goto fail;
+			if (nl[1] != '\0') {
+				say("gateway wrote more than the ready line "
+				    "on stdout: '%s'", nl + 1);
+				gw->extra_stdout += strlen(nl + 1);
+			}
+			break;
+		}
+		if (fill == sizeof(line) - 1) {
+			say("first stdout line is over %zu bytes", fill);
+			goto fail;
+		}
+	}
+	fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
+	return 0;
+fail:
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	gw->pid = 0;
+	e2e_gw_dump_log(gw);
+	close_stdout(gw);
+	return -1;
+}
+
+int e2e_gw_start(struct e2e_gw *gw, int threads)
+{
+	memset(gw, 0, sizeof(*gw));
+	gw->out_fd = -1;
+	gw->threads = threads > 0 ? threads : 2;
+	snprintf(gw->dir, sizeof(gw->dir), "/tmp/mapfs-e2e-XXXXXX");
+	if (!mkdtemp(gw->dir)) {
+		say("mkdtemp: %s", strerror(errno));
+		gw->dir[0] = '\0';
+		return -1;
+	}
+	snprintf(gw->store, sizeof(gw->store), "%s/store", gw->dir);
+	snprintf(gw->state, sizeof(gw->state), "%s/state", gw->dir);
+	snprintf(gw->log, sizeof(gw->log), "%s/gw.log", gw->dir);
+	if (mkdir(gw->store, 0755) != 0 || mkdir(gw->state, 0700) != 0) {
+		say("mkdir under %s: %s", gw->dir, strerror(errno));
+		return -1;
+	}
+	return spawn(gw);
+}
+
+int e2e_gw_restart(struct e2e_gw *gw)
+{
+	if (gw->pid > 0) {
+		say("restart: gateway pid %d is still running", (int)gw->pid);
+		return -1;
+	}
+	return spawn(gw);
+}
+
+/* Wait for the child up to ms; returns the wait status or -1. */
+static int wait_child(struct e2e_gw *gw, int ms)
+{
+	uint64_t deadline = e2e_now_ms() + (uint64_t)ms;
+	int st;
+
+	for (;;) {
+		pid_t p = waitpid(gw->pid, &st, WNOHANG);
+
+		if (p == gw->pid)
+			return st;
+		if (p < 0 && errno != EINTR)
+			return -1;
+		if (e2e_now_ms() >= deadline)
+			return -1;
+		drain_stdout(gw);
+		usleep(20000);
+	}
+}
+
+int e2e_gw_stop(struct e2e_gw *gw)
+{
+	int st, ret;
+
+	if (gw->pid <= 0) {
+		say("stop: the gateway is not running");
+		return -1;
+	}
+	if (kill(gw->pid, SIGTERM) != 0) {
+		say("kill SIGTERM: %s", strerror(errno));
+		return -1;
+	}
+	st = wait_child(gw, STOP_TIMEOUT_MS);
+	if (st == -1) {
+		say("gateway did not exit within %d ms of SIGTERM; SIGKILL",
+		    STOP_TIMEOUT_MS);
+		kill(gw->pid, SIGKILL);
+		waitpid(gw->pid, NULL, 0);
+		ret = -1;
+	} else if (WIFEXITED(st)) {
+		ret = WEXITSTATUS(st);
+	} else {
+		ret = 128 + WTERMSIG(st);
+	}
+	gw->pid = 0;
+	close_stdout(gw);
+	if (ret != 0) {
+		say("gateway stop: status %d, want exit 0", ret);
+		e2e_gw_dump_log(gw);
+	}
+	return ret;
+}
+
+int e2e_gw_kill9(struct e2e_gw *gw)
+{
+	if (gw->pid <= 0) {
+		say("kill9: the gateway is not running");
+		return -1;
+	}
+	kill(gw->pid, SIGKILL);
+	if (waitpid(gw->pid, NULL, 0) != gw->pid) {
+		say("waitpid after SIGKILL: %s", strerror(errno));
+		return -1;
+	}
+	gw->pid = 0;
+	close_stdout(gw);
+	return 0;
+}
+
+int e2e_gw_alive(struct e2e_gw *gw)
+{
+	int st;
+
+	if (gw->pid <= 0)
+		return 0;
+	if (waitpid(gw->pid, &st, WNOHANG) == gw->pid) {
+		say("gateway pid %d died (%s %d)", (int)gw->pid,
+		    WIFEXITED(st) ? "exit" : "signal",
+		    WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+		gw->pid = 0;
+		e2e_gw_dump_log(gw);
+		return 0;
+	}
+	return 1;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag,
+		    struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+void e2e_gw_cleanup(struct e2e_gw *gw)
+{
+	const char *keep = getenv("E2E_KEEP");
+
+	if (gw->pid > 0) {
+		kill(gw->pid, SIGKILL);
+		waitpid(gw->pid, NULL, 0);
+		gw->pid = 0;
+	}
+	close_stdout(gw);
+	if (!gw->dir[0])
+		return;
+	if (keep && strcmp(keep, "1") == 0)
+		say("keeping %s", gw->dir);
+	else
+		nftw(gw->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	gw->dir[0] = '\0';
+}
+
+/* ------------------------------------------------------------------ */
+/* libnfs high-level client                                            */
+
+struct nfs_context *e2e_nfs_mount(const struct e2e_gw *gw)
+{
+	char url[256];
+	struct nfs_context *nfs = nfs_init_context();
+	struct nfs_url *u;
+
+	if (!nfs) {
+		say("nfs_init_context failed");
+		return NULL;
+	}
+	snprintf(url, sizeof(url),
+		 "nfs://127.0.0.1%s?nfsport=%d&mountport=%d&autoreconnect=0",
+		 E2E_EXPORT, gw->nfs_port, gw->mount_port);
+	u = nfs_parse_url_dir(nfs, url);
+	if (!u) {
+		say("nfs_parse_url_dir(%s): %s", url, nfs_get_error(nfs));
+		nfs_destroy_context(nfs);
+		return NULL;
+	}
+	nfs_set_timeout(nfs, 60000);
+	if (nfs_mount(nfs, u->server, u->path) != 0) {
+		say("nfs_mount(%s): %s", url, nfs_get_error(nfs));
+		nfs_destroy_url(u);
+		nfs_destroy_context(nfs);
+		return NULL;
+	}
+	nfs_destroy_url(u);
+	return nfs;
+}
+
+/* ------------------------------------------------------------------ */
+/* Raw RPC client                                                      */
+
+struct arena_blk {
+	struct arena_blk *next;
+	max_align_t data[];
+};
+
+struct e2e_rpc {
+	struct rpc_context *rpc;
+	struct arena_blk *arena;
+	char *readbuf;          /* READ data, reused by the next READ */
+	size_t readcap;
+	int broken;
+	char err[512];
+};
+
+/* Zeroed memory owned by r; aborts on OOM (a test box without memory). */
+static void *ar_alloc(struct e2e_rpc *r, size_t n)
+{
+	struct arena_blk *b = calloc(1, sizeof(*b) + n + 1);
+
+	if (!b) {
+		say("out of memory");
+		abort();
+	}
+	b->next = r->arena;
+	r->arena = b;
+	return b->data;
+}
+
+static void *ar_dup(struct e2e_rpc *r, const void *p, size_t n)
+{
+	void *d = ar_alloc(r, n);
+
+	if (n)
+		memcpy(d, p, n);
+	return d;
+}
+
+static char *ar_str(struct e2e_rpc *r, const char *s)
+{
+	return s ? ar_dup(r, s, strlen(s) + 1) : NULL;
+}
+
+typedef void (*copy_fn)(struct e2e_rpc *r, void *dst, const void *src);
+
+struct call {
+	struct e2e_rpc *r;
+	int done;
+	int status;
+	void *dst;
+	copy_fn copy;
+};
+
+static void call_cb(struct rpc_context *rpc, int status, void *data,
+		    void *priv)
+{
+	struct call *c = priv;
+
+	(void)rpc;
+	c->done = 1;
+	c->status = status;
+	if (status == RPC_STATUS_SUCCESS) {
+		if (c->copy && c->dst)
+			c->copy(c->r, c->dst, data);
+	} else if (status == RPC_STATUS_ERROR) {
+		snprintf(c->r->err, sizeof(c->r->err), "RPC error: %s",
+			 data ? (const char *)data : "(no message)");
+	} else if (status == RPC_STATUS_CANCEL) {
+		snprintf(c->r->err, sizeof(c->r->err), "RPC cancelled");
+	} else {
+		snprintf(c->r->err, sizeof(c->r->err), "RPC status %d", status);
+	}
+}
+
+/* Service the context until c is done; 0 if it succeeded, else -1. */
+static int wait_call(struct e2e_rpc *r, struct call *c)
+{
+	uint64_t deadline = e2e_now_ms() + CALL_TIMEOUT_MS;
+
+	while (!c->done) {
+		struct pollfd pfd;
+		int rc;
+
+		if (e2e_now_ms() >= deadline) {
+			/* Fires the pending callbacks while c is in scope. */
+			rpc_disconnect(r->rpc, "e2e timeout");
+			r->broken = 1;
+			snprintf(r->err, sizeof(r->err),
+				 "no reply within %d ms", CALL_TIMEOUT_MS);
+			c->done = 1;
+			return -1;
+		}
+		pfd.fd = rpc_get_fd(r->rpc);
+		pfd.events = (short)rpc_which_events(r->rpc);
+		pfd.revents = 0;
+		rc = poll(&pfd, 1, 100);
+		if (rc < 0 && errno != EINTR) {
+			snprintf(r->err, sizeof(r->err), "poll: %s",
+				 strerror(errno));
+			return -1;
+		}
+		if (rpc_service(r->rpc, rc > 0 ? pfd.revents : 0) < 0) {
+			if (!c->done)
+				snprintf(r->err, sizeof(r->err),
+					 "connection failed: %s",
+					 rpc_get_error(r->rpc));
+			r->broken = 1;
+			if (!c->done) {
+				rpc_disconnect(r->rpc, "e2e: service failed");
+				c->done = 1;
+				return -1;
+			}
+		}
+	}
+	return c->status == RPC_STATUS_SUCCESS ? 0 : -1;
+}
+
+/* Queue result check: q is the return of an rpc_*_async call. */
+static int finish(struct e2e_rpc *r, struct call *c, int q, const char *what)
+{
+	if (r->broken) {
+		snprintf(r->err, sizeof(r->err), "%s: connection is broken",
+			 what);
+		return -1;
+	}
+	if (q != 0) {
+		snprintf(r->err, sizeof(r->err), "%s: could not queue: %s",
+			 what, rpc_get_error(r->rpc));
+		return -1;
+	}
+	if (wait_call(r, c) != 0) {
+		char tmp[sizeof(r->err)];
+
+		snprintf(tmp, sizeof(tmp), "%s: %.400s", what, r->err);
+		memcpy(r->err, tmp, sizeof(tmp));
+		return -1;
+	}
+	return 0;
+}
+
+struct e2e_rpc *e2e_rpc_open(int port, int program, int version)
+{
+	struct e2e_rpc *r = calloc(1, sizeof(*r));
+	struct call c = { .r = r };
+	int q;
+
+	if (!r)
+		return NULL;
+	r->rpc = rpc_init_context();
+	if (!r->rpc) {
+		say("rpc_init_context failed");
+		free(r);
+		return NULL;
+	}
+	q = rpc_connect_port_async(r->rpc, "127.0.0.1", port, program,
+				   version, call_cb, &c);
+	if (finish(r, &c, q, "connect") != 0) {
+		say("connect 127.0.0.1:%d prog %d vers %d: %s", port, program,
+		    version, r->err);
+		e2e_rpc_close(r);
+		return NULL;
+	}
+	return r;
+}
+
+void e2e_rpc_close(struct e2e_rpc *r)
+{
+	if (!r)
+		return;
+	if (r->rpc)
+		rpc_destroy_context(r->rpc);
+	free(r->readbuf);
+	while (r->arena) {
+		struct arena_blk *n = r->arena->next;
+
+		free(r->arena);
+		r->arena = n;
+	}
+	free(r);
+}
+
+const char *e2e_rpc_error(const struct e2e_rpc *r)
+{
+	return r->err;
+}
+
+struct rpc_context *e2e_rpc_ctx(struct e2e_rpc *r)
+{
+	return r->rpc;
+}
+
+nfs_fh3 e2e_fh_dup(struct e2e_rpc *r, const nfs_fh3 *fh)
+{
+	nfs_fh3 d;
+
+	d.data.data_len = fh->data.data_len;
+	d.data.data_val = ar_dup(r, fh->data.data_val, fh->data.data_len);
+	return d;
+}
+
+int e2e_fh_equal(const nfs_fh3 *a, const nfs_fh3 *b)
+{
+	return a->data.data_len == b->data.data_len &&
+	       memcmp(a->data.data_val, b->data.data_val,
+		      a->data.data_len) == 0;
+}
+
+sattr3 e2e_sattr_none(void)
+{
+	sattr3 s;
+
+	memset(&s, 0, sizeof(s));
+	s.atime.set_it = DONT_CHANGE;
+	s.mtime.set_it = DONT_CHANGE;
+	return s;
+}
+
+sattr3 e2e_sattr_mode(uint32_t mode)
+{
+	sattr3 s = e2e_sattr_none();
+
+	s.mode.set_it = 1;
+	s.mode.set_mode3_u.mode = mode;
+	return s;
+}
+
+/* --- deep copies of results --- */
+
+static void copy_flat_getattr(struct e2e_rpc *r, void *d, const void *s)
+{
+	(void)r;
+	memcpy(d, s, sizeof(GETATTR3res));
+}
+
+#define FLAT_COPY(fn, type)                                            \
+	static void fn(struct e2e_rpc *r, void *d, const void *s)      \
+	{                                                              \
+		(void)r;                                               \
+		memcpy(d, s, sizeof(type));                            \
+	}
+
+FLAT_COPY(copy_setattr, SETATTR3res)
+FLAT_COPY(copy_access, ACCESS3res)
+FLAT_COPY(copy_write, WRITE3res)
+FLAT_COPY(copy_remove, REMOVE3res)
+FLAT_COPY(copy_rmdir, RMDIR3res)
+FLAT_COPY(copy_rename, RENAME3res)
+FLAT_COPY(copy_link, LINK3res)
+FLAT_COPY(copy_fsstat, FSSTAT3res)
+FLAT_COPY(copy_fsinfo, FSINFO3res)
+FLAT_COPY(copy_pathconf, PATHCONF3res)
+FLAT_COPY(copy_commit, COMMIT3res)
+
+static void fix_fh(struct e2e_rpc *r, nfs_fh3 *fh)
+{
+	*fh = e2e_fh_dup(r, fh);
+}
+
+static void fix_post_op_fh(struct e2e_rpc *r, post_op_fh3 *p)
+{
+	if (p->handle_follows)
+		fix_fh(r, &p->post_op_fh3_u.handle);
+}
+
+static void copy_lookup(struct e2e_rpc *r, void *d, const void *s)
+{
+	LOOKUP3res *res = d;
+
+	memcpy(res, s, sizeof(*res));
+	if (res->status == NFS3_OK)
+		fix_fh(r, &res->LOOKUP3res_u.resok.object);
+}
+
+static void copy_read(struct e2e_rpc *r, void *d, const void *s)
+{
+	READ3res *res = d;
+
+	memcpy(res, s, sizeof(*res));
+	if (res->status == NFS3_OK) {
+		READ3resok *ok = &res->READ3res_u.resok;
+
+		if (ok->data.data_len > r->readcap) {
+			free(r->readbuf);
+			r->readcap = ok->data.data_len;
+			r->readbuf = malloc(r->readcap);
+			if (!r->readbuf) {
+				say("out of memory");
+				abort();
+			}
+		}
+		if (ok->data.data_len)
+			memcpy(r->readbuf, ok->data.data_val,
+			       ok->data.data_len);
+		ok->data.data_val = r->readbuf;
+	}
+}
+
+static void copy_readlink(struct e2e_rpc *r, void *d, const void *s)
+{
+	READLINK3res *res = d;
+
+	memcpy(res, s, sizeof(*res));
+	if (res->status == NFS3_OK)
+		res->READLINK3res_u.resok.data =
+			ar_str(r, res->READLINK3res_u.resok.data);
+}
+
+static void copy_create(struct e2e_rpc *r, void *d, const void *s)
+{
+	CREATE3res *res = d;
+
+	memcpy(res, s, sizeof(*res));
+	if (res->status == NFS3_OK)
+		fix_post_op_fh(r, &res->CREATE3res_u.resok.obj);
+}
+
+static void copy_mkdir(struct e2e_rpc *r, void *d, const void *s)
+{
+	MKDIR3res *res = d;
+
+	memcpy(res, s, sizeof(*res));
+	if (res->status == NFS3_OK)
+		fix_post_op_fh(r, &res->MKDIR3res_u.resok.obj);
+}
+
+static void copy_symlink(struct e2e_rpc *r, void *d, const void *s)
+{
+	SYMLINK3res *res = d;
+
+	memcpy(res, s, sizeof(*res));
+	if (res->status == NFS3_OK)
+		fix_post_op_fh(r, &res->SYMLINK3res_u.resok.obj);
+}
+
+static void copy_mknod(struct e2e_rpc *r, void *d, const void *s)
+{
+	MKNOD3res *res = d;
+
+	memcpy(res, s, sizeof(*res));
+	if (res->status == NFS3_OK)
+		fix_post_op_fh(r, &res->MKNOD3res_u.resok.obj);
+}
+
+static void copy_readdir(struct e2e_rpc *r, void *d, const void *s)
+{
+	READDIR3res *res = d;
+	entry3 **link;
+
+	memcpy(res, s, sizeof(*res));
+	if (res->status != NFS3_OK)
+		return;
+	link = &res->READDIR3res_u.resok.reply.entries;
+	for (entry3 *e = *link; e; e = e->nextentry) {
+		entry3 *c = ar_dup(r, e, sizeof(*e));
+
+		c->name = ar_str(r, e->name);
+		c->nextentry = NULL;
+		*link = c;
+		link = &c->nextentry;
+	}
+}
+
+static void copy_readdirplus(struct e2e_rpc *r, void *d, const void *s)
+{
+	READDIRPLUS3res *res = d;
+	entryplus3 **link;
+
+	memcpy(res, s, sizeof(*res));
+	if (res->status != NFS3_OK)
+		return;
+	link = &res->READDIRPLUS3res_u.resok.reply.entries;
+	for (entryplus3 *e = *link; e; e = e->nextentry) {
+		entryplus3 *c = ar_dup(r, e, sizeof(*e));
+
+		c->name = ar_str(r, e->name);
+		fix_post_op_fh(r, &c->name_handle);
+		c->nextentry = NULL;
+		*link = c;
+		link = &c->nextentry;
+	}
+}
+
+static void copy_mnt(struct e2e_rpc *r, void *d, const void *s)
+{
+	mountres3 *res = d;
+
+	memcpy(res, s, sizeof(*res));
+	if (res->fhs_status == MNT3_OK) {
+		mountres3_ok *ok = &res->mountres3_u.mountinfo;
+
+		ok->fhandle.fhandle3_val = ar_dup(r, ok->fhandle.fhandle3_val,
+						  ok->fhandle.fhandle3_len);
+		ok->auth_flavors.auth_flavors_val =
+			ar_dup(r, ok->auth_flavors.auth_flavors_val,
+			       ok->auth_flavors.auth_flavors_len *
+				       sizeof(int));
+	}
+}
+
+static void copy_dump(struct e2e_rpc *r, void *d, const void *s)
+{
+	mountlist *out = d;
+	const mountlist *in = s;
+
+	*out = NULL;
+	for (struct mountbody *m = *in; m; m = m->ml_next) {
+		struct mountbody *c = ar_alloc(r, sizeof(*c));
+
+		c->ml_hostname = ar_str(r, m->ml_hostname);
+		c->ml_directory = ar_str(r, m->ml_directory);
+		*out = c;
+		out = &c->ml_next;
+	}
+}
+
+static void copy_export(struct e2e_rpc *r, void *d, const void *s)
+{
+	exports *out = d;
+	const exports *in = s;
+
+	*out = NULL;
+	for (struct exportnode *e = *in; e; e = e->ex_next) {
+		struct exportnode *c = ar_alloc(r, sizeof(*c));
+		groups *g = &c->ex_groups;
+
+		c->ex_dir = ar_str(r, e->ex_dir);
+		for (struct groupnode *gi = e->ex_groups; gi;
+		     gi = gi->gr_next) {
+			struct groupnode *gc = ar_alloc(r, sizeof(*gc));
+
+			gc->gr_name = ar_str(r, gi->gr_name);
+			*g = gc;
+			g = &gc->gr_next;
+		}
+		*out = c;
+		out = &c->ex_next;
+	}
+}
+
+/* --- the calls --- */
+
+#define CALL(r, res, fn, what, expr)                                   \
+	do {                                                           \
+		struct call c_ = { .r = (r), .dst = (res), .copy = (fn) }; \
+		int q_;                                                \
+		if ((r)->broken) {                                     \
+			snprintf((r)->err, sizeof((r)->err),           \
+				 "%s: connection is broken", what);    \
+			return -1;                                     \
+		}                                                      \
+		q_ = (expr);                                           \
+		return finish((r), &c_, q_, what);                     \
+	} while (0)
+
+/* libnfs takes non-const pointers for arguments it only reads. */
+static nfs_fh3 fh_arg(const nfs_fh3 *fh)
+{
+	nfs_fh3 a = *fh;
+
+	return a;
+}
+
+int e2e_nfs3_null(struct e2e_rpc *r)
+{
+	CALL(r, NULL, NULL, "NFS3 NULL",
+	     rpc_nfs3_null_async(r->rpc, call_cb, &c_));
+}
+
+int e2e_nfs3_getattr(struct e2e_rpc *r, const nfs_fh3 *fh, GETATTR3res *res)
+{
+	GETATTR3args a = { .object = fh_arg(fh) };
+
+	CALL(r, res, copy_flat_getattr, "GETATTR",
+	     rpc_nfs3_getattr_async(r->rpc, call_cb, &a, &c_));
+}
+
+int e2e_nfs3_setattr(struct e2e_rpc *r, SETATTR3args *a, SETATTR3res *res)
+{
+	CALL(r, res, copy_setattr, "SETATTR",
+	     rpc_nfs3_setattr_async(r->rpc, call_cb, a, &c_));
+}
+
+int e2e_nfs3_lookup(struct e2e_rpc *r, const nfs_fh3 *dir, const char *name,
+		    LOOKUP3res *res)
+{
+	LOOKUP3args a = { .what = { .dir = fh_arg(dir),
+				    .name = (char *)name } };
+
+	CALL(r, res, copy_lookup, "LOOKUP",
+	     rpc_nfs3_lookup_async(r->rpc, call_cb, &a, &c_));
+}
+
+int e2e_nfs3_access(struct e2e_rpc *r, const nfs_fh3 *fh, uint32_t access,
+		    ACCESS3res *res)
+{
+	ACCESS3args a = { .object = fh_arg(fh), .access = access };
+
+	CALL(r, res, copy_access, "ACCESS",
+	     rpc_nfs3_access_async(r->rpc, call_cb, &a, &c_));
+}
+
+int e2e_nfs3_readlink(struct e2e_rpc *r, const nfs_fh3 *fh,
+		      READLINK3res *res)
+{
+	READLINK3args a = { .symlink = fh_arg(fh) };
+
+	CALL(r, res, copy_readlink, "READLINK",
+	     rpc_nfs3_readlink_async(r->rpc, call_cb, &a, &c_));
+}
+
+int e2e_nfs3_read(struct e2e_rpc *r, const nfs_fh3 *fh, uint64_t off,
+		  uint32_t count, READ3res *res)
+{
+	READ3args a = { .file = fh_arg(fh), .offset = off, .count = count };
+
+	CALL(r, res, copy_read, "READ",
+	     rpc_nfs3_read_async(r->rpc, call_cb, &a, &c_));
+}
+
+int e2e_nfs3_write(struct e2e_rpc *r, const nfs_fh3 *fh, uint64_t off,
+		   const void *buf, uint32_t len, stable_how how,
+		   WRITE3res *res)
+{
+	WRITE3args a = { .file = fh_arg(fh), .offset = off, .count = len,
+			 .stable = how };
+
+	a.data.data_len = len;
+	a.data.data_val = (char *)buf;
+	CALL(r, res, copy_write, "WRITE",
+	     rpc_nfs3_write_async(r->rpc, call_cb, &a, &c_));
+}
+
+int e2e_nfs3_create(struct e2e_rpc *r, CREATE3args *a, CREATE3res *res)
+{
+	CALL(r, res, copy_create, "CREATE",
+	     rpc_nfs3_create_async(r->rpc, call_cb, a, &c_));
+}
+
+int e2e_nfs3_mkdir(struct e2e_rpc *r, MKDIR3args *a, MKDIR3res *res)
+{
+	CALL(r, res, copy_mkdir, "MKDIR",
+	     rpc_nfs3_mkdir_async(r->rpc, call_cb, a, &c_));
+}
+
+int e2e_nfs3_symlink(struct e2e_rpc *r, SYMLINK3args *a, SYMLINK3res *res)
+{
+	CALL(r, res, copy_symlink, "SYMLINK",
+	     rpc_nfs3_symlink_async(r->rpc, call_cb, a, &c_));
+}
+
+int e2e_nfs3_mknod(struct e2e_rpc *r, MKNOD3args *a, MKNOD3res *res)
+{
+	CALL(r, res, copy_mknod, "MKNOD",
+	     rpc_nfs3_mknod_async(r->rpc, call_cb, a, &c_));
+}
+
+int e2e_nfs3_remove(struct e2e_rpc *r, const nfs_fh3 *dir, const char *name,
+		    REMOVE3res *res)
+{
+	REMOVE3args a = { .object = { .dir = fh_arg(dir),
+				      .name = (char *)name } };
+
+	CALL(r, res, copy_remove, "REMOVE",
+	     rpc_nfs3_remove_async(r->rpc, call_cb, &a, &c_));
+}
+
+int e2e_nfs3_rmdir(struct e2e_rpc *r, const nfs_fh3 *dir, const char *name,
+		   RMDIR3res *res)
+{
+	RMDIR3args a = { .object = { .dir = fh_arg(dir),
+				     .name = (char *)name } };
+
+	CALL(r, res, copy_rmdir, "RMDIR",
+	     rpc_nfs3_rmdir_async(r->rpc, call_cb, &a, &c_));
+}
+
+int e2e_nfs3_rename(struct e2e_rpc *r, const nfs_fh3 *fdir, const char *from,
+		    const nfs_fh3 *tdir, const char *to, RENAME3res *res)
+{
+	RENAME3args a = {
+		.from = { .dir = fh_arg(fdir), .name = (char *)from },
+		.to = { .dir = fh_arg(tdir), .name = (char *)to },
+	};
+
+	CALL(r, res, copy_rename, "RENAME",
+	     rpc_nfs3_rename_async(r->rpc, call_cb, &a, &c_));
+}
+
+int e2e_nfs3_link(struct e2e_rpc *r, const nfs_fh3 *file, const nfs_fh3 *dir,
+		  const char *name, LINK3res *res)
+{
+	LINK3args a = { .file = fh_arg(file),
+			.link = { .dir = fh_arg(dir), .name = (char *)name } };
+
+	CALL(r, res, copy_link, "LINK",
+	     rpc_nfs3_link_async(r->rpc, call_cb, &a, &c_));
+}
+
+int e2e_nfs3_readdir(struct e2e_rpc *r, READDIR3args *a, READDIR3res *res)
+{
+	CALL(r, res, copy_readdir, "READDIR",
+	     rpc_nfs3_readdir_async(r->rpc, call_cb, a, &c_));
+}
+
+int e2e_nfs3_readdirplus(struct e2e_rpc *r, READDIRPLUS3args *a,
+			 READDIRPLUS3res *res)
+{
+	CALL(r, res, copy_readdirplus, "READDIRPLUS",
+	     rpc_nfs3_readdirplus_async(r->rpc, call_cb, a, &c_));
+}
+
+int e2e_nfs3_fsstat(struct e2e_rpc *r, const nfs_fh3 *fh, FSSTAT3res *res)
+{
+	FSSTAT3args a = { .fsroot = fh_arg(fh) };
+
+	CALL(r, res, copy_fsstat, "FSSTAT",
+	     rpc_nfs3_fsstat_async(r->rpc, call_cb, &a, &c_));
+}
+
+int e2e_nfs3_fsinfo(struct e2e_rpc *r, const nfs_fh3 *fh, FSINFO3res *res)
+{
+	FSINFO3args a = { .fsroot = fh_arg(fh) };
+
+	CALL(r, res, copy_fsinfo, "FSINFO",
+	     rpc_nfs3_fsinfo_async(r->rpc, call_cb, &a, &c_));
+}
+
+int e2e_nfs3_pathconf(struct e2e_rpc *r, const nfs_fh3 *fh,
+		      PATHCONF3res *res)
+{
+	PATHCONF3args a = { .object = fh_arg(fh) };
+
+	CALL(r, res, copy_pathconf, "PATHCONF",
+	     rpc_nfs3_pathconf_async(r->rpc, call_cb, &a, &c_));
+}
+
+int e2e_nfs3_commit(struct e2e_rpc *r, const nfs_fh3 *fh, uint64_t off,
+		    uint32_t count, COMMIT3res *res)
+{
+	COMMIT3args a = { .file = fh_arg(fh), .offset = off, .count = count };
+
+	CALL(r, res, copy_commit, "COMMIT",
+	     rpc_nfs3_commit_async(r->rpc, call_cb, &a, &c_));
+}
+
+int e2e_mnt3_null(struct e2e_rpc *r)
+{
+	CALL(r, NULL, NULL, "MOUNT3 NULL",
+	     rpc_mount3_null_async(r->rpc, call_cb, &c_));
+}
+
+int e2e_mnt3_mnt(struct e2e_rpc *r, const char *path, mountres3 *res)
+{
+	CALL(r, res, copy_mnt, "MOUNT3 MNT",
+	     rpc_mount3_mnt_async(r->rpc, call_cb, (char *)path, &c_));
+}
+
+int e2e_mnt3_dump(struct e2e_rpc *r, mountlist *list)
+{
+	CALL(r, list, copy_dump, "MOUNT3 DUMP",
+	     rpc_mount3_dump_async(r->rpc, call_cb, &c_));
+}
+
+int e2e_mnt3_umnt(struct e2e_rpc *r, const char *path)
+{
+	CALL(r, NULL, NULL, "MOUNT3 UMNT",
+	     rpc_mount3_umnt_async(r->rpc, call_cb, (char *)path, &c_));
+}
+
+int e2e_mnt3_umntall(struct e2e_rpc *r)
+{
+	CALL(r, NULL, NULL, "MOUNT3 UMNTALL",
+	     rpc_mount3_umntall_async(r->rpc, call_cb, &c_));
+}
+
+int e2e_mnt3_export(struct e2e_rpc *r, exports *list)
+{
+	CALL(r, list, copy_export, "MOUNT3 EXPORT",
+	     rpc_mount3_export_async(r->rpc, call_cb, &c_));
+}
+
+struct many {
+	int inflight;
+	int completed;
+	int failed;
+	char first[256];
+};
+
+static void many_cb(struct rpc_context *rpc, int status, void *data,
+		    void *priv)
+{
+	struct many *m = priv;
+
+	(void)rpc;
+	m->inflight--;
+	m->completed++;
+	if (status != RPC_STATUS_SUCCESS) {
+		if (!m->failed++)
+			snprintf(m->first, sizeof(m->first), "RPC status %d: %s",
+				 status, data ? (const char *)data : "");
+	} else if (((CREATE3res *)data)->status != NFS3_OK) {
+		if (!m->failed++)
+			snprintf(m->first, sizeof(m->first), "CREATE: %s",
+				 e2e_nfsstat(((CREATE3res *)data)->status));
+	}
+}
+
+int e2e_create_many(struct e2e_rpc *r, const nfs_fh3 *dir, const char *prefix,
+		    int n, int window)
+{
+	struct many m = { 0 };
+	uint64_t last = e2e_now_ms();
+	int next = 0;
+
+	while (next < n || m.inflight > 0) {
+		struct pollfd pfd;
+		int rc, before = m.completed;
+
+		while (next < n && m.inflight < window && !r->broken) {
+			char name[256];
+			CREATE3args a = { .where = { .dir = fh_arg(dir),
+						     .name = name } };
+
+			snprintf(name, sizeof(name), "%s%05d", prefix, next);
+			a.how.mode = UNCHECKED;
+			a.how.createhow3_u.obj_attributes =
+				e2e_sattr_mode(0644);
+			if (rpc_nfs3_create_async(r->rpc, many_cb, &a, &m)) {
+				say("create_many: queue: %s",
+				    rpc_get_error(r->rpc));
+				r->broken = 1;
+				break;
+			}
+			m.inflight++;
+			next++;
+		}
+		if (r->broken && m.inflight == 0)
+			break;
+		pfd.fd = rpc_get_fd(r->rpc);
+		pfd.events = (short)rpc_which_events(r->rpc);
+		pfd.revents = 0;
+		rc = poll(&pfd, 1, 100);
+		if (rc < 0 && errno != EINTR)
+			break;
+		if (rpc_service(r->rpc, rc > 0 ? pfd.revents : 0) < 0) {
+			say("create_many: connection failed: %s",
+			    rpc_get_error(r->rpc));
+			r->broken = 1;
+			rpc_disconnect(r->rpc, "e2e: service failed");
+			break;
+		}
+		if (m.completed != before)
+			last = e2e_now_ms();
+		if (e2e_now_ms() - last > CALL_TIMEOUT_MS) {
+			say("create_many: no progress for %d ms",
+			    CALL_TIMEOUT_MS);
+			r->broken = 1;
+			rpc_disconnect(r->rpc, "e2e timeout");
+			break;
+		}
+	}
+	if (m.failed || next < n || m.inflight) {
+		say("create_many: %d of %d failed (first: %s), %d not sent",
+		    m.failed, n, m.first[0] ? m.first : "-", n - next);
+		return -1;
+	}
+	return 0;
+}
+
+int e2e_root_fh(struct e2e_rpc *r, const struct e2e_gw *gw, nfs_fh3 *root)
+{
+	struct e2e_rpc *m = e2e_rpc_open(gw->mount_port, MOUNT_PROGRAM,
+					 MOUNT_V3);
+	mountres3 res;
+	int rc = -1;
+
+	if (!m)
+		return -1;
+	if (e2e_mnt3_mnt(m, E2E_EXPORT, &res) != 0) {
+		say("MNT %s: %s", E2E_EXPORT, e2e_rpc_error(m));
+	} else if (res.fhs_status != MNT3_OK) {
+		say("MNT %s: %s, want MNT3_OK", E2E_EXPORT,
+		    e2e_mntstat(res.fhs_status));
+	} else {
+		root->data.data_len = res.mountres3_u.mountinfo.fhandle
+					      .fhandle3_len;
+		root->data.data_val = ar_dup(
+			r, res.mountres3_u.mountinfo.fhandle.fhandle3_val,
+			root->data.data_len);
+		rc = 0;
+	}
+	e2e_rpc_close(m);
+	return rc;
+}
+
+const char *e2e_nfsstat(int st)
+{
+	static __thread char other[32];
+
+	switch (st) {
+	case NFS3_OK: return "NFS3_OK";
+	case NFS3ERR_PERM: return "NFS3ERR_PERM";
+	case NFS3ERR_NOENT: return "NFS3ERR_NOENT";
+	case NFS3ERR_IO: return "NFS3ERR_IO";
+	case NFS3ERR_NXIO: return "NFS3ERR_NXIO";
+	case NFS3ERR_ACCES: return "NFS3ERR_ACCES";
+	case NFS3ERR_EXIST: return "NFS3ERR_EXIST";
+	case NFS3ERR_XDEV: return "NFS3ERR_XDEV";
+	case NFS3ERR_NODEV: return "NFS3ERR_NODEV";
+	case NFS3ERR_NOTDIR: return "NFS3ERR_NOTDIR";
+	case NFS3ERR_ISDIR: return "NFS3ERR_ISDIR";
+	case NFS3ERR_INVAL: return "NFS3ERR_INVAL";
+	case NFS3ERR_FBIG: return "NFS3ERR_FBIG";
+	case NFS3ERR_NOSPC: return "NFS3ERR_NOSPC";
+	case NFS3ERR_ROFS: return "NFS3ERR_ROFS";
+	case NFS3ERR_MLINK: return "NFS3ERR_MLINK";
+	case NFS3ERR_NAMETOOLONG: return "NFS3ERR_NAMETOOLONG";
+	case NFS3ERR_NOTEMPTY: return "NFS3ERR_NOTEMPTY";
+	case NFS3ERR_DQUOT: return "NFS3ERR_DQUOT";
+	case NFS3ERR_STALE: return "NFS3ERR_STALE";
+	case NFS3ERR_REMOTE: return "NFS3ERR_REMOTE";
+	case NFS3ERR_BADHANDLE: return "NFS3ERR_BADHANDLE";
+	case NFS3ERR_NOT_SYNC: return "NFS3ERR_NOT_SYNC";
+	case NFS3ERR_BAD_COOKIE: return "NFS3ERR_BAD_COOKIE";
+	case NFS3ERR_NOTSUPP: return "NFS3ERR_NOTSUPP";
+	case NFS3ERR_TOOSMALL: return "NFS3ERR_TOOSMALL";
+	case NFS3ERR_SERVERFAULT: return "NFS3ERR_SERVERFAULT";
+	case NFS3ERR_BADTYPE: return "NFS3ERR_BADTYPE";
+	case NFS3ERR_JUKEBOX: return "NFS3ERR_JUKEBOX";
+	}
+	snprintf(other, sizeof(other), "nfsstat3 %d", st);
+	return other;
+}
+
+const char *e2e_mntstat(int st)
+{
+	static __thread char other[32];
+
+	switch (st) {
+	case MNT3_OK: return "MNT3_OK";
+	case MNT3ERR_PERM: return "MNT3ERR_PERM";
+	case MNT3ERR_NOENT: return "MNT3ERR_NOENT";
+	case MNT3ERR_IO: return "MNT3ERR_IO";
+	case MNT3ERR_ACCES: return "MNT3ERR_ACCES";
+	case MNT3ERR_NOTDIR: return "MNT3ERR_NOTDIR";
+	case MNT3ERR_INVAL: return "MNT3ERR_INVAL";
+	case MNT3ERR_NAMETOOLONG: return "MNT3ERR_NAMETOOLONG";
+	case MNT3ERR_NOTSUPP: return "MNT3ERR_NOTSUPP";
+	case MNT3ERR_SERVERFAULT: return "MNT3ERR_SERVERFAULT";
+	}
+	snprintf(other, sizeof(other), "mountstat3 %d", st);
+	return other;
+}
+
+/* ------------------------------------------------------------------ */
+/* SHA-256 (FIPS 180-4)                                                */
+
+static const uint32_t K256[64] = {
+	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b,
+	0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01,
+	0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7,
+	0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc,
+	0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152,
+	0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147,
+	0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+	0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+	0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819,
+	0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08,
+	0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f,
+	0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
+	0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+static uint32_t ror32(uint32_t x, int n)
+{
+	return (x >> n) | (x << (32 - n));
+}
+
+static void sha256_block(struct e2e_sha256 *s, const uint8_t *p)
+{
+	uint32_t w[64], a, b, c, d, e, f, g, h;
+	int i;
+
+	for (i = 0; i < 16; i++)
+		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+		       (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+	for (i = 16; i < 64; i++) {
+		uint32_t s0 = ror32(w[i - 15], 7) ^ ror32(w[i - 15], 18) ^
+			      (w[i - 15] >> 3);
+		uint32_t s1 = ror32(w[i - 2], 17) ^ ror32(w[i - 2], 19) ^
+			      (w[i - 2] >> 10);
+
+		w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+	}
+	a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3];
+	e = s->h[4], f = s->h[5], g = s->h[6], h = s->h[7];
+	for (i = 0; i < 64; i++) {
+		uint32_t S1 = ror32(e, 6) ^ ror32(e, 11) ^ ror32(e, 25);
+		uint32_t ch = (e & f) ^ (~e & g);
+		uint32_t t1 = h + S1 + ch + K256[i] + w[i];
+		uint32_t S0 = ror32(a, 2) ^ ror32(a, 13) ^ ror32(a, 22);
+		uint32_t mj = (a & b) ^ (a & c) ^ (b & c);
+		uint32_t t2 = S0 + mj;
+
+		h = g, g = f, f = e, e = d + t1;
+		d = c, c = b, b = a, a = t1 + t2;
+	}
+	s->h[0] += a, s->h[1] += b, s->h[2] += c, s->h[3] += d;
+	s->h[4] += e, s->h[5] += f, s->h[6] += g, s->h[7] += h;
+}
+
+void e2e_sha256_init(struct e2e_sha256 *s)
+{
+	static const uint32_t iv[8] = {
+		0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+		0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+	};
+
+	memcpy(s->h, iv, sizeof(iv));
+	s->len = 0;
+	s->fill = 0;
+}
+
+void e2e_sha256_update(struct e2e_sha256 *s, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+
+	s->len += len;
+	if (s->fill) {
+		size_t n = 64 - s->fill < len ? 64 - s->fill : len;
+
+		memcpy(s->buf + s->fill, p, n);
+		s->fill += n;
+		p += n;
+		len -= n;
+		if (s->fill < 64)
+			return;
+		sha256_block(s, s->buf);
+		s->fill = 0;
+	}
+	while (len >= 64) {
+		sha256_block(s, p);
+		p += 64;
+		len -= 64;
+	}
+	memcpy(s->buf, p, len);
+	s->fill = len;
+}
+
+void e2e_sha256_final(struct e2e_sha256 *s, uint8_t out[32])
+{
+	uint64_t bits = s->len * 8;
+	uint8_t pad[72] = { 0x80 };
+	size_t padlen = (s->fill < 56 ? 56 : 120) - s->fill;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		pad[padlen + (size_t)i] = (uint8_t)(bits >> (56 - 8 * i));
+	e2e_sha256_update(s, pad, padlen + 8);
+	for (i = 0; i < 8; i++) {
+		out[4 * i] = (uint8_t)(s->h[i] >> 24);
+		out[4 * i + 1] = (uint8_t)(s->h[i] >> 16);
+		out[4 * i + 2] = (uint8_t)(s->h[i] >> 8);
+		out[4 * i + 3] = (uint8_t)s->h[i];
+	}
+}
+
+void e2e_digest_hex(const uint8_t d[32], char hex[65])
+{
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+}
+
+void e2e_sha256_hex(const void *data, size_t len, char hex[65])
+{
+	struct e2e_sha256 s;
+	uint8_t d[32];
+
+	e2e_sha256_init(&s);
+	e2e_sha256_update(&s, data, len);
+	e2e_sha256_final(&s, d);
+	e2e_digest_hex(d, hex);
+}
+
+uint64_t e2e_rand(uint64_t *state)
+{
+	uint64_t x = *state ? *state : 0x9e3779b97f4a7c15ull;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*state = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+void e2e_fill(void *buf, size_t len, uint64_t seed)
+{
+	uint8_t *p = buf;
+	uint64_t st = seed * 0x9e3779b97f4a7c15ull + 1;
+
+	while (len >= 8) {
+		uint64_t v = e2e_rand(&st);
+
+		memcpy(p, &v, 8);
+		p += 8;
+		len -= 8;
+	}
+	if (len) {
+		uint64_t v = e2e_rand(&st);
+
+		memcpy(p, &v, len);
+	}
+}
+
+int e2e_run_cunit(void)
+{
+	unsigned fails;
+
+	if (CU_get_error() != CUE_SUCCESS) {
+		fprintf(stderr, "CUnit setup: %s\n", CU_get_error_msg());
+		CU_cleanup_registry();
+		return 1;
+	}
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	fails = CU_get_number_of_failures() +
+		CU_get_number_of_suites_failed() +
+		CU_get_number_of_tests_failed();
+	CU_cleanup_registry();
+	return fails ? 1 : 0;
+}
