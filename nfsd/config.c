@@ -16,7 +16,7 @@
 
 #include "common/log.h"
 
-enum opt_kind { OPT_STR, OPT_PORT, OPT_INT, OPT_BOOL, OPT_MS };
+enum opt_kind { OPT_STR, OPT_PORT, OPT_INT, OPT_BOOL, OPT_MS, OPT_U32 };
 
 struct opt {
 	const char *name;
@@ -30,7 +30,7 @@ struct opt {
 
 static const struct opt opts[] = {
 	{ "store", OPT_STR, OFF(store), "URL",
-	  "object store: file:///path (default file://STATE/store)" },
+	  "object store: file:///path or s3://BUCKET[/PREFIX] (default file://STATE/store)" },
 	{ "state", OPT_STR, OFF(state), "DIR",
 	  "state directory: LMDB, cache, handle key (default /var/lib/mapfs-gw)" },
 	{ "bind", OPT_STR, OFF(bind), "ADDR", "listen address (default 0.0.0.0)" },
@@ -54,6 +54,18 @@ static const struct opt opts[] = {
 	  "quiet time before a changed file is written to the store (default 5)" },
 	{ "read-only", OPT_BOOL, OFF(read_only), NULL,
 	  "export read-only" },
+	{ "s3-endpoint", OPT_STR, OFF(s3_endpoint), "URL",
+	  "S3 endpoint for MinIO, Ceph RGW, R2, s3rver (default: AWS)" },
+	{ "s3-region", OPT_STR, OFF(s3_region), "REGION",
+	  "S3 region (default: AWS_REGION, the profile's, us-east-1)" },
+	{ "s3-path-style", OPT_BOOL, OFF(s3_path_style), NULL,
+	  "path-style S3 addressing (default: virtual-hosted on AWS)" },
+	{ "s3-max-requests", OPT_INT, OFF(s3_max_requests), "N",
+	  "S3 requests in flight (default 64)" },
+	{ "default-uid", OPT_U32, OFF(default_uid), "UID",
+	  "owner of objects that carry no metadata (default 0)" },
+	{ "default-gid", OPT_U32, OFF(default_gid), "GID",
+	  "group of objects that carry no metadata (default 0)" },
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -125,6 +137,11 @@ static int opt_set(struct config *cfg, const struct opt *o, const char *val,
 		if (parse_long(val, 1, 1024, &v))
 			goto bad;
 		*(int *)base = (int)v;
+		return 0;
+	case OPT_U32:
+		if (parse_long(val, 0, UINT32_MAX, &v))
+			goto bad;
+		*(uint32_t *)base = (uint32_t)v;
 		return 0;
 	case OPT_MS:
 		if (parse_long(val, 0, 86400, &v))
@@ -327,5 +344,7 @@ void config_free(struct config *cfg)
 	free(cfg->bind);
 	free(cfg->export_path);
 	free(cfg->log_level);
+	free(cfg->s3_endpoint);
+	free(cfg->s3_region);
 	*cfg = (struct config){ 0 };
 }

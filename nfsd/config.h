@@ -23,6 +23,11 @@ struct config {
 	uint32_t dir_ttl_ms;
 	uint32_t upload_delay_ms;
 	bool read_only;
+	char *s3_endpoint;   /* custom endpoint (MinIO, Ceph RGW, R2, s3rver) */
+	char *s3_region;
+	bool s3_path_style;
+	int s3_max_requests;
+	uint32_t default_uid, default_gid; /* objects without metadata */
 };
 
 /*
