@@ -330,7 +330,11 @@ int config_load(struct config *cfg, int argc, char **argv, FILE *out,
 				return -ENOMEM;
 			}
 			url = abs;
-			snprintf(url, len, "file://%s/%s/store", cwd, cfg->state);
+			const char *rel = cfg->state;
+
+			while (rel[0] == '.' && rel[1] == '/')
+				rel += 2; /* "./var" reads better as "var" */
+			snprintf(url, len, "file://%s/%s/store", cwd, rel);
 		}
 		cfg->store = url;
 	}
