@@ -138,7 +138,13 @@ static int gateway_open_storage(struct gateway *gw)
 			return rc;
 		}
 	}
-	rc = store_open(&(struct store_opts){ .url = gw->cfg.store }, &gw->store);
+	rc = store_open(&(struct store_opts){
+				.url = gw->cfg.store,
+				.s3_endpoint = gw->cfg.s3_endpoint,
+				.s3_region = gw->cfg.s3_region,
+				.s3_path_style = gw->cfg.s3_path_style,
+				.s3_max_requests = gw->cfg.s3_max_requests },
+			&gw->store);
 	if (rc) {
 		log_error("store %s: %s", gw->cfg.store, strerror(-rc));
 		return rc;
@@ -157,7 +163,9 @@ static int gateway_open_storage(struct gateway *gw)
 	}
 	rc = fs_open(&(struct fs_opts){ .dir_ttl_ms = gw->cfg.dir_ttl_ms,
 					.upload_delay_ms = gw->cfg.upload_delay_ms,
-					.read_only = gw->cfg.read_only },
+					.read_only = gw->cfg.read_only,
+					.default_uid = gw->cfg.default_uid,
+					.default_gid = gw->cfg.default_gid },
 		     gw->db, gw->cache, gw->store, &gw->fs);
 	if (rc) {
 		log_error("namespace: %s", strerror(-rc));

@@ -18,7 +18,7 @@ static const struct {
 	const struct store_ops *ops;
 } store_backends[] = {
 	{ "file", &store_file_ops },
-	{ "s3", NULL },
+	{ "s3", &store_s3_ops },
 };
 
 /*

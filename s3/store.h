@@ -55,6 +55,12 @@ struct store_page {
 
 struct store_opts {
 	const char *url; /* file:///abs/path or s3://bucket[/prefix] */
+	/* S3 only; NULL, false or 0 picks the default. */
+	const char *s3_endpoint; /* "http[s]://host[:port]"; default AWS's */
+	const char *s3_region;   /* default: AWS_REGION, AWS_DEFAULT_REGION,
+				    the profile's region, "us-east-1" */
+	bool s3_path_style;      /* force path-style addressing */
+	int s3_max_requests;     /* requests in flight, default 64 */
 };
 
 struct store;

@@ -10,4 +10,7 @@
 /* "file:///abs/path": objects are files under a local directory. */
 extern const struct store_ops store_file_ops;
 
+/* "s3://bucket[/prefix]": objects in an S3 bucket, over libcurl. */
+extern const struct store_ops store_s3_ops;
+
 #endif

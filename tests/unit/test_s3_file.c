@@ -46,7 +46,7 @@ static int count_fds(void)
 static void fx_open(struct fx *f, const char *name)
 {
 	char url[700];
-	struct store_opts o = { url };
+	struct store_opts o = { .url = url };
 
 	snprintf(f->top, sizeof(f->top), "%s/%s", base, name);
 	snprintf(f->root, sizeof(f->root), "%s/root", f->top);
@@ -208,13 +208,11 @@ static bool items_are(const struct items *it, const char *const *want,
 
 static void test_open_urls(void)
 {
-	struct store_opts o;
+	struct store_opts o = { 0 };
 	struct store *st;
 	struct fx f;
 	uint64_t total = 0, avail = 0;
 
-	o.url = "s3://bucket/prefix";
-	CU_ASSERT(store_open(&o, &st) == -ENOTSUP);
 	o.url = "ftp://host/x";
 	CU_ASSERT(store_open(&o, &st) == -EINVAL);
 	o.url = "file://relative/path";

@@ -1,0 +1,78 @@
+/*
+ * s3/http.h - internal to s3/: HTTP transfers over one libcurl multi
+ * handle driven by one I/O thread.
+ *
+ * A caller fills a struct s3_xfer, calls s3_http_run() and blocks on the
+ * transfer's own condition until the I/O thread has finished it.  At most
+ * max_requests transfers are in flight; the rest wait in FIFO order.
+ * Connections are kept and reused by the multi handle (up to
+ * max_requests of them).  The engine knows nothing of S3: signing,
+ * retries and error mapping belong to the caller.
+ */
+#ifndef MAPFS_S3_HTTP_H
+#define MAPFS_S3_HTTP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "s3/buf.h"
+
+#define S3_HTTP_BODY_MAX (64u << 20) /* a response body we keep in memory */
+
+enum s3_body { S3_BODY_NONE, S3_BODY_MEM, S3_BODY_FD };
+
+struct s3_xfer {
+	/* The request; owned by the caller, unchanged until the run ends. */
+	const char *method; /* GET HEAD PUT POST DELETE */
+	const char *url;
+	struct curl_slist *headers;
+	enum s3_body body;
+	const void *body_mem;
+	int body_fd;
+	uint64_t body_off, body_len;
+	/*
+	 * A 2xx body goes into dst (at most dst_len bytes; from a 200, which
+	 * is a server ignoring the Range, after skipping dst_skip bytes); any
+	 * other body, and a 2xx one when dst is NULL, goes into resp.
+	 */
+	void *dst;
+	size_t dst_len;
+	uint64_t dst_skip;
+	/* Called in the I/O thread for each response header line. */
+	void (*on_header)(void *arg, const char *name, size_t nlen,
+			  const char *value, size_t vlen);
+	void *header_arg;
+
+	/* The result, valid once s3_http_run() returned. */
+	int transport; /* a CURLcode; 0 = an HTTP answer arrived */
+	long status;
+	size_t dst_got;
+	struct s3_buf resp;
+	int read_err; /* -errno from reading body_fd, if that failed */
+
+	/* Engine-private. */
+	pthread_cond_t done_cv;
+	bool done;
+	uint64_t sent;
+	struct s3_xfer *next;
+	void *easy;
+};
+
+struct s3_http;
+
+/* Start the I/O thread.  max_requests >= 1. */
+int s3_http_open(int max_requests, struct s3_http **out);
+
+/* Stop the I/O thread; no s3_http_run may be in progress. */
+void s3_http_close(struct s3_http *h);
+
+/*
+ * Run x to completion (blocking) and fill its result fields.  Returns 0
+ * once it ran (look at x->transport and x->status) or -ENOMEM if it could
+ * not start.  x->resp is reset first and freed by the caller.
+ */
+int s3_http_run(struct s3_http *h, struct s3_xfer *x);
+
+#endif
