@@ -3,7 +3,7 @@
 
 #include <inttypes.h>
 
-#define ROW_RULE "+------------------+------------------+-----------------+----------+----------+----------+\n"
+#define ROW_RULE "+------------------+------------------+-----------------+-----------+-----------+-----------+\n"
 
 /* VALUE: what juicefs bench prints (MiB/s, files/s) plus ops/s. */
 static double row_value(const struct report_row *r, const char **unit)
@@ -53,7 +53,7 @@ static void fmt_latency(char *buf, size_t len, uint64_t ns)
 void report_table_begin(FILE *f)
 {
 	fputs(ROW_RULE, f);
-	fprintf(f, "| %16s | %16s | %15s | %8s | %8s | %8s |\n", "ITEM", "VALUE", "COST",
+	fprintf(f, "| %16s | %16s | %15s | %9s | %9s | %9s |\n", "ITEM", "VALUE", "COST",
 		"P50", "P99", "P99.9");
 	fputs(ROW_RULE, f);
 	fflush(f);
@@ -70,7 +70,7 @@ void report_table_row(FILE *f, const struct bench_cfg *cfg, const struct report_
 	fmt_latency(p50, sizeof(p50), hist_quantile(&r->res.hist, 0.50));
 	fmt_latency(p99, sizeof(p99), hist_quantile(&r->res.hist, 0.99));
 	fmt_latency(p999, sizeof(p999), hist_quantile(&r->res.hist, 0.999));
-	fprintf(f, "| %16s | %16s | %15s | %8s | %8s | %8s |\n", r->item->label, value, cost,
+	fprintf(f, "| %16s | %16s | %15s | %9s | %9s | %9s |\n", r->item->label, value, cost,
 		p50, p99, p999);
 	fflush(f);
 }
