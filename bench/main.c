@@ -281,7 +281,8 @@ static int run_items(struct run *r, struct report_row *rows)
 	int n = 0;
 	int bar = progress_enabled();
 	pthread_barrier_wait(&r->barrier); /* setup done */
-	if (!r->json && !atomic_load(&r->abort))
+	int table = !r->json && !atomic_load(&r->abort);
+	if (table)
 		report_table_begin(stdout);
 	for (int k = 0; k < r->nselected && !atomic_load(&r->abort); k++) {
 		const struct item *it = &bench_items[r->selected[k]];
@@ -303,7 +304,7 @@ static int run_items(struct run *r, struct report_row *rows)
 		}
 		pthread_barrier_wait(&r->barrier); /* results read */
 	}
-	if (!r->json && n)
+	if (table)
 		report_table_end(stdout);
 	return n;
 }
