@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -19,6 +20,12 @@
 #include <unistd.h>
 
 #include <CUnit/Basic.h>
+
+#ifndef E2E_S3_SCRIPTS_DIR
+#define E2E_S3_SCRIPTS_DIR "tests/s3"
+#endif
+
+extern char **environ;
 
 #define READY_TIMEOUT_MS 30000
 #define STOP_TIMEOUT_MS 30000
@@ -61,6 +68,24 @@ void e2e_gw_dump_log(const struct e2e_gw *gw)
 		fclose(f);
 	}
 	fprintf(stderr, "----- end of gateway log -----\n");
+}
+
+char *e2e_gw_log_read(const struct e2e_gw *gw)
+{
+	char *buf = NULL;
+	size_t len = 0, n;
+	FILE *out = open_memstream(&buf, &len);
+	FILE *f = fopen(gw->log, "r");
+	char chunk[4096];
+
+	if (!out)
+		abort();
+	while (f && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		fwrite(chunk, 1, n, out);
+	if (f)
+		fclose(f);
+	fclose(out);
+	return buf;
 }
 
 /* Read whatever the child wrote to stdout after the ready line. */
@@ -114,12 +139,636 @@ static int parse_ready(struct e2e_gw *gw, const char *line)
 	return 0;
 }
 
-static void exec_child(struct e2e_gw *gw, const char *bin, int out_w)
+/* ------------------------------------------------------------------ */
+/* Child processes: argv and environment made before fork               */
+
+struct strv {
+	char **v;
+	size_t n, cap;
+};
+
+static void strv_add(struct strv *sv, const char *fmt, ...)
 {
-	char store_url[E2E_PATH_MAX + 16], threads[16];
-	const char *argv[24];
+	va_list ap;
+	char *str;
+
+	if (sv->n + 2 > sv->cap) {
+		sv->cap = sv->cap ? sv->cap * 2 : 32;
+		sv->v = realloc(sv->v, sv->cap * sizeof(*sv->v));
+		if (!sv->v)
+			abort();
+	}
+	va_start(ap, fmt);
+	if (vasprintf(&str, fmt, ap) < 0)
+		abort();
+	va_end(ap);
+	sv->v[sv->n++] = str;
+	sv->v[sv->n] = NULL;
+}
+
+static void strv_free(struct strv *sv)
+{
+	for (size_t i = 0; i < sv->n; i++)
+		free(sv->v[i]);
+	free(sv->v);
+	memset(sv, 0, sizeof(*sv));
+}
+
+/* Proxy variables: curl honours them, and tests talk to 127.0.0.1 only. */
+static int is_proxy_var(const char *e)
+{
+	const char *eq = strchr(e, '=');
+	size_t n = eq ? (size_t)(eq - e) : strlen(e);
+
+	return n >= 6 && strncasecmp(e + n - 6, "_proxy", 6) == 0;
+}
+
+/*
+ * This process's environment less what must not leak into a child that
+ * talks S3 (AWS_* and proxies), when s3 is set.
+ */
+static void env_base(struct strv *env, int s3)
+{
+	for (char **e = environ; *e; e++) {
+		if (s3 && (strncmp(*e, "AWS_", 4) == 0 || is_proxy_var(*e)))
+			continue;
+		strv_add(env, "%s", *e);
+	}
+}
+
+/*
+ * Run argv (PATH searched) with env, stdin from /dev/null, stderr ours,
+ * stdout into *out (malloc'd, NUL-terminated) unless out is NULL.
+ * Returns the exit status, or -1 if it could not run.
+ */
+static int run_cmd(char *const *argv, char *const *env, char **out)
+{
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int p[2], st;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return -1;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		int nullfd = open("/dev/null", O_RDONLY);
+
+		if (nullfd < 0 || dup2(nullfd, 0) < 0 || dup2(p[1], 1) < 0)
+			_exit(126);
+		execvpe(argv[0], argv, env);
+		dprintf(2, "e2e: exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(p[1]);
+	for (;;) {
+		ssize_t n;
+
+		if (len + 4096 > cap) {
+			cap = cap ? cap * 2 : 8192;
+			buf = realloc(buf, cap);
+			if (!buf)
+				abort();
+		}
+		n = read(p[0], buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(p[0]);
+	buf[len] = '\0';
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR) {
+			free(buf);
+			return -1;
+		}
+	if (out)
+		*out = buf;
+	else
+		free(buf);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* ------------------------------------------------------------------ */
+/* The object store backend                                            */
+
+static enum e2e_backend backend = (enum e2e_backend)-1;
+
+enum e2e_backend e2e_backend(void)
+{
+	const char *b = getenv("MAPFS_E2E_STORE");
+
+	if ((int)backend >= 0)
+		return backend;
+	if (!b || !*b || strcmp(b, "file") == 0)
+		backend = E2E_BACKEND_FILE;
+	else if (strcmp(b, "rgw") == 0)
+		backend = E2E_BACKEND_RGW;
+	else if (strcmp(b, "s3rver") == 0)
+		backend = E2E_BACKEND_S3RVER;
+	else if (strcmp(b, "s3") == 0)
+		backend = E2E_BACKEND_S3;
+	else {
+		say("MAPFS_E2E_STORE=%s: want file, rgw, s3rver or s3", b);
+		abort();
+	}
+	return backend;
+}
+
+const char *e2e_backend_name(void)
+{
+	static const char *const names[] = { "file", "rgw", "s3rver", "s3" };
+
+	return names[e2e_backend()];
+}
+
+int e2e_backend_is_s3(void)
+{
+	return e2e_backend() != E2E_BACKEND_FILE;
+}
+
+static struct e2e_s3 s3srv;
+static int s3srv_tried;
+static char s3tmp[64]; /* request bodies and replies of e2e_s3_request */
+
+static const char *s3_script(void)
+{
+	static char path[E2E_PATH_MAX];
+	const char *dir = getenv("MAPFS_S3_SCRIPTS");
+
+	snprintf(path, sizeof(path), "%s/%s.sh",
+		 dir && *dir ? dir : E2E_S3_SCRIPTS_DIR, s3srv.kind);
+	return path;
+}
+
+/* Run "SCRIPT CMD DIR" (or "SCRIPT start [DIR]"); stdout into *out. */
+static int s3_script_run(const char *cmd, const char *dir, char **out)
+{
+	struct strv argv = { 0 }, env = { 0 };
+	int rc;
+
+	env_base(&env, 0);
+	strv_add(&env, "MAPFS_S3_WATCH_PID=%d", (int)getpid());
+	strv_add(&argv, "bash");
+	strv_add(&argv, "%s", s3_script());
+	strv_add(&argv, "%s", cmd);
+	if (dir && *dir)
+		strv_add(&argv, "%s", dir);
+	rc = run_cmd(argv.v, env.v, out);
+	strv_free(&argv);
+	strv_free(&env);
+	return rc;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag,
+		    struct FTW *ftw);
+
+static void s3_at_exit(void)
+{
+	if (s3tmp[0])
+		nftw(s3tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	const char *keep = getenv("E2E_KEEP");
+	int k = keep && strcmp(keep, "1") == 0;
+
+	if (!s3srv.ours || !s3srv.dir[0])
+		return;
+	if (k && s3srv.down) {
+		say("keeping %s (stopped)", s3srv.dir);
+	} else if (s3_script_run(k ? "halt" : "stop", s3srv.dir, NULL) != 0) {
+		say("%s %s %s failed", s3_script(), k ? "halt" : "stop",
+		    s3srv.dir);
+	} else if (k) {
+		say("keeping %s (stopped; `%s start %s` restarts it)",
+		    s3srv.dir, s3_script(), s3srv.dir);
+	}
+	s3srv.dir[0] = '\0';
+}
+
+/* Copy the value of "NAME=value" lines of env text into out. */
+static int env_get(const char *text, const char *name, char *out, size_t cap)
+{
+	size_t n = strlen(name);
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *end = strchr(l, '\n');
+		size_t len = end ? (size_t)(end - l) : strlen(l);
+
+		if (len > n && strncmp(l, name, n) == 0 && l[n] == '=') {
+			if (len - n - 1 >= cap)
+				return -1;
+			memcpy(out, l + n + 1, len - n - 1);
+			out[len - n - 1] = '\0';
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int s3_parse_env(const char *text)
+{
+	if (env_get(text, "MAPFS_S3_ENDPOINT", s3srv.endpoint,
+		    sizeof(s3srv.endpoint)) ||
+	    env_get(text, "MAPFS_S3_BUCKET", s3srv.bucket,
+		    sizeof(s3srv.bucket)) ||
+	    env_get(text, "AWS_ACCESS_KEY_ID", s3srv.key_id,
+		    sizeof(s3srv.key_id)) ||
+	    env_get(text, "AWS_SECRET_ACCESS_KEY", s3srv.secret,
+		    sizeof(s3srv.secret)))
+		return -1;
+	if (strncmp(s3srv.endpoint, "http://127.0.0.1:", 17) != 0) {
+		say("S3 endpoint %s is not on 127.0.0.1; tests talk to "
+		    "loopback only", s3srv.endpoint);
+		return -1;
+	}
+	return 0;
+}
+
+/* An outside server: the environment the scripts print. */
+static int s3_from_env(void)
+{
+	static const char *const names[] = { "MAPFS_S3_ENDPOINT",
+		"MAPFS_S3_BUCKET", "AWS_ACCESS_KEY_ID",
+		"AWS_SECRET_ACCESS_KEY" };
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	int rc;
+
+	if (!f)
+		return -1;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *v = getenv(names[i]);
+
+		if (!v || !*v) {
+			say("MAPFS_E2E_STORE=s3 needs %s (the env that "
+			    "tests/s3/rgw.sh start prints)", names[i]);
+			fclose(f);
+			free(text);
+			return -1;
+		}
+		fprintf(f, "%s=%s\n", names[i], v);
+	}
+	fclose(f);
+	snprintf(s3srv.kind, sizeof(s3srv.kind), "s3");
+	rc = s3_parse_env(text);
+	free(text);
+	return rc;
+}
+
+const struct e2e_s3 *e2e_s3_server(void)
+{
+	char *out = NULL;
+	int rc;
+
+	if (!e2e_backend_is_s3())
+		return NULL;
+	if (s3srv_tried)
+		return s3srv.endpoint[0] ? &s3srv : NULL;
+	s3srv_tried = 1;
+	snprintf(s3tmp, sizeof(s3tmp), "/tmp/mapfs-e2e-s3c-XXXXXX");
+	if (!mkdtemp(s3tmp)) {
+		say("mkdtemp: %s", strerror(errno));
+		s3tmp[0] = '\0';
+		return NULL;
+	}
+	atexit(s3_at_exit);
+	if (e2e_backend() == E2E_BACKEND_S3) {
+		if (s3_from_env() != 0) {
+			s3srv.endpoint[0] = '\0';
+			return NULL;
+		}
+		return &s3srv;
+	}
+	snprintf(s3srv.kind, sizeof(s3srv.kind), "%s", e2e_backend_name());
+	{
+		uint64_t t0 = e2e_now_ms();
+
+		rc = s3_script_run("start", NULL, &out);
+		if (rc == 0 && out)
+			env_get(out, "MAPFS_S3_DIR", s3srv.dir,
+				sizeof(s3srv.dir));
+		if (s3srv.dir[0])
+			s3srv.ours = 1;
+		if (rc != 0 || !out || s3_parse_env(out) != 0) {
+			say("could not start the %s server: %s start exited "
+			    "%d (is it installed? tests/s3/install-deps.sh)",
+			    s3srv.kind, s3_script(), rc);
+			free(out);
+			s3srv.endpoint[0] = '\0';
+			return NULL;
+		}
+		say("%s server at %s (bucket %s, dir %s) up in %llu ms",
+		    s3srv.kind, s3srv.endpoint, s3srv.bucket, s3srv.dir,
+		    (unsigned long long)(e2e_now_ms() - t0));
+	}
+	free(out);
+	return &s3srv;
+}
+
+int e2e_s3_down(void)
+{
+	const char *how = e2e_backend() == E2E_BACKEND_RGW ? "halt" : "kill";
+
+	if (!s3srv.ours || !s3srv.dir[0] || s3srv.down) {
+		say("e2e_s3_down: no server of ours is up");
+		return -1;
+	}
+	if (s3_script_run(how, s3srv.dir, NULL) != 0) {
+		say("%s %s %s failed", s3_script(), how, s3srv.dir);
+		return -1;
+	}
+	s3srv.down = 1;
+	return 0;
+}
+
+int e2e_s3_up(void)
+{
+	char *out = NULL;
+	int rc;
+
+	if (!s3srv.ours || !s3srv.dir[0] || !s3srv.down) {
+		say("e2e_s3_up: no server of ours is down");
+		return -1;
+	}
+	rc = s3_script_run("start", s3srv.dir, &out);
+	free(out);
+	if (rc != 0) {
+		say("%s start %s failed (%d)", s3_script(), s3srv.dir, rc);
+		return -1;
+	}
+	s3srv.down = 0;
+	return 0;
+}
+
+static void url_encode(const char *in, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+
+	for (const unsigned char *p = (const unsigned char *)in; *p; p++) {
+		int plain = (*p >= 'A' && *p <= 'Z') ||
+			    (*p >= 'a' && *p <= 'z') ||
+			    (*p >= '0' && *p <= '9') || *p == '-' ||
+			    *p == '_' || *p == '.' || *p == '~' || *p == '/';
+
+		if (o + 4 >= cap)
+			break;
+		if (plain) {
+			out[o++] = (char)*p;
+		} else {
+			out[o++] = '%';
+			out[o++] = hex[*p >> 4];
+			out[o++] = hex[*p & 15];
+		}
+	}
+	out[o] = '\0';
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	struct stat sb;
+	char *buf;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t got = 0;
+
+	*len = 0;
+	if (fd < 0 || fstat(fd, &sb) != 0) {
+		if (fd >= 0)
+			close(fd);
+		return calloc(1, 1);
+	}
+	buf = malloc((size_t)sb.st_size + 1);
+	if (!buf)
+		abort();
+	while (got < (size_t)sb.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)sb.st_size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	buf[got] = '\0';
+	*len = got;
+	return buf;
+}
+
+int e2e_s3_request(const char *method, const char *key, const char *query,
+		   const void *body, size_t len, const char *const *headers,
+		   struct e2e_s3_resp *resp)
+{
+	static unsigned seq;
+	char enc[3 * 1024 + 1], hdrf[E2E_PATH_MAX],
+		bodyf[E2E_PATH_MAX], inf[E2E_PATH_MAX];
+	struct strv argv = { 0 }, env = { 0 };
+	char *out = NULL;
+	size_t hlen;
+	int rc;
+
+	memset(resp, 0, sizeof(*resp));
+	if (!e2e_s3_server() || !s3tmp[0]) {
+		say("e2e_s3_request: no S3 server");
+		return -1;
+	}
+	seq++;
+	snprintf(hdrf, sizeof(hdrf), "%s/h%u", s3tmp, seq);
+	snprintf(bodyf, sizeof(bodyf), "%s/b%u", s3tmp, seq);
+	snprintf(inf, sizeof(inf), "%s/i%u", s3tmp, seq);
+	url_encode(key ? key : "", enc, sizeof(enc));
+	env_base(&env, 1);
+	strv_add(&argv, "curl");
+	strv_add(&argv, "-sS");
+	strv_add(&argv, "--noproxy");
+	strv_add(&argv, "*");
+	strv_add(&argv, "--max-time");
+	strv_add(&argv, "60");
+	strv_add(&argv, "-H");
+	strv_add(&argv, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+	strv_add(&argv, "--aws-sigv4");
+	strv_add(&argv, "aws:amz:us-east-1:s3");
+	strv_add(&argv, "--user");
+	strv_add(&argv, "%s:%s", s3srv.key_id, s3srv.secret);
+	strv_add(&argv, "-D");
+	strv_add(&argv, "%s", hdrf);
+	strv_add(&argv, "-o");
+	strv_add(&argv, "%s", bodyf);
+	strv_add(&argv, "-w");
+	strv_add(&argv, "%%{http_code}");
+	if (strcmp(method, "HEAD") == 0) {
+		strv_add(&argv, "-I");
+	} else {
+		strv_add(&argv, "-X");
+		strv_add(&argv, "%s", method);
+	}
+	if (body) {
+		int fd = open(inf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+			      0600);
+
+		if (fd < 0 || (len && write(fd, body, len) != (ssize_t)len)) {
+			say("e2e_s3_request: write %s: %s", inf,
+			    strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			strv_free(&argv);
+			strv_free(&env);
+			return -1;
+		}
+		close(fd);
+		strv_add(&argv, "-T");
+		strv_add(&argv, "%s", inf);
+	}
+	for (const char *const *h = headers; h && *h; h++) {
+		strv_add(&argv, "-H");
+		strv_add(&argv, "%s", *h);
+	}
+	strv_add(&argv, "%s/%s%s%s%s%s", s3srv.endpoint, s3srv.bucket,
+		 key ? "/" : "", enc, query ? "?" : "", query ? query : "");
+	rc = run_cmd(argv.v, env.v, &out);
+	strv_free(&argv);
+	strv_free(&env);
+	resp->code = out ? atoi(out) : 0;
+	free(out);
+	resp->headers = slurp(hdrf, &hlen);
+	resp->body = slurp(bodyf, &resp->len);
+	unlink(hdrf);
+	unlink(bodyf);
+	unlink(inf);
+	if (rc != 0 || resp->code == 0) {
+		say("curl %s %s: exit %d, HTTP %d", method, key ? key : "/",
+		    rc, resp->code);
+		return -1;
+	}
+	return 0;
+}
+
+void e2e_s3_resp_free(struct e2e_s3_resp *resp)
+{
+	free(resp->headers);
+	free(resp->body);
+	memset(resp, 0, sizeof(*resp));
+}
+
+int e2e_s3_header(const struct e2e_s3_resp *resp, const char *name,
+		  char *out, size_t cap)
+{
+	size_t n = strlen(name);
+	const char *l = resp->headers;
+
+	/* With redirects or 100-continue there are several blocks: last wins. */
+	int found = -1;
+
+	while (l && *l) {
+		const char *end = strchr(l, '\n');
+		size_t len = end ? (size_t)(end - l) : strlen(l);
+
+		if (len > n && strncasecmp(l, name, n) == 0 && l[n] == ':') {
+			const char *v = l + n + 1;
+			size_t vlen = len - n - 1;
+
+			while (vlen && (*v == ' ' || *v == '\t'))
+				v++, vlen--;
+			while (vlen && (v[vlen - 1] == '\r' ||
+					v[vlen - 1] == ' '))
+				vlen--;
+			if (vlen < cap) {
+				memcpy(out, v, vlen);
+				out[vlen] = '\0';
+				found = 0;
+			}
+		}
+		l = end ? end + 1 : NULL;
+	}
+	return found;
+}
+
+void e2e_s3_key(const struct e2e_gw *gw, const char *path, char *out,
+		size_t cap)
+{
+	while (*path == '/')
+		path++;
+	snprintf(out, cap, "%s/%s", gw->s3_prefix, path);
+}
+
+/* ------------------------------------------------------------------ */
+/* The gateway process (continued)                                     */
+
+/* The gateway's argv and environment, made before fork. */
+static void gw_cmdline(struct e2e_gw *gw, const char *bin, struct strv *argv,
+		       struct strv *env)
+{
 	const char *lvl = getenv("E2E_LOG_LEVEL");
-	int n = 0, logfd, nullfd;
+	const struct e2e_s3 *s3 = e2e_backend_is_s3() ? &s3srv : NULL;
+
+	strv_add(argv, "%s", bin);
+	strv_add(argv, "--store");
+	if (s3)
+		strv_add(argv, "%s", gw->store);
+	else
+		strv_add(argv, "file://%s", gw->store);
+	if (s3) {
+		strv_add(argv, "--s3-endpoint");
+		strv_add(argv, "%s", s3->endpoint);
+		strv_add(argv, "--s3-region");
+		strv_add(argv, "us-east-1");
+	}
+	strv_add(argv, "--state");
+	strv_add(argv, "%s", gw->state);
+	strv_add(argv, "--bind");
+	strv_add(argv, "127.0.0.1");
+	strv_add(argv, "--nfs-port");
+	strv_add(argv, "0");
+	strv_add(argv, "--mount-port");
+	strv_add(argv, "0");
+	strv_add(argv, "--export");
+	strv_add(argv, "%s", E2E_EXPORT);
+	strv_add(argv, "--threads");
+	strv_add(argv, "%d", gw->threads);
+	strv_add(argv, "--no-rpcbind");
+	strv_add(argv, "--foreground");
+	if (gw->opts.dir_ttl) {
+		strv_add(argv, "--dir-ttl");
+		strv_add(argv, "%s", gw->opts.dir_ttl);
+	}
+	if (gw->opts.upload_delay) {
+		strv_add(argv, "--upload-delay");
+		strv_add(argv, "%s", gw->opts.upload_delay);
+	}
+	if (lvl && *lvl) {
+		strv_add(argv, "--log-level");
+		strv_add(argv, "%s", lvl);
+	}
+	env_base(env, s3 != NULL);
+	if (s3) {
+		strv_add(env, "AWS_ACCESS_KEY_ID=%s",
+			 gw->opts.s3_key_id ? gw->opts.s3_key_id : s3->key_id);
+		strv_add(env, "AWS_SECRET_ACCESS_KEY=%s",
+			 gw->opts.s3_secret ? gw->opts.s3_secret : s3->secret);
+		strv_add(env, "AWS_REGION=us-east-1");
+		/* Never instance metadata (169.254.169.254), no config files. */
+		strv_add(env, "AWS_EC2_METADATA_DISABLED=true");
+		strv_add(env, "AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.0.1:9");
+		strv_add(env, "AWS_SHARED_CREDENTIALS_FILE=%s/no-aws-credentials",
+			 gw->dir);
+		strv_add(env, "AWS_CONFIG_FILE=%s/no-aws-config", gw->dir);
+		strv_add(env, "NO_PROXY=*");
+		strv_add(env, "no_proxy=*");
+	}
+}
+
+static void exec_child(struct e2e_gw *gw, int out_w, char *const *argv,
+		       char *const *env)
+{
+	int logfd, nullfd;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	logfd = open(gw->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -127,38 +776,15 @@ static void exec_child(struct e2e_gw *gw, const char *bin, int out_w)
 	if (logfd < 0 || nullfd < 0 || dup2(out_w, 1) < 0 ||
 	    dup2(logfd, 2) < 0 || dup2(nullfd, 0) < 0)
 		_exit(126);
-	snprintf(store_url, sizeof(store_url), "file://%s", gw->store);
-	snprintf(threads, sizeof(threads), "%d", gw->threads);
-	argv[n++] = bin;
-	argv[n++] = "--store";
-	argv[n++] = store_url;
-	argv[n++] = "--state";
-	argv[n++] = gw->state;
-	argv[n++] = "--bind";
-	argv[n++] = "127.0.0.1";
-	argv[n++] = "--nfs-port";
-	argv[n++] = "0";
-	argv[n++] = "--mount-port";
-	argv[n++] = "0";
-	argv[n++] = "--export";
-	argv[n++] = E2E_EXPORT;
-	argv[n++] = "--threads";
-	argv[n++] = threads;
-	argv[n++] = "--no-rpcbind";
-	argv[n++] = "--foreground";
-	if (lvl && *lvl) {
-		argv[n++] = "--log-level";
-		argv[n++] = lvl;
-	}
-	argv[n] = NULL;
-	execv(bin, (char *const *)argv);
-	dprintf(2, "e2e: exec %s: %s\n", bin, strerror(errno));
+	execve(argv[0], argv, env);
+	dprintf(2, "e2e: exec %s: %s\n", argv[0], strerror(errno));
 	_exit(127);
 }
 
 static int spawn(struct e2e_gw *gw)
 {
 	const char *bin = getenv("MAPFS_GW");
+	struct strv argv = { 0 }, env = { 0 };
 	char line[1024];
 	size_t fill = 0;
 	uint64_t deadline;
@@ -177,17 +803,23 @@ static int spawn(struct e2e_gw *gw)
 		say("pipe: %s", strerror(errno));
 		return -1;
 	}
+	gw_cmdline(gw, bin, &argv, &env);
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
 		say("fork: %s", strerror(errno));
 		close(p[0]);
 		close(p[1]);
+		strv_free(&argv);
+		strv_free(&env);
 		return -1;
 	}
 	if (pid == 0)
-		exec_child(gw, bin, p[1]);
+		exec_child(gw, p[1], argv.v, env.v);
 	close(p[1]);
+	strv_free(&argv);
+	strv_free(&env);
+	gw->exit_status = -1;
 	gw->pid = pid;
 	gw->out_fd = p[0];
 	gw->starts++;
@@ -219,6 +851,8 @@ static int spawn(struct e2e_gw *gw)
 
 			waitpid(pid, &st, 0);
 			gw->pid = 0;
+			gw->exit_status = WIFEXITED(st) ? WEXITSTATUS(st)
+						       : 128 + WTERMSIG(st);
 			say("gateway exited before the ready line (%s %d)",
 			    WIFEXITED(st) ? "exit" : "signal",
 			    WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
@@ -256,25 +890,55 @@ fail:
 	return -1;
 }
 
-int e2e_gw_start(struct e2e_gw *gw, int threads)
+int e2e_gw_start_opts(struct e2e_gw *gw, const struct e2e_gw_opts *o)
 {
+	static unsigned seq;
+	const struct e2e_s3 *s3 = NULL;
+
 	memset(gw, 0, sizeof(*gw));
 	gw->out_fd = -1;
-	gw->threads = threads > 0 ? threads : 2;
+	gw->exit_status = -1;
+	if (o)
+		gw->opts = *o;
+	gw->threads = gw->opts.threads > 0 ? gw->opts.threads : 2;
+	if (e2e_backend_is_s3()) {
+		s3 = e2e_s3_server();
+		if (!s3)
+			return -1;
+	}
 	snprintf(gw->dir, sizeof(gw->dir), "/tmp/mapfs-e2e-XXXXXX");
 	if (!mkdtemp(gw->dir)) {
 		say("mkdtemp: %s", strerror(errno));
 		gw->dir[0] = '\0';
 		return -1;
 	}
-	snprintf(gw->store, sizeof(gw->store), "%s/store", gw->dir);
 	snprintf(gw->state, sizeof(gw->state), "%s/state", gw->dir);
 	snprintf(gw->log, sizeof(gw->log), "%s/gw.log", gw->dir);
-	if (mkdir(gw->store, 0755) != 0 || mkdir(gw->state, 0700) != 0) {
-		say("mkdir under %s: %s", gw->dir, strerror(errno));
+	if (s3) {
+		/* A prefix of its own: gateways of a run never see each other. */
+		snprintf(gw->s3_prefix, sizeof(gw->s3_prefix), "e2e-%d-%u-%s",
+			 (int)getpid(), ++seq, strrchr(gw->dir, '-') + 1);
+		snprintf(gw->store, sizeof(gw->store), "s3://%s/%s",
+			 s3->bucket, gw->s3_prefix);
+	} else {
+		snprintf(gw->store, sizeof(gw->store), "%s/store", gw->dir);
+		if (mkdir(gw->store, 0755) != 0) {
+			say("mkdir %s: %s", gw->store, strerror(errno));
+			return -1;
+		}
+	}
+	if (mkdir(gw->state, 0700) != 0) {
+		say("mkdir %s: %s", gw->state, strerror(errno));
 		return -1;
 	}
 	return spawn(gw);
+}
+
+int e2e_gw_start(struct e2e_gw *gw, int threads)
+{
+	struct e2e_gw_opts o = { .threads = threads };
+
+	return e2e_gw_start_opts(gw, &o);
 }
 
 int e2e_gw_restart(struct e2e_gw *gw)

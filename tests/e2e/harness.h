@@ -15,6 +15,19 @@
  *    copies owned by the connection (freed by e2e_rpc_close), so tests can
  *    inspect exact nfsstat3 values, wcc_data and post_op_attr at leisure.
  *
+ * The object store behind the gateway comes from MAPFS_E2E_STORE:
+ *  - "file" (the default): file:// under the temp dir;
+ *  - "rgw" or "s3rver": a real S3 server on 127.0.0.1, started once per
+ *    test process by tests/s3/rgw.sh or tests/s3/s3rver.sh ($MAPFS_S3_SCRIPTS,
+ *    set by ctest) and stopped at exit (or by the script's watchdog if the
+ *    process dies); every gateway gets its own key prefix in its bucket;
+ *  - "s3": a server already running, described by the environment that
+ *    those scripts print (MAPFS_S3_ENDPOINT, MAPFS_S3_BUCKET,
+ *    AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY).
+ * The gateway gets the credentials in its environment, with instance
+ * metadata disabled, no AWS config files and no proxy: it talks to
+ * 127.0.0.1 only.
+ *
  * Every function prints a line saying what went wrong on failure.
  */
 #ifndef MAPFS_E2E_HARNESS_H
@@ -78,9 +91,21 @@
 /* ------------------------------------------------------------------ */
 /* The gateway process                                                 */
 
+/* Options of e2e_gw_start_opts; zero means the gateway's default. */
+struct e2e_gw_opts {
+	int threads;              /* default 2 */
+	const char *dir_ttl;      /* --dir-ttl SECONDS, if not NULL */
+	const char *upload_delay; /* --upload-delay SECONDS, if not NULL */
+	const char *s3_secret;    /* S3 only: this secret instead of the real */
+	const char *s3_key_id;    /* S3 only: this access key instead */
+};
+
 struct e2e_gw {
 	char dir[64];             /* the temp dir: store/, state/, gw.log */
-	char store[E2E_PATH_MAX];
+	char store[E2E_PATH_MAX]; /* file:// root, or "s3://BUCKET/PREFIX" */
+	char s3_prefix[128];      /* S3: this gateway's key prefix, no '/' */
+	struct e2e_gw_opts opts;
+	int exit_status;          /* exit status if it exited before ready, else -1 */
 	char state[E2E_PATH_MAX];
 	char log[E2E_PATH_MAX];
 	pid_t pid;                /* 0 when not running */
@@ -97,6 +122,13 @@ struct e2e_gw {
  * to 30 s for the ready line.  Returns 0, or -1 (reason and log printed).
  */
 int e2e_gw_start(struct e2e_gw *gw, int threads);
+
+/*
+ * The same with options.  When the gateway exits before its ready line,
+ * -1 is returned and gw->exit_status holds its exit status (128+sig if it
+ * died of a signal); its stderr is in gw->log.
+ */
+int e2e_gw_start_opts(struct e2e_gw *gw, const struct e2e_gw_opts *o);
 
 /* Start again on the same store and state (after stop or kill9). */
 int e2e_gw_restart(struct e2e_gw *gw);
@@ -117,11 +149,84 @@ int e2e_gw_alive(struct e2e_gw *gw);
 /* Print the gateway's log on stderr (framed, with the path). */
 void e2e_gw_dump_log(const struct e2e_gw *gw);
 
+/* The gateway's log so far, NUL-terminated, malloc'd (caller frees). */
+char *e2e_gw_log_read(const struct e2e_gw *gw);
+
 /*
  * Kill the gateway if it runs and remove the temp dir (kept when the
  * environment has E2E_KEEP=1).
  */
 void e2e_gw_cleanup(struct e2e_gw *gw);
+
+/* ------------------------------------------------------------------ */
+/* The object store backend                                            */
+
+enum e2e_backend { E2E_BACKEND_FILE, E2E_BACKEND_RGW, E2E_BACKEND_S3RVER,
+		   E2E_BACKEND_S3 };
+
+/* This process's backend (MAPFS_E2E_STORE); an unknown name aborts. */
+enum e2e_backend e2e_backend(void);
+/* "file", "rgw", "s3rver" or "s3". */
+const char *e2e_backend_name(void);
+/* 1 for every S3 backend. */
+int e2e_backend_is_s3(void);
+
+struct e2e_s3 {
+	char kind[16];            /* rgw, s3rver, or s3 for an outside one */
+	char dir[E2E_PATH_MAX];   /* the server's dir (empty: not ours) */
+	char endpoint[128];       /* http://127.0.0.1:PORT */
+	char bucket[64];
+	char key_id[128];
+	char secret[128];
+	int ours;                 /* started (and stopped) by this process */
+	int down;                 /* stopped by e2e_s3_down */
+};
+
+/*
+ * The S3 server of this process, started on first use (S3 backends only;
+ * NULL for file:// or when it cannot start, the reason printed).  Stopped
+ * and wiped at exit (E2E_KEEP=1: stopped, its dir kept).
+ */
+const struct e2e_s3 *e2e_s3_server(void);
+
+/*
+ * Take the server down as a crash would (s3rver: SIGKILL; radosgw: a
+ * clean stop, since its memstore keeps data only across those) and bring
+ * it back on the same port with its data.  Only for servers this process
+ * started.  0 or -1.
+ */
+int e2e_s3_down(void);
+int e2e_s3_up(void);
+
+/* A reply from the S3 API. */
+struct e2e_s3_resp {
+	int code;                 /* HTTP status, 0 if curl failed */
+	char *headers;            /* the response headers, raw */
+	char *body;               /* NUL-terminated (also for binary) */
+	size_t len;
+};
+
+/*
+ * One SigV4-signed request with curl --aws-sigv4 to the server, on
+ * "/BUCKET/KEY" (key percent-encoded here; NULL means the bucket).  query
+ * is appended after '?' as given: it must be canonical (sorted,
+ * percent-encoded; curl signs it as written).  body (len bytes) is sent for
+ * PUT; headers is a NULL-terminated list of "Name: value" or NULL.  Returns
+ * 0 when an HTTP answer came (any status), -1 if curl could not run.
+ * Free resp with e2e_s3_resp_free.
+ */
+int e2e_s3_request(const char *method, const char *key, const char *query,
+		   const void *body, size_t len, const char *const *headers,
+		   struct e2e_s3_resp *resp);
+void e2e_s3_resp_free(struct e2e_s3_resp *resp);
+
+/* The value of header name (case-insensitive) into out; 0 or -1. */
+int e2e_s3_header(const struct e2e_s3_resp *resp, const char *name,
+		  char *out, size_t cap);
+
+/* The full key of path (relative to the export root) under gw's prefix. */
+void e2e_s3_key(const struct e2e_gw *gw, const char *path, char *out,
+		size_t cap);
 
 /* ------------------------------------------------------------------ */
 /* libnfs high-level client                                            */
