@@ -3,6 +3,7 @@
  */
 #include "harness.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -117,7 +118,7 @@ static int parse_ready(struct e2e_gw *gw, const char *line)
 static void exec_child(struct e2e_gw *gw, const char *bin, int out_w)
 {
 	char store_url[E2E_PATH_MAX + 16], threads[16];
-	const char *argv[24];
+	const char *argv[24 + 16];
 	const char *lvl = getenv("E2E_LOG_LEVEL");
 	int n = 0, logfd, nullfd;
 
@@ -150,6 +151,8 @@ static void exec_child(struct e2e_gw *gw, const char *bin, int out_w)
 		argv[n++] = "--log-level";
 		argv[n++] = lvl;
 	}
+	for (int i = 0; gw->extra_args && gw->extra_args[i] && i < 16; i++)
+		argv[n++] = gw->extra_args[i];
 	argv[n] = NULL;
 	execv(bin, (char *const *)argv);
 	dprintf(2, "e2e: exec %s: %s\n", bin, strerror(errno));
@@ -256,7 +259,8 @@ fail:
 	return -1;
 }
 
-int e2e_gw_start(struct e2e_gw *gw, int threads)
+/* A fresh gw in a new temp dir, not started.  0 or -1. */
+static int gw_prepare(struct e2e_gw *gw, int threads)
 {
 	memset(gw, 0, sizeof(*gw));
 	gw->out_fd = -1;
@@ -274,6 +278,22 @@ int e2e_gw_start(struct e2e_gw *gw, int threads)
 		say("mkdir under %s: %s", gw->dir, strerror(errno));
 		return -1;
 	}
+	return 0;
+}
+
+int e2e_gw_start(struct e2e_gw *gw, int threads)
+{
+	if (gw_prepare(gw, threads))
+		return -1;
+	return spawn(gw);
+}
+
+int e2e_gw_start_args(struct e2e_gw *gw, int threads,
+		      const char *const *args)
+{
+	if (gw_prepare(gw, threads))
+		return -1;
+	gw->extra_args = args;
 	return spawn(gw);
 }
 
@@ -597,6 +617,60 @@ struct e2e_rpc *e2e_rpc_open(int port, int program, int version)
 		e2e_rpc_close(r);
 		return NULL;
 	}
+	return r;
+}
+
+/* A socket bound to src:src_port (see e2e_rpc_open_from); -1 on error. */
+static int bound_socket(const char *src, int src_port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	int port = src_port < 0 ? 600 : src_port;
+
+	if (fd < 0 || inet_pton(AF_INET, src, &sin.sin_addr) != 1) {
+		say("socket for %s: %s", src, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	for (;;) {
+		sin.sin_port = htons((uint16_t)port);
+		if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0)
+			return fd;
+		if (src_port >= 0 || errno != EADDRINUSE || ++port >= 1024)
+			break;
+	}
+	say("bind %s:%d: %s", src, port, strerror(errno));
+	close(fd);
+	return -1;
+}
+
+struct e2e_rpc *e2e_rpc_open_from(const char *src, int src_port, int port,
+				  int program, int version)
+{
+	struct sockaddr_in dst = { .sin_family = AF_INET,
+				   .sin_port = htons((uint16_t)port) };
+	struct e2e_rpc *r = e2e_rpc_open(port, program, version);
+	int fd, old;
+
+	if (!r)
+		return NULL;
+	fd = bound_socket(src, src_port);
+	dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&dst, sizeof(dst))) {
+		say("connect from %s to port %d: %s", src, port,
+		    strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		e2e_rpc_close(r);
+		return NULL;
+	}
+	/* libnfs wants its socket non-blocking, as it made its own. */
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	old = rpc_get_fd(r->rpc);
+	rpc_set_fd(r->rpc, fd);
+	close(old);
 	return r;
 }
 

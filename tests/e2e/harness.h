@@ -90,6 +90,7 @@ struct e2e_gw {
 	int threads;
 	int starts;               /* how many times it was started */
 	size_t extra_stdout;      /* bytes seen on stdout after the ready line */
+	const char *const *extra_args; /* e2e_gw_start_args(); NULL if none */
 };
 
 /*
@@ -97,6 +98,14 @@ struct e2e_gw {
  * to 30 s for the ready line.  Returns 0, or -1 (reason and log printed).
  */
 int e2e_gw_start(struct e2e_gw *gw, int threads);
+
+/*
+ * e2e_gw_start() with more command-line arguments (NULL-terminated, at
+ * most 16), e.g. { "--exports", path, NULL }.  args must outlive gw:
+ * restarts pass them again.
+ */
+int e2e_gw_start_args(struct e2e_gw *gw, int threads,
+		      const char *const *args);
 
 /* Start again on the same store and state (after stop or kill9). */
 int e2e_gw_restart(struct e2e_gw *gw);
@@ -145,6 +154,15 @@ struct e2e_rpc;
  */
 struct e2e_rpc *e2e_rpc_open(int port, int program, int version);
 void e2e_rpc_close(struct e2e_rpc *r);
+
+/*
+ * e2e_rpc_open(), but the connection comes from source address src
+ * (e.g. "127.0.0.2") and source port src_port: 0 for any unprivileged
+ * port, -1 for any privileged one (< 1024, root only).  libnfs cannot
+ * bind, so it connects, and the socket under it is swapped for ours.
+ */
+struct e2e_rpc *e2e_rpc_open_from(const char *src, int src_port, int port,
+				  int program, int version);
 
 /* The last error of a call that returned -1 (valid until the next call). */
 const char *e2e_rpc_error(const struct e2e_rpc *r);
