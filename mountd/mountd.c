@@ -1,9 +1,9 @@
 /*
  * mountd/mountd.c - the MOUNT v3 program (RFC 1813 Appendix I).
  *
- * MNT turns the export's path (or a directory below it) into a file
- * handle minted with the same key and export id as NFS uses, so the
- * handle works with every NFS procedure.  The mount list kept for DUMP is
+ * MNT turns an export's path (or a directory below it) into a file
+ * handle minted with the same key and that export's id, so the handle
+ * works with every NFS procedure, and only through that export.  The mount list kept for DUMP is
  * bookkeeping only: nothing is refused for lack of an entry, and a mount
  * never fails because the list could not grow.
  */
@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "fs/fs.h"
 #include "mountd/mount3_prot.h"
 #include "nfsd/nfsd.h"
@@ -26,7 +27,6 @@
  * (and DUMP replies) without end by inventing names.
  */
 #define MOUNTD_LIST_MAX 4096
-#define MOUNTD_NOBODY 65534 /* uid/gid for a call without AUTH_SYS */
 
 /*
  * Decoder of MNT and UMNT arguments.  rpcgen's string decoder stops at an
@@ -53,63 +53,6 @@ static bool_t mountd_dirpath_xdr(XDR *x, mnt3_dirpath *p)
 	s[len] = '\0';
 	*p = s;
 	return TRUE;
-}
-
-/*
- * Canonical form of an absolute path into out[cap]: no empty or "."
- * components, ".." resolved lexically (never above "/"), no trailing
- * slash.  Lexical ".." keeps a path like "/mapfs/../etc" from reaching
- * outside the export whatever the namespace below does with "..".
- * Returns 0, -ENOENT for a relative path (it names no export), or
- * -ENAMETOOLONG for a component over FS_NAME_MAX or a result over cap.
- */
-static int mountd_path_canon(const char *in, char *out, size_t cap)
-{
-	size_t len = 0, clen;
-
-	if (in[0] != '/')
-		return -ENOENT;
-	for (;;) {
-		while (*in == '/')
-			in++;
-		clen = strcspn(in, "/");
-		if (!clen)
-			break;
-		if (clen > FS_NAME_MAX)
-			return -ENAMETOOLONG;
-		if (clen == 2 && in[0] == '.' && in[1] == '.') {
-			while (len && out[--len] != '/')
-				;
-		} else if (clen != 1 || in[0] != '.') {
-			if (len + 1 + clen >= cap)
-				return -ENAMETOOLONG;
-			out[len++] = '/';
-			memcpy(out + len, in, clen);
-			len += clen;
-		}
-		in += clen;
-	}
-	if (!len)
-		out[len++] = '/';
-	out[len] = '\0';
-	return 0;
-}
-
-/*
- * The part of canonical path p below canonical export e ("" for the
- * export itself, "a/b" below it), or NULL if p is outside e.
- */
-static const char *mountd_below(const char *p, const char *e)
-{
-	size_t elen = strlen(e);
-
-	if (elen == 1) /* the export is "/" */
-		return p + 1;
-	if (strncmp(p, e, elen))
-		return NULL;
-	if (p[elen] == '\0')
-		return p + elen;
-	return p[elen] == '/' ? p + elen + 1 : NULL;
 }
 
 /*
@@ -210,27 +153,15 @@ static mountstat3 mountd_stat(int err)
 	return err == -ESTALE ? MNT3ERR_NOENT : MNT3ERR_IO;
 }
 
-/* The caller's identity for fs/: AUTH_SYS ids, else nobody. */
-static void mountd_ctx(const struct rpc_call *call, struct fs_ctx *ctx)
-{
-	const struct rpc_cred *c = rpc_call_cred(call);
-
-	ctx->loop = rpc_call_loop(call);
-	if (c->flavor != AUTH_SYS) {
-		ctx->uid = ctx->gid = MOUNTD_NOBODY;
-		ctx->ngids = 0;
-		return;
-	}
-	ctx->uid = c->uid;
-	ctx->gid = c->gid;
-	ctx->ngids = c->ngids < FS_MAX_GIDS ? c->ngids : FS_MAX_GIDS;
-	memcpy(ctx->gids, c->gids, ctx->ngids * sizeof(ctx->gids[0]));
-}
-
 /* fs_revalidate() completion, against the caller still being inside it. */
 enum { WALK_IDLE, WALK_CALLING, WALK_DONE };
 
-/* One MNT call walking its path down from the export's root. */
+/*
+ * One MNT call walking its path down from the namespace's root: first
+ * to the export's root as the server (that walk is the administrator's
+ * choice, as rpc.mountd resolves an export as root), then below it as
+ * the caller, squashed as the export's rule says.
+ */
 struct mnt_walk {
 	struct rpc_call *call;
 	struct nfsd *n;
@@ -240,6 +171,8 @@ struct mnt_walk {
 	int err;          /* of the last fs_revalidate() */
 	uint64_t ino;     /* the directory reached so far */
 	const char *next; /* components still to look up, inside path */
+	unsigned as_server; /* of them, how many lead to the export root */
+	uint32_t export_id;
 	char host[MNTNAMLEN + 1];
 	char path[MNTPATHLEN + 1]; /* canonical, as DUMP lists it */
 };
@@ -264,7 +197,7 @@ static void mnt_finish(struct mnt_walk *w, int err, uint32_t gen)
 			ok->auth_flavors.auth_flavors_val = NULL;
 			res->fhs_status = MNT3ERR_SERVERFAULT;
 		} else {
-			handle_encode(&w->n->key, w->n->export_id, w->ino, gen,
+			handle_encode(&w->n->key, w->export_id, w->ino, gen,
 				      (uint8_t *)ok->fhandle.fhandle3_val);
 			ok->fhandle.fhandle3_len = HANDLE_LEN;
 			/*
@@ -284,10 +217,21 @@ static void mnt_finish(struct mnt_walk *w, int err, uint32_t gen)
  * w->ino has been revalidated: look the next component up in it.
  * Returns true if that finished the call (an error, or the last one).
  */
+/* Whom the next lookup or revalidation acts as; see struct mnt_walk. */
+static const struct fs_ctx *mnt_ctx(const struct mnt_walk *w,
+				    struct fs_ctx *server)
+{
+	if (!w->as_server)
+		return &w->ctx;
+	*server = (struct fs_ctx){ .loop = w->ctx.loop };
+	return server;
+}
+
 static bool mnt_step(struct mnt_walk *w)
 {
 	char name[FS_NAME_MAX + 1];
 	size_t len = strcspn(w->next, "/"); /* <= FS_NAME_MAX: canonical */
+	struct fs_ctx server;
 	struct fs_attr a;
 	uint64_t ino;
 	int rc = w->err;
@@ -298,7 +242,10 @@ static bool mnt_step(struct mnt_walk *w)
 	if (*w->next == '/')
 		w->next++;
 	if (!rc)
-		rc = fs_lookup(w->n->fs, &w->ctx, w->ino, name, &ino, &a);
+		rc = fs_lookup(w->n->fs, mnt_ctx(w, &server), w->ino, name,
+			       &ino, &a);
+	if (w->as_server)
+		w->as_server--;
 	if (!rc && a.type != FS_DIR)
 		rc = -ENOTDIR;
 	if (!rc)
@@ -320,9 +267,11 @@ static void mnt_revalidated(void *arg, int err);
  */
 static void mnt_walk(struct mnt_walk *w)
 {
+	struct fs_ctx server;
+
 	do {
 		atomic_store(&w->phase, WALK_CALLING);
-		fs_revalidate(w->n->fs, &w->ctx, w->ino, false,
+		fs_revalidate(w->n->fs, mnt_ctx(w, &server), w->ino, false,
 			      mnt_revalidated, w);
 		if (atomic_exchange(&w->phase, WALK_IDLE) != WALK_DONE)
 			return;
@@ -349,16 +298,56 @@ static void mountd_null(struct rpc_call *call, void *args, void *res)
 	rpc_call_done(call);
 }
 
+/* The number of components of a canonical relative path ("" has none). */
+static unsigned mountd_depth(const char *p)
+{
+	unsigned n = *p ? 1 : 0;
+
+	for (; *p; p++)
+		n += *p == '/';
+	return n;
+}
+
 /*
- * MNT (Appendix I, MOUNTPROC3_MNT): the export's root or a directory
- * below it.  A path outside the export is NOENT, like one that does not
- * exist, so a client learns nothing about what is not exported.
+ * The export for w->path and the caller's rights there, with the table
+ * pinned; fills w's walk.  0, or -ENOENT (not exported: the client
+ * learns nothing about what is not exported), or -EACCES (no rule
+ * admits the client, or the rule is secure and the port is not: as
+ * rpc.mountd answers both).
  */
+static int mnt_export(struct mnt_walk *w, struct rpc_call *call)
+{
+	const struct sockaddr_storage *peer = rpc_call_peer(call);
+	const struct exports_rule *r;
+	struct exports_entry *e;
+	struct exports *t;
+	int loop = rpc_call_loop(call), rc;
+
+	t = exports_pin(&w->n->exports, loop);
+	rc = t ? exports_mount_find(t, w->path, peer, &e, &r) : -ENOENT;
+	if (!rc && !exports_port_ok(r, peer)) {
+		log_warn("MNT %s from %s refused: source port is not below "
+			 "1024 and the export is secure", w->path, w->host);
+		rc = -EACCES;
+	} else if (rc == -EACCES) {
+		log_warn("MNT %s from %s refused: no export rule admits it",
+			 w->path, w->host);
+	}
+	if (!rc) {
+		w->export_id = e->id;
+		w->next = exports_path_below(w->path, t->base);
+		w->as_server = mountd_depth(e->below);
+		exports_squash(r, rpc_call_cred(call), &w->ctx);
+	}
+	exports_unpin(&w->n->exports, loop);
+	return rc;
+}
+
+/* MNT (Appendix I, MOUNTPROC3_MNT): an export or a directory below it. */
 static void mountd_mnt(struct rpc_call *call, void *args, void *res)
 {
 	struct nfsd *n = rpc_call_ctx(call);
 	const mnt3_dirpath *dirpath = args;
-	char export[MNTPATHLEN + 1];
 	struct mnt_walk *w;
 	struct fs_attr a;
 	int rc;
@@ -372,16 +361,12 @@ static void mountd_mnt(struct rpc_call *call, void *args, void *res)
 	w->call = call;
 	w->n = n;
 	w->res = res;
-	w->ino = n->root_ino;
+	w->ino = FS_ROOT_INO;
+	w->ctx.loop = rpc_call_loop(call);
 	mountd_host(call, w->host, sizeof(w->host));
-	mountd_ctx(call, &w->ctx);
-	/* An export path that does not canonicalize is the server's fault. */
-	if (mountd_path_canon(n->export_path, export, sizeof(export)))
-		rc = -EFAULT;
-	else
-		rc = mountd_path_canon(*dirpath, w->path, sizeof(w->path));
-	if (!rc && !(w->next = mountd_below(w->path, export)))
-		rc = -ENOENT;
+	rc = exports_path_canon(*dirpath, w->path, sizeof(w->path));
+	if (!rc)
+		rc = mnt_export(w, call);
 	if (rc) {
 		mnt_finish(w, rc, 0);
 		return;
@@ -390,7 +375,7 @@ static void mountd_mnt(struct rpc_call *call, void *args, void *res)
 		mnt_walk(w);
 		return;
 	}
-	rc = fs_getattr(n->fs, n->root_ino, &a);
+	rc = fs_getattr(n->fs, FS_ROOT_INO, &a);
 	mnt_finish(w, rc, rc ? 0 : a.gen);
 }
 
@@ -434,7 +419,7 @@ static void mountd_umnt(struct rpc_call *call, void *args, void *res)
 	(void)res;
 	mountd_host(call, host, sizeof(host));
 	/* A path MNT could not canonicalize was never recorded. */
-	if (!mountd_path_canon(*(mnt3_dirpath *)args, path, sizeof(path)))
+	if (!exports_path_canon(*(mnt3_dirpath *)args, path, sizeof(path)))
 		mountd_list_remove(n, host, path);
 	rpc_call_done(call);
 }
@@ -452,32 +437,58 @@ static void mountd_umntall(struct rpc_call *call, void *args, void *res)
 	rpc_call_done(call);
 }
 
-/* EXPORT: the one export, open to every host ("*"). */
+/* One exportnode for e (its clients as written), at *tail. */
+static bool mountd_export_node(const struct exports_entry *e,
+			       exportnode ***tail)
+{
+	exportnode *node = calloc(1, sizeof(*node));
+	mnt3_groups *gtail;
+
+	if (!node)
+		return false;
+	**tail = node;
+	*tail = &node->ex_next;
+	node->ex_dir = strdup(e->path);
+	if (!node->ex_dir)
+		return false;
+	gtail = &node->ex_groups;
+	for (size_t i = 0; i < e->nrules; i++) {
+		groupnode *g = calloc(1, sizeof(*g));
+
+		if (!g)
+			return false;
+		*gtail = g;
+		gtail = &g->gr_next;
+		g->gr_name = strdup(e->rules[i].spec);
+		if (!g->gr_name)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * EXPORT: the table as it is, every export with its clients, as
+ * showmount -e shows Linux's.  It tells a client nothing MNT would not.
+ */
 static void mountd_export(struct rpc_call *call, void *args, void *res)
 {
 	struct nfsd *n = rpc_call_ctx(call);
 	mnt3_exports *list = res;
-	char dir[MNTPATHLEN + 1];
-	exportnode *e;
+	exportnode **tail = list;
+	int loop = rpc_call_loop(call);
+	struct exports *t;
+	bool ok = true;
 
 	(void)args;
-	if (mountd_path_canon(n->export_path, dir, sizeof(dir))) {
-		rpc_call_fail(call, SYSTEM_ERR);
+	t = exports_pin(&n->exports, loop);
+	for (size_t i = 0; t && ok && i < t->n; i++)
+		ok = mountd_export_node(&t->entries[i], &tail);
+	exports_unpin(&n->exports, loop);
+	if (ok) {
+		rpc_call_done(call);
 		return;
 	}
-	e = *list = calloc(1, sizeof(*e));
-	if (!e)
-		goto out_nomem;
-	e->ex_dir = strdup(dir);
-	e->ex_groups = calloc(1, sizeof(*e->ex_groups));
-	if (!e->ex_dir || !e->ex_groups)
-		goto out_nomem;
-	e->ex_groups->gr_name = strdup("*");
-	if (!e->ex_groups->gr_name)
-		goto out_nomem;
-	rpc_call_done(call);
-	return;
-out_nomem:
+	/* Frees the partial list and leaves *list NULL. */
 	xdr_free((xdrproc_t)xdr_mnt3_exports, (char *)list);
 	rpc_call_fail(call, SYSTEM_ERR);
 }

@@ -40,6 +40,8 @@ static const struct opt opts[] = {
 	  "MOUNT port (default 20048; 0 picks a free port)" },
 	{ "export", OPT_STR, OFF(export_path), "PATH",
 	  "exported path (default /mapfs)" },
+	{ "exports", OPT_STR, OFF(exports_file), "FILE",
+	  "who may mount what, exports(5) syntax; without the file, --export goes to everyone rw (default /etc/mapfs-gw/exports)" },
 	{ "threads", OPT_INT, OFF(threads), "N",
 	  "event loops, one per core (default: online CPUs)" },
 	{ "no-rpcbind", OPT_BOOL, OFF(no_rpcbind), NULL,
@@ -74,8 +76,9 @@ void config_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: mapfs-gw [--config FILE] [--store URL] [--state DIR] [--bind ADDR]\n"
-		"                [--nfs-port N] [--mount-port N] [--export PATH] [--threads N]\n"
-		"                [--no-rpcbind] [--foreground] [--log-level L]\n\n"
+		"                [--nfs-port N] [--mount-port N] [--export PATH] [--exports FILE]\n"
+		"                [--threads N]"
+		" [--no-rpcbind] [--foreground] [--log-level L]\n\n"
 		"A user-space NFSv3 server exporting an object store's namespace from a\n"
 		"local cache.  Once ready it prints one line on stdout:\n"
 		"  mapfs-gw: ready nfs=ADDR:PORT mount=ADDR:PORT export=PATH\n\n"
@@ -229,12 +232,14 @@ static int config_defaults(struct config *cfg)
 		.nfs_port = 2049,
 		.mount_port = 20048,
 		.export_path = strdup("/mapfs"),
+		.exports_file = strdup("/etc/mapfs-gw/exports"),
 		.threads = n > 0 ? (int)n : 1,
 		.log_level = strdup("info"),
 		.dir_ttl_ms = 5000,
 		.upload_delay_ms = 5000,
 	};
-	return cfg->state && cfg->bind && cfg->export_path && cfg->log_level ?
+	return cfg->state && cfg->bind && cfg->export_path &&
+			       cfg->exports_file && cfg->log_level ?
 		       0 : -ENOMEM;
 }
 
@@ -347,6 +352,7 @@ void config_free(struct config *cfg)
 	free(cfg->state);
 	free(cfg->bind);
 	free(cfg->export_path);
+	free(cfg->exports_file);
 	free(cfg->log_level);
 	free(cfg->s3_endpoint);
 	free(cfg->s3_region);

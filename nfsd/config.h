@@ -16,6 +16,7 @@ struct config {
 	int nfs_port;      /* 0 = pick a free port */
 	int mount_port;
 	char *export_path; /* e.g. /mapfs */
+	char *exports_file; /* exports(5) table; default /etc/mapfs-gw/exports */
 	int threads;       /* event loops; default = online CPUs */
 	bool no_rpcbind;
 	bool foreground;

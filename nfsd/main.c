@@ -40,6 +40,7 @@ struct gateway {
 	struct fs *fs;
 	struct nfsd nfsd;
 	bool nfsd_ready;
+	struct exports *exports; /* read at start, until nfsd owns it */
 	struct rpc_server *srv;
 	struct rpc_program nfs_progs[2], mount_progs[1];
 	struct sockaddr_storage nfs_addr, mount_addr;
@@ -174,6 +175,76 @@ static int gateway_open_storage(struct gateway *gw)
 	return 0;
 }
 
+/*
+ * Read the exports file into *out.  At start a missing file means the
+ * single export of before: --export to everyone (warned about, and
+ * documented in docs/SECURITY.md); on reload it is an error, so that
+ * deleting the file never opens the gateway up.  Logs what failed.
+ */
+static int gateway_exports_read(const struct gateway *gw, bool at_start,
+				struct exports **out)
+{
+	char err[512];
+	int rc;
+
+	rc = exports_load(gw->cfg.exports_file, gw->cfg.export_path, out, err,
+			  sizeof(err));
+	if (rc == -ENOENT && at_start) {
+		log_warn("%s does not exist: exporting %s to every client "
+			 "(rw,no_root_squash,insecure); write an exports file "
+			 "to restrict it", gw->cfg.exports_file,
+			 gw->cfg.export_path);
+		rc = exports_default(gw->cfg.export_path, out);
+		if (rc)
+			log_error("exports: %s", strerror(-rc));
+		return rc;
+	}
+	if (rc)
+		log_error("exports: %s", err);
+	return rc;
+}
+
+/*
+ * Give t its ids and look its roots up, warning about exports whose
+ * directory is not known yet (their MNT looks again in the store).
+ */
+static int gateway_exports_prepare(struct gateway *gw, struct exports *t)
+{
+	char err[512];
+	int rc = exports_set_ids(t, &gw->nfsd.key, err, sizeof(err));
+
+	if (rc) {
+		log_error("exports: %s", err);
+		return rc;
+	}
+	for (size_t i = 0; i < t->n; i++)
+		if (!nfsd_export_root(&gw->nfsd, &t->entries[i], -1))
+			log_warn("export %s: no such directory known yet",
+				 t->entries[i].path);
+	return 0;
+}
+
+/* SIGHUP: a new table, or the old one kept if the file is bad. */
+static void gateway_exports_reload(struct gateway *gw)
+{
+	struct exports *t;
+	size_t n;
+
+	if (gateway_exports_read(gw, false, &t)) {
+		log_error("SIGHUP: keeping the exports as they were");
+		return;
+	}
+	if (gateway_exports_prepare(gw, t)) {
+		exports_free(t);
+		log_error("SIGHUP: keeping the exports as they were");
+		return;
+	}
+	n = t->n;
+	nfsd_exports_set(&gw->nfsd, t);
+	log_info("SIGHUP: %zu export%s from %s", n, n == 1 ? "" : "s",
+		 gw->cfg.exports_file);
+}
+
 static int gateway_open_nfsd(struct gateway *gw)
 {
 	char path[4096];
@@ -185,11 +256,10 @@ static int gateway_open_nfsd(struct gateway *gw)
 		return rc;
 	}
 	gw->nfsd.fs = gw->fs;
-	gw->nfsd.export_path = gw->cfg.export_path;
-	/* Stable across restarts, different per export and per gateway. */
-	gw->nfsd.export_id = (uint32_t)handle_siphash(
+	/* Stable across restarts, different per gateway. */
+	gw->nfsd.fsid = (uint32_t)handle_siphash(
 		gw->nfsd.key.k, gw->cfg.export_path, strlen(gw->cfg.export_path));
-	gw->nfsd.root_ino = FS_ROOT_INO;
+	gw->nfsd.nloops = gw->cfg.threads;
 	gw->nfsd.read_only = gw->cfg.read_only;
 	rc = nfsd_init(&gw->nfsd);
 	if (rc) {
@@ -197,6 +267,11 @@ static int gateway_open_nfsd(struct gateway *gw)
 		return rc;
 	}
 	gw->nfsd_ready = true;
+	rc = gateway_exports_prepare(gw, gw->exports);
+	if (rc)
+		return rc;
+	nfsd_exports_set(&gw->nfsd, gw->exports);
+	gw->exports = NULL;
 	return 0;
 }
 
@@ -284,6 +359,7 @@ static void gateway_close(struct gateway *gw)
 		fs_close(gw->fs, false);
 	if (gw->nfsd_ready)
 		nfsd_fini(&gw->nfsd);
+	exports_free(gw->exports);
 	if (gw->cache)
 		cache_close(gw->cache);
 	if (gw->db)
@@ -341,6 +417,11 @@ int main(int argc, char **argv)
 	}
 	log_parse_level(gw.cfg.log_level, &lvl);
 	log_set_level(lvl);
+	/* A bad exports file is a bad configuration: exit 2 at once. */
+	if (gateway_exports_read(&gw, true, &gw.exports)) {
+		config_free(&gw.cfg);
+		return 2;
+	}
 	if (!gw.cfg.foreground)
 		ready_fd = daemonize();
 
@@ -378,7 +459,7 @@ int main(int argc, char **argv)
 		if (sigwait(&sigs, &sig))
 			continue;
 		if (sig == SIGHUP) {
-			log_info("SIGHUP: nothing to reload yet");
+			gateway_exports_reload(&gw);
 			continue;
 		}
 		break;

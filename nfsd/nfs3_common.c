@@ -13,41 +13,67 @@ nfsstat3 nfs3_status(int err)
 	return err == 0 ? NFS3_OK : (nfsstat3)nfsd_errno_to_stat(err);
 }
 
-void nfs3_ctx(const struct rpc_call *call, struct fs_ctx *ctx)
+/*
+ * The export half of a handle check, with the table pinned: which
+ * export, whether this client may use it, and as whom.
+ */
+static nfsstat3 nfs3_export_check(struct rpc_call *call, uint32_t export_id,
+				  struct nfs3_export *exp, struct fs_ctx *ctx)
 {
-	const struct rpc_cred *cred = rpc_call_cred(call);
-	uint32_t i;
+	struct nfsd *n = rpc_call_ctx(call);
+	const struct sockaddr_storage *peer = rpc_call_peer(call);
+	const struct exports_rule *r;
+	struct exports_entry *e;
+	struct exports *t;
+	nfsstat3 status = NFS3_OK;
+	int loop = rpc_call_loop(call);
 
-	memset(ctx, 0, sizeof(*ctx));
-	ctx->loop = rpc_call_loop(call);
-	/*
-	 * The transport lets AUTH_NONE through for NULL only, but its zeroed
-	 * uid would be root: make sure such a call can never act as one.
-	 */
-	if (cred->flavor != AUTH_SYS) {
-		ctx->uid = NFS3_NOBODY;
-		ctx->gid = NFS3_NOBODY;
-		return;
+	t = exports_pin(&n->exports, loop);
+	/* An export no longer in the table is gone: STALE (2.3.3). */
+	e = t ? exports_find_id(t, export_id) : NULL;
+	if (!e) {
+		status = NFS3ERR_STALE;
+		goto out_unpin;
 	}
-	ctx->uid = cred->uid;
-	ctx->gid = cred->gid;
-	ctx->ngids = cred->ngids < FS_MAX_GIDS ? cred->ngids : FS_MAX_GIDS;
-	for (i = 0; i < ctx->ngids; i++)
-		ctx->gids[i] = cred->gids[i];
+	r = exports_match(e, peer);
+	if (!r) {
+		status = NFS3ERR_ACCES;
+		goto out_unpin;
+	}
+	if (!exports_port_ok(r, peer)) {
+		status = NFS3ERR_PERM; /* knfsd's answer to an insecure port */
+		goto out_unpin;
+	}
+	exp->id = e->id;
+	exp->root = nfsd_export_root(n, e, loop);
+	exp->read_only = n->read_only || !(r->flags & EXPORTS_RW);
+	if (!exp->root) {
+		status = NFS3ERR_STALE;
+		goto out_unpin;
+	}
+	memset(ctx, 0, sizeof(*ctx));
+	ctx->loop = loop;
+	exports_squash(r, rpc_call_cred(call), ctx);
+out_unpin:
+	exports_unpin(&n->exports, loop);
+	return status;
 }
 
-nfsstat3 nfs3_fh_verify(const struct nfsd *n, const nfs_fh3 *fh,
+nfsstat3 nfs3_fh_verify(struct rpc_call *call, const nfs_fh3 *fh,
+			struct nfs3_export *exp, struct fs_ctx *ctx,
 			uint64_t *ino, struct fs_attr *attr)
 {
+	struct nfsd *n = rpc_call_ctx(call);
 	uint32_t export_id, gen;
+	nfsstat3 status;
 	int err;
 
 	if (handle_decode(&n->key, fh->data.data_val, fh->data.data_len,
 			  &export_id, ino, &gen) < 0)
 		return NFS3ERR_BADHANDLE;
-	/* Genuine (the MAC holds) but not of this export: stale (2.3.3). */
-	if (export_id != n->export_id)
-		return NFS3ERR_STALE;
+	status = nfs3_export_check(call, export_id, exp, ctx);
+	if (status != NFS3_OK)
+		return status;
 	err = fs_getattr(n->fs, *ino, attr);
 	/* For a handle, a missing inode is STALE, never NOENT. */
 	if (err == -ESTALE || err == -ENOENT)
@@ -59,25 +85,26 @@ nfsstat3 nfs3_fh_verify(const struct nfsd *n, const nfs_fh3 *fh,
 	return NFS3_OK;
 }
 
-bool nfs3_fh_make(const struct nfsd *n, const struct fs_attr *attr,
-		  nfs_fh3 *fh)
+bool nfs3_fh_make(const struct nfsd *n, uint32_t export_id,
+		  const struct fs_attr *attr, nfs_fh3 *fh)
 {
 	uint8_t *data = malloc(HANDLE_LEN);
 
 	if (!data)
 		return false;
-	handle_encode(&n->key, n->export_id, attr->ino, attr->gen, data);
+	handle_encode(&n->key, export_id, attr->ino, attr->gen, data);
 	fh->data.data_len = HANDLE_LEN;
 	fh->data.data_val = (char *)data;
 	return true;
 }
 
-void nfs3_post_op_fh(const struct nfsd *n, const struct fs_attr *attr,
-		     post_op_fh3 *out)
+void nfs3_post_op_fh(const struct nfsd *n, uint32_t export_id,
+		     const struct fs_attr *attr, post_op_fh3 *out)
 {
 	/* The handle is optional here (2.6): a client without it LOOKUPs. */
 	out->handle_follows =
-		attr && nfs3_fh_make(n, attr, &out->post_op_fh3_u.handle);
+		attr &&
+		nfs3_fh_make(n, export_id, attr, &out->post_op_fh3_u.handle);
 }
 
 /* Wire times are unsigned 32-bit seconds: clamp what does not fit. */
@@ -111,7 +138,7 @@ void nfs3_fattr(const struct nfsd *n, const struct fs_attr *attr,
 	out->used = attr->used;
 	out->rdev.specdata1 = attr->rdev_major;
 	out->rdev.specdata2 = attr->rdev_minor;
-	out->fsid = n->export_id;
+	out->fsid = n->fsid;
 	out->fileid = attr->ino;
 	out->atime = nfs3_time(&attr->atime);
 	out->mtime = nfs3_time(&attr->mtime);
@@ -249,9 +276,9 @@ nfsstat3 nfs3_path(const nfspath3 *in, char out[FS_PATH_MAX + 1])
 	return NFS3_OK;
 }
 
-nfsstat3 nfs3_writable(const struct nfsd *n)
+nfsstat3 nfs3_writable(const struct nfs3_export *exp)
 {
-	return n->read_only ? NFS3ERR_ROFS : NFS3_OK;
+	return exp->read_only ? NFS3ERR_ROFS : NFS3_OK;
 }
 
 /* XDR unit sizes, RFC 4506: everything is a multiple of 4 bytes. */

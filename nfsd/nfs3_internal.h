@@ -36,34 +36,45 @@
 /* The largest file: S3's object size limit (5 TiB). */
 #define NFS3_MAXFILESIZE (5ull << 40)
 
-/* Whom an AUTH_NONE call (never past the transport but NULL) acts as. */
-#define NFS3_NOBODY 65534u
-
 /* --- nfs3_common.c --------------------------------------------------- */
 
 /* nfsstat3 for a negative errno (0 is NFS3_OK). */
 nfsstat3 nfs3_status(int err);
 
-/* The caller of a call, from its AUTH_SYS credential, on the call's loop. */
-void nfs3_ctx(const struct rpc_call *call, struct fs_ctx *ctx);
+/*
+ * The export a call's handle names, as this client may use it: copied
+ * out of the export table during the check, so it stays valid for the
+ * call's life whatever a reload does meanwhile.
+ */
+struct nfs3_export {
+	uint32_t id;    /* for every handle minted in the reply */
+	uint64_t root;  /* the export's root directory: ".." stops there */
+	bool read_only; /* ro rule (or --read-only) */
+};
 
 /*
- * Check a handle and fetch the object's attributes: NFS3_OK, or
- * NFS3ERR_BADHANDLE (length, version or MAC), NFS3ERR_STALE (other export,
- * inode gone, generation changed), or the mapped fs_getattr error.
+ * Check a handle and the caller's right to use it, and fetch the
+ * object's attributes.  NFS3_OK with *exp, *ctx (the caller as the
+ * rule squashes it, on the call's loop), *ino and *attr; or
+ * NFS3ERR_BADHANDLE (length, version or MAC), NFS3ERR_STALE (export not
+ * in the table, or its root unknown; inode gone, generation changed),
+ * NFS3ERR_ACCES (no rule of the export admits the client),
+ * NFS3ERR_PERM (the rule is secure and the source port is not, as
+ * knfsd answers), or the mapped fs_getattr error.
  */
-nfsstat3 nfs3_fh_verify(const struct nfsd *n, const nfs_fh3 *fh,
+nfsstat3 nfs3_fh_verify(struct rpc_call *call, const nfs_fh3 *fh,
+			struct nfs3_export *exp, struct fs_ctx *ctx,
 			uint64_t *ino, struct fs_attr *attr);
 
-/* A handle for attr's inode into fh (allocated: freed with the result). */
-bool nfs3_fh_make(const struct nfsd *n, const struct fs_attr *attr,
-		  nfs_fh3 *fh);
+/* A handle of export_id for attr's inode into fh (freed with the result). */
+bool nfs3_fh_make(const struct nfsd *n, uint32_t export_id,
+		  const struct fs_attr *attr, nfs_fh3 *fh);
 
 /* post_op_fh3 for attr's inode; none when attr is NULL or memory ran out. */
-void nfs3_post_op_fh(const struct nfsd *n, const struct fs_attr *attr,
-		     post_op_fh3 *out);
+void nfs3_post_op_fh(const struct nfsd *n, uint32_t export_id,
+		     const struct fs_attr *attr, post_op_fh3 *out);
 
-/* fattr3 of attr: fsid is the export id, fileid the inode (2.6). */
+/* fattr3 of attr: fsid is n's, fileid the inode (2.6). */
 void nfs3_fattr(const struct nfsd *n, const struct fs_attr *attr,
 		fattr3 *out);
 
@@ -108,7 +119,7 @@ nfsstat3 nfs3_name(const filename3 *in, enum nfs3_name_use use,
 nfsstat3 nfs3_path(const nfspath3 *in, char out[FS_PATH_MAX + 1]);
 
 /* NFS3ERR_ROFS for a read-only export, else NFS3_OK. */
-nfsstat3 nfs3_writable(const struct nfsd *n);
+nfsstat3 nfs3_writable(const struct nfs3_export *exp);
 
 /*
  * Exact XDR sizes for directory replies (RFC 1813 3.3.16/3.3.17 count
@@ -138,6 +149,7 @@ struct nfs3_lookup_call {
 	LOOKUP3res res;
 	struct rpc_call *call;
 	struct nfsd *n;
+	struct nfs3_export exp;
 	struct fs_ctx ctx;
 	uint64_t dir;
 	char name[FS_NAME_MAX + 1];
@@ -187,6 +199,7 @@ struct nfs3_create_call {
 	} res;
 	struct rpc_call *call;
 	struct nfsd *n;
+	struct nfs3_export exp;
 	struct fs_ctx ctx;
 	char name[FS_NAME_MAX + 1];
 	char target[FS_PATH_MAX + 1];
@@ -245,6 +258,7 @@ struct nfs3_readdir_call {
 	} res;
 	struct rpc_call *call;
 	struct nfsd *n;
+	struct nfs3_export exp;
 	struct fs_ctx ctx;
 	bool plus;
 	uint64_t dir;

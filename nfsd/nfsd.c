@@ -4,13 +4,16 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
+
+#include "fs/fs.h"
 
 #include "nfsd/nfsd.h"
 
 #define NFSD_XFER_DEFAULT (1u << 20) /* rtmax/wtmax when unset: 1 MiB */
 
-/* Initialise n; fs, key and export fields are set by the caller first. */
+/* Initialise n; fs, key, fsid, nloops, read_only are the caller's. */
 int nfsd_init(struct nfsd *n)
 {
 	ssize_t r;
@@ -30,8 +33,45 @@ int nfsd_init(struct nfsd *n)
 	if (!n->wtmax)
 		n->wtmax = NFSD_XFER_DEFAULT;
 	n->mounts = NULL;
+	rc = exports_pub_init(&n->exports, n->nloops);
+	if (rc)
+		return rc;
 	rc = pthread_mutex_init(&n->mounts_lock, NULL);
+	if (rc)
+		exports_pub_fini(&n->exports);
 	return -rc;
+}
+
+void nfsd_exports_set(struct nfsd *n, struct exports *t)
+{
+	exports_publish(&n->exports, t);
+}
+
+uint64_t nfsd_export_root(struct nfsd *n, struct exports_entry *e, int loop)
+{
+	/* The walk to an export is the server's, not the client's. */
+	struct fs_ctx root = { .loop = loop };
+	uint64_t ino = atomic_load(&e->root_ino), next;
+	const char *p = e->below;
+	char name[FS_NAME_MAX + 1];
+	struct fs_attr a;
+
+	if (ino)
+		return ino;
+	ino = FS_ROOT_INO;
+	while (*p) {
+		size_t len = strcspn(p, "/"); /* <= FS_NAME_MAX: canonical */
+
+		memcpy(name, p, len);
+		name[len] = '\0';
+		p += len + (p[len] == '/');
+		if (fs_lookup(n->fs, &root, ino, name, &next, &a) ||
+		    a.type != FS_DIR)
+			return 0;
+		ino = next;
+	}
+	atomic_store(&e->root_ino, ino);
+	return ino;
 }
 
 /* Free what nfsd_init() and MOUNT set up; n's caller-set fields stay. */
@@ -47,4 +87,5 @@ void nfsd_fini(struct nfsd *n)
 	}
 	n->mounts = NULL;
 	pthread_mutex_destroy(&n->mounts_lock);
+	exports_pub_fini(&n->exports);
 }

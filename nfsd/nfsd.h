@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <pthread.h>
 
+#include "nfsd/exports.h"
 #include "nfsd/handle.h"
 #include "rpc/rpc.h"
 
@@ -22,11 +23,17 @@ struct nfsd {
 	struct fs *fs;
 	struct handle_key key;
 	uint8_t write_verf[8]; /* fixed for the process, new every start */
-	uint32_t export_id;
-	const char *export_path; /* e.g. "/mapfs" */
-	uint64_t root_ino;       /* inode exported at export_path */
-	bool read_only;
+	/*
+	 * fattr3 fsid.  Every export shows the one namespace, so all share
+	 * it, as knfsd's exports of one file system do.
+	 */
+	uint32_t fsid;
+	int nloops;              /* event loops that read the export table */
+	bool read_only;          /* --read-only: every export is ro */
 	uint32_t rtmax, wtmax;   /* FSINFO (1 MiB) */
+
+	/* The export table, swapped whole on reload (nfsd_exports_set). */
+	struct exports_pub exports;
 
 	/* MOUNT's list of mounts, for DUMP (slow path: a mutex is fine). */
 	pthread_mutex_t mounts_lock;
@@ -39,9 +46,27 @@ struct nfsd_mount {
 	char *path;
 };
 
-/* Initialise n (fs, key and export fields set by the caller first). */
+/*
+ * Initialise n (fs, key, fsid, nloops and read_only set by the caller
+ * first).  No exports until nfsd_exports_set(): every MNT is NOENT and
+ * every handle STALE.
+ */
 int nfsd_init(struct nfsd *n);
 void nfsd_fini(struct nfsd *n);
+
+/*
+ * Publish t (ids set; n owns it now) as the export table.  Calls already
+ * checked keep what they were allowed; every later check sees t.  Returns
+ * once the old table is freed.  Any thread but an event loop's.
+ */
+void nfsd_exports_set(struct nfsd *n, struct exports *t);
+
+/*
+ * The root inode of export e (of a table the caller holds): resolved from the namespace's
+ * stored entries (as root, no store round trip) and remembered in e.
+ * 0 if the directory is not (yet) known, or is not a directory.
+ */
+uint64_t nfsd_export_root(struct nfsd *n, struct exports_entry *e, int loop);
 
 /* The NFS v3 program (100003/3) with ctx = n. */
 struct rpc_program nfsd_program(struct nfsd *n);

@@ -9,10 +9,13 @@ void nfs3_proc_getattr(struct rpc_call *call, void *argp, void *resp)
 	struct nfsd *n = rpc_call_ctx(call);
 	GETATTR3args *args = argp;
 	GETATTR3res *res = resp;
+	struct nfs3_export exp;
 	struct fs_attr attr;
+	struct fs_ctx ctx;
 	uint64_t ino;
 
-	res->status = nfs3_fh_verify(n, &args->object, &ino, &attr);
+	res->status = nfs3_fh_verify(call, &args->object, &exp, &ctx, &ino,
+				     &attr);
 	if (res->status == NFS3_OK)
 		nfs3_fattr(n, &attr, &res->GETATTR3res_u.resok.obj_attributes);
 	rpc_call_done(call);
@@ -39,19 +42,21 @@ void nfs3_proc_setattr(struct rpc_call *call, void *argp, void *resp)
 	struct nfs3_setattr_call *st = resp;
 	SETATTR3args *args = argp;
 	const struct timespec *guard = NULL;
+	struct nfs3_export exp;
 	nfsstat3 status;
 	uint64_t ino;
 
 	st->call = call;
 	st->n = rpc_call_ctx(call);
-	status = nfs3_fh_verify(st->n, &args->object, &ino, &st->wcc.after);
+	status = nfs3_fh_verify(call, &args->object, &exp, &st->ctx, &ino,
+				&st->wcc.after);
 	if (status != NFS3_OK) {
 		setattr_finish(st, status);
 		return;
 	}
 	/* From here on the object is known: failures report it unchanged. */
 	st->wcc.after_ok = true;
-	status = nfs3_writable(st->n);
+	status = nfs3_writable(&exp);
 	if (status == NFS3_OK)
 		status = nfs3_sattr(&args->new_attributes, &st->sattr);
 	if (status == NFS3_OK && args->guard.check) {
@@ -74,7 +79,6 @@ void nfs3_proc_setattr(struct rpc_call *call, void *argp, void *resp)
 		return;
 	}
 	st->wcc.after_ok = false;
-	nfs3_ctx(call, &st->ctx);
 	fs_setattr(st->n->fs, &st->ctx, ino, &st->sattr, guard, &st->wcc,
 		   setattr_done, st);
 }
@@ -85,26 +89,34 @@ void nfs3_proc_access(struct rpc_call *call, void *argp, void *resp)
 	struct nfsd *n = rpc_call_ctx(call);
 	ACCESS3args *args = argp;
 	ACCESS3res *res = resp;
+	struct nfs3_export exp;
 	struct fs_attr attr, now;
 	struct fs_ctx ctx;
 	uint32_t granted = 0;
 	uint64_t ino;
 	int err;
 
-	res->status = nfs3_fh_verify(n, &args->object, &ino, &attr);
+	res->status = nfs3_fh_verify(call, &args->object, &exp, &ctx, &ino,
+				     &attr);
 	if (res->status != NFS3_OK) {
 		nfs3_post_op_attr(n, NULL,
 				  &res->ACCESS3res_u.resfail.obj_attributes);
 		rpc_call_done(call);
 		return;
 	}
-	nfs3_ctx(call, &ctx);
 	/* Bits beyond the six of 3.3.4 mean nothing: never grant them. */
 	err = fs_access(n->fs, &ctx, ino,
 			args->access & (ACCESS3_READ | ACCESS3_LOOKUP |
 					ACCESS3_MODIFY | ACCESS3_EXTEND |
 					ACCESS3_DELETE | ACCESS3_EXECUTE),
 			&granted, &now);
+	/*
+	 * Truthful on a read-only export too (3.3.4): what would change
+	 * the object is refused there whatever the mode bits say.
+	 */
+	if (exp.read_only)
+		granted &= ~(uint32_t)(ACCESS3_MODIFY | ACCESS3_EXTEND |
+				       ACCESS3_DELETE);
 	res->status = nfs3_status(err);
 	if (res->status == NFS3_OK) {
 		nfs3_post_op_attr(n, &now,

@@ -14,7 +14,7 @@ static void create_finish(struct nfs3_create_call *st, nfsstat3 status)
 {
 	*st->status = status;
 	if (status == NFS3_OK) {
-		nfs3_post_op_fh(st->n, &st->attr, st->obj);
+		nfs3_post_op_fh(st->n, st->exp.id, &st->attr, st->obj);
 		nfs3_post_op_attr(st->n, &st->attr, st->obj_attributes);
 		nfs3_wcc(st->n, &st->dir_wcc, st->ok_wcc);
 	} else {
@@ -40,7 +40,8 @@ static bool create_begin(struct nfs3_create_call *st, struct rpc_call *call,
 
 	st->call = call;
 	st->n = rpc_call_ctx(call);
-	status = nfs3_fh_verify(st->n, &where->dir, dir, &st->dir_wcc.after);
+	status = nfs3_fh_verify(call, &where->dir, &st->exp, &st->ctx, dir,
+				&st->dir_wcc.after);
 	if (status != NFS3_OK) {
 		create_finish(st, status);
 		return false;
@@ -51,12 +52,11 @@ static bool create_begin(struct nfs3_create_call *st, struct rpc_call *call,
 	else
 		status = nfs3_name(&where->name, NFS3_NAME_CREATE, st->name);
 	if (status == NFS3_OK)
-		status = nfs3_writable(st->n);
+		status = nfs3_writable(&st->exp);
 	if (status != NFS3_OK) {
 		create_finish(st, status);
 		return false;
 	}
-	nfs3_ctx(call, &st->ctx);
 	return true;
 }
 

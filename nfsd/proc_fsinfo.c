@@ -14,10 +14,13 @@ void nfs3_proc_fsstat(struct rpc_call *call, void *argp, void *resp)
 	FSSTAT3res *res = resp;
 	FSSTAT3resok *ok = &res->FSSTAT3res_u.resok;
 	struct fs_statfs sf;
+	struct nfs3_export exp;
 	struct fs_attr attr;
+	struct fs_ctx ctx;
 	uint64_t ino;
 
-	res->status = nfs3_fh_verify(n, &args->fsroot, &ino, &attr);
+	res->status = nfs3_fh_verify(call, &args->fsroot, &exp, &ctx,
+				     &ino, &attr);
 	if (res->status != NFS3_OK) {
 		nfs3_post_op_attr(n, NULL,
 				  &res->FSSTAT3res_u.resfail.obj_attributes);
@@ -50,10 +53,13 @@ void nfs3_proc_fsinfo(struct rpc_call *call, void *argp, void *resp)
 	FSINFO3args *args = argp;
 	FSINFO3res *res = resp;
 	FSINFO3resok *ok = &res->FSINFO3res_u.resok;
+	struct nfs3_export exp;
 	struct fs_attr attr;
+	struct fs_ctx ctx;
 	uint64_t ino;
 
-	res->status = nfs3_fh_verify(n, &args->fsroot, &ino, &attr);
+	res->status = nfs3_fh_verify(call, &args->fsroot, &exp, &ctx,
+				     &ino, &attr);
 	if (res->status != NFS3_OK) {
 		nfs3_post_op_attr(n, NULL,
 				  &res->FSINFO3res_u.resfail.obj_attributes);
@@ -84,10 +90,13 @@ void nfs3_proc_pathconf(struct rpc_call *call, void *argp, void *resp)
 	PATHCONF3args *args = argp;
 	PATHCONF3res *res = resp;
 	PATHCONF3resok *ok = &res->PATHCONF3res_u.resok;
+	struct nfs3_export exp;
 	struct fs_attr attr;
+	struct fs_ctx ctx;
 	uint64_t ino;
 
-	res->status = nfs3_fh_verify(n, &args->object, &ino, &attr);
+	res->status = nfs3_fh_verify(call, &args->object, &exp, &ctx,
+				     &ino, &attr);
 	if (res->status != NFS3_OK) {
 		nfs3_post_op_attr(n, NULL,
 				  &res->PATHCONF3res_u.resfail.obj_attributes);

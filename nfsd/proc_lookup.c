@@ -30,7 +30,7 @@ static void lookup_revalidated(void *arg, int err)
 	 * ".." of the export root is the root itself: the client must not
 	 * get a handle to what lies above the export.
 	 */
-	if (st->dir == st->n->root_ino && strcmp(name, "..") == 0)
+	if (st->dir == st->exp.root && strcmp(name, "..") == 0)
 		name = ".";
 	if (err == 0)
 		err = fs_lookup(st->n->fs, &st->ctx, st->dir, name, &ino, &attr);
@@ -40,7 +40,7 @@ static void lookup_revalidated(void *arg, int err)
 		lookup_fail(st, nfs3_status(err), dp);
 		return;
 	}
-	if (!nfs3_fh_make(st->n, &attr, &ok->object)) {
+	if (!nfs3_fh_make(st->n, st->exp.id, &attr, &ok->object)) {
 		lookup_fail(st, nfs3_status(-ENOMEM), dp);
 		return;
 	}
@@ -60,7 +60,8 @@ void nfs3_proc_lookup(struct rpc_call *call, void *argp, void *resp)
 
 	st->call = call;
 	st->n = rpc_call_ctx(call);
-	status = nfs3_fh_verify(st->n, &args->what.dir, &st->dir, &dir_attr);
+	status = nfs3_fh_verify(call, &args->what.dir, &st->exp, &st->ctx,
+				&st->dir, &dir_attr);
 	if (status != NFS3_OK) {
 		lookup_fail(st, status, NULL);
 		return;
@@ -74,7 +75,6 @@ void nfs3_proc_lookup(struct rpc_call *call, void *argp, void *resp)
 		lookup_fail(st, status, &dir_attr);
 		return;
 	}
-	nfs3_ctx(call, &st->ctx);
 	fs_revalidate(st->n->fs, &st->ctx, st->dir, false, lookup_revalidated,
 		      st);
 }
@@ -85,6 +85,7 @@ void nfs3_proc_readlink(struct rpc_call *call, void *argp, void *resp)
 	struct nfsd *n = rpc_call_ctx(call);
 	READLINK3args *args = argp;
 	READLINK3res *res = resp;
+	struct nfs3_export exp;
 	struct fs_attr attr, now;
 	struct fs_ctx ctx;
 	char *buf = NULL;
@@ -92,7 +93,8 @@ void nfs3_proc_readlink(struct rpc_call *call, void *argp, void *resp)
 	uint64_t ino;
 	int err;
 
-	res->status = nfs3_fh_verify(n, &args->symlink, &ino, &attr);
+	res->status = nfs3_fh_verify(call, &args->symlink, &exp, &ctx, &ino,
+				     &attr);
 	if (res->status != NFS3_OK) {
 		nfs3_post_op_attr(n, NULL,
 				  &res->READLINK3res_u.resfail.symlink_attributes);
@@ -103,7 +105,6 @@ void nfs3_proc_readlink(struct rpc_call *call, void *argp, void *resp)
 		res->status = NFS3ERR_INVAL;
 	} else {
 		buf = malloc(FS_PATH_MAX + 1);
-		nfs3_ctx(call, &ctx);
 		err = buf ? fs_readlink(n->fs, &ctx, ino, buf, FS_PATH_MAX + 1,
 					&len, &now)
 			  : -ENOMEM;

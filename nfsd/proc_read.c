@@ -43,13 +43,15 @@ void nfs3_proc_read(struct rpc_call *call, void *argp, void *resp)
 {
 	struct nfs3_read_call *st = resp;
 	READ3args *args = argp;
+	struct nfs3_export exp;
 	struct fs_attr attr;
 	nfsstat3 status;
 	size_t count;
 
 	st->call = call;
 	st->n = rpc_call_ctx(call);
-	status = nfs3_fh_verify(st->n, &args->file, &st->ino, &attr);
+	status = nfs3_fh_verify(call, &args->file, &exp, &st->ctx, &st->ino,
+				&attr);
 	if (status != NFS3_OK) {
 		read_fail(st, status, NULL);
 		return;
@@ -66,7 +68,6 @@ void nfs3_proc_read(struct rpc_call *call, void *argp, void *resp)
 		read_fail(st, nfs3_status(-ENOMEM), &attr);
 		return;
 	}
-	nfs3_ctx(call, &st->ctx);
 	fs_read(st->n->fs, &st->ctx, st->ino, args->offset, count, st->buf,
 		&st->nread, &st->eof, &st->attr, read_done, st);
 }

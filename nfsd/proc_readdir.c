@@ -30,6 +30,7 @@ struct dir_builder {
 	uint64_t dir;
 	const struct fs_attr *dir_attr;
 	bool export_root;
+	uint32_t export_id;    /* for READDIRPLUS's handles */
 	size_t used, maxcount;       /* whole reply */
 	size_t dirused, dircount;    /* READDIRPLUS: fileid + name + cookie */
 	unsigned nentries;
@@ -108,7 +109,7 @@ static int dir_emit_plus(struct dir_builder *b, uint64_t ino,
 	e->fileid = ino;
 	e->cookie = cookie;
 	nfs3_post_op_attr(b->n, attr, &e->name_attributes);
-	nfs3_post_op_fh(b->n, attr, &e->name_handle);
+	nfs3_post_op_fh(b->n, b->export_id, attr, &e->name_handle);
 	*b->ptail = e;
 	b->ptail = &e->nextentry;
 	b->used += size;
@@ -158,7 +159,8 @@ static void readdir_revalidated(void *arg, int err)
 		.plus = st->plus,
 		.dir = st->dir,
 		.dir_attr = &st->dir_attr,
-		.export_root = st->dir == st->n->root_ino,
+		.export_root = st->dir == st->exp.root,
+		.export_id = st->exp.id,
 		.used = nfs3_xdr_readdir_base_size(),
 		.maxcount = st->maxcount,
 		.dircount = st->dircount,
@@ -218,7 +220,8 @@ static void readdir_begin(struct nfs3_readdir_call *st, struct rpc_call *call,
 	nfsstat3 status;
 
 	st->cookie = cookie;
-	status = nfs3_fh_verify(st->n, dir, &st->dir, &st->dir_attr);
+	status = nfs3_fh_verify(call, dir, &st->exp, &st->ctx, &st->dir,
+				&st->dir_attr);
 	if (status != NFS3_OK) {
 		readdir_fail(st, status, NULL);
 		return;
@@ -231,7 +234,6 @@ static void readdir_begin(struct nfs3_readdir_call *st, struct rpc_call *call,
 		readdir_fail(st, status, &st->dir_attr);
 		return;
 	}
-	nfs3_ctx(call, &st->ctx);
 	fs_revalidate(st->n->fs, &st->ctx, st->dir, false, readdir_revalidated,
 		      st);
 }

@@ -27,11 +27,13 @@ static void remove_done(void *arg, int err)
 static bool remove_begin(struct nfs3_remove_call *st, struct rpc_call *call,
 			 const diropargs3 *object, uint64_t *dir)
 {
+	struct nfs3_export exp;
 	nfsstat3 status;
 
 	st->call = call;
 	st->n = rpc_call_ctx(call);
-	status = nfs3_fh_verify(st->n, &object->dir, dir, &st->dir_wcc.after);
+	status = nfs3_fh_verify(call, &object->dir, &exp, &st->ctx, dir,
+				&st->dir_wcc.after);
 	if (status != NFS3_OK) {
 		remove_finish(st, status);
 		return false;
@@ -42,13 +44,12 @@ static bool remove_begin(struct nfs3_remove_call *st, struct rpc_call *call,
 	else
 		status = nfs3_name(&object->name, NFS3_NAME_CHANGE, st->name);
 	if (status == NFS3_OK)
-		status = nfs3_writable(st->n);
+		status = nfs3_writable(&exp);
 	if (status != NFS3_OK) {
 		remove_finish(st, status);
 		return false;
 	}
 	st->dir_wcc.after_ok = false;
-	nfs3_ctx(call, &st->ctx);
 	return true;
 }
 

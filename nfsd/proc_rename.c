@@ -22,10 +22,12 @@ static void rename_done(void *arg, int err)
 }
 
 /* Check one side of a RENAME: handle, a directory, a name. */
-static nfsstat3 rename_side(const struct nfsd *n, const diropargs3 *side,
+static nfsstat3 rename_side(struct rpc_call *call, const diropargs3 *side,
+			    struct nfs3_export *exp, struct fs_ctx *ctx,
 			    uint64_t *dir, struct fs_wcc *wcc, char *name)
 {
-	nfsstat3 status = nfs3_fh_verify(n, &side->dir, dir, &wcc->after);
+	nfsstat3 status = nfs3_fh_verify(call, &side->dir, exp, ctx, dir,
+					 &wcc->after);
 
 	if (status != NFS3_OK)
 		return status;
@@ -41,25 +43,33 @@ void nfs3_proc_rename(struct rpc_call *call, void *argp, void *resp)
 {
 	struct nfs3_rename_call *st = resp;
 	RENAME3args *args = argp;
+	struct nfs3_export exp, to_exp;
 	uint64_t from_dir, to_dir;
+	struct fs_ctx to_ctx;
 	nfsstat3 status;
 
 	st->call = call;
 	st->n = rpc_call_ctx(call);
-	status = rename_side(st->n, &args->from, &from_dir, &st->from_wcc,
-			     st->from_name);
+	status = rename_side(call, &args->from, &exp, &st->ctx, &from_dir,
+			     &st->from_wcc, st->from_name);
 	if (status == NFS3_OK)
-		status = rename_side(st->n, &args->to, &to_dir, &st->to_wcc,
-				     st->to_name);
+		status = rename_side(call, &args->to, &to_exp, &to_ctx,
+				     &to_dir, &st->to_wcc, st->to_name);
+	/*
+	 * Two exports are two file systems to the client; knfsd refuses
+	 * a rename between them with XDEV (3.3.14), and so do we: else a
+	 * directory could be moved out of a subdirectory export.
+	 */
+	if (status == NFS3_OK && exp.id != to_exp.id)
+		status = NFS3ERR_XDEV;
 	if (status == NFS3_OK)
-		status = nfs3_writable(st->n);
+		status = nfs3_writable(&exp);
 	if (status != NFS3_OK) {
 		rename_finish(st, status);
 		return;
 	}
 	st->from_wcc.after_ok = false;
 	st->to_wcc.after_ok = false;
-	nfs3_ctx(call, &st->ctx);
 	fs_rename(st->n->fs, &st->ctx, from_dir, st->from_name, to_dir,
 		  st->to_name, &st->from_wcc, &st->to_wcc, rename_done, st);
 }
@@ -101,19 +111,22 @@ void nfs3_proc_link(struct rpc_call *call, void *argp, void *resp)
 {
 	struct nfs3_link_call *st = resp;
 	LINK3args *args = argp;
+	struct nfs3_export exp, dir_exp;
 	struct fs_attr file_attr;
+	struct fs_ctx dir_ctx;
 	nfsstat3 status;
 	uint64_t dir;
 
 	st->call = call;
 	st->n = rpc_call_ctx(call);
-	status = nfs3_fh_verify(st->n, &args->file, &st->ino, &file_attr);
+	status = nfs3_fh_verify(call, &args->file, &exp, &st->ctx, &st->ino,
+				&file_attr);
 	if (status != NFS3_OK) {
 		link_finish(st, status, NULL);
 		return;
 	}
-	status = nfs3_fh_verify(st->n, &args->link.dir, &dir,
-				&st->dir_wcc.after);
+	status = nfs3_fh_verify(call, &args->link.dir, &dir_exp, &dir_ctx,
+				&dir, &st->dir_wcc.after);
 	if (status != NFS3_OK) {
 		link_finish(st, status, &file_attr);
 		return;
@@ -123,14 +136,16 @@ void nfs3_proc_link(struct rpc_call *call, void *argp, void *resp)
 		status = NFS3ERR_NOTDIR;
 	else
 		status = nfs3_name(&args->link.name, NFS3_NAME_CREATE, st->name);
+	/* As RENAME: a link between two exports is XDEV (3.3.15). */
+	if (status == NFS3_OK && exp.id != dir_exp.id)
+		status = NFS3ERR_XDEV;
 	if (status == NFS3_OK)
-		status = nfs3_writable(st->n);
+		status = nfs3_writable(&exp);
 	if (status != NFS3_OK) {
 		link_finish(st, status, &file_attr);
 		return;
 	}
 	st->dir_wcc.after_ok = false;
-	nfs3_ctx(call, &st->ctx);
 	fs_link(st->n->fs, &st->ctx, st->ino, dir, st->name, &st->attr,
 		&st->dir_wcc, link_done, st);
 }

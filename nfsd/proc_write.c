@@ -36,18 +36,20 @@ void nfs3_proc_write(struct rpc_call *call, void *argp, void *resp)
 {
 	struct nfs3_write_call *st = resp;
 	WRITE3args *args = argp;
+	struct nfs3_export exp;
 	nfsstat3 status;
 	uint64_t ino;
 
 	st->call = call;
 	st->n = rpc_call_ctx(call);
-	status = nfs3_fh_verify(st->n, &args->file, &ino, &st->wcc.after);
+	status = nfs3_fh_verify(call, &args->file, &exp, &st->ctx, &ino,
+				&st->wcc.after);
 	if (status != NFS3_OK) {
 		write_finish(st, status);
 		return;
 	}
 	st->wcc.after_ok = true;
-	status = nfs3_writable(st->n);
+	status = nfs3_writable(&exp);
 	if (status == NFS3_OK && st->wcc.after.type != FS_REG)
 		status = st->wcc.after.type == FS_DIR ? NFS3ERR_ISDIR
 						      : NFS3ERR_INVAL;
@@ -65,7 +67,6 @@ void nfs3_proc_write(struct rpc_call *call, void *argp, void *resp)
 	st->wcc.after_ok = false;
 	/* A short write is legal (3.3.7): the client sends the rest. */
 	st->count = args->count < st->n->wtmax ? args->count : st->n->wtmax;
-	nfs3_ctx(call, &st->ctx);
 	/* stable_how is numbered as enum fs_stable. */
 	fs_write(st->n->fs, &st->ctx, ino, args->offset, args->data.data_val,
 		 st->count, (enum fs_stable)args->stable, &st->committed,
@@ -99,16 +100,22 @@ void nfs3_proc_commit(struct rpc_call *call, void *argp, void *resp)
 {
 	struct nfs3_commit_call *st = resp;
 	COMMIT3args *args = argp;
+	struct nfs3_export exp;
 	nfsstat3 status;
 	uint64_t ino;
 
 	st->call = call;
 	st->n = rpc_call_ctx(call);
-	status = nfs3_fh_verify(st->n, &args->file, &ino, &st->wcc.after);
+	/*
+	 * No ROFS here: COMMIT changes nothing a client can see, and data
+	 * written before a reload made the export ro must still reach
+	 * stable storage.
+	 */
+	status = nfs3_fh_verify(call, &args->file, &exp, &st->ctx, &ino,
+				&st->wcc.after);
 	if (status != NFS3_OK) {
 		commit_finish(st, status);
 		return;
 	}
-	nfs3_ctx(call, &st->ctx);
 	fs_commit(st->n->fs, &st->ctx, ino, &st->wcc, commit_done, st);
 }

@@ -3,6 +3,7 @@
  */
 #include "harness.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -747,6 +748,8 @@ static void gw_cmdline(struct e2e_gw *gw, const char *bin, struct strv *argv,
 		strv_add(argv, "--log-level");
 		strv_add(argv, "%s", lvl);
 	}
+	for (int i = 0; gw->opts.extra_args && gw->opts.extra_args[i]; i++)
+		strv_add(argv, "%s", gw->opts.extra_args[i]);
 	env_base(env, s3 != NULL);
 	if (s3) {
 		strv_add(env, "AWS_ACCESS_KEY_ID=%s",
@@ -937,6 +940,14 @@ int e2e_gw_start_opts(struct e2e_gw *gw, const struct e2e_gw_opts *o)
 int e2e_gw_start(struct e2e_gw *gw, int threads)
 {
 	struct e2e_gw_opts o = { .threads = threads };
+
+	return e2e_gw_start_opts(gw, &o);
+}
+
+int e2e_gw_start_args(struct e2e_gw *gw, int threads,
+		      const char *const *args)
+{
+	struct e2e_gw_opts o = { .threads = threads, .extra_args = args };
 
 	return e2e_gw_start_opts(gw, &o);
 }
@@ -1261,6 +1272,60 @@ struct e2e_rpc *e2e_rpc_open(int port, int program, int version)
 		e2e_rpc_close(r);
 		return NULL;
 	}
+	return r;
+}
+
+/* A socket bound to src:src_port (see e2e_rpc_open_from); -1 on error. */
+static int bound_socket(const char *src, int src_port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	int port = src_port < 0 ? 600 : src_port;
+
+	if (fd < 0 || inet_pton(AF_INET, src, &sin.sin_addr) != 1) {
+		say("socket for %s: %s", src, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	for (;;) {
+		sin.sin_port = htons((uint16_t)port);
+		if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0)
+			return fd;
+		if (src_port >= 0 || errno != EADDRINUSE || ++port >= 1024)
+			break;
+	}
+	say("bind %s:%d: %s", src, port, strerror(errno));
+	close(fd);
+	return -1;
+}
+
+struct e2e_rpc *e2e_rpc_open_from(const char *src, int src_port, int port,
+				  int program, int version)
+{
+	struct sockaddr_in dst = { .sin_family = AF_INET,
+				   .sin_port = htons((uint16_t)port) };
+	struct e2e_rpc *r = e2e_rpc_open(port, program, version);
+	int fd, old;
+
+	if (!r)
+		return NULL;
+	fd = bound_socket(src, src_port);
+	dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&dst, sizeof(dst))) {
+		say("connect from %s to port %d: %s", src, port,
+		    strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		e2e_rpc_close(r);
+		return NULL;
+	}
+	/* libnfs wants its socket non-blocking, as it made its own. */
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	old = rpc_get_fd(r->rpc);
+	rpc_set_fd(r->rpc, fd);
+	close(old);
 	return r;
 }
 

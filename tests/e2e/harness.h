@@ -98,6 +98,7 @@ struct e2e_gw_opts {
 	const char *upload_delay; /* --upload-delay SECONDS, if not NULL */
 	const char *s3_secret;    /* S3 only: this secret instead of the real */
 	const char *s3_key_id;    /* S3 only: this access key instead */
+	const char *const *extra_args; /* more options, NULL-terminated */
 };
 
 struct e2e_gw {
@@ -129,6 +130,14 @@ int e2e_gw_start(struct e2e_gw *gw, int threads);
  * died of a signal); its stderr is in gw->log.
  */
 int e2e_gw_start_opts(struct e2e_gw *gw, const struct e2e_gw_opts *o);
+
+/*
+ * e2e_gw_start() with more command-line arguments (NULL-terminated),
+ * e.g. { "--exports", path, NULL }.  args must outlive gw: restarts pass
+ * them again.
+ */
+int e2e_gw_start_args(struct e2e_gw *gw, int threads,
+		      const char *const *args);
 
 /* Start again on the same store and state (after stop or kill9). */
 int e2e_gw_restart(struct e2e_gw *gw);
@@ -250,6 +259,15 @@ struct e2e_rpc;
  */
 struct e2e_rpc *e2e_rpc_open(int port, int program, int version);
 void e2e_rpc_close(struct e2e_rpc *r);
+
+/*
+ * e2e_rpc_open(), but the connection comes from source address src
+ * (e.g. "127.0.0.2") and source port src_port: 0 for any unprivileged
+ * port, -1 for any privileged one (< 1024, root only).  libnfs cannot
+ * bind, so it connects, and the socket under it is swapped for ours.
+ */
+struct e2e_rpc *e2e_rpc_open_from(const char *src, int src_port, int port,
+				  int program, int version);
 
 /* The last error of a call that returned -1 (valid until the next call). */
 const char *e2e_rpc_error(const struct e2e_rpc *r);

@@ -114,6 +114,7 @@ static bool_t xdr_nothing(XDR *x, void *p)
 }
 
 static struct nfsd n;
+static uint32_t export_id; /* of the one export, /mapfs */
 static struct rpc_program progs[1];
 static struct rpc_server *srv;
 static struct sockaddr_in addr;
@@ -166,7 +167,7 @@ static mountstat3 mnt(CLIENT *cl, const char *path, uint64_t *ino,
 		CU_ASSERT(handle_decode(&n.key, ok->fhandle.fhandle3_val,
 					ok->fhandle.fhandle3_len, &exp, ino,
 					gen) == 0);
-		CU_ASSERT(exp == n.export_id);
+		CU_ASSERT(exp == export_id);
 		/* AUTH_SYS only: NFS does not take AUTH_NONE. */
 		CU_ASSERT(ok->auth_flavors.auth_flavors_len == 1);
 		CU_ASSERT(ok->auth_flavors.auth_flavors_len >= 1 &&
@@ -225,15 +226,21 @@ static int suite_init(void)
 				  .max_inflight = 16 };
 	struct sockaddr_in any = { .sin_family = AF_INET };
 	struct sockaddr_storage bound;
+	struct exports *t;
+	char err[256];
 
 	for (int i = 0; i < 16; i++)
 		n.key.k[i] = (uint8_t)(i * 13);
 	n.fs = (struct fs *)&fake_fs;
-	n.export_id = 77;
-	n.export_path = "/mapfs/"; /* a trailing slash is the same export */
-	n.root_ino = FS_ROOT_INO;
+	n.nloops = cfg.nloops;
 	if (nfsd_init(&n))
 		return -1;
+	/* A trailing slash is the same base; open to all, as without a file. */
+	if (exports_default("/mapfs/", &t) ||
+	    exports_set_ids(t, &n.key, err, sizeof(err)))
+		return -1;
+	export_id = t->entries[0].id;
+	nfsd_exports_set(&n, t);
 	progs[0] = mountd_program(&n);
 	any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (rpc_server_new(&cfg, &srv) ||

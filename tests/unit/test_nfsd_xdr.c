@@ -905,7 +905,7 @@ static void test_fattr(void)
 	fattr3 f;
 
 	memset(&n, 0, sizeof(n));
-	n.export_id = 0xabcdef;
+	n.fsid = 0xabcdef;
 	nfs3_fattr(&n, &a, &f);
 	CU_ASSERT_EQUAL(f.type, NF3LNK);
 	CU_ASSERT_EQUAL(f.mode, 0777); /* the type is not in mode3 */
