@@ -117,7 +117,7 @@ static int parse_ready(struct e2e_gw *gw, const char *line)
 static void exec_child(struct e2e_gw *gw, const char *bin, int out_w)
 {
 	char store_url[E2E_PATH_MAX + 16], threads[16];
-	const char *argv[24];
+	const char *argv[24 + E2E_EXTRA_ARGS];
 	const char *lvl = getenv("E2E_LOG_LEVEL");
 	int n = 0, logfd, nullfd;
 
@@ -150,6 +150,9 @@ static void exec_child(struct e2e_gw *gw, const char *bin, int out_w)
 		argv[n++] = "--log-level";
 		argv[n++] = lvl;
 	}
+	for (int i = 0; gw->extra_args && gw->extra_args[i] &&
+			i < E2E_EXTRA_ARGS; i++)
+		argv[n++] = gw->extra_args[i];
 	argv[n] = NULL;
 	execv(bin, (char *const *)argv);
 	dprintf(2, "e2e: exec %s: %s\n", bin, strerror(errno));
@@ -258,7 +261,14 @@ fail:
 
 int e2e_gw_start(struct e2e_gw *gw, int threads)
 {
+	return e2e_gw_start_args(gw, threads, NULL);
+}
+
+int e2e_gw_start_args(struct e2e_gw *gw, int threads,
+		      const char *const *args)
+{
 	memset(gw, 0, sizeof(*gw));
+	gw->extra_args = args;
 	gw->out_fd = -1;
 	gw->threads = threads > 0 ? threads : 2;
 	snprintf(gw->dir, sizeof(gw->dir), "/tmp/mapfs-e2e-XXXXXX");

@@ -90,6 +90,7 @@ struct e2e_gw {
 	int threads;
 	int starts;               /* how many times it was started */
 	size_t extra_stdout;      /* bytes seen on stdout after the ready line */
+	const char *const *extra_args; /* more options, NULL-terminated */
 };
 
 /*
@@ -97,6 +98,14 @@ struct e2e_gw {
  * to 30 s for the ready line.  Returns 0, or -1 (reason and log printed).
  */
 int e2e_gw_start(struct e2e_gw *gw, int threads);
+
+/*
+ * e2e_gw_start() with more command-line options (NULL-terminated, at most
+ * E2E_EXTRA_ARGS), kept for restarts too: args must outlive the gateway.
+ */
+#define E2E_EXTRA_ARGS 16
+int e2e_gw_start_args(struct e2e_gw *gw, int threads,
+		      const char *const *args);
 
 /* Start again on the same store and state (after stop or kill9). */
 int e2e_gw_restart(struct e2e_gw *gw);
