@@ -68,6 +68,14 @@ static const struct opt opts[] = {
 	  "owner of objects that carry no metadata (default 0)" },
 	{ "default-gid", OPT_U32, OFF(default_gid), "GID",
 	  "group of objects that carry no metadata (default 0)" },
+	{ "max-record", OPT_U32, OFF(max_record), "BYTES",
+	  "largest RPC record accepted; bounds WRITE size (default 1114112, 65536..134217728)" },
+	{ "max-inflight", OPT_U32, OFF(max_inflight), "N",
+	  "outstanding calls per connection (default 128, 1..65536)" },
+	{ "max-connections", OPT_U32, OFF(max_connections), "N",
+	  "open client connections; more are closed at once (default 4096)" },
+	{ "idle-timeout", OPT_MS, OFF(idle_timeout_ms), "SECONDS",
+	  "close a connection idle this long, 0 never (default 300)" },
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -215,6 +223,21 @@ static int config_validate(struct config *cfg, FILE *err)
 			cfg->store);
 		return -EINVAL;
 	}
+	/* Below 64 KiB a WRITE could not carry a useful amount of data. */
+	if (cfg->max_record < 65536 || cfg->max_record > 128u << 20) {
+		fprintf(err, "mapfs-gw: invalid value '%u' for max-record (65536..134217728)\n",
+			cfg->max_record);
+		return -EINVAL;
+	}
+	if (cfg->max_inflight < 1 || cfg->max_inflight > 65536) {
+		fprintf(err, "mapfs-gw: invalid value '%u' for max-inflight (1..65536)\n",
+			cfg->max_inflight);
+		return -EINVAL;
+	}
+	if (cfg->max_connections < 1) {
+		fprintf(err, "mapfs-gw: invalid value '0' for max-connections (at least 1)\n");
+		return -EINVAL;
+	}
 	if (cfg->nfs_port && cfg->nfs_port == cfg->mount_port) {
 		fprintf(err, "mapfs-gw: nfs-port and mount-port must differ\n");
 		return -EINVAL;
@@ -237,6 +260,10 @@ static int config_defaults(struct config *cfg)
 		.log_level = strdup("info"),
 		.dir_ttl_ms = 5000,
 		.upload_delay_ms = 5000,
+		.max_record = (1u << 20) + (64u << 10),
+		.max_inflight = 128,
+		.max_connections = 4096,
+		.idle_timeout_ms = 300000,
 	};
 	return cfg->state && cfg->bind && cfg->export_path &&
 			       cfg->exports_file && cfg->log_level ?

@@ -29,6 +29,10 @@ struct config {
 	bool s3_path_style;
 	int s3_max_requests;
 	uint32_t default_uid, default_gid; /* objects without metadata */
+	uint32_t max_record;      /* largest RPC record accepted, bytes */
+	uint32_t max_inflight;    /* outstanding calls per connection */
+	uint32_t max_connections; /* open connections, all ports together */
+	uint32_t idle_timeout_ms; /* 0 = never close idle connections */
 };
 
 /*

@@ -261,6 +261,11 @@ static int gateway_open_nfsd(struct gateway *gw)
 		gw->nfsd.key.k, gw->cfg.export_path, strlen(gw->cfg.export_path));
 	gw->nfsd.nloops = gw->cfg.threads;
 	gw->nfsd.read_only = gw->cfg.read_only;
+	/* A WRITE of FSINFO's wtmax bytes (RFC 1813 3.3.19) must fit one
+	 * record of --max-record with its headers: credential up to 400
+	 * bytes, handle, offset, count.  Larger records keep the default. */
+	if (gw->cfg.max_record - 4096 < (1u << 20))
+		gw->nfsd.wtmax = (gw->cfg.max_record - 4096) & ~4095u;
 	rc = nfsd_init(&gw->nfsd);
 	if (rc) {
 		log_error("nfsd: %s", strerror(-rc));
@@ -278,8 +283,10 @@ static int gateway_open_nfsd(struct gateway *gw)
 static int gateway_listen(struct gateway *gw)
 {
 	struct rpc_config rcfg = { .nloops = gw->cfg.threads,
-				   .max_record = (1u << 20) + (64u << 10),
-				   .max_inflight = 128 };
+				   .max_record = gw->cfg.max_record,
+				   .max_inflight = gw->cfg.max_inflight,
+				   .max_conns = gw->cfg.max_connections,
+				   .idle_timeout_ms = gw->cfg.idle_timeout_ms };
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int rc;

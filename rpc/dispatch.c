@@ -159,6 +159,41 @@ static int call_mem(struct rpc_call *call, const struct rpc_proc *proc)
 	return 0;
 }
 
+/*
+ * Ask the duplicate-request cache about a non-idempotent call.  Returns
+ * false if the call is to run (call->drc then holds its entry, or NULL to
+ * run uncached), true if it was answered from the cache or is dropped
+ * because its first transmission is still running (as the Linux server
+ * does: the client's retransmit timer brings it back once it is done).
+ */
+static bool drc_check(struct rpc_conn *conn, struct rpc_call *call,
+		      const uint8_t *rec, size_t len)
+{
+	const struct rpc_callhdr *h = &call->hdr;
+	struct rpc_outbuf *ob;
+	struct rpc_drc_key k;
+
+	rpc_drc_key_init(&k, &conn->peer, h->xid, h->prog, h->vers, h->proc,
+			 rpc_drc_hash_args(rec + h->body_off,
+					   len - h->body_off));
+	switch (rpc_drc_begin(conn->loop->srv->drc, &k, &call->drc, &ob)) {
+	case RPC_DRC_MISS:
+		return false;
+	case RPC_DRC_HIT:
+		log_debug("rpc: xid %08x proc %u: retransmission, replayed",
+			  h->xid, h->proc);
+		rpc_conn_queue(conn, ob);
+		return true;
+	case RPC_DRC_BUSY:
+		log_debug("rpc: xid %08x proc %u: retransmission while in "
+			  "progress, dropped", h->xid, h->proc);
+		return true;
+	default:
+		log_warn("rpc: no memory to replay xid %08x", h->xid);
+		return true;
+	}
+}
+
 void rpc_dispatch(struct rpc_conn *conn, uint8_t *rec, size_t len)
 {
 	struct rpc_loop *loop = conn->loop;
@@ -225,6 +260,13 @@ void rpc_dispatch(struct rpc_conn *conn, uint8_t *rec, size_t len)
 		}
 	}
 
+	call->drc = NULL;
+	if (!(proc->flags & RPC_PROC_IDEMPOTENT) &&
+	    drc_check(conn, call, rec, len)) {
+		if (proc->decode)
+			xdr_free(proc->decode, call->args);
+		goto out_drop;
+	}
 	call->loop = loop;
 	call->conn = conn;
 	call->prog = prog;
@@ -260,6 +302,11 @@ static void call_release(struct rpc_call *call)
 /* Hand the finished call to its loop: inline if we are on it. */
 static void call_finish(struct rpc_call *call, struct rpc_outbuf *ob)
 {
+	/* Before the reply can reach the client, so that a retransmission
+	 * it sends on seeing the reply finds the call done. */
+	if (call->drc)
+		rpc_drc_finish(call->loop->srv->drc, call->drc, ob);
+	call->drc = NULL;
 	call->out = ob;
 	if (rpc_loop_current() == call->loop)
 		rpc_call_complete(call);

@@ -69,6 +69,7 @@ ssize_t rpc_recparser_feed(struct rpc_recparser *p, const uint8_t *data,
 			n = 4 - (size_t)p->hdr_have;
 			if (n > len - off)
 				n = len - off;
+			p->in_record = true;
 			memcpy(p->hdr + p->hdr_have, data + off, n);
 			p->hdr_have += (int)n;
 			off += n;
@@ -97,6 +98,7 @@ ssize_t rpc_recparser_feed(struct rpc_recparser *p, const uint8_t *data,
 		/* Fragment complete; zero-length fragments are legal. */
 		p->in_header = true;
 		if (p->last_frag) {
+			p->in_record = false;
 			*rec = p->buf;
 			*reclen = p->len;
 			p->buf = NULL;

@@ -27,9 +27,16 @@
 #define RPC_MAX_GIDS 16
 #define RPC_MACHINE_MAX 255
 
-/* Procedure flags, read by dispatch, metrics and (later) the DRC. */
+/*
+ * Procedure flags, read by dispatch, metrics and the duplicate-request
+ * cache: a call of a procedure without IDEMPOTENT that is retransmitted
+ * (same client IP, xid, program, version, procedure and argument bytes)
+ * gets its first reply again instead of running twice, also after a
+ * reconnect; a retransmission that arrives while the first is still
+ * running gets no reply (the client retries).
+ */
 enum {
-	RPC_PROC_IDEMPOTENT = 1u << 0,
+	RPC_PROC_IDEMPOTENT = 1u << 0,  /* a repeat is harmless: not cached */
 	RPC_PROC_MAKES_WRITE = 1u << 1, /* changes state on the server */
 	RPC_PROC_MAKES_IO = 1u << 2,    /* moves file data */
 	RPC_PROC_AUTH_NONE_OK = 1u << 3 /* AUTH_NONE accepted (NULL procs) */
@@ -79,12 +86,27 @@ struct rpc_program {
 	void *ctx; /* handed to handlers via rpc_call_ctx() */
 };
 
+/*
+ * Limits and timeouts.  A connection is closed when it is idle (no byte
+ * read for idle_timeout_ms, nothing in flight, no reply queued), when a
+ * record it started is not complete after record_timeout_ms of reading
+ * (slowloris), or when its queued replies make no progress for
+ * min(write_timeout_ms, idle_timeout_ms) (a client that stopped reading).
+ * Timeouts are checked about once a second.  Over max_conns a new
+ * connection is accepted and closed at once.
+ */
 struct rpc_config {
 	int nloops;             /* event loops (threads); 1..1024 */
 	size_t max_record;      /* largest accepted RPC record, bytes;
 				   0 = 1 MiB + 64 KiB */
 	uint32_t max_inflight;  /* outstanding calls per connection; 0 = 128 */
 	uint32_t max_conns;     /* open connections per server, 0 = unlimited */
+	uint32_t idle_timeout_ms;   /* 0 = never */
+	uint32_t record_timeout_ms; /* 0 = 60 s */
+	uint32_t write_timeout_ms;  /* 0 = 60 s */
+	/* Duplicate-request cache bounds (0 = 32768 entries, 16 MiB): the
+	 * replies of procedures without RPC_PROC_IDEMPOTENT. */
+	size_t drc_entries, drc_bytes;
 };
 
 /*
@@ -182,6 +204,7 @@ struct rpc_recparser {
 	bool in_header;
 	uint8_t hdr[4];
 	int hdr_have;
+	bool in_record;   /* a record has begun and is not complete yet */
 };
 
 void rpc_recparser_init(struct rpc_recparser *p, size_t max_record);

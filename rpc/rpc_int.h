@@ -87,6 +87,10 @@ struct rpc_conn {
 	struct rpc_outbuf *out_head, **out_tail;
 	size_t out_bytes;
 	struct sockaddr_storage peer;
+	/* Timeouts (loop clock, ms): last byte read; start of the record
+	 * being read, while rec_open; last progress of the output queue. */
+	int64_t last_rx_ms, rec_start_ms, last_tx_ms;
+	bool rec_open;
 	struct rpc_conn *prev, *next;          /* loop's list of open conns */
 	struct rpc_conn *flush_next, *resume_next;
 };
@@ -103,6 +107,7 @@ struct rpc_call {
 	void *mem;              /* args + res storage, kept across reuse */
 	size_t memcap;
 	struct rpc_outbuf *out; /* reply, or NULL for a dropped call */
+	struct rpc_drc_entry *drc; /* in-progress DRC entry, or NULL */
 };
 
 struct rpc_lsock {
@@ -140,6 +145,8 @@ struct rpc_loop {
 	uint64_t inflight; /* calls of this loop not yet finished */
 	unsigned nout;     /* conns with queued output */
 	bool stop_seen;
+	int64_t now_ms;        /* CLOCK_MONOTONIC, read once per iteration */
+	int64_t next_sweep_ms; /* next check of the connection timeouts */
 
 	/* Completions from other threads: the slow path, on its own line. */
 	_Alignas(64) pthread_mutex_t cq_lock;
@@ -151,10 +158,69 @@ struct rpc_server {
 	struct rpc_loop **loops;
 	struct rpc_listener *listeners;
 	atomic_uint nconns;
+	atomic_llong conn_warn_ms; /* last "connection limit" warning */
+	atomic_uint conn_refused;  /* refused since that warning */
+	struct rpc_drc *drc;
 	atomic_bool stopping;
 	int64_t stop_deadline_ms; /* CLOCK_MONOTONIC; written before stopping */
 	bool started;
 };
+
+/*
+ * The duplicate-request cache (drc.c): the replies of non-idempotent
+ * calls, shared by all loops, safe from any thread.
+ */
+struct rpc_drc;
+struct rpc_drc_entry;
+
+/* What makes a call a retransmission of another (see drc.c). */
+struct rpc_drc_key {
+	uint8_t addr[16]; /* client IP (IPv4 mapped), no port */
+	uint32_t xid, prog, vers, proc;
+	uint64_t arghash; /* rpc_drc_hash_args() of the argument bytes */
+};
+
+enum { RPC_DRC_MISS, RPC_DRC_BUSY, RPC_DRC_HIT };
+
+/* A hash of a call's argument bytes, for the key. */
+uint64_t rpc_drc_hash_args(const void *data, size_t len);
+
+/* Fill a key; the peer's port is ignored. */
+void rpc_drc_key_init(struct rpc_drc_key *k,
+		      const struct sockaddr_storage *peer, uint32_t xid,
+		      uint32_t prog, uint32_t vers, uint32_t proc,
+		      uint64_t arghash);
+
+/*
+ * A cache of at most max_entries entries and max_bytes bytes (entries and
+ * replies together; at least 2 entries' worth per shard).  0 or -errno.
+ */
+int rpc_drc_new(size_t max_entries, size_t max_bytes, struct rpc_drc **out);
+
+/* Free the cache; no call may hold an entry any more. */
+void rpc_drc_free(struct rpc_drc *d);
+
+/*
+ * Look a call up.  Returns RPC_DRC_MISS: run the call; *ent is its new
+ * in-progress entry, to be finished with rpc_drc_finish(), or NULL when
+ * the cache is full of running calls (run it uncached).  RPC_DRC_BUSY:
+ * the same call is still running; send nothing.  RPC_DRC_HIT: *replay is
+ * a copy of the first reply, the caller's to send or free.  -ENOMEM when
+ * no copy could be made.
+ */
+int rpc_drc_begin(struct rpc_drc *d, const struct rpc_drc_key *k,
+		  struct rpc_drc_entry **ent, struct rpc_outbuf **replay);
+
+/*
+ * The call of e is finished with reply ob (copied; the caller keeps ob),
+ * or with no reply (ob NULL): then the entry is forgotten, so that a
+ * retransmission runs again.  Any thread; e must not be used after.
+ */
+void rpc_drc_finish(struct rpc_drc *d, struct rpc_drc_entry *e,
+		    const struct rpc_outbuf *ob);
+
+/* Entries and bytes in use now (tests, diagnostics). */
+void rpc_drc_stats(struct rpc_drc *d, size_t *entries, size_t *bytes);
 
 /* The loop whose thread is running, or NULL on any other thread. */
 struct rpc_loop *rpc_loop_current(void);

@@ -18,6 +18,11 @@
  * max_inflight outstanding calls and less than 2 * max_record of queued
  * output.  Bytes already read past that point are parked (pend) and
  * parsed before the socket is read again, so records keep their order.
+ *
+ * Slow clients: the sockets are non-blocking, so a client that trickles
+ * bytes or stops reading costs the others nothing but memory, and that is
+ * bounded by closing it: once a second each loop sweeps its connections
+ * for the timeouts of struct rpc_config (idle, record, write stall).
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -46,6 +51,13 @@
 #define RPC_ACCEPTS_PER_EVENT 32
 /* Fragments at least this big are read straight into the record. */
 #define RPC_DIRECT_MIN (16u << 10)
+#define RPC_SWEEP_MS 1000
+#define RPC_DEFAULT_RECORD_TIMEOUT_MS 60000
+#define RPC_DEFAULT_WRITE_TIMEOUT_MS 60000
+#define RPC_DEFAULT_DRC_ENTRIES 32768
+#define RPC_DEFAULT_DRC_BYTES ((size_t)16 << 20)
+/* At most one "connection limit" warning per this long. */
+#define RPC_CONN_WARN_MS 10000
 
 static _Thread_local struct rpc_loop *cur_loop;
 
@@ -91,6 +103,10 @@ static void conn_arm(struct rpc_conn *c, bool in, bool out)
 		conn_close(c);
 		return;
 	}
+	/* The record timeout counts only time spent waiting for the
+	 * client, not time its bytes waited on our backpressure. */
+	if (in && !c->in_armed)
+		c->rec_start_ms = c->loop->now_ms;
 	c->in_armed = in;
 	c->out_armed = out;
 }
@@ -144,8 +160,10 @@ void rpc_conn_queue(struct rpc_conn *c, struct rpc_outbuf *ob)
 		free(ob);
 		return;
 	}
-	if (!c->out_head)
+	if (!c->out_head) {
 		c->loop->nout++;
+		c->last_tx_ms = c->loop->now_ms;
+	}
 	ob->next = NULL;
 	*c->out_tail = ob;
 	c->out_tail = &ob->next;
@@ -203,6 +221,7 @@ static void conn_flush(struct rpc_conn *c)
 			conn_close(c);
 			return;
 		}
+		c->last_tx_ms = c->loop->now_ms;
 		while (n > 0) {
 			ob = c->out_head;
 			if ((size_t)n < ob->len - ob->off) {
@@ -244,7 +263,12 @@ static size_t conn_consume(struct rpc_conn *c, const uint8_t *data, size_t n)
 		/* Without a record the parser has taken all of data. */
 		if (!rec)
 			break;
+		c->rec_open = false;
 		rpc_dispatch(c, rec, rl);
+	}
+	if (c->rp.in_record && !c->rec_open) {
+		c->rec_open = true;
+		c->rec_start_ms = c->loop->now_ms;
 	}
 	return off;
 }
@@ -290,6 +314,7 @@ static void conn_readable(struct rpc_conn *c)
 			/* Big fragment (WRITE data): no copy via rbuf. */
 			n = read(c->fd, win, wlen);
 			if (n > 0) {
+				c->last_rx_ms = c->loop->now_ms;
 				rpc_recparser_commit(&c->rp, (size_t)n);
 				conn_consume(c, c->loop->rbuf, 0);
 				if (c->closed)
@@ -302,6 +327,7 @@ static void conn_readable(struct rpc_conn *c)
 			wlen = RPC_RBUF_SIZE;
 			n = read(c->fd, c->loop->rbuf, wlen);
 			if (n > 0) {
+				c->last_rx_ms = c->loop->now_ms;
 				k = conn_consume(c, c->loop->rbuf, (size_t)n);
 				if (c->closed)
 					return;
@@ -340,6 +366,26 @@ static void conn_event(struct rpc_conn *c, uint32_t events)
 	rpc_conn_unref(c);
 }
 
+/*
+ * Count a connection refused over max_conns and warn, at most once per
+ * RPC_CONN_WARN_MS over all loops: a flood of them must not flood the log.
+ */
+static void conn_refused(struct rpc_loop *loop)
+{
+	struct rpc_server *srv = loop->srv;
+	long long last = atomic_load(&srv->conn_warn_ms);
+
+	atomic_fetch_add(&srv->conn_refused, 1);
+	if (loop->now_ms - last < RPC_CONN_WARN_MS ||
+	    !atomic_compare_exchange_strong(&srv->conn_warn_ms, &last,
+					    loop->now_ms))
+		return;
+	log_warn("rpc: connection limit of %u reached: %u connections "
+		 "closed at once in the last %d s", srv->cfg.max_conns,
+		 atomic_exchange(&srv->conn_refused, 0),
+		 RPC_CONN_WARN_MS / 1000);
+}
+
 static void lsock_accept(struct rpc_loop *loop, struct rpc_lsock *ls)
 {
 	struct rpc_server *srv = loop->srv;
@@ -363,8 +409,8 @@ static void lsock_accept(struct rpc_loop *loop, struct rpc_lsock *ls)
 		if (atomic_fetch_add(&srv->nconns, 1) >= srv->cfg.max_conns &&
 		    srv->cfg.max_conns) {
 			atomic_fetch_sub(&srv->nconns, 1);
-			log_debug("rpc: connection limit reached");
 			close(fd);
+			conn_refused(loop);
 			continue;
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -378,6 +424,7 @@ static void lsock_accept(struct rpc_loop *loop, struct rpc_lsock *ls)
 		c->refs = 1;
 		c->out_tail = &c->out_head;
 		c->peer = peer;
+		c->last_rx_ms = c->last_tx_ms = loop->now_ms;
 		rpc_recparser_init(&c->rp, srv->cfg.max_record);
 		ev.data.ptr = &c->ev;
 		if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev))
@@ -463,6 +510,44 @@ static void loop_wake(struct rpc_loop *loop)
 	}
 }
 
+/* Why conn c should be closed now, or NULL (see struct rpc_config). */
+static const char *conn_expired(const struct rpc_conn *c,
+				const struct rpc_config *cfg, int64_t now)
+{
+	int64_t stall = cfg->write_timeout_ms;
+
+	if (cfg->idle_timeout_ms && cfg->idle_timeout_ms < stall)
+		stall = cfg->idle_timeout_ms;
+	if (c->out_head && now - c->last_tx_ms >= stall)
+		return "it does not read its replies";
+	if (c->rec_open && c->in_armed &&
+	    now - c->rec_start_ms >= cfg->record_timeout_ms)
+		return "a record is not complete in time";
+	if (cfg->idle_timeout_ms && !c->inflight && !c->out_head &&
+	    now - c->last_rx_ms >= cfg->idle_timeout_ms)
+		return "idle";
+	return NULL;
+}
+
+static void loop_sweep(struct rpc_loop *loop)
+{
+	const struct rpc_config *cfg = &loop->srv->cfg;
+	struct rpc_conn *c, *next;
+	const char *why;
+
+	for (c = loop->conns; c; c = next) {
+		next = c->next;
+		why = conn_expired(c, cfg, loop->now_ms);
+		if (!why)
+			continue;
+		if (strcmp(why, "idle"))
+			log_info("rpc: closing a connection: %s", why);
+		else
+			log_debug("rpc: closing an idle connection");
+		conn_close(c);
+	}
+}
+
 /* End of an iteration: parked input first (it may queue replies), then
  * one batched write per conn with new output. */
 static void loop_run_lists(struct rpc_loop *loop)
@@ -494,16 +579,25 @@ static void *loop_main(void *arg)
 	int n, timeout;
 
 	cur_loop = loop;
+	loop->now_ms = now_ms();
+	loop->next_sweep_ms = loop->now_ms + RPC_SWEEP_MS;
 	for (;;) {
-		timeout = -1;
+		loop->now_ms = now_ms();
+		if (loop->now_ms >= loop->next_sweep_ms) {
+			loop_sweep(loop);
+			loop->next_sweep_ms = loop->now_ms + RPC_SWEEP_MS;
+		}
+		timeout = (int)(loop->next_sweep_ms - loop->now_ms);
 		if (loop->stop_seen) {
-			int64_t left = loop->srv->stop_deadline_ms - now_ms();
+			int64_t left = loop->srv->stop_deadline_ms - loop->now_ms;
 
 			if ((loop->inflight == 0 && loop->nout == 0) || left <= 0)
 				break;
-			timeout = (int)(left > 1000 ? 1000 : left);
+			if (left < timeout)
+				timeout = (int)left;
 		}
 		n = epoll_wait(loop->epfd, evs, RPC_EVENTS, timeout);
+		loop->now_ms = now_ms();
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -602,9 +696,10 @@ out_free:
 /*
  * Free a loop whose thread has ended.  Calls finished after the loop
  * stopped are still on the completion list; calls that are not finished
- * yet will touch the loop later, so then the loop is leaked on purpose.
+ * yet will touch the loop later, so then the loop is leaked on purpose
+ * (returns false).
  */
-static void loop_free(struct rpc_loop *loop)
+static bool loop_free(struct rpc_loop *loop)
 {
 	struct rpc_watch *w;
 
@@ -618,7 +713,7 @@ static void loop_free(struct rpc_loop *loop)
 		log_warn("rpc: loop %d: %llu calls unfinished at free; "
 			 "leaking the loop they will complete on",
 			 loop->idx, (unsigned long long)loop->inflight);
-		return;
+		return false;
 	}
 	rpc_call_cache_free(loop);
 	close(loop->wakefd);
@@ -626,6 +721,7 @@ static void loop_free(struct rpc_loop *loop)
 	free(loop->rbuf);
 	pthread_mutex_destroy(&loop->cq_lock);
 	free(loop);
+	return true;
 }
 
 /* ---- server ----------------------------------------------------------- */
@@ -647,8 +743,23 @@ int rpc_server_new(const struct rpc_config *cfg, struct rpc_server **out)
 		srv->cfg.max_record = RPC_FRAG_LEN_MASK;
 	if (!srv->cfg.max_inflight)
 		srv->cfg.max_inflight = RPC_DEFAULT_MAX_INFLIGHT;
+	if (!srv->cfg.record_timeout_ms)
+		srv->cfg.record_timeout_ms = RPC_DEFAULT_RECORD_TIMEOUT_MS;
+	if (!srv->cfg.write_timeout_ms)
+		srv->cfg.write_timeout_ms = RPC_DEFAULT_WRITE_TIMEOUT_MS;
+	if (!srv->cfg.drc_entries)
+		srv->cfg.drc_entries = RPC_DEFAULT_DRC_ENTRIES;
+	if (!srv->cfg.drc_bytes)
+		srv->cfg.drc_bytes = RPC_DEFAULT_DRC_BYTES;
+	atomic_init(&srv->conn_warn_ms, now_ms() - RPC_CONN_WARN_MS);
+	rc = rpc_drc_new(srv->cfg.drc_entries, srv->cfg.drc_bytes, &srv->drc);
+	if (rc) {
+		free(srv);
+		return rc;
+	}
 	srv->loops = calloc((size_t)cfg->nloops, sizeof(*srv->loops));
 	if (!srv->loops) {
+		rpc_drc_free(srv->drc);
 		free(srv);
 		return -ENOMEM;
 	}
@@ -853,15 +964,19 @@ void rpc_server_stop(struct rpc_server *srv, int timeout_ms)
 void rpc_server_free(struct rpc_server *srv)
 {
 	struct rpc_listener *lis;
+	bool leaked = false;
 
 	if (!srv)
 		return;
 	rpc_server_stop(srv, 0);
 	if (srv->loops) {
 		for (int i = 0; i < srv->cfg.nloops; i++)
-			if (srv->loops[i])
-				loop_free(srv->loops[i]);
+			if (srv->loops[i] && !loop_free(srv->loops[i]))
+				leaked = true;
 	}
+	/* An unfinished call still holds its DRC entry. */
+	if (!leaked)
+		rpc_drc_free(srv->drc);
 	while ((lis = srv->listeners)) {
 		srv->listeners = lis->next;
 		free(lis);
