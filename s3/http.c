@@ -160,7 +160,8 @@ static int xfer_start(struct s3_http *h, struct s3_xfer *x)
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, STALL_TIMEOUT_S);
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME,
+			 x->stall_s > 0 ? x->stall_s : STALL_TIMEOUT_S);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, RECV_BUFFER);
 	curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, SEND_BUFFER);

@@ -44,6 +44,11 @@ struct s3_xfer {
 	void (*on_header)(void *arg, const char *name, size_t nlen,
 			  const char *value, size_t vlen);
 	void *header_arg;
+	/*
+	 * A transfer that moves under 1 byte/s for this many seconds is
+	 * dead; 0 means STALL_TIMEOUT_S (s3/http.c).
+	 */
+	long stall_s;
 
 	/* The result, valid once s3_http_run() returned. */
 	int transport; /* a CURLcode; 0 = an HTTP answer arrived */

@@ -358,6 +358,14 @@ static int s3_do(struct store_s3 *s, struct req *r)
 	int err;
 
 	for (r->tries = 1;; r->tries++) {
+		/*
+		 * A stalled server must not hold a try past the budget: the
+		 * caller (an NFS call waiting on a fetch) is owed its JUKEBOX
+		 * in time.  A transfer that moves is not cut.
+		 */
+		int64_t left_ms = RETRY_BUDGET_MS - (now_ms() - start);
+
+		x.stall_s = left_ms > 1000 ? (long)(left_ms / 1000) : 1;
 		err = req_once(s, r, &x);
 		if (!err)
 			err = req_result(r, &x);

@@ -718,7 +718,8 @@ static void gw_cmdline(struct e2e_gw *gw, const char *bin, struct strv *argv,
 		strv_add(argv, "file://%s", gw->store);
 	if (s3) {
 		strv_add(argv, "--s3-endpoint");
-		strv_add(argv, "%s", s3->endpoint);
+		strv_add(argv, "%s", gw->opts.s3_endpoint ? gw->opts.s3_endpoint
+							  : s3->endpoint);
 		strv_add(argv, "--s3-region");
 		strv_add(argv, "us-east-1");
 	}
@@ -915,12 +916,21 @@ int e2e_gw_start_opts(struct e2e_gw *gw, const struct e2e_gw_opts *o)
 		gw->dir[0] = '\0';
 		return -1;
 	}
-	snprintf(gw->state, sizeof(gw->state), "%s/state", gw->dir);
+	if (gw->opts.state_dir)
+		snprintf(gw->state, sizeof(gw->state), "%s",
+			 gw->opts.state_dir);
+	else
+		snprintf(gw->state, sizeof(gw->state), "%s/state", gw->dir);
 	snprintf(gw->log, sizeof(gw->log), "%s/gw.log", gw->dir);
 	if (s3) {
 		/* A prefix of its own: gateways of a run never see each other. */
-		snprintf(gw->s3_prefix, sizeof(gw->s3_prefix), "e2e-%d-%u-%s",
-			 (int)getpid(), ++seq, strrchr(gw->dir, '-') + 1);
+		if (gw->opts.s3_prefix)
+			snprintf(gw->s3_prefix, sizeof(gw->s3_prefix), "%s",
+				 gw->opts.s3_prefix);
+		else
+			snprintf(gw->s3_prefix, sizeof(gw->s3_prefix),
+				 "e2e-%d-%u-%s", (int)getpid(), ++seq,
+				 strrchr(gw->dir, '-') + 1);
 		snprintf(gw->store, sizeof(gw->store), "s3://%s/%s",
 			 s3->bucket, gw->s3_prefix);
 	} else {
@@ -930,7 +940,7 @@ int e2e_gw_start_opts(struct e2e_gw *gw, const struct e2e_gw_opts *o)
 			return -1;
 		}
 	}
-	if (mkdir(gw->state, 0700) != 0) {
+	if (!gw->opts.state_dir && mkdir(gw->state, 0700) != 0) {
 		say("mkdir %s: %s", gw->state, strerror(errno));
 		return -1;
 	}

@@ -99,6 +99,12 @@ struct e2e_gw_opts {
 	const char *s3_secret;    /* S3 only: this secret instead of the real */
 	const char *s3_key_id;    /* S3 only: this access key instead */
 	const char *const *extra_args; /* more options, NULL-terminated */
+	const char *s3_endpoint;  /* S3 only: talk here (a proxy) instead */
+	const char *s3_prefix;    /* S3 only: this key prefix, not a new one
+				   * (a second gateway on another's bucket) */
+	const char *state_dir;    /* an existing empty dir for state/ (e.g. a
+				   * small tmpfs) instead of one in the temp
+				   * dir; the caller removes it */
 };
 
 struct e2e_gw {

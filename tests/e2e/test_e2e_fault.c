@@ -1,0 +1,523 @@
+/*
+ * tests/e2e/test_e2e_fault.c - the write/read suite through a fault proxy
+ * (tests/fault/faultproxy) between the gateway and the S3 server (S3
+ * backends only): no fault of the network or the server loses or
+ * corrupts a byte, and while none can get through the gateway says
+ * NFS3ERR_JUKEBOX and lives on.
+ *
+ *  - writes: files of several sizes (one byte to several fetch chunks) are
+ *    written and COMMITted while the proxy resets connections, answers 503
+ *    SlowDown, or crawls; each must reach the bucket with exactly its
+ *    bytes (SHA-256, read straight from the server, not through the proxy);
+ *  - cold reads: a gateway on a fresh state dir and the same key prefix
+ *    has nothing cached, so every READ is a ranged GET through the proxy;
+ *    it reads every file under each of resets, 503s, truncated bodies and
+ *    low bandwidth, and every digest must match;
+ *  - no progress: with the proxy stalled, or answering every request with
+ *    503, a READ miss and a LOOKUP that needs a listing answer JUKEBOX
+ *    within JUKEBOX_MS, cached data is still served, the gateway lives,
+ *    and once the proxy passes again the miss is served with its bytes.
+ *
+ * Every fault mode must have injected something (the proxy counts), or
+ * the test proves nothing and fails.  The proxy's seed is fixed, so a
+ * failure is repeatable as far as the gateway's own timing allows.
+ */
+#include "harness.h"
+#include "../fault/faultctl.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <CUnit/Basic.h>
+
+#define CHUNK 65536              /* NFS READ/WRITE size */
+#define SEED 20240601ull         /* the proxy's random sequence */
+#define UPLOAD_MS 90000          /* a COMMITted file reaches S3 within */
+#define RETRY_MS 60000           /* a JUKEBOX'd call succeeds within */
+/*
+ * A call that needs a store making no progress answers JUKEBOX within
+ * this: DESIGN.md asks for JUKEBOX when a request "cannot finish in time",
+ * the store's own retry budget is 20 s (s3/store_s3.c RETRY_BUDGET_MS),
+ * and clients give up on a call after 30 s (the harness) to 60 s (Linux
+ * timeo=600).
+ */
+#define JUKEBOX_MS 25000
+
+/* One file per size per write round: sizes cross the 1 MiB fetch chunk. */
+static const size_t sizes[] = { 1, 4097, CHUNK, (1u << 20) + 17,
+				(3u << 20) + 5 };
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+/* Upload faults: PUT answers have no body, so nothing to truncate. */
+static const char *const write_modes[] = { "reset 0.01", "503 0.3",
+					   "slow 1000000" };
+#define NROUNDS (sizeof(write_modes) / sizeof(write_modes[0]))
+
+static const char *const read_modes[] = { "reset 0.005", "503 0.5",
+					  "truncate 0.5", "slow 1000000" };
+
+struct file {
+	char name[32];
+	size_t size;
+	uint64_t seed;
+	char sha[65];
+	int uploaded;
+};
+
+static struct file files[NROUNDS * NSIZES];
+#define NFILES (sizeof(files) / sizeof(files[0]))
+
+static struct fault_proxy P;
+static char prefix[128];         /* the bucket prefix the files live under */
+static int written;              /* test_write ran to its end */
+
+struct env {
+	struct e2e_gw gw;
+	struct e2e_rpc *r;
+	nfs_fh3 root;
+};
+
+static struct env E;
+
+/* ------------------------------------------------------------------ */
+
+static void *file_data(const struct file *f)
+{
+	char *p = malloc(f->size ? f->size : 1);
+
+	E2E_REQUIRE(p, "malloc %zu", f->size);
+	e2e_fill(p, f->size, f->seed);
+	return p;
+}
+
+static long injected(void)
+{
+	long n = fault_proxy_injected(&P);
+
+	E2E_REQUIRE(n >= 0, "faultproxy stats");
+	return n;
+}
+
+static void set_mode(const char *m)
+{
+	E2E_REQUIRE(fault_proxy_mode(&P, m) == 0, "faultproxy mode %s", m);
+}
+
+static void env_start(const char *dir_ttl, const char *upload_delay,
+		      const char *pfx)
+{
+	struct e2e_gw_opts o = { .threads = 2, .dir_ttl = dir_ttl,
+				 .upload_delay = upload_delay,
+				 .s3_endpoint = P.endpoint, .s3_prefix = pfx };
+
+	memset(&E, 0, sizeof(E));
+	E2E_REQUIRE(e2e_gw_start_opts(&E.gw, &o) == 0,
+		    "gateway start through the proxy on %s",
+		    e2e_backend_name());
+	E.r = e2e_rpc_open(E.gw.nfs_port, NFS_PROGRAM, NFS_V3);
+	E2E_REQUIRE(E.r, "NFS connection");
+	E2E_REQUIRE(e2e_root_fh(E.r, &E.gw, &E.root) == 0, "root handle");
+}
+
+/* A new connection after a call timed out and broke the old one. */
+static void env_reconnect(void)
+{
+	e2e_rpc_close(E.r);
+	E.r = e2e_rpc_open(E.gw.nfs_port, NFS_PROGRAM, NFS_V3);
+	E2E_REQUIRE(E.r, "NFS connection");
+	E2E_REQUIRE(e2e_root_fh(E.r, &E.gw, &E.root) == 0, "root handle");
+}
+
+static void env_stop(void)
+{
+	if (E.r)
+		e2e_rpc_close(E.r);
+	E.r = NULL;
+	if (E.gw.pid > 0)
+		E2E_CHECK(e2e_gw_stop(&E.gw) == 0, "gateway SIGTERM: exit 0");
+	e2e_gw_cleanup(&E.gw);
+}
+
+static void test_cleanup(void)
+{
+	env_stop();
+	if (P.ctl_fd >= 0)
+		fault_proxy_mode(&P, "pass");
+}
+
+/* ------------------------------------------------------------------ */
+/* NFS calls that a client retries on JUKEBOX, as a real one does      */
+
+/* LOOKUP name in the root; the status after JUKEBOX retries. */
+static int lookup(const char *name, nfs_fh3 *fh, int *jukes)
+{
+	uint64_t t0 = e2e_now_ms();
+	LOOKUP3res res;
+
+	for (;;) {
+		E2E_RPC(E.r, e2e_nfs3_lookup(E.r, &E.root, name, &res));
+		if (res.status != NFS3ERR_JUKEBOX ||
+		    e2e_now_ms() - t0 > RETRY_MS)
+			break;
+		(*jukes)++;
+		usleep(200000);
+	}
+	if (res.status == NFS3_OK)
+		*fh = e2e_fh_dup(E.r, &res.LOOKUP3res_u.resok.object);
+	return res.status;
+}
+
+static nfs_fh3 create(const char *name, int *jukes)
+{
+	uint64_t t0 = e2e_now_ms();
+	CREATE3args a = { .where = { .dir = E.root, .name = (char *)name } };
+	CREATE3res res;
+
+	a.how.mode = UNCHECKED;
+	a.how.createhow3_u.obj_attributes = e2e_sattr_mode(0644);
+	for (;;) {
+		E2E_RPC(E.r, e2e_nfs3_create(E.r, &a, &res));
+		if (res.status != NFS3ERR_JUKEBOX ||
+		    e2e_now_ms() - t0 > RETRY_MS)
+			break;
+		(*jukes)++;
+		usleep(200000);
+	}
+	E2E_REQUIRE(res.status == NFS3_OK, "CREATE %s: %s", name,
+		    e2e_nfsstat(res.status));
+	E2E_REQUIRE(res.CREATE3res_u.resok.obj.handle_follows,
+		    "CREATE %s: no handle", name);
+	return e2e_fh_dup(E.r, &res.CREATE3res_u.resok.obj.post_op_fh3_u.handle);
+}
+
+/* WRITE (UNSTABLE) all of buf and COMMIT, each retried on JUKEBOX. */
+static void write_commit(const nfs_fh3 *fh, const char *name, const char *buf,
+			 size_t len, int *jukes)
+{
+	uint64_t t0 = e2e_now_ms();
+	WRITE3res w;
+	COMMIT3res c;
+
+	for (size_t done = 0; done < len;) {
+		uint32_t n = len - done > CHUNK ? CHUNK : (uint32_t)(len - done);
+
+		E2E_RPC(E.r, e2e_nfs3_write(E.r, fh, done, buf + done, n,
+					    UNSTABLE, &w));
+		if (w.status == NFS3ERR_JUKEBOX && e2e_now_ms() - t0 < RETRY_MS) {
+			(*jukes)++;
+			usleep(200000);
+			continue;
+		}
+		E2E_REQUIRE(w.status == NFS3_OK, "WRITE %s at %zu: %s", name,
+			    done, e2e_nfsstat(w.status));
+		E2E_REQUIRE(w.WRITE3res_u.resok.count == n,
+			    "short WRITE %s: %u of %u", name,
+			    w.WRITE3res_u.resok.count, n);
+		done += n;
+	}
+	for (;;) {
+		E2E_RPC(E.r, e2e_nfs3_commit(E.r, fh, 0, 0, &c));
+		if (c.status != NFS3ERR_JUKEBOX || e2e_now_ms() - t0 > RETRY_MS)
+			break;
+		(*jukes)++;
+		usleep(200000);
+	}
+	E2E_REQUIRE(c.status == NFS3_OK, "COMMIT %s: %s", name,
+		    e2e_nfsstat(c.status));
+}
+
+/*
+ * READ the whole of f (retrying JUKEBOX) and compare its SHA-256; 1 if
+ * every byte is right.
+ */
+static int read_check(const nfs_fh3 *fh, const struct file *f, int *jukes)
+{
+	uint64_t t0 = e2e_now_ms();
+	struct e2e_sha256 s;
+	uint8_t d[32];
+	char hex[65];
+	size_t done = 0;
+	READ3res rd;
+
+	e2e_sha256_init(&s);
+	for (;;) {
+		uint32_t n;
+
+		E2E_RPC(E.r, e2e_nfs3_read(E.r, fh, done, CHUNK, &rd));
+		if (rd.status == NFS3ERR_JUKEBOX &&
+		    e2e_now_ms() - t0 < RETRY_MS) {
+			(*jukes)++;
+			usleep(200000);
+			continue;
+		}
+		if (rd.status != NFS3_OK) {
+			E2E_CHECK(0, "READ %s at %zu: %s", f->name, done,
+				  e2e_nfsstat(rd.status));
+			return 0;
+		}
+		n = rd.READ3res_u.resok.count;
+		if (done + n > f->size) {
+			E2E_CHECK(0, "READ %s: more than its %zu bytes",
+				  f->name, f->size);
+			return 0;
+		}
+		e2e_sha256_update(&s, rd.READ3res_u.resok.data.data_val, n);
+		done += n;
+		if (rd.READ3res_u.resok.eof)
+			break;
+		if (n == 0) {
+			E2E_CHECK(0, "READ %s: 0 bytes at %zu without eof",
+				  f->name, done);
+			return 0;
+		}
+	}
+	e2e_sha256_final(&s, d);
+	e2e_digest_hex(d, hex);
+	E2E_CHECK(done == f->size, "READ %s: %zu bytes, want %zu", f->name,
+		  done, f->size);
+	E2E_CHECK(strcmp(hex, f->sha) == 0, "READ %s: SHA-256 %s, want %s",
+		  f->name, hex, f->sha);
+	return done == f->size && strcmp(hex, f->sha) == 0;
+}
+
+/* GET f straight from the server; 1 if it is there with f's bytes. */
+static int in_bucket(const struct file *f)
+{
+	struct e2e_s3_resp r;
+	char key[512], hex[65];
+	int ok;
+
+	e2e_s3_key(&E.gw, f->name, key, sizeof(key));
+	if (e2e_s3_request("GET", key, NULL, NULL, 0, NULL, &r) != 0)
+		return 0;
+	ok = r.code == 200 && r.len == f->size;
+	if (ok) {
+		e2e_sha256_hex(r.body, r.len, hex);
+		ok = strcmp(hex, f->sha) == 0;
+	}
+	e2e_s3_resp_free(&r);
+	return ok;
+}
+
+/* ------------------------------------------------------------------ */
+
+static void test_write(void)
+{
+	env_start(NULL, "0", NULL);
+	snprintf(prefix, sizeof(prefix), "%s", E.gw.s3_prefix);
+	for (size_t r = 0; r < NROUNDS; r++) {
+		long inj0 = injected();
+		uint64_t t0 = e2e_now_ms();
+		int jukes = 0, left;
+
+		set_mode(write_modes[r]);
+		for (size_t i = 0; i < NSIZES; i++) {
+			struct file *f = &files[r * NSIZES + i];
+			nfs_fh3 fh;
+			char *data;
+
+			snprintf(f->name, sizeof(f->name), "w%zu-%zu", r,
+				 sizes[i]);
+			f->size = sizes[i];
+			f->seed = 1000 * r + i + 1;
+			data = file_data(f);
+			e2e_sha256_hex(data, f->size, f->sha);
+			fh = create(f->name, &jukes);
+			write_commit(&fh, f->name, data, f->size, &jukes);
+			free(data);
+		}
+		/* The syncer uploads through the faults; check what landed. */
+		do {
+			left = 0;
+			for (size_t i = 0; i < NSIZES; i++) {
+				struct file *f = &files[r * NSIZES + i];
+
+				if (!f->uploaded)
+					f->uploaded = in_bucket(f);
+				left += !f->uploaded;
+			}
+			if (left)
+				usleep(300000);
+		} while (left && e2e_now_ms() - t0 < UPLOAD_MS);
+		fprintf(stderr, "  write round '%s': %d JUKEBOX, %ld faults, "
+			"uploaded in %llu ms\n", write_modes[r], jukes,
+			injected() - inj0,
+			(unsigned long long)(e2e_now_ms() - t0));
+		for (size_t i = 0; i < NSIZES; i++)
+			E2E_CHECK(files[r * NSIZES + i].uploaded,
+				  "%s: not in the bucket with its bytes %d ms "
+				  "after COMMIT (mode %s)",
+				  files[r * NSIZES + i].name, UPLOAD_MS,
+				  write_modes[r]);
+		E2E_CHECK(injected() > inj0, "mode '%s' injected no fault: "
+			  "this round proved nothing", write_modes[r]);
+		E2E_REQUIRE(e2e_gw_alive(&E.gw), "gateway alive after '%s'",
+			    write_modes[r]);
+	}
+	set_mode("pass");
+	env_stop();
+	written = 1;
+}
+
+static void test_cold_reads(void)
+{
+	E2E_REQUIRE(written, "needs the files of the write test");
+	for (size_t m = 0; m < sizeof(read_modes) / sizeof(read_modes[0]);
+	     m++) {
+		uint64_t t0;
+		long inj0;
+		int jukes = 0, good = 0;
+
+		/* Fresh state, same prefix: nothing is cached. */
+		set_mode("pass");
+		env_start(NULL, NULL, prefix);
+		inj0 = injected();
+		t0 = e2e_now_ms();
+		set_mode(read_modes[m]);
+		for (size_t i = 0; i < NFILES; i++) {
+			nfs_fh3 fh;
+			int st = lookup(files[i].name, &fh, &jukes);
+
+			E2E_STATUS(files[i].name, st, NFS3_OK);
+			if (st == NFS3_OK)
+				good += read_check(&fh, &files[i], &jukes);
+		}
+		fprintf(stderr, "  cold reads '%s': %d of %zu files right, %d "
+			"JUKEBOX, %ld faults, %llu ms\n", read_modes[m], good,
+			NFILES, jukes, injected() - inj0,
+			(unsigned long long)(e2e_now_ms() - t0));
+		E2E_CHECK(injected() > inj0, "mode '%s' injected no fault: "
+			  "these reads proved nothing", read_modes[m]);
+		E2E_CHECK(e2e_gw_alive(&E.gw), "gateway alive after '%s'",
+			  read_modes[m]);
+		set_mode("pass");
+		env_stop();
+	}
+}
+
+/*
+ * A call that needs the store, with the proxy letting nothing through:
+ * JUKEBOX within JUKEBOX_MS (an RPC timeout counts as a failure).
+ */
+static void want_jukebox(const char *what, int is_read, const nfs_fh3 *fh,
+			 const char *name)
+{
+	uint64_t t0 = e2e_now_ms(), ms;
+	int rc, st = -1;
+
+	if (is_read) {
+		READ3res rd;
+
+		rc = e2e_nfs3_read(E.r, fh, 0, 4096, &rd);
+		if (!rc)
+			st = rd.status;
+	} else {
+		LOOKUP3res lr;
+
+		rc = e2e_nfs3_lookup(E.r, &E.root, name, &lr);
+		if (!rc)
+			st = lr.status;
+	}
+	ms = e2e_now_ms() - t0;
+	fprintf(stderr, "  %s: %s after %llu ms\n", what,
+		rc ? e2e_rpc_error(E.r) : e2e_nfsstat(st),
+		(unsigned long long)ms);
+	if (rc) {
+		E2E_CHECK(0, "%s: no answer (%s); want NFS3ERR_JUKEBOX within "
+			  "%d ms", what, e2e_rpc_error(E.r), JUKEBOX_MS);
+		env_reconnect();
+		return;
+	}
+	E2E_STATUS(what, st, NFS3ERR_JUKEBOX);
+	E2E_CHECK(ms <= JUKEBOX_MS, "%s: answered after %llu ms, want "
+		  "within %d ms", what, (unsigned long long)ms, JUKEBOX_MS);
+}
+
+static void test_no_progress(void)
+{
+	static const char *const modes[] = { "503 1", "stall" };
+	nfs_fh3 fh[NFILES];
+	int jukes = 0;
+
+	E2E_REQUIRE(written, "needs the files of the write test");
+	set_mode("pass");
+	env_start("1", NULL, prefix);
+	for (size_t i = 0; i < NFILES; i++)
+		E2E_REQUIRE(lookup(files[i].name, &fh[i], &jukes) == NFS3_OK,
+			    "LOOKUP %s", files[i].name);
+	/* files[0] cached; files[1 + m] stay misses for mode m. */
+	E2E_REQUIRE(read_check(&fh[0], &files[0], &jukes), "READ %s",
+		    files[0].name);
+	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		const struct file *miss = &files[NFILES - 1 - m];
+		char what[128];
+		long inj0 = injected();
+
+		set_mode(modes[m]);
+		usleep(1500000); /* past --dir-ttl 1: listings must be redone */
+		snprintf(what, sizeof(what), "READ miss %s (proxy '%s')",
+			 miss->name, modes[m]);
+		want_jukebox(what, 1, &fh[NFILES - 1 - m], NULL);
+		snprintf(what, sizeof(what), "LOOKUP of a new name (proxy '%s')",
+			 modes[m]);
+		want_jukebox(what, 0, NULL, "not-there-yet");
+		E2E_CHECK(read_check(&fh[0], &files[0], &jukes),
+			  "READ of cached %s with the proxy '%s'",
+			  files[0].name, modes[m]);
+		E2E_REQUIRE(e2e_gw_alive(&E.gw), "gateway died with the proxy "
+			    "'%s'", modes[m]);
+		E2E_CHECK(e2e_nfs3_null(E.r) == 0, "NULL with the proxy '%s': "
+			  "%s", modes[m], e2e_rpc_error(E.r));
+		/* A stall injects by doing nothing: it counts no faults. */
+		if (strcmp(modes[m], "stall") != 0)
+			E2E_CHECK(injected() > inj0, "mode '%s' injected no "
+				  "fault", modes[m]);
+		set_mode("pass");
+		E2E_CHECK(read_check(&fh[NFILES - 1 - m], miss, &jukes),
+			  "READ %s once the proxy passes again", miss->name);
+	}
+	E2E_CHECK(e2e_gw_alive(&E.gw), "gateway alive at the end");
+	env_stop();
+}
+
+static int suite_init(void)
+{
+	const struct e2e_s3 *s3 = e2e_s3_server();
+	const char *port;
+
+	if (!s3)
+		return 1;
+	port = strrchr(s3->endpoint, ':');
+	return fault_proxy_start(&P, atoi(port + 1), "pass", SEED) ? 1 : 0;
+}
+
+static int suite_clean(void)
+{
+	return fault_proxy_stop(&P) ? 1 : 0;
+}
+
+int main(void)
+{
+	CU_pSuite s;
+
+	if (!e2e_backend_is_s3()) {
+		fprintf(stderr, "test_e2e_fault: needs an S3 backend "
+			"(MAPFS_E2E_STORE=rgw or s3rver), not %s\n",
+			e2e_backend_name());
+		return 1;
+	}
+	P.ctl_fd = -1;
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite_with_setup_and_teardown("e2e_fault", suite_init,
+						 suite_clean, NULL,
+						 test_cleanup);
+	CU_add_test(s, "writes through resets, 503s, low bandwidth",
+		    test_write);
+	CU_add_test(s, "cold reads through resets, 503s, cuts, low bandwidth",
+		    test_cold_reads);
+	CU_add_test(s, "no progress: JUKEBOX, cached data, recovery",
+		    test_no_progress);
+	return e2e_run_cunit();
+}
