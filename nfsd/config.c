@@ -66,6 +66,12 @@ static const struct opt opts[] = {
 	  "owner of objects that carry no metadata (default 0)" },
 	{ "default-gid", OPT_U32, OFF(default_gid), "GID",
 	  "group of objects that carry no metadata (default 0)" },
+	{ "nlm-port", OPT_PORT, OFF(nlm_port), "N",
+	  "lock manager (NLM v4) and status monitor (NSM) port (default 0: a free port, found through rpcbind)" },
+	{ "grace", OPT_MS, OFF(grace_ms), "SECONDS",
+	  "after a start, grant only lock reclaims for this long (default 45)" },
+	{ "nlm-client-rpcbind-port", OPT_PORT, OFF(nlm_client_rpcbind_port), "N",
+	  "port of the clients' rpcbind, asked where their lockd and statd listen for callbacks (default 111)" },
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -75,7 +81,8 @@ void config_usage(FILE *out)
 	fprintf(out,
 		"usage: mapfs-gw [--config FILE] [--store URL] [--state DIR] [--bind ADDR]\n"
 		"                [--nfs-port N] [--mount-port N] [--export PATH] [--threads N]\n"
-		"                [--no-rpcbind] [--foreground] [--log-level L]\n\n"
+		"                [--no-rpcbind] [--foreground] [--log-level L]\n"
+		"                [--nlm-port N] [--grace SECONDS]\n\n"
 		"A user-space NFSv3 server exporting an object store's namespace from a\n"
 		"local cache.  Once ready it prints one line on stdout:\n"
 		"  mapfs-gw: ready nfs=ADDR:PORT mount=ADDR:PORT export=PATH\n\n"
@@ -216,6 +223,15 @@ static int config_validate(struct config *cfg, FILE *err)
 		fprintf(err, "mapfs-gw: nfs-port and mount-port must differ\n");
 		return -EINVAL;
 	}
+	if (cfg->nlm_port &&
+	    (cfg->nlm_port == cfg->nfs_port || cfg->nlm_port == cfg->mount_port)) {
+		fprintf(err, "mapfs-gw: nlm-port must differ from nfs-port and mount-port\n");
+		return -EINVAL;
+	}
+	if (!cfg->nlm_client_rpcbind_port) {
+		fprintf(err, "mapfs-gw: invalid value '0' for nlm-client-rpcbind-port\n");
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -233,6 +249,8 @@ static int config_defaults(struct config *cfg)
 		.log_level = strdup("info"),
 		.dir_ttl_ms = 5000,
 		.upload_delay_ms = 5000,
+		.grace_ms = 45000,
+		.nlm_client_rpcbind_port = 111,
 	};
 	return cfg->state && cfg->bind && cfg->export_path && cfg->log_level ?
 		       0 : -ENOMEM;

@@ -28,6 +28,9 @@ struct config {
 	bool s3_path_style;
 	int s3_max_requests;
 	uint32_t default_uid, default_gid; /* objects without metadata */
+	int nlm_port;        /* NLM + NSM; 0 = pick a free port */
+	uint32_t grace_ms;   /* after start only lock reclaims are granted */
+	int nlm_client_rpcbind_port; /* clients' rpcbind, for callbacks */
 };
 
 /*
