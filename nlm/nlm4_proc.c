@@ -101,6 +101,16 @@ static nlm4_stats stat_of(int rc)
 	}
 }
 
+/* One debug line per lock call: what clients really send. */
+static void trace(const char *proc, const nlm4_lock *l, bool excl, bool block,
+		  nlm4_stats st)
+{
+	log_debug("nlm: %s %s svid %d %s [%llu +%llu]%s -> %d", proc,
+		  l->caller_name ? l->caller_name : "?", l->svid,
+		  excl ? "excl" : "shared", (unsigned long long)l->l_offset,
+		  (unsigned long long)l->l_len, block ? " block" : "", (int)st);
+}
+
 static void nlm_test(struct rpc_call *call, nlm4_testargs *a, nlm4_testres *r)
 {
 	struct nlm *n = rpc_call_ctx(call);
@@ -220,13 +230,21 @@ static void proc_null(struct rpc_call *call, void *args, void *res)
 
 static void proc_test(struct rpc_call *call, void *args, void *res)
 {
+	nlm4_testargs *a = args;
+
 	nlm_test(call, args, res);
+	trace("TEST", &a->alock, a->exclusive, false,
+	      ((nlm4_testres *)res)->test_stat.stat);
 	rpc_call_done(call);
 }
 
 static void proc_lock(struct rpc_call *call, void *args, void *res)
 {
+	nlm4_lockargs *a = args;
+
 	nlm_lock(call, args, res, true);
+	trace(a->reclaim ? "LOCK(reclaim)" : "LOCK", &a->alock, a->exclusive,
+	      a->block, ((nlm4_res *)res)->stat);
 	rpc_call_done(call);
 }
 
@@ -238,13 +256,20 @@ static void proc_nm_lock(struct rpc_call *call, void *args, void *res)
 
 static void proc_cancel(struct rpc_call *call, void *args, void *res)
 {
+	nlm4_cancargs *a = args;
+
 	nlm_cancel(call, args, res);
+	trace("CANCEL", &a->alock, a->exclusive, a->block,
+	      ((nlm4_res *)res)->stat);
 	rpc_call_done(call);
 }
 
 static void proc_unlock(struct rpc_call *call, void *args, void *res)
 {
+	nlm4_unlockargs *a = args;
+
 	nlm_unlock(call, args, res);
+	trace("UNLOCK", &a->alock, false, false, ((nlm4_res *)res)->stat);
 	rpc_call_done(call);
 }
 
@@ -374,6 +399,8 @@ static void granted_done(void *arg, int err, void *res)
 	struct nlm_grant *g = arg;
 	nlm4_res *r = res;
 
+	log_debug("nlm: GRANTED to %s svid %d: %s %d", g->caller, g->svid,
+		  err ? strerror(-err) : "answer", err ? 0 : (int)r->stat);
 	if (!err && r->stat != NLM4_GRANTED) {
 		struct nlm_lockdesc d = {
 			.owner = { .caller = g->caller, .oh = g->oh,
