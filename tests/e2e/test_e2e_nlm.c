@@ -361,7 +361,8 @@ static int host_wait(int *counter, int seen, int ms)
 
 struct sync {
 	int done, status;
-	uint8_t res[512];
+	size_t size; /* of the result struct to keep */
+	uint8_t res[256];
 };
 
 static void sync_cb(struct rpc_context *rpc, int status, void *data,
@@ -372,9 +373,9 @@ static void sync_cb(struct rpc_context *rpc, int status, void *data,
 	(void)rpc;
 	s->done = 1;
 	s->status = status;
-	/* Results are flat but for the cookie and oh, not looked at. */
-	if (status == RPC_STATUS_SUCCESS && data)
-		memcpy(s->res, data, sizeof(s->res));
+	/* Kept flat: the cookie and oh pointers die with the reply. */
+	if (status == RPC_STATUS_SUCCESS && data && s->size <= sizeof(s->res))
+		memcpy(s->res, data, s->size);
 }
 
 static int sync_wait(struct rpc_context *rpc, struct sync *s, int q)
@@ -448,7 +449,7 @@ static int nlm_lock_call(nlm4_lock l, int excl, int block, int reclaim)
 {
 	NLM4_LOCKargs a = { .block = (uint32_t)block, .exclusive = (uint32_t)excl,
 			    .lock = l, .reclaim = (uint32_t)reclaim, .state = 1 };
-	struct sync s = { 0 };
+	struct sync s = { .size = sizeof(NLM4_LOCKres) };
 
 	if (sync_wait(nlm, &s, rpc_nlm4_lock_async(nlm, sync_cb, &a, &s)))
 		return -1;
@@ -459,7 +460,7 @@ static int nlm_lock_call(nlm4_lock l, int excl, int block, int reclaim)
 static int nlm_test_call(nlm4_lock l, int excl, nlm4_holder *h)
 {
 	NLM4_TESTargs a = { .exclusive = (uint32_t)excl, .lock = l };
-	struct sync s = { 0 };
+	struct sync s = { .size = sizeof(NLM4_TESTres) };
 	NLM4_TESTres *r = (NLM4_TESTres *)s.res;
 
 	if (sync_wait(nlm, &s, rpc_nlm4_test_async(nlm, sync_cb, &a, &s)))
@@ -472,7 +473,7 @@ static int nlm_test_call(nlm4_lock l, int excl, nlm4_holder *h)
 static int nlm_unlock_call(nlm4_lock l)
 {
 	NLM4_UNLOCKargs a = { .lock = l };
-	struct sync s = { 0 };
+	struct sync s = { .size = sizeof(NLM4_UNLOCKres) };
 
 	if (sync_wait(nlm, &s, rpc_nlm4_unlock_async(nlm, sync_cb, &a, &s)))
 		return -1;
@@ -482,7 +483,7 @@ static int nlm_unlock_call(nlm4_lock l)
 static int nlm_cancel_call(nlm4_lock l, int excl)
 {
 	NLM4_CANCargs a = { .block = 1, .exclusive = (uint32_t)excl, .lock = l };
-	struct sync s = { 0 };
+	struct sync s = { .size = sizeof(NLM4_CANCres) };
 
 	if (sync_wait(nlm, &s, rpc_nlm4_cancel_async(nlm, sync_cb, &a, &s)))
 		return -1;
@@ -731,7 +732,7 @@ static void test_nsm(void)
 	NSM1_MONargs ma = { .mon_id = { "hostN", { "e2e", 100021, 4, 16 } } };
 	NSM1_NOTIFYargs na = { .mon_name = "hostN", .state = 5 };
 	nfs_fh3 fh = new_file("nsm");
-	struct sync s = { 0 };
+	struct sync s = { .size = sizeof(NSM1_STATres) };
 
 	E2E_REQUIRE(nsm && fh.data.data_len, "NSM connect or CREATE failed");
 	E2E_REQUIRE(!sync_wait(nsm, &s, rpc_nsm1_stat_async(nsm, sync_cb, &sa,
@@ -741,14 +742,14 @@ static void test_nsm(void)
 			  ((NSM1_STATres *)s.res)->state % 2 == 1,
 		  "SM_STAT: res %d state %d", ((NSM1_STATres *)s.res)->res,
 		  ((NSM1_STATres *)s.res)->state);
-	memset(&s, 0, sizeof(s));
+	s = (struct sync){ .size = sizeof(NSM1_MONres) };
 	E2E_CHECK(!sync_wait(nsm, &s, rpc_nsm1_mon_async(nsm, sync_cb, &ma, &s)) &&
 			  ((NSM1_MONres *)s.res)->res == NSM_STAT_SUCC,
 		  "SM_MON");
 	/* hostN restarts: its lock goes. */
 	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostN", 1, 0, 0), 1, 0, 0) ==
 			  NLM4_GRANTED, "LOCK N");
-	memset(&s, 0, sizeof(s));
+	s = (struct sync){ .size = 0 };
 	E2E_CHECK(!sync_wait(nsm, &s, rpc_nsm1_notify_async(nsm, sync_cb, &na,
 							    &s)),
 		  "SM_NOTIFY");
@@ -763,10 +764,15 @@ static void test_restart(void)
 	nfs_fh3 fh = new_file("restart");
 	NSM1_STATargs sa = { .mon_name = "x" };
 	struct rpc_context *nsm;
-	struct sync s = { 0 };
+	struct sync s = { .size = sizeof(NSM1_STATres) };
 	int state0 = 0, seen;
+	char fhbuf[64];
 
-	E2E_REQUIRE(fh.data.data_len, "CREATE restart failed");
+	E2E_REQUIRE(fh.data.data_len && fh.data.data_len <= sizeof(fhbuf),
+		    "CREATE restart failed");
+	/* The handle must outlive the NFS connection closed below. */
+	memcpy(fhbuf, fh.data.data_val, fh.data.data_len);
+	fh.data.data_val = fhbuf;
 	nsm = connect_to(gw.nlm_port, NSM_PROGRAM, NSM_V1);
 	E2E_REQUIRE(nsm && !sync_wait(nsm, &s, rpc_nsm1_stat_async(
 						       nsm, sync_cb, &sa, &s)),
