@@ -76,6 +76,12 @@ static const struct opt opts[] = {
 	  "open client connections; more are closed at once (default 4096)" },
 	{ "idle-timeout", OPT_MS, OFF(idle_timeout_ms), "SECONDS",
 	  "close a connection idle this long, 0 never (default 300)" },
+	{ "nlm-port", OPT_PORT, OFF(nlm_port), "N",
+	  "lock manager (NLM v4) and status monitor (NSM) port (default 0: a free port, found through rpcbind)" },
+	{ "grace", OPT_MS, OFF(grace_ms), "SECONDS",
+	  "after a start, grant only lock reclaims for this long (default 45)" },
+	{ "nlm-client-rpcbind-port", OPT_PORT, OFF(nlm_client_rpcbind_port), "N",
+	  "port of the clients' rpcbind, asked where their lockd and statd listen for callbacks (default 111)" },
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -85,8 +91,8 @@ void config_usage(FILE *out)
 	fprintf(out,
 		"usage: mapfs-gw [--config FILE] [--store URL] [--state DIR] [--bind ADDR]\n"
 		"                [--nfs-port N] [--mount-port N] [--export PATH] [--exports FILE]\n"
-		"                [--threads N]"
-		" [--no-rpcbind] [--foreground] [--log-level L]\n\n"
+		"                [--threads N] [--no-rpcbind] [--foreground] [--log-level L]\n"
+		"                [--nlm-port N] [--grace SECONDS]\n\n"
 		"A user-space NFSv3 server exporting an object store's namespace from a\n"
 		"local cache.  Once ready it prints one line on stdout:\n"
 		"  mapfs-gw: ready nfs=ADDR:PORT mount=ADDR:PORT export=PATH\n\n"
@@ -242,6 +248,15 @@ static int config_validate(struct config *cfg, FILE *err)
 		fprintf(err, "mapfs-gw: nfs-port and mount-port must differ\n");
 		return -EINVAL;
 	}
+	if (cfg->nlm_port &&
+	    (cfg->nlm_port == cfg->nfs_port || cfg->nlm_port == cfg->mount_port)) {
+		fprintf(err, "mapfs-gw: nlm-port must differ from nfs-port and mount-port\n");
+		return -EINVAL;
+	}
+	if (!cfg->nlm_client_rpcbind_port) {
+		fprintf(err, "mapfs-gw: invalid value '0' for nlm-client-rpcbind-port\n");
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -264,6 +279,8 @@ static int config_defaults(struct config *cfg)
 		.max_inflight = 128,
 		.max_connections = 4096,
 		.idle_timeout_ms = 300000,
+		.grace_ms = 45000,
+		.nlm_client_rpcbind_port = 111,
 	};
 	return cfg->state && cfg->bind && cfg->export_path &&
 			       cfg->exports_file && cfg->log_level ?

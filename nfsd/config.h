@@ -33,6 +33,9 @@ struct config {
 	uint32_t max_inflight;    /* outstanding calls per connection */
 	uint32_t max_connections; /* open connections, all ports together */
 	uint32_t idle_timeout_ms; /* 0 = never close idle connections */
+	int nlm_port;        /* NLM + NSM; 0 = pick a free port */
+	uint32_t grace_ms;   /* after start only lock reclaims are granted */
+	int nlm_client_rpcbind_port; /* clients' rpcbind, for callbacks */
 };
 
 /*

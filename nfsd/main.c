@@ -22,6 +22,7 @@
 #include "fs/fs.h"
 #include "nfsd/config.h"
 #include "nfsd/nfsd.h"
+#include "nlm/nlm.h"
 #include "rpc/rpc.h"
 #include "s3/store.h"
 
@@ -41,10 +42,11 @@ struct gateway {
 	struct nfsd nfsd;
 	bool nfsd_ready;
 	struct exports *exports; /* read at start, until nfsd owns it */
+	struct nlm *nlm;
 	struct rpc_server *srv;
-	struct rpc_program nfs_progs[2], mount_progs[1];
-	struct sockaddr_storage nfs_addr, mount_addr;
-	bool registered;
+	struct rpc_program nfs_progs[2], mount_progs[1], nlm_progs[2];
+	struct sockaddr_storage nfs_addr, mount_addr, nlm_addr;
+	bool registered, nlm_registered;
 };
 
 static int mkdir_p(const char *path, mode_t mode)
@@ -280,6 +282,22 @@ static int gateway_open_nfsd(struct gateway *gw)
 	return 0;
 }
 
+/* The lock manager; it needs nfsd's handle key. */
+static int gateway_open_nlm(struct gateway *gw)
+{
+	int rc = nlm_open(&(struct nlm_opts){
+				  .key = &gw->nfsd.key,
+				  .state_dir = gw->cfg.state,
+				  .grace_ms = gw->cfg.grace_ms,
+				  .client_rpcbind_port =
+					  (uint16_t)gw->cfg.nlm_client_rpcbind_port },
+			  &gw->nlm);
+
+	if (rc)
+		log_error("lock manager: %s", strerror(-rc));
+	return rc;
+}
+
 static int gateway_listen(struct gateway *gw)
 {
 	struct rpc_config rcfg = { .nloops = gw->cfg.threads,
@@ -320,6 +338,20 @@ static int gateway_listen(struct gateway *gw)
 			  gw->cfg.mount_port, strerror(-rc));
 		return rc;
 	}
+	/*
+	 * NLM and NSM share a port of their own, as lockd does: clients
+	 * find it through rpcbind (Linux's lockd always asks rpcbind).
+	 */
+	gw->nlm_progs[0] = nlm_program(gw->nlm);
+	gw->nlm_progs[1] = nsm_program(gw->nlm);
+	addr_parse(gw->cfg.bind, gw->cfg.nlm_port, &ss, &len);
+	rc = rpc_server_listen(gw->srv, (struct sockaddr *)&ss, len,
+			       gw->nlm_progs, 2, &gw->nlm_addr);
+	if (rc) {
+		log_error("listen on %s port %d: %s", gw->cfg.bind,
+			  gw->cfg.nlm_port, strerror(-rc));
+		return rc;
+	}
 	for (int i = 0; i < gw->cfg.threads; i++) {
 		rc = rpc_server_watch(gw->srv, i, cache_loop_fd(gw->cache, i),
 				      cache_loop_poll, gw->cache);
@@ -350,6 +382,16 @@ static void gateway_register(struct gateway *gw)
 		return;
 	}
 	gw->registered = true;
+	rc = rpc_rpcbind_set(NLM_PROG, NLM_VERS4, addr_port(&gw->nlm_addr));
+	if (!rc)
+		rc = rpc_rpcbind_set(NSM_PROG, NSM_VERS1,
+				     addr_port(&gw->nlm_addr));
+	if (rc) {
+		log_warn("rpcbind registration of NLM/NSM failed (%s); clients must mount with nolock",
+			 strerror(-rc));
+		return;
+	}
+	gw->nlm_registered = true;
 }
 
 static void gateway_close(struct gateway *gw)
@@ -358,10 +400,16 @@ static void gateway_close(struct gateway *gw)
 		rpc_rpcbind_unset(NFS_PROG, NFS_VERS);
 		rpc_rpcbind_unset(MOUNT_PROG, MOUNT_VERS);
 	}
+	if (gw->nlm_registered) {
+		rpc_rpcbind_unset(NLM_PROG, NLM_VERS4);
+		rpc_rpcbind_unset(NSM_PROG, NSM_VERS1);
+	}
 	if (gw->srv) {
 		rpc_server_stop(gw->srv, STOP_TIMEOUT_MS);
 		rpc_server_free(gw->srv);
 	}
+	/* After the loops: no call can reach the lock table any more. */
+	nlm_close(gw->nlm);
 	if (gw->fs)
 		fs_close(gw->fs, false);
 	if (gw->nfsd_ready)
@@ -412,7 +460,7 @@ static int daemonize(void)
 int main(int argc, char **argv)
 {
 	struct gateway gw = { 0 };
-	char nfs_s[80], mount_s[80];
+	char nfs_s[80], mount_s[80], nlm_s[80];
 	enum log_level lvl;
 	sigset_t sigs;
 	int rc, sig, ready_fd = -1;
@@ -441,7 +489,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	if ((rc = gateway_open_storage(&gw)) || (rc = gateway_open_nfsd(&gw)) ||
-	    (rc = gateway_listen(&gw))) {
+	    (rc = gateway_open_nlm(&gw)) || (rc = gateway_listen(&gw))) {
 		gateway_close(&gw);
 		return 1;
 	}
@@ -449,6 +497,9 @@ int main(int argc, char **argv)
 
 	addr_format(&gw.nfs_addr, nfs_s, sizeof(nfs_s));
 	addr_format(&gw.mount_addr, mount_s, sizeof(mount_s));
+	addr_format(&gw.nlm_addr, nlm_s, sizeof(nlm_s));
+	/* Not on the ready line, whose form scripts and tests rely on. */
+	log_info("locking: NLM v4 and NSM v1 on %s", nlm_s);
 	log_info("serving %s from %s with %d loops, state in %s",
 		 gw.cfg.export_path, gw.cfg.store, gw.cfg.threads, gw.cfg.state);
 	printf("mapfs-gw: ready nfs=%s mount=%s export=%s\n", nfs_s, mount_s,

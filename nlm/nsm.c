@@ -1,0 +1,464 @@
+/*
+ * nlm/nsm.c - the gateway's status monitor (NSM v1, XNFS chapter 11).
+ *
+ * State number: kept in STATE/nsm/state, raised at every start to the
+ * next odd number (odd means "up", as statd counts) before any lock is
+ * granted, so a client can tell this run from the last.
+ *
+ * Clients: the first lock or share of a host in a run writes
+ * STATE/nsm/clients/<hex of its name> holding the address it called
+ * from.  At the next start every recorded host is sent SM_NOTIFY (its
+ * statd then has its lockd reclaim during the grace period) and its
+ * record goes once the notify got through and the host has not locked
+ * again meanwhile.  A host that says FREE_ALL, or whose own statd tells
+ * us it restarted (SM_NOTIFY to us), loses its locks and its record.
+ *
+ * SM_MON registrations (someone asks to hear when a host restarts) are
+ * kept in memory; when that host's SM_NOTIFY arrives, each registrant is
+ * called back with its my_id procedure, as statd does for its lockd.
+ */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "nlm/nlm_int.h"
+
+#define NSM_NOTIFY_TRIES 5
+#define NSM_MON_MAX 1024 /* registrations kept: callers choose the names */
+
+struct nlm_client {
+	struct nlm_client *next;
+	char *name;
+};
+
+/* A client record being notified: removed once the notify got through. */
+struct nsm_notify_ctx {
+	struct nlm *n;
+	char *name;
+	char path[];
+};
+
+static int write_file(const char *path, const char *data)
+{
+	char tmp[4200];
+	size_t len = strlen(data);
+	int fd, rc = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, data, len) != (ssize_t)len || fsync(fd))
+		rc = errno ? -errno : -EIO;
+	close(fd);
+	if (!rc && rename(tmp, path))
+		rc = -errno;
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
+
+int nsm_state_bump(struct nlm *n)
+{
+	char path[4200], buf[32] = "";
+	long old = 0;
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "%s/state", n->state_dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t r = read(fd, buf, sizeof(buf) - 1);
+
+		close(fd);
+		if (r > 0) {
+			buf[r] = 0;
+			old = strtol(buf, NULL, 10);
+		}
+	} else if (errno != ENOENT) {
+		return -errno;
+	}
+	/* Next odd number; wrap before int32 overflows, skipping 0. */
+	n->state = (int32_t)((old < 0 || old >= 0x7ffffffd) ? 1 :
+			     (old | 1) + (old & 1 ? 2 : 0));
+	snprintf(buf, sizeof(buf), "%d\n", n->state);
+	rc = write_file(path, buf);
+	return rc;
+}
+
+/* "STATE/nsm/clients/<hex of name>" into buf. */
+static int client_path(const struct nlm *n, const char *name, char *buf,
+		       size_t cap)
+{
+	size_t len = strlen(name), off;
+	int k = snprintf(buf, cap, "%s/clients/", n->state_dir);
+
+	if (k < 0 || (size_t)k + 2 * len + 1 > cap)
+		return -ENAMETOOLONG;
+	off = (size_t)k;
+	for (size_t i = 0; i < len; i++)
+		off += (size_t)snprintf(buf + off, cap - off, "%02x",
+					(unsigned char)name[i]);
+	return 0;
+}
+
+void nsm_client_note(struct nlm *n, const char *caller,
+		     const struct sockaddr_storage *peer)
+{
+	char path[4200], host[INET6_ADDRSTRLEN + 2] = "";
+	struct nlm_client *c;
+	const void *a;
+	int rc;
+
+	pthread_mutex_lock(&n->clients_lock);
+	for (c = n->clients; c; c = c->next)
+		if (!strcmp(c->name, caller))
+			goto out_unlock;
+	/* Host names are at most 255 bytes; longer ones are not recorded. */
+	if (strlen(caller) > 255 || client_path(n, caller, path, sizeof(path)))
+		goto out_unlock;
+	c = malloc(sizeof(*c));
+	if (!c || !(c->name = strdup(caller))) {
+		free(c);
+		goto out_unlock;
+	}
+	c->next = n->clients;
+	n->clients = c;
+	a = peer->ss_family == AF_INET6 ?
+		    (const void *)&((const struct sockaddr_in6 *)peer)->sin6_addr :
+		    (const void *)&((const struct sockaddr_in *)peer)->sin_addr;
+	inet_ntop(peer->ss_family, a, host, INET6_ADDRSTRLEN);
+	strcat(host, "\n");
+	/*
+	 * Written before the lock is granted, on purpose: a crash right
+	 * after must still find this host to notify.  Once per host a run.
+	 */
+	rc = write_file(path, host);
+	if (rc)
+		log_warn("nsm: cannot record client %s: %s", caller,
+			 strerror(-rc));
+out_unlock:
+	pthread_mutex_unlock(&n->clients_lock);
+}
+
+void nsm_client_forget(struct nlm *n, const char *caller)
+{
+	struct nlm_client **pp, *c;
+	char path[4200];
+
+	pthread_mutex_lock(&n->clients_lock);
+	for (pp = &n->clients; (c = *pp); pp = &c->next)
+		if (!strcmp(c->name, caller))
+			break;
+	if (c) {
+		*pp = c->next;
+		free(c->name);
+		free(c);
+	}
+	if (!client_path(n, caller, path, sizeof(path)))
+		unlink(path);
+	pthread_mutex_unlock(&n->clients_lock);
+}
+
+static void notify_done(void *arg, int err, void *res)
+{
+	struct nsm_notify_ctx *x = arg;
+	struct nlm_client *c;
+
+	(void)res;
+	if (!err) {
+		pthread_mutex_lock(&x->n->clients_lock);
+		for (c = x->n->clients; c; c = c->next)
+			if (!strcmp(c->name, x->name))
+				break;
+		/* A host that locked again in this run keeps its record. */
+		if (!c)
+			unlink(x->path);
+		pthread_mutex_unlock(&x->n->clients_lock);
+		log_info("nsm: notified %s of state %d", x->name, x->n->state);
+	}
+	free(x->name);
+	free(x);
+}
+
+/* Queue SM_NOTIFY to the host recorded in file leaf of clients/. */
+static void notify_one(struct nlm *n, const char *dir, const char *leaf)
+{
+	char name[256], buf[INET6_ADDRSTRLEN + 2] = "";
+	size_t len = strlen(leaf), plen;
+	struct sockaddr_storage ss = { 0 };
+	struct nsm_notify_ctx *x;
+	sm_stat_chge args;
+	ssize_t r;
+	int fd;
+
+	if (len % 2 || len / 2 >= sizeof(name) || strchr(leaf, '.'))
+		return;
+	for (size_t i = 0; i < len / 2; i++) {
+		unsigned v;
+
+		if (sscanf(leaf + 2 * i, "%2x", &v) != 1 || !v)
+			return;
+		name[i] = (char)v;
+	}
+	name[len / 2] = 0;
+	plen = strlen(dir) + 1 + len + 1;
+	x = malloc(sizeof(*x) + plen);
+	if (!x)
+		return;
+	snprintf(x->path, plen, "%s/%s", dir, leaf);
+	fd = open(x->path, O_RDONLY | O_CLOEXEC);
+	r = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	buf[r > 0 ? r : 0] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	if (inet_pton(AF_INET, buf, &((struct sockaddr_in *)&ss)->sin_addr) == 1)
+		ss.ss_family = AF_INET;
+	else if (inet_pton(AF_INET6, buf,
+			   &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1)
+		ss.ss_family = AF_INET6;
+	if (!ss.ss_family || !(x->name = strdup(name))) {
+		log_warn("nsm: bad client record %s", x->path);
+		free(x);
+		return;
+	}
+	x->n = n;
+	args = (sm_stat_chge){ .mon_name = n->hostname, .state = n->state };
+	if (nlm_cb_queue(n->cb, &(struct nlm_cb_call){
+				 .addr = ss, .prog = NSM_PROG,
+				 .vers = NSM_VERS1, .proc = SM_NOTIFY,
+				 .encode = (xdrproc_t)xdr_sm_stat_chge,
+				 .args = &args, .tries = NSM_NOTIFY_TRIES,
+				 .done = notify_done, .arg = x })) {
+		free(x->name);
+		free(x);
+	}
+}
+
+void nsm_notify_clients(struct nlm *n)
+{
+	char dir[4200];
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/clients", n->state_dir);
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			notify_one(n, dir, e->d_name);
+	closedir(d);
+}
+
+static void mon_free(struct nsm_mon *m)
+{
+	free(m->mon_name);
+	free(m->my_name);
+	free(m);
+}
+
+void nsm_free(struct nlm *n)
+{
+	struct nlm_client *c, *cn;
+	struct nsm_mon *m, *mn;
+
+	for (c = n->clients; c; c = cn) {
+		cn = c->next;
+		free(c->name);
+		free(c);
+	}
+	for (m = n->mons; m; m = mn) {
+		mn = m->next;
+		mon_free(m);
+	}
+	n->clients = NULL;
+	n->mons = NULL;
+}
+
+static bool my_id_eq(const struct nsm_mon *m, const sm_my_id *id)
+{
+	return id->my_name && !strcmp(m->my_name, id->my_name) &&
+	       m->my_prog == id->my_prog && m->my_vers == id->my_vers &&
+	       m->my_proc == id->my_proc;
+}
+
+static void proc_null(struct rpc_call *call, void *args, void *res)
+{
+	(void)args;
+	(void)res;
+	rpc_call_done(call);
+}
+
+static void proc_stat(struct rpc_call *call, void *args, void *res)
+{
+	struct nlm *n = rpc_call_ctx(call);
+	sm_stat_res *r = res;
+
+	(void)args;
+	r->res_stat = stat_succ;
+	r->state = n->state;
+	rpc_call_done(call);
+}
+
+static void proc_mon(struct rpc_call *call, void *args, void *res)
+{
+	struct nlm *n = rpc_call_ctx(call);
+	sm_mon *a = args;
+	sm_stat_res *r = res;
+	struct nsm_mon *m, **pp;
+	size_t count = 0;
+
+	r->state = n->state;
+	r->res_stat = stat_fail;
+	if (!a->mon_id.mon_name || !a->mon_id.my_id.my_name)
+		goto out;
+	pthread_mutex_lock(&n->clients_lock);
+	for (pp = &n->mons; (m = *pp); pp = &m->next, count++)
+		if (!strcmp(m->mon_name, a->mon_id.mon_name) &&
+		    my_id_eq(m, &a->mon_id.my_id))
+			break;
+	if (!m && count < NSM_MON_MAX && (m = calloc(1, sizeof(*m)))) {
+		m->mon_name = strdup(a->mon_id.mon_name);
+		m->my_name = strdup(a->mon_id.my_id.my_name);
+		if (m->mon_name && m->my_name) {
+			*pp = m;
+		} else {
+			mon_free(m);
+			m = NULL;
+		}
+	}
+	if (m) {
+		/* A repeated SM_MON refreshes the private data and address. */
+		m->my_prog = a->mon_id.my_id.my_prog;
+		m->my_vers = a->mon_id.my_id.my_vers;
+		m->my_proc = a->mon_id.my_id.my_proc;
+		memcpy(m->priv, a->priv, sizeof(m->priv));
+		m->peer = *rpc_call_peer(call);
+		r->res_stat = stat_succ;
+	}
+	pthread_mutex_unlock(&n->clients_lock);
+out:
+	rpc_call_done(call);
+}
+
+/* Remove registrations matching id and (when not NULL) mon_name. */
+static void mon_remove(struct nlm *n, const char *mon_name,
+		       const sm_my_id *id)
+{
+	struct nsm_mon **pp, *m;
+
+	pthread_mutex_lock(&n->clients_lock);
+	for (pp = &n->mons; (m = *pp);) {
+		if (my_id_eq(m, id) &&
+		    (!mon_name || !strcmp(m->mon_name, mon_name))) {
+			*pp = m->next;
+			mon_free(m);
+		} else {
+			pp = &m->next;
+		}
+	}
+	pthread_mutex_unlock(&n->clients_lock);
+}
+
+static void proc_unmon(struct rpc_call *call, void *args, void *res)
+{
+	struct nlm *n = rpc_call_ctx(call);
+	sm_mon_id *a = args;
+	sm_stat *r = res;
+
+	if (a->mon_name)
+		mon_remove(n, a->mon_name, &a->my_id);
+	r->state = n->state;
+	rpc_call_done(call);
+}
+
+static void proc_unmon_all(struct rpc_call *call, void *args, void *res)
+{
+	struct nlm *n = rpc_call_ctx(call);
+	sm_stat *r = res;
+
+	mon_remove(n, NULL, args);
+	r->state = n->state;
+	rpc_call_done(call);
+}
+
+/* A host tells us it restarted: its locks are void; tell registrants. */
+static void proc_notify(struct rpc_call *call, void *args, void *res)
+{
+	struct nlm *n = rpc_call_ctx(call);
+	sm_stat_chge *a = args;
+	struct nsm_mon *m;
+	size_t k;
+
+	(void)res;
+	if (!a->mon_name)
+		goto out;
+	k = nlm_table_free_all(n->table, a->mon_name);
+	nsm_client_forget(n, a->mon_name);
+	log_info("nsm: %s restarted (state %d): released %zu locks",
+		 a->mon_name, a->state, k);
+	pthread_mutex_lock(&n->clients_lock);
+	for (m = n->mons; m; m = m->next) {
+		nlm4_sm_status st = { .mon_name = a->mon_name,
+				      .state = a->state };
+
+		if (strcmp(m->mon_name, a->mon_name))
+			continue;
+		memcpy(st.priv, m->priv, sizeof(st.priv));
+		if (nlm_cb_queue(n->cb, &(struct nlm_cb_call){
+					 .addr = m->peer,
+					 .prog = (uint32_t)m->my_prog,
+					 .vers = (uint32_t)m->my_vers,
+					 .proc = (uint32_t)m->my_proc,
+					 .encode = (xdrproc_t)xdr_nlm4_sm_status,
+					 .args = &st, .tries = 3 }))
+			log_warn("nsm: cannot queue the callback for %s",
+				 m->my_name);
+	}
+	pthread_mutex_unlock(&n->clients_lock);
+out:
+	rpc_call_done(call);
+}
+
+#define SM_PROC(nm, fn, at, rt, fl)                                        \
+	{ .name = nm, .decode = (xdrproc_t)xdr_##at, .args_size = sizeof(at), \
+	  .encode = (xdrproc_t)xdr_##rt, .res_size = sizeof(rt),            \
+	  .handler = fn, .flags = fl }
+
+/* SIMU_CRASH (5) is for a host's own daemons; it is not offered. */
+static const struct rpc_proc sm_procs[] = {
+	[SM_NULL] = { .name = "NULL", .handler = proc_null,
+		      .flags = RPC_PROC_IDEMPOTENT | RPC_PROC_AUTH_NONE_OK },
+	[SM_STAT] = SM_PROC("STAT", proc_stat, sm_name, sm_stat_res,
+			    RPC_PROC_IDEMPOTENT),
+	[SM_MON] = SM_PROC("MON", proc_mon, sm_mon, sm_stat_res,
+			   RPC_PROC_IDEMPOTENT | RPC_PROC_MAKES_WRITE),
+	[SM_UNMON] = SM_PROC("UNMON", proc_unmon, sm_mon_id, sm_stat,
+			     RPC_PROC_IDEMPOTENT | RPC_PROC_MAKES_WRITE),
+	[SM_UNMON_ALL] = SM_PROC("UNMON_ALL", proc_unmon_all, sm_my_id,
+				 sm_stat,
+				 RPC_PROC_IDEMPOTENT | RPC_PROC_MAKES_WRITE),
+	[SM_SIMU_CRASH] = { .name = "SIMU_CRASH" },
+	[SM_NOTIFY] = { .name = "NOTIFY", .decode = (xdrproc_t)xdr_sm_stat_chge,
+			.args_size = sizeof(sm_stat_chge),
+			.handler = proc_notify,
+			.flags = RPC_PROC_MAKES_WRITE },
+};
+
+struct rpc_program nsm_program(struct nlm *n)
+{
+	return (struct rpc_program){ .name = "nsm", .prog = NSM_PROG,
+				     .vers = NSM_VERS1, .procs = sm_procs,
+				     .nprocs = sizeof(sm_procs) /
+					       sizeof(sm_procs[0]),
+				     .ctx = n };
+}
