@@ -33,13 +33,17 @@ struct config {
 	uint32_t max_inflight;    /* outstanding calls per connection */
 	uint32_t max_connections; /* open connections, all ports together */
 	uint32_t idle_timeout_ms; /* 0 = never close idle connections */
+	char *metrics;       /* Prometheus endpoint ADDR:PORT; NULL = off */
+	char *log_target;    /* "stderr" or "syslog" */
+	bool check_config;   /* --check-config: validate, then exit */
 };
 
 /*
  * Fill cfg from defaults, then the config file (--config FILE, if given),
  * then the command line.  On a bad flag or value, prints a message that
  * names it to err and returns -EINVAL (the caller exits 2).  Returns 1 if
- * --help or --version was printed (exit 0), else 0.  Strings in cfg are
+ * --help or --version was printed (exit 0), else 0.  --check-config
+ * (command line only) sets cfg->check_config for the caller.  Strings in cfg are
  * malloc'd and freed by config_free().
  */
 int config_load(struct config *cfg, int argc, char **argv, FILE *out,
