@@ -16,10 +16,15 @@ set -euo pipefail
 BUILD=$(cd "$1" && pwd)
 T=$(mktemp -d /tmp/mapfs-ops.XXXXXX)
 GW_PID=
+NOTIFY_PID=
 cleanup() {
 	if [ -n "$GW_PID" ] && kill -0 "$GW_PID" 2>/dev/null; then
 		kill -TERM "$GW_PID"
 		wait "$GW_PID" || true
+	fi
+	if [ -n "$NOTIFY_PID" ]; then
+		kill "$NOTIFY_PID" 2>/dev/null || true
+		wait "$NOTIFY_PID" 2>/dev/null || true
 	fi
 	rm -rf "$T"
 }
@@ -32,7 +37,7 @@ fail() {
 }
 step() { echo "== $*"; }
 
-for tool in systemd-analyze curl nfs-cp nfs-cat; do
+for tool in systemd-analyze curl nfs-cp nfs-cat nfs-ls python3; do
 	command -v "$tool" >/dev/null || fail "$tool is missing (./dev installs it)"
 done
 
@@ -80,7 +85,19 @@ rc=0
 "$GW" --check-config --metrics nonsense 2>"$T/bad.err" || rc=$?
 [ "$rc" -eq 2 ] || fail "--check-config of a bad --metrics exited $rc, want 2"
 
-step "start the installed gateway from a config file"
+step "start the installed gateway from a config file, as systemd would"
+# systemd's side of sd_notify: a datagram socket that logs each message.
+python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+with open(sys.argv[2], "a") as f:
+    while True:
+        f.write(s.recv(4096).decode() + "\n")
+        f.flush()
+' "$T/notify.sock" "$T/notify.log" &
+NOTIFY_PID=$!
+for _ in $(seq 50); do [ -S "$T/notify.sock" ] && break; sleep 0.1; done
 # The sample, with the test's state and free ports on loopback.
 sed -e "s|^store = .*|store = file://$T/state/store|" \
 	-e "s|^state = .*|state = $T/state|" \
@@ -94,7 +111,8 @@ sed -e "s|^store = .*|store = file://$T/state/store|" \
 	-e "s|^# dir-ttl = .*|dir-ttl = 600|" \
 	"$R/etc/mapfs-gw/mapfs-gw.conf" >"$T/gw.conf"
 mkdir -p "$T/state"
-"$GW" --config "$T/gw.conf" --foreground >"$T/gw.out" 2>"$T/gw.err" &
+NOTIFY_SOCKET="$T/notify.sock" WATCHDOG_USEC=400000 \
+	"$GW" --config "$T/gw.conf" --foreground >"$T/gw.out" 2>"$T/gw.err" &
 GW_PID=$!
 for _ in $(seq 100); do
 	grep -q 'ready' "$T/gw.out" 2>/dev/null && break
@@ -197,4 +215,7 @@ kill -TERM "$GW_PID"
 wait "$GW_PID" || fail "the gateway exited non-zero on SIGTERM"
 GW_PID=
 [ ! -e "$T/state/ctl.sock" ] || fail "the control socket was left behind"
+grep -q '^READY=1' "$T/notify.log" || fail "no READY=1 to systemd"
+grep -q '^WATCHDOG=1' "$T/notify.log" || fail "no WATCHDOG=1 pings with WATCHDOG_USEC set"
+grep -q '^STOPPING=1' "$T/notify.log" || fail "no STOPPING=1 on SIGTERM"
 echo "ok"
