@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cache/cache_int.h"
+#include "metrics/metrics.h"
 
 #define CACHE_DEFAULT_RING_DEPTH 256
 #define CACHE_MIN_RING_DEPTH 4
@@ -341,6 +342,7 @@ int cache_drop(struct cache *c, uint64_t ino)
 			rc = -errno;
 	} else {
 		cache_dir_changed(c, ino);
+		metrics_inc(MET_CACHE_EVICTIONS); /* metrics */
 	}
 	cache_fd_forget(c, ino);
 	return rc;

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cache/cache_int.h"
+#include "metrics/metrics.h"
 #include "common/log.h"
 #include "s3/store.h"
 
@@ -198,6 +199,8 @@ static void job_finish(struct cache_fetch_job *job)
 			cache_dir_changed(c, job->ino);
 			cache_fd_install(c, job->ino, job->fd);
 			installed = true;
+			metrics_inc(MET_CACHE_FETCHES); /* metrics */
+			metrics_add(MET_CACHE_FETCH_BYTES, job->size);
 		}
 	}
 	w = job->waiters;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cache/cache_int.h"
+#include "metrics/metrics.h"
 
 /* What a CQE completes, kept in the low bits of user_data. */
 enum { TAG_DATA = 0, TAG_FSYNC = 1, TAG_DIRSYNC = 2, TAG_MASK = 3 };
@@ -484,6 +485,8 @@ void cache_read(struct cache *c, int loop, uint64_t ino, uint64_t off,
 	struct cache_req *r = req_start(c, loop, ino, done, arg, &f);
 	long res;
 
+	/* metrics: no fd and no request means not local (or no memory). */
+	metrics_inc(f || r ? MET_CACHE_HITS : MET_CACHE_MISSES);
 	if (f) {
 		res = read_blocking(f, off, len, buf);
 		cache_fd_put(f);

@@ -1,5 +1,6 @@
 /*
- * common/log.h - leveled logging to stderr (journald picks it up).
+ * common/log.h - leveled logging to stderr (journald picks it up) or to
+ * syslog.
  *
  * The bottom room: every other room may log; it depends on nothing.  One
  * write(2) per line, so lines from many threads never interleave.  Never
@@ -9,6 +10,18 @@
 #define MAPFS_LOG_H
 
 enum log_level { LOG_LVL_ERROR = 0, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
+
+enum log_target { LOG_TARGET_STDERR = 0, LOG_TARGET_SYSLOG };
+
+/*
+ * Where lines go from now on (default stderr).  Syslog lines go to the
+ * daemon facility as "mapfs-gw[PID]" with the level as priority and no
+ * timestamp of our own (syslog adds one).
+ */
+void log_set_target(enum log_target t);
+
+/* Parse "stderr", "syslog".  Returns 0 or -EINVAL. */
+int log_parse_target(const char *s, enum log_target *out);
 
 /* Set the most verbose level printed (default LOG_LVL_INFO). */
 void log_set_level(enum log_level lvl);

@@ -283,4 +283,32 @@ void fs_link(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 /* Store key of ino into buf ("" for the root).  For tests and the syncer. */
 int fs_key_of(struct fs *fs, uint64_t ino, char *buf, size_t cap);
 
+/*
+ * Operations (admin/): make ino's data local if it is a clean regular
+ * file in the store (a blocking cache_fetch; any thread but a loop's).
+ * *fetched says whether it was downloaded now (false: already local, or
+ * not a regular file).  0 or -errno from the store.
+ */
+int fs_warm(struct fs *fs, uint64_t ino, bool *fetched);
+
+/*
+ * Drop ino's local data if it is a clean regular file whose object is in
+ * the store: decided and done in one db transaction, so no WRITE can make
+ * it dirty in between.  *freed gets the bytes dropped (0 if it was not
+ * local).  -EBUSY if dirty or not uploaded yet, -EISDIR/-EINVAL for
+ * other types.  Blocks; any thread but a loop's.
+ */
+int fs_evict(struct fs *fs, uint64_t ino, uint64_t *freed);
+
+/* Write-back backlog, for ctl status and the metrics. */
+struct fs_dirty_stat {
+	uint64_t files;   /* inodes with a change not yet in the store */
+	uint64_t bytes;   /* data of those files held only locally */
+	uint64_t pending; /* queued store deletes and copies (renames) */
+	int64_t oldest_ns; /* last change of the longest-waiting one; 0: none */
+};
+
+/* Walk the dirty inodes (O(dirty)).  0 or -errno. */
+int fs_dirty_stat(struct fs *fs, struct fs_dirty_stat *out);
+
 #endif

@@ -77,6 +77,36 @@ static void mountd_host(const struct rpc_call *call, char *buf, size_t cap)
 		snprintf(buf, cap, "unknown");
 }
 
+/*
+ * For the mount log: the caller's address and port, then its machine
+ * name with anything unprintable replaced (the name is the client's
+ * word, and must not forge log lines).
+ */
+static void mountd_who(const struct rpc_call *call, const char *host,
+		       char *buf, size_t cap)
+{
+	const struct sockaddr_storage *ss = rpc_call_peer(call);
+	char addr[INET6_ADDRSTRLEN] = "?", name[MNTNAMLEN + 1];
+	unsigned port = 0;
+	size_t i;
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const void *)ss;
+
+		inet_ntop(AF_INET, &a->sin_addr, addr, sizeof(addr));
+		port = ntohs(a->sin_port);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const void *)ss;
+
+		inet_ntop(AF_INET6, &a->sin6_addr, addr, sizeof(addr));
+		port = ntohs(a->sin6_port);
+	}
+	for (i = 0; host[i] && i < MNTNAMLEN; i++)
+		name[i] = host[i] > 0x20 && host[i] < 0x7f ? host[i] : '?';
+	name[i] = '\0';
+	snprintf(buf, cap, "%s port %u (%s)", addr, port, name);
+}
+
 /* Record host's mount of path, once per pair, if the list has room. */
 static void mountd_list_add(struct nfsd *n, const char *host,
 			    const char *path)
@@ -183,6 +213,7 @@ static void mnt_finish(struct mnt_walk *w, int err, uint32_t gen)
 	struct rpc_call *call = w->call;
 	mountres3 *res = w->res;
 	mountres3_ok *ok = &res->mountres3_u.mountinfo;
+	char who[INET6_ADDRSTRLEN + MNTNAMLEN + 32];
 
 	res->fhs_status = mountd_stat(err);
 	if (!err) {
@@ -209,6 +240,12 @@ static void mnt_finish(struct mnt_walk *w, int err, uint32_t gen)
 			mountd_list_add(w->n, w->host, w->path);
 		}
 	}
+	mountd_who(call, w->host, who, sizeof(who));
+	if (res->fhs_status == MNT3_OK)
+		log_info("mount %s by %s", w->path, who);
+	else
+		log_info("mount %s by %s failed: status %d", w->path, who,
+			 (int)res->fhs_status);
 	free(w);
 	rpc_call_done(call);
 }
@@ -415,12 +452,16 @@ static void mountd_umnt(struct rpc_call *call, void *args, void *res)
 {
 	struct nfsd *n = rpc_call_ctx(call);
 	char host[MNTNAMLEN + 1], path[MNTPATHLEN + 1];
+	char who[INET6_ADDRSTRLEN + MNTNAMLEN + 32];
 
 	(void)res;
 	mountd_host(call, host, sizeof(host));
 	/* A path MNT could not canonicalize was never recorded. */
-	if (!exports_path_canon(*(mnt3_dirpath *)args, path, sizeof(path)))
+	if (!exports_path_canon(*(mnt3_dirpath *)args, path, sizeof(path))) {
 		mountd_list_remove(n, host, path);
+		mountd_who(call, host, who, sizeof(who));
+		log_info("unmount %s by %s", path, who);
+	}
 	rpc_call_done(call);
 }
 
@@ -429,11 +470,14 @@ static void mountd_umntall(struct rpc_call *call, void *args, void *res)
 {
 	struct nfsd *n = rpc_call_ctx(call);
 	char host[MNTNAMLEN + 1];
+	char who[INET6_ADDRSTRLEN + MNTNAMLEN + 32];
 
 	(void)args;
 	(void)res;
 	mountd_host(call, host, sizeof(host));
 	mountd_list_remove(n, host, NULL);
+	mountd_who(call, host, who, sizeof(who));
+	log_info("unmount of everything by %s", who);
 	rpc_call_done(call);
 }
 

@@ -82,6 +82,10 @@ static const struct opt opts[] = {
 	  "after a start, grant only lock reclaims for this long (default 45)" },
 	{ "nlm-client-rpcbind-port", OPT_PORT, OFF(nlm_client_rpcbind_port), "N",
 	  "port of the clients' rpcbind, asked where their lockd and statd listen for callbacks (default 111)" },
+	{ "metrics", OPT_STR, OFF(metrics), "ADDR:PORT",
+	  "serve Prometheus metrics at http://ADDR:PORT/metrics (default off; no authentication: bind to a private address)" },
+	{ "log-target", OPT_STR, OFF(log_target), "T",
+	  "stderr (journald picks it up) or syslog (default stderr)" },
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -92,7 +96,9 @@ void config_usage(FILE *out)
 		"usage: mapfs-gw [--config FILE] [--store URL] [--state DIR] [--bind ADDR]\n"
 		"                [--nfs-port N] [--mount-port N] [--export PATH] [--exports FILE]\n"
 		"                [--threads N] [--no-rpcbind] [--foreground] [--log-level L]\n"
-		"                [--nlm-port N] [--grace SECONDS]\n\n"
+		"                [--nlm-port N] [--grace SECONDS] ...\n"
+		"       mapfs-gw --check-config [--config FILE] [options]\n"
+		"       mapfs-gw ctl|refresh|flush ... (see mapfs-gw ctl --help)\n\n"
 		"A user-space NFSv3 server exporting an object store's namespace from a\n"
 		"local cache.  Once ready it prints one line on stdout:\n"
 		"  mapfs-gw: ready nfs=ADDR:PORT mount=ADDR:PORT export=PATH\n\n"
@@ -106,7 +112,9 @@ void config_usage(FILE *out)
 			 opts[i].arg ? " " : "", opts[i].arg ? opts[i].arg : "");
 		fprintf(out, "  %-20s %s\n", left, opts[i].help);
 	}
-	fprintf(out, "  --help               this text\n"
+	fprintf(out, "  --check-config       validate the configuration and the exports file, then\n"
+		     "                       exit: 0 if good, 2 with the reason if not\n"
+		     "  --help               this text\n"
 		     "  --version            the version\n");
 }
 
@@ -211,6 +219,7 @@ static int config_ini_line(void *p, const char *section, const char *name,
 
 static int config_validate(struct config *cfg, FILE *err)
 {
+	enum log_target tgt;
 	enum log_level lvl;
 
 	if (log_parse_level(cfg->log_level, &lvl)) {
@@ -244,6 +253,11 @@ static int config_validate(struct config *cfg, FILE *err)
 		fprintf(err, "mapfs-gw: invalid value '0' for max-connections (at least 1)\n");
 		return -EINVAL;
 	}
+	if (log_parse_target(cfg->log_target, &tgt)) {
+		fprintf(err, "mapfs-gw: invalid value '%s' for log-target (stderr or syslog)\n",
+			cfg->log_target);
+		return -EINVAL;
+	}
 	if (cfg->nfs_port && cfg->nfs_port == cfg->mount_port) {
 		fprintf(err, "mapfs-gw: nfs-port and mount-port must differ\n");
 		return -EINVAL;
@@ -273,6 +287,7 @@ static int config_defaults(struct config *cfg)
 		.exports_file = strdup("/etc/mapfs-gw/exports"),
 		.threads = n > 0 ? (int)n : 1,
 		.log_level = strdup("info"),
+		.log_target = strdup("stderr"),
 		.dir_ttl_ms = 5000,
 		.upload_delay_ms = 5000,
 		.max_record = (1u << 20) + (64u << 10),
@@ -283,14 +298,15 @@ static int config_defaults(struct config *cfg)
 		.nlm_client_rpcbind_port = 111,
 	};
 	return cfg->state && cfg->bind && cfg->export_path &&
-			       cfg->exports_file && cfg->log_level ?
+			       cfg->exports_file && cfg->log_level &&
+			       cfg->log_target ?
 		       0 : -ENOMEM;
 }
 
 int config_load(struct config *cfg, int argc, char **argv, FILE *out,
 		FILE *err)
 {
-	struct option lopts[NOPTS + 4];
+	struct option lopts[NOPTS + 5];
 	const char *config_file = NULL;
 	int rc, c, idx;
 
@@ -305,7 +321,8 @@ int config_load(struct config *cfg, int argc, char **argv, FILE *out,
 	lopts[NOPTS] = (struct option){ "config", required_argument, NULL, 'c' };
 	lopts[NOPTS + 1] = (struct option){ "help", no_argument, NULL, 'h' };
 	lopts[NOPTS + 2] = (struct option){ "version", no_argument, NULL, 'V' };
-	lopts[NOPTS + 3] = (struct option){ 0 };
+	lopts[NOPTS + 3] = (struct option){ "check-config", no_argument, NULL, 'k' };
+	lopts[NOPTS + 4] = (struct option){ 0 };
 
 	/* Pass 1: only --config, --help, --version; errors wait for pass 2. */
 	opterr = 0;
@@ -346,6 +363,8 @@ int config_load(struct config *cfg, int argc, char **argv, FILE *out,
 		if (c == 'o') {
 			if (opt_set(cfg, &opts[idx], optarg, "command line", err))
 				return -EINVAL;
+		} else if (c == 'k') {
+			cfg->check_config = true;
 		} else if (c == '?') {
 			fprintf(err, "mapfs-gw: unknown or incomplete option '%s' (see --help)\n",
 				argv[optind - 1]);
@@ -400,5 +419,7 @@ void config_free(struct config *cfg)
 	free(cfg->log_level);
 	free(cfg->s3_endpoint);
 	free(cfg->s3_region);
+	free(cfg->metrics);
+	free(cfg->log_target);
 	*cfg = (struct config){ 0 };
 }

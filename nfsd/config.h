@@ -36,13 +36,17 @@ struct config {
 	int nlm_port;        /* NLM + NSM; 0 = pick a free port */
 	uint32_t grace_ms;   /* after start only lock reclaims are granted */
 	int nlm_client_rpcbind_port; /* clients' rpcbind, for callbacks */
+	char *metrics;       /* Prometheus endpoint ADDR:PORT; NULL = off */
+	char *log_target;    /* "stderr" or "syslog" */
+	bool check_config;   /* --check-config: validate, then exit */
 };
 
 /*
  * Fill cfg from defaults, then the config file (--config FILE, if given),
  * then the command line.  On a bad flag or value, prints a message that
  * names it to err and returns -EINVAL (the caller exits 2).  Returns 1 if
- * --help or --version was printed (exit 0), else 0.  Strings in cfg are
+ * --help or --version was printed (exit 0), else 0.  --check-config
+ * (command line only) sets cfg->check_config for the caller.  Strings in cfg are
  * malloc'd and freed by config_free().
  */
 int config_load(struct config *cfg, int argc, char **argv, FILE *out,

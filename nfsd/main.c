@@ -2,8 +2,10 @@
  * nfsd/main.c - the mapfs-gw daemon: wires the rooms together.
  *
  * store (s3/) <- cache (cache/) <- namespace (fs/, over db/) <- NFS and
- * MOUNT programs (nfsd/, mountd/) <- transport (rpc/).  main owns every
- * object it creates and frees them in reverse order on SIGTERM/SIGINT.
+ * MOUNT programs (nfsd/, mountd/) <- transport (rpc/); beside them the
+ * operator's side: the control socket (admin/), the metrics endpoint
+ * (metrics/) and systemd's notification socket.  main owns every object
+ * it creates and frees them in reverse order on SIGTERM/SIGINT.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -14,12 +16,17 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "admin/admin.h"
 #include "cache/cache.h"
 #include "common/log.h"
 #include "db/db.h"
 #include "fs/fs.h"
+#include "metrics/httpd.h"
+#include "metrics/metrics.h"
 #include "nfsd/config.h"
 #include "nfsd/nfsd.h"
 #include "nlm/nlm.h"
@@ -47,6 +54,12 @@ struct gateway {
 	struct rpc_program nfs_progs[2], mount_progs[1], nlm_progs[2];
 	struct sockaddr_storage nfs_addr, mount_addr, nlm_addr;
 	bool registered, nlm_registered;
+	struct admin_ctx admin_ctx;
+	char cache_dir[4096];
+	struct admin *admin;
+	struct metrics_httpd *httpd;
+	char metrics_addr[80];
+	bool collecting;
 };
 
 static int mkdir_p(const char *path, mode_t mode)
@@ -394,8 +407,54 @@ static void gateway_register(struct gateway *gw)
 	gw->nlm_registered = true;
 }
 
+/*
+ * The operator's side, once the gateway serves: the metrics endpoint and
+ * the control socket.  Logs what failed.
+ */
+static int gateway_open_ops(struct gateway *gw, uint64_t started_ms)
+{
+	char path[4096];
+	int rc;
+
+	rc = state_path(gw, "cache", gw->cache_dir, sizeof(gw->cache_dir));
+	if (rc)
+		return rc;
+	gw->admin_ctx = (struct admin_ctx){ .fs = gw->fs,
+					    .nfsd = &gw->nfsd,
+					    .store = gw->store,
+					    .export_path = gw->cfg.export_path,
+					    .store_url = gw->cfg.store,
+					    .cache_dir = gw->cache_dir,
+					    .started_ms = started_ms };
+	if (gw->cfg.metrics) {
+		rc = metrics_collector_add(admin_metrics_collect, &gw->admin_ctx);
+		if (rc)
+			return rc;
+		gw->collecting = true;
+		rc = metrics_httpd_start(gw->cfg.metrics, &gw->httpd,
+					 gw->metrics_addr,
+					 sizeof(gw->metrics_addr));
+		if (rc) {
+			log_error("metrics on %s: %s", gw->cfg.metrics,
+				  strerror(-rc));
+			return rc;
+		}
+	}
+	if ((rc = state_path(gw, "ctl.sock", path, sizeof(path))) ||
+	    (rc = admin_start(path, &gw->admin_ctx, &gw->admin))) {
+		log_error("control socket %s: %s", path, strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
 static void gateway_close(struct gateway *gw)
 {
+	/* Commands and scrapes use everything below: they go first. */
+	admin_stop(gw->admin);
+	metrics_httpd_stop(gw->httpd);
+	if (gw->collecting)
+		metrics_collectors_clear();
 	if (gw->registered) {
 		rpc_rpcbind_unset(NFS_PROG, NFS_VERS);
 		rpc_rpcbind_unset(MOUNT_PROG, MOUNT_VERS);
@@ -457,13 +516,58 @@ static int daemonize(void)
 	return pfd[1];
 }
 
+/*
+ * Wait for a signal that stops the gateway, reloading the exports on
+ * SIGHUP.  With systemd's watchdog on (WatchdogSec=), ping it at half
+ * its interval while waiting.  Returns the signal.
+ */
+static int gateway_wait(struct gateway *gw, const sigset_t *sigs)
+{
+	uint64_t wd_usec = 0;
+	int sig;
+
+	if (sd_watchdog_enabled(0, &wd_usec) <= 0)
+		wd_usec = 0;
+	for (;;) {
+		if (wd_usec) {
+			struct timespec ts = {
+				.tv_sec = (time_t)(wd_usec / 2 / 1000000),
+				.tv_nsec = (long)(wd_usec / 2 % 1000000) * 1000
+			};
+
+			sig = sigtimedwait(sigs, NULL, &ts);
+			if (sig < 0) {
+				if (errno == EAGAIN)
+					sd_notify(0, "WATCHDOG=1");
+				continue;
+			}
+		} else if (sigwait(sigs, &sig)) {
+			continue;
+		}
+		if (sig != SIGHUP)
+			return sig;
+		sd_notify(0, "RELOADING=1");
+		gateway_exports_reload(gw);
+		sd_notify(0, "READY=1");
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct gateway gw = { 0 };
+	uint64_t started_ms = metrics_now_ns() / 1000000u;
 	char nfs_s[80], mount_s[80], nlm_s[80];
+	struct sockaddr_storage ss;
+	enum log_target tgt;
 	enum log_level lvl;
+	socklen_t slen;
 	sigset_t sigs;
 	int rc, sig, ready_fd = -1;
+
+	/* The operator's commands talk to a running gateway. */
+	if (argc > 1 && (!strcmp(argv[1], "ctl") || !strcmp(argv[1], "refresh") ||
+			 !strcmp(argv[1], "flush")))
+		return admin_ctl_main(argc - 1, argv + 1);
 
 	rc = config_load(&gw.cfg, argc, argv, stdout, stderr);
 	if (rc) {
@@ -472,10 +576,24 @@ int main(int argc, char **argv)
 	}
 	log_parse_level(gw.cfg.log_level, &lvl);
 	log_set_level(lvl);
+	log_parse_target(gw.cfg.log_target, &tgt);
+	log_set_target(tgt);
+	if (gw.cfg.metrics && metrics_httpd_addr(gw.cfg.metrics, &ss, &slen)) {
+		fprintf(stderr, "mapfs-gw: invalid value '%s' for metrics (ADDR:PORT, [ADDR6]:PORT)\n",
+			gw.cfg.metrics);
+		config_free(&gw.cfg);
+		return 2;
+	}
 	/* A bad exports file is a bad configuration: exit 2 at once. */
 	if (gateway_exports_read(&gw, true, &gw.exports)) {
 		config_free(&gw.cfg);
 		return 2;
+	}
+	if (gw.cfg.check_config) {
+		printf("mapfs-gw: configuration is valid\n");
+		exports_free(gw.exports);
+		config_free(&gw.cfg);
+		return 0;
 	}
 	if (!gw.cfg.foreground)
 		ready_fd = daemonize();
@@ -489,7 +607,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	if ((rc = gateway_open_storage(&gw)) || (rc = gateway_open_nfsd(&gw)) ||
-	    (rc = gateway_open_nlm(&gw)) || (rc = gateway_listen(&gw))) {
+	    (rc = gateway_open_nlm(&gw)) || (rc = gateway_listen(&gw)) ||
+	    (rc = gateway_open_ops(&gw, started_ms))) {
 		gateway_close(&gw);
 		return 1;
 	}
@@ -502,9 +621,15 @@ int main(int argc, char **argv)
 	log_info("locking: NLM v4 and NSM v1 on %s", nlm_s);
 	log_info("serving %s from %s with %d loops, state in %s",
 		 gw.cfg.export_path, gw.cfg.store, gw.cfg.threads, gw.cfg.state);
-	printf("mapfs-gw: ready nfs=%s mount=%s export=%s\n", nfs_s, mount_s,
-	       gw.cfg.export_path);
+	if (gw.httpd)
+		log_info("metrics on http://%s/metrics", gw.metrics_addr);
+	printf("mapfs-gw: ready nfs=%s mount=%s export=%s%s%s\n", nfs_s,
+	       mount_s, gw.cfg.export_path, gw.httpd ? " metrics=" : "",
+	       gw.httpd ? gw.metrics_addr : "");
 	fflush(stdout);
+	/* After the ready line: a unit's start completes only now. */
+	sd_notifyf(0, "READY=1\nSTATUS=serving %s on %s", gw.cfg.export_path,
+		   nfs_s);
 	if (ready_fd >= 0) {
 		if (write(ready_fd, "r", 1) != 1)
 			log_warn("could not tell the parent we are ready");
@@ -513,15 +638,8 @@ int main(int argc, char **argv)
 			log_warn("could not detach stdout");
 	}
 
-	for (;;) {
-		if (sigwait(&sigs, &sig))
-			continue;
-		if (sig == SIGHUP) {
-			gateway_exports_reload(&gw);
-			continue;
-		}
-		break;
-	}
+	sig = gateway_wait(&gw, &sigs);
+	sd_notify(0, "STOPPING=1");
 	log_info("signal %d: stopping (finishing calls in flight)", sig);
 	gateway_close(&gw);
 	log_info("stopped");

@@ -6,11 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics/metrics.h"
 #include "nfsd/nfs3_internal.h"
 
 nfsstat3 nfs3_status(int err)
 {
-	return err == 0 ? NFS3_OK : (nfsstat3)nfsd_errno_to_stat(err);
+	nfsstat3 s = err == 0 ? NFS3_OK : (nfsstat3)nfsd_errno_to_stat(err);
+
+	if (s == NFS3ERR_JUKEBOX)
+		metrics_inc(MET_NFS_JUKEBOX); /* metrics: one per reply */
+	return s;
 }
 
 /*

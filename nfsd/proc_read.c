@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "metrics/metrics.h"
 #include "nfsd/nfs3_internal.h"
 
 static void read_fail(struct nfs3_read_call *st, nfsstat3 status,
@@ -30,6 +31,7 @@ static void read_done(void *arg, int err)
 		return;
 	}
 	st->res.status = NFS3_OK;
+	metrics_add(MET_NFS_READ_BYTES, st->nread);
 	nfs3_post_op_attr(st->n, &st->attr, &ok->file_attributes);
 	ok->count = (count3)st->nread;
 	ok->eof = st->eof;

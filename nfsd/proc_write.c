@@ -7,6 +7,7 @@
  */
 #include <string.h>
 
+#include "metrics/metrics.h"
 #include "nfsd/nfs3_internal.h"
 
 static void write_finish(struct nfs3_write_call *st, nfsstat3 status)
@@ -20,6 +21,7 @@ static void write_finish(struct nfs3_write_call *st, nfsstat3 status)
 		return;
 	}
 	nfs3_wcc(st->n, &st->wcc, &ok->file_wcc);
+	metrics_add(MET_NFS_WRITE_BYTES, st->count);
 	ok->count = (count3)st->count;
 	ok->committed = (stable_how)st->committed;
 	memcpy(ok->verf, st->n->write_verf, NFS3_WRITEVERFSIZE);

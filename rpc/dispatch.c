@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 
 #include "common/log.h"
+#include "metrics/metrics.h"
 #include "rpc/rpc_int.h"
 
 /* Finished call structs kept per loop for reuse. */
@@ -276,6 +277,7 @@ void rpc_dispatch(struct rpc_conn *conn, uint8_t *rec, size_t len)
 	conn->refs++;
 	conn->inflight++;
 	loop->inflight++;
+	call->start_ns = metrics_now_ns();
 	proc->handler(call, call->args, call->res);
 	return;
 
@@ -319,6 +321,9 @@ void rpc_call_complete(struct rpc_call *call)
 	struct rpc_conn *conn = call->conn;
 	struct rpc_loop *loop = call->loop;
 
+	/* On the owning loop: the histogram shard is this loop's own. */
+	metrics_rpc_call(call->prog->prog, call->prog->vers, call->hdr.proc,
+			 metrics_now_ns() - call->start_ns);
 	if (call->out)
 		rpc_conn_queue(conn, call->out);
 	call->out = NULL;

@@ -108,6 +108,7 @@ struct rpc_call {
 	size_t memcap;
 	struct rpc_outbuf *out; /* reply, or NULL for a dropped call */
 	struct rpc_drc_entry *drc; /* in-progress DRC entry, or NULL */
+	uint64_t start_ns;      /* arrival, for the latency histogram */
 };
 
 struct rpc_lsock {

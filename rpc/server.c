@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "metrics/metrics.h"
 #include "rpc/rpc_int.h"
 
 #define RPC_DEFAULT_MAX_RECORD ((size_t)(1u << 20) + (64u << 10))
@@ -131,6 +132,7 @@ static void conn_close(struct rpc_conn *c)
 	if (c->closed)
 		return;
 	c->closed = true;
+	metrics_inc(MET_CONN_CLOSED);
 	epoll_ctl(loop->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	if (c->out_head)
@@ -376,6 +378,7 @@ static void conn_refused(struct rpc_loop *loop)
 	long long last = atomic_load(&srv->conn_warn_ms);
 
 	atomic_fetch_add(&srv->conn_refused, 1);
+	metrics_inc(MET_CONN_REFUSED);
 	if (loop->now_ms - last < RPC_CONN_WARN_MS ||
 	    !atomic_compare_exchange_strong(&srv->conn_warn_ms, &last,
 					    loop->now_ms))
@@ -430,6 +433,7 @@ static void lsock_accept(struct rpc_loop *loop, struct rpc_lsock *ls)
 		if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev))
 			goto out_free;
 		c->in_armed = true;
+		metrics_inc(MET_CONN_ACCEPTED);
 		c->next = loop->conns;
 		if (loop->conns)
 			loop->conns->prev = c;
@@ -814,6 +818,10 @@ int rpc_server_listen(struct rpc_server *srv, const struct sockaddr *addr,
 		return -ENOMEM;
 	lis->progs = progs;
 	lis->nprogs = nprogs;
+	for (size_t p = 0; p < nprogs; p++)
+		for (uint32_t k = 0; k < progs[p].nprocs; k++)
+			metrics_rpc_register(progs[p].prog, progs[p].vers, k,
+					     progs[p].name, progs[p].procs[k].name);
 	memset(&a, 0, sizeof(a));
 	memcpy(&a, addr, addrlen);
 	for (i = 0; i < srv->cfg.nloops; i++) {

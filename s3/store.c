@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics/metrics.h"
+
 /*
  * Known schemes.  A NULL ops marks a scheme that is recognised but not
  * built yet, so a config naming it fails with ENOTSUP, not a parse error.
@@ -84,13 +86,21 @@ const char *store_url(const struct store *st)
 	return st->url;
 }
 
-/* The wrappers below forward to the backend; a missing op is ENOTSUP. */
+/*
+ * The wrappers below forward to the backend; a missing op is ENOTSUP.
+ * Each counts itself in the metrics, whichever backend runs it.
+ */
+static int store_counted(enum metrics_store_op op, int rc)
+{
+	metrics_store_op(op, rc, 0);
+	return rc;
+}
 
 int store_head(struct store *st, const char *key, struct store_info *out)
 {
 	if (!st->ops->head)
 		return -ENOTSUP;
-	return st->ops->head(st, key, out);
+	return store_counted(MET_OP_HEAD, st->ops->head(st, key, out));
 }
 
 int store_get(struct store *st, const char *key, uint64_t off, size_t len,
@@ -98,7 +108,10 @@ int store_get(struct store *st, const char *key, uint64_t off, size_t len,
 {
 	if (!st->ops->get)
 		return -ENOTSUP;
-	return st->ops->get(st, key, off, len, buf, got);
+	int rc = st->ops->get(st, key, off, len, buf, got);
+
+	metrics_store_op(MET_OP_GET, rc, rc || !got ? 0 : *got);
+	return rc;
 }
 
 int store_put(struct store *st, const char *key, const void *buf, size_t len,
@@ -106,7 +119,10 @@ int store_put(struct store *st, const char *key, const void *buf, size_t len,
 {
 	if (!st->ops->put)
 		return -ENOTSUP;
-	return st->ops->put(st, key, buf, len, meta, out);
+	int rc = st->ops->put(st, key, buf, len, meta, out);
+
+	metrics_store_op(MET_OP_PUT, rc, rc ? 0 : len);
+	return rc;
 }
 
 int store_put_fd(struct store *st, const char *key, int fd, uint64_t len,
@@ -114,7 +130,10 @@ int store_put_fd(struct store *st, const char *key, int fd, uint64_t len,
 {
 	if (!st->ops->put_fd)
 		return -ENOTSUP;
-	return st->ops->put_fd(st, key, fd, len, meta, out);
+	int rc = st->ops->put_fd(st, key, fd, len, meta, out);
+
+	metrics_store_op(MET_OP_PUT, rc, rc ? 0 : len);
+	return rc;
 }
 
 int store_mpu_create(struct store *st, const char *key,
@@ -122,7 +141,7 @@ int store_mpu_create(struct store *st, const char *key,
 {
 	if (!st->ops->mpu_create)
 		return -ENOTSUP;
-	return st->ops->mpu_create(st, key, meta, upload_id);
+	return store_counted(MET_OP_MPU, st->ops->mpu_create(st, key, meta, upload_id));
 }
 
 int store_mpu_part(struct store *st, const char *key, const char *upload_id,
@@ -131,8 +150,11 @@ int store_mpu_part(struct store *st, const char *key, const char *upload_id,
 {
 	if (!st->ops->mpu_part)
 		return -ENOTSUP;
-	return st->ops->mpu_part(st, key, upload_id, partno, fd, off, len,
+	int rc = st->ops->mpu_part(st, key, upload_id, partno, fd, off, len,
 				 etag);
+
+	metrics_store_op(MET_OP_MPU, rc, rc ? 0 : len);
+	return rc;
 }
 
 int store_mpu_part_copy(struct store *st, const char *key,
@@ -141,8 +163,8 @@ int store_mpu_part_copy(struct store *st, const char *key,
 {
 	if (!st->ops->mpu_part_copy)
 		return -ENOTSUP;
-	return st->ops->mpu_part_copy(st, key, upload_id, partno, src, off,
-				      len, etag);
+	return store_counted(MET_OP_MPU, st->ops->mpu_part_copy(st, key, upload_id, partno, src, off,
+				      len, etag));
 }
 
 int store_mpu_complete(struct store *st, const char *key,
@@ -151,14 +173,14 @@ int store_mpu_complete(struct store *st, const char *key,
 {
 	if (!st->ops->mpu_complete)
 		return -ENOTSUP;
-	return st->ops->mpu_complete(st, key, upload_id, nparts, etags, out);
+	return store_counted(MET_OP_MPU, st->ops->mpu_complete(st, key, upload_id, nparts, etags, out));
 }
 
 int store_mpu_abort(struct store *st, const char *key, const char *upload_id)
 {
 	if (!st->ops->mpu_abort)
 		return -ENOTSUP;
-	return st->ops->mpu_abort(st, key, upload_id);
+	return store_counted(MET_OP_MPU, st->ops->mpu_abort(st, key, upload_id));
 }
 
 int store_list(struct store *st, const char *prefix, char delimiter,
@@ -166,7 +188,7 @@ int store_list(struct store *st, const char *prefix, char delimiter,
 {
 	if (!st->ops->list)
 		return -ENOTSUP;
-	return st->ops->list(st, prefix, delimiter, token, max_keys, out);
+	return store_counted(MET_OP_LIST, st->ops->list(st, prefix, delimiter, token, max_keys, out));
 }
 
 /* Free everything a backend put in page (all malloc'd) and zero it. */
@@ -191,21 +213,21 @@ int store_copy(struct store *st, const char *src, const char *dst,
 {
 	if (!st->ops->copy)
 		return -ENOTSUP;
-	return st->ops->copy(st, src, dst, meta, out);
+	return store_counted(MET_OP_COPY, st->ops->copy(st, src, dst, meta, out));
 }
 
 int store_delete(struct store *st, const char *key)
 {
 	if (!st->ops->del)
 		return -ENOTSUP;
-	return st->ops->del(st, key);
+	return store_counted(MET_OP_DELETE, st->ops->del(st, key));
 }
 
 int store_delete_many(struct store *st, const char *const *keys, size_t n)
 {
 	if (!st->ops->del_many)
 		return -ENOTSUP;
-	return st->ops->del_many(st, keys, n);
+	return store_counted(MET_OP_DELETE, st->ops->del_many(st, keys, n));
 }
 
 int store_statfs(struct store *st, uint64_t *total_bytes, uint64_t *avail_bytes)

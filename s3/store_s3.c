@@ -35,6 +35,7 @@
 #include "s3/sign.h"
 #include "s3/xml.h"
 #include "common/log.h"
+#include "metrics/metrics.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -358,6 +359,7 @@ static int s3_do(struct store_s3 *s, struct req *r)
 	int err;
 
 	for (r->tries = 1;; r->tries++) {
+		metrics_s3_try(r->method, r->tries > 1);
 		/*
 		 * A stalled server must not hold a try past the budget: the
 		 * caller (an NFS call waiting on a fetch) is owed its JUKEBOX

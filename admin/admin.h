@@ -1,0 +1,94 @@
+/*
+ * admin/admin.h - the local control socket (STATE/ctl.sock) and its
+ * client, `mapfs-gw ctl CMD [PATH]`.
+ *
+ * Commands: status, flush [PATH], refresh PATH, warm PATH, evict PATH,
+ * clients.  PATH is a path as clients see it (/mapfs/a/b, under
+ * --export) or relative to the export root (a/b).
+ *
+ * Who may use it: the socket is mode 0600 in the 0700 state directory,
+ * and every connection's peer is checked with SO_PEERCRED: only root or
+ * the gateway's own uid is served.  Nothing from the socket reaches a
+ * shell or a path outside the namespace: PATH is walked name by name
+ * through fs_lookup().
+ *
+ * Wire format (one connection per command): the client sends one line,
+ * "CMD[ PATH]\n".  The server answers with lines: "> TEXT" to print,
+ * "progress FILES_DONE FILES_TOTAL BYTES_DONE BYTES_TOTAL FETCHED_BYTES
+ * ELAPSED_MS" while warming, and last "ok" or "err MESSAGE".
+ */
+#ifndef MAPFS_ADMIN_H
+#define MAPFS_ADMIN_H
+
+#include <stdint.h>
+
+struct fs;
+struct metrics_buf;
+struct nfsd;
+struct store;
+
+/* What the commands act on and report; owned by main, outlives admin. */
+struct admin_ctx {
+	struct fs *fs;
+	struct nfsd *nfsd;
+	struct store *store;
+	const char *export_path; /* --export, e.g. /mapfs */
+	const char *store_url;
+	const char *cache_dir;   /* STATE/cache */
+	uint64_t started_ms;     /* CLOCK_MONOTONIC, for the uptime */
+};
+
+/* Numbers for ctl status and the metrics gauges. */
+struct admin_stats {
+	uint64_t uptime_s;
+	uint64_t mounts;
+	int cache_err; /* of the cache walk; its fields are 0 then */
+	uint64_t cache_bytes, cache_files;
+	int dirty_err; /* of fs_dirty_stat(); the fields below are 0 then */
+	uint64_t dirty_files, dirty_bytes, pending_ops;
+	double upload_lag_s;
+};
+
+/* Fill *st now (walks the cache directory and the dirty inodes). */
+void admin_stats_get(const struct admin_ctx *ctx, struct admin_stats *st);
+
+/*
+ * A metrics_collect_fn (arg: the struct admin_ctx): uptime, clients,
+ * cache size, dirty files and bytes, queued store work, upload lag.
+ */
+void admin_metrics_collect(void *arg, struct metrics_buf *b);
+
+struct admin;
+
+/*
+ * Listen on sock_path (a stale socket there is replaced; a live one is
+ * -EADDRINUSE) and serve commands on threads of the server's own.
+ * 0 or -errno.
+ */
+int admin_start(const char *sock_path, const struct admin_ctx *ctx,
+		struct admin **out);
+
+/*
+ * Stop: no new commands; a running warm or evict stops at its next
+ * file; waits for every command thread, removes the socket, frees.
+ * NULL is a no-op.
+ */
+void admin_stop(struct admin *a);
+
+/*
+ * The client: argv is "ctl [--socket PATH | --state DIR | --config FILE]
+ * CMD [PATH]" (argv[0] is "ctl"), or the short forms "refresh PATH" and
+ * "flush [PATH]".  Prints the answer; a warm shows a progress bar when
+ * stderr is a terminal.  Returns the exit status: 0 ok, 1 the command
+ * failed, 2 usage or cannot connect.
+ */
+int admin_ctl_main(int argc, char **argv);
+
+/*
+ * Bytes on disk (st_blocks) and number of regular files under dir.  For
+ * the cache: O(files), so callers call it on demand, not per request.
+ * 0 or -errno.
+ */
+int admin_dir_usage(const char *dir, uint64_t *bytes, uint64_t *files);
+
+#endif

@@ -1,0 +1,36 @@
+/*
+ * admin/admin_int.h - what the files of admin/ share; not for other rooms.
+ */
+#ifndef MAPFS_ADMIN_INT_H
+#define MAPFS_ADMIN_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/un.h>
+
+#include "admin/admin.h"
+
+#define ADMIN_LINE_MAX 4200 /* a command and a path of FS_PATH_MAX */
+#define ADMIN_CLIENTS_MAX 8 /* commands running at once */
+
+struct admin {
+	struct admin_ctx ctx;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int lfd;
+	int wake[2]; /* a byte on wake[1] stops the acceptor */
+	pthread_t acceptor;
+	pthread_mutex_t lock;
+	pthread_cond_t idle; /* nclients reached 0 */
+	int nclients;
+	atomic_bool stopping; /* long commands check it between files */
+};
+
+/* Send one line (fmt without the newline).  0 or -errno (peer gone). */
+int admin_send(int fd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Run the command in line (NUL-terminated, no newline); answers on fd. */
+void admin_cmd_run(struct admin *a, int fd, char *line);
+
+#endif

@@ -1,0 +1,76 @@
+/*
+ * admin/stats.c - the gateway's state in numbers, for ctl status and
+ * the gauges of the metrics endpoint (computed on demand: a walk of the
+ * cache directory and of the dirty inodes, never on the hot path).
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "admin/admin_int.h"
+#include "fs/fs.h"
+#include "metrics/metrics.h"
+#include "nfsd/nfsd.h"
+
+void admin_stats_get(const struct admin_ctx *ctx, struct admin_stats *st)
+{
+	struct fs_dirty_stat ds;
+	struct timespec now;
+
+	memset(st, 0, sizeof(*st));
+	st->uptime_s = (metrics_now_ns() / 1000000u - ctx->started_ms) / 1000;
+	pthread_mutex_lock(&ctx->nfsd->mounts_lock);
+	for (struct nfsd_mount *m = ctx->nfsd->mounts; m; m = m->next)
+		st->mounts++;
+	pthread_mutex_unlock(&ctx->nfsd->mounts_lock);
+	st->cache_err = admin_dir_usage(ctx->cache_dir, &st->cache_bytes,
+					&st->cache_files);
+	st->dirty_err = fs_dirty_stat(ctx->fs, &ds);
+	if (st->dirty_err)
+		return;
+	st->dirty_files = ds.files;
+	st->dirty_bytes = ds.bytes;
+	st->pending_ops = ds.pending;
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (ds.oldest_ns) {
+		int64_t lag = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec -
+			      ds.oldest_ns;
+
+		st->upload_lag_s = lag > 0 ? (double)lag / 1e9 : 0;
+	}
+}
+
+void admin_metrics_collect(void *arg, struct metrics_buf *b)
+{
+	const struct admin_ctx *ctx = arg;
+	struct admin_stats st;
+
+	admin_stats_get(ctx, &st);
+	metrics_buf_gauge(b, "mapfs_uptime_seconds", "Seconds since the gateway started",
+			  "", (double)st.uptime_s);
+	metrics_buf_gauge(b, "mapfs_clients", "Mounts in MOUNT's list (host, path)",
+			  "", (double)st.mounts);
+	if (!st.cache_err) {
+		metrics_buf_gauge(b, "mapfs_cache_bytes",
+				  "Disk bytes used by the cache directory", "",
+				  (double)st.cache_bytes);
+		metrics_buf_gauge(b, "mapfs_cache_files",
+				  "Files in the cache directory", "",
+				  (double)st.cache_files);
+	}
+	if (st.dirty_err)
+		return;
+	metrics_buf_gauge(b, "mapfs_dirty_files",
+			  "Files and directories with changes not yet in the store",
+			  "", (double)st.dirty_files);
+	metrics_buf_gauge(b, "mapfs_dirty_bytes",
+			  "File data held only in the cache, waiting for upload",
+			  "", (double)st.dirty_bytes);
+	metrics_buf_gauge(b, "mapfs_store_pending_ops",
+			  "Store deletes and copies (renames) queued", "",
+			  (double)st.pending_ops);
+	metrics_buf_gauge(b, "mapfs_upload_lag_seconds",
+			  "Age of the oldest change not yet in the store, from its last write",
+			  "", st.upload_lag_s);
+}

@@ -1,0 +1,410 @@
+/*
+ * metrics/metrics.c - per-thread counter shards, summed on scrape.
+ *
+ * A shard has one writer (its thread), so a bump is a plain load and a
+ * relaxed atomic store: no read-modify-write, no lock, no shared cache
+ * line.  The scraper reads with relaxed atomic loads under shard_lock,
+ * which only shard creation, thread exit and scrapes take.
+ */
+#include "metrics/metrics.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Latency bucket bounds, seconds: 100 us to 10 s. */
+static const double hist_bounds[] = { 0.0001, 0.00025, 0.0005, 0.001,
+				      0.0025, 0.005,   0.01,   0.025,
+				      0.05,   0.1,     0.25,   0.5,
+				      1,      2.5,     5,      10 };
+#define NBOUNDS (sizeof(hist_bounds) / sizeof(hist_bounds[0]))
+#define NBUCKETS (NBOUNDS + 1) /* the last is +Inf */
+
+#define MAX_PROGS 8
+#define MAX_PROCS 64 /* per program */
+#define MAX_COLLECTORS 8
+
+struct shard {
+	struct shard *next, *prev;
+	uint64_t c[MET_NCOUNTERS];
+	uint64_t calls[METRICS_PROC_SLOTS];
+	uint64_t sum_ns[METRICS_PROC_SLOTS];
+	uint64_t hist[METRICS_PROC_SLOTS][NBUCKETS];
+};
+
+struct counter_desc {
+	const char *name, *label, *help;
+};
+
+#define METRICS_DESC(id, name, label, help) { name, label, help },
+static const struct counter_desc counters[MET_NCOUNTERS] = {
+	METRICS_COUNTERS(METRICS_DESC)
+};
+#undef METRICS_DESC
+
+struct proc_slot {
+	const char *prog_name, *proc_name;
+};
+
+struct prog_map {
+	uint32_t prog, vers;
+	int16_t slot[MAX_PROCS]; /* -1: not measured */
+};
+
+/* The process-wide registry (see metrics.h for why it is global). */
+static pthread_mutex_t shard_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct shard *shards;   /* live threads' shards */
+static struct shard retired;   /* sums of exited threads' shards */
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t shard_key;
+static __thread struct shard *my_shard;
+
+/* Written before the loops start, read without a lock after. */
+static struct prog_map progs[MAX_PROGS];
+static int nprogs;
+static struct proc_slot slots[METRICS_PROC_SLOTS];
+static int nslots;
+
+static pthread_mutex_t coll_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	metrics_collect_fn fn;
+	void *arg;
+} collectors[MAX_COLLECTORS];
+static int ncollectors;
+
+static uint64_t ld(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+static void bump(uint64_t *p, uint64_t n)
+{
+	__atomic_store_n(p, *p + n, __ATOMIC_RELAXED);
+}
+
+/* Add every value of s into into (both under shard_lock). */
+static void shard_fold(struct shard *into, const struct shard *s)
+{
+	for (size_t i = 0; i < MET_NCOUNTERS; i++)
+		into->c[i] += ld(&s->c[i]);
+	for (size_t i = 0; i < METRICS_PROC_SLOTS; i++) {
+		into->calls[i] += ld(&s->calls[i]);
+		into->sum_ns[i] += ld(&s->sum_ns[i]);
+		for (size_t b = 0; b < NBUCKETS; b++)
+			into->hist[i][b] += ld(&s->hist[i][b]);
+	}
+}
+
+/* Thread exit: keep the thread's counts in the retired total. */
+static void shard_retire(void *p)
+{
+	struct shard *s = p;
+
+	pthread_mutex_lock(&shard_lock);
+	shard_fold(&retired, s);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		shards = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	pthread_mutex_unlock(&shard_lock);
+	free(s);
+}
+
+static void key_init(void)
+{
+	pthread_key_create(&shard_key, shard_retire);
+}
+
+/* The calling thread's shard, made on first use; NULL without memory. */
+static struct shard *shard_self(void)
+{
+	struct shard *s = my_shard;
+
+	if (s)
+		return s;
+	pthread_once(&key_once, key_init);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL; /* counts of this bump are lost, never blocked */
+	pthread_mutex_lock(&shard_lock);
+	s->next = shards;
+	if (shards)
+		shards->prev = s;
+	shards = s;
+	pthread_mutex_unlock(&shard_lock);
+	pthread_setspecific(shard_key, s);
+	my_shard = s;
+	return s;
+}
+
+void metrics_add(enum metrics_counter id, uint64_t n)
+{
+	struct shard *s = shard_self();
+
+	if (s && (unsigned)id < MET_NCOUNTERS)
+		bump(&s->c[id], n);
+}
+
+void metrics_store_op(enum metrics_store_op op, int err, uint64_t bytes)
+{
+	if ((unsigned)op >= MET_NOPS)
+		return;
+	metrics_inc(MET_STORE_REQ_GET + op);
+	if (err < 0 && err != -ENOENT)
+		metrics_inc(MET_STORE_ERR_GET + op);
+	if (!bytes)
+		return;
+	if (op == MET_OP_GET)
+		metrics_add(MET_STORE_BYTES_GET, bytes);
+	else if (op == MET_OP_PUT)
+		metrics_add(MET_STORE_BYTES_PUT, bytes);
+	else if (op == MET_OP_MPU)
+		metrics_add(MET_STORE_BYTES_MPU, bytes);
+}
+
+void metrics_s3_try(const char *method, bool retry)
+{
+	static const char *const methods[] = { "GET", "HEAD", "PUT", "POST",
+					       "DELETE" };
+
+	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
+		if (strcmp(method, methods[i]))
+			continue;
+		metrics_inc(MET_S3_TRIES_GET + i);
+		if (retry)
+			metrics_inc(MET_S3_RETRY_GET + i);
+		return;
+	}
+}
+
+static struct prog_map *prog_find(uint32_t prog, uint32_t vers)
+{
+	for (int i = 0; i < nprogs; i++)
+		if (progs[i].prog == prog && progs[i].vers == vers)
+			return &progs[i];
+	return NULL;
+}
+
+void metrics_rpc_register(uint32_t prog, uint32_t vers, uint32_t proc,
+			  const char *prog_name, const char *proc_name)
+{
+	struct prog_map *pm;
+
+	if (proc >= MAX_PROCS || !proc_name)
+		return;
+	pthread_mutex_lock(&shard_lock);
+	pm = prog_find(prog, vers);
+	if (!pm && nprogs < MAX_PROGS) {
+		pm = &progs[nprogs++];
+		pm->prog = prog;
+		pm->vers = vers;
+		memset(pm->slot, 0xff, sizeof(pm->slot));
+	}
+	if (pm && pm->slot[proc] < 0 && nslots < METRICS_PROC_SLOTS) {
+		slots[nslots] = (struct proc_slot){ prog_name, proc_name };
+		pm->slot[proc] = (int16_t)nslots++;
+	}
+	pthread_mutex_unlock(&shard_lock);
+}
+
+void metrics_rpc_call(uint32_t prog, uint32_t vers, uint32_t proc,
+		      uint64_t ns)
+{
+	struct prog_map *pm = prog_find(prog, vers);
+	struct shard *s;
+	size_t b = 0;
+	int slot;
+
+	if (!pm || proc >= MAX_PROCS || (slot = pm->slot[proc]) < 0)
+		return;
+	s = shard_self();
+	if (!s)
+		return;
+	while (b < NBOUNDS && (double)ns > hist_bounds[b] * 1e9)
+		b++;
+	bump(&s->calls[slot], 1);
+	bump(&s->sum_ns[slot], ns);
+	bump(&s->hist[slot][b], 1);
+}
+
+uint64_t metrics_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void metrics_buf_printf(struct metrics_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->oom)
+		return;
+	for (;;) {
+		size_t room = b->cap - b->len;
+
+		va_start(ap, fmt);
+		n = vsnprintf(b->p ? b->p + b->len : NULL, room, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->oom = true;
+			return;
+		}
+		if ((size_t)n < room) {
+			b->len += (size_t)n;
+			return;
+		}
+		size_t cap = b->cap ? b->cap * 2 : 16384;
+
+		while (cap - b->len <= (size_t)n)
+			cap *= 2;
+		char *p = realloc(b->p, cap);
+
+		if (!p) {
+			b->oom = true;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+}
+
+void metrics_buf_gauge(struct metrics_buf *b, const char *name,
+		       const char *help, const char *labels, double value)
+{
+	if (help)
+		metrics_buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", name,
+				   help, name);
+	metrics_buf_printf(b, "%s%s%s%s %.17g\n", name, *labels ? "{" : "",
+			   labels, *labels ? "}" : "", value);
+}
+
+int metrics_collector_add(metrics_collect_fn fn, void *arg)
+{
+	int rc = -ENOSPC;
+
+	pthread_mutex_lock(&coll_lock);
+	if (ncollectors < MAX_COLLECTORS) {
+		collectors[ncollectors].fn = fn;
+		collectors[ncollectors++].arg = arg;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&coll_lock);
+	return rc;
+}
+
+void metrics_collectors_clear(void)
+{
+	pthread_mutex_lock(&coll_lock);
+	ncollectors = 0;
+	pthread_mutex_unlock(&coll_lock);
+}
+
+/* Everything counted so far, into *sum. */
+static void shards_sum(struct shard *sum)
+{
+	pthread_mutex_lock(&shard_lock);
+	*sum = retired;
+	for (struct shard *s = shards; s; s = s->next)
+		shard_fold(sum, s);
+	pthread_mutex_unlock(&shard_lock);
+}
+
+uint64_t metrics_get(enum metrics_counter id)
+{
+	uint64_t v;
+
+	if ((unsigned)id >= MET_NCOUNTERS)
+		return 0;
+	pthread_mutex_lock(&shard_lock);
+	v = retired.c[id];
+	for (struct shard *s = shards; s; s = s->next)
+		v += ld(&s->c[id]);
+	pthread_mutex_unlock(&shard_lock);
+	return v;
+}
+
+static void render_counters(struct metrics_buf *b, const struct shard *sum)
+{
+	const char *prev = "";
+
+	for (size_t i = 0; i < MET_NCOUNTERS; i++) {
+		const struct counter_desc *d = &counters[i];
+
+		if (strcmp(d->name, prev))
+			metrics_buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n",
+					   d->name, d->help, d->name);
+		prev = d->name;
+		metrics_buf_printf(b, "%s%s%s%s %llu\n", d->name,
+				   *d->label ? "{" : "", d->label,
+				   *d->label ? "}" : "",
+				   (unsigned long long)sum->c[i]);
+	}
+	/* Closed counts only connections that were accepted. */
+	metrics_buf_gauge(b, "mapfs_connections", "Client TCP connections open",
+			  "", (double)(sum->c[MET_CONN_ACCEPTED] -
+				       sum->c[MET_CONN_CLOSED]));
+}
+
+static void render_rpc(struct metrics_buf *b, const struct shard *sum)
+{
+	metrics_buf_printf(b, "# HELP mapfs_rpc_calls_total RPC calls answered, by program and procedure\n"
+			      "# TYPE mapfs_rpc_calls_total counter\n");
+	for (int i = 0; i < nslots; i++)
+		metrics_buf_printf(b, "mapfs_rpc_calls_total{program=\"%s\",proc=\"%s\"} %llu\n",
+				   slots[i].prog_name, slots[i].proc_name,
+				   (unsigned long long)sum->calls[i]);
+	metrics_buf_printf(b, "# HELP mapfs_rpc_duration_seconds Time from a call's arrival to its reply\n"
+			      "# TYPE mapfs_rpc_duration_seconds histogram\n");
+	for (int i = 0; i < nslots; i++) {
+		const char *pg = slots[i].prog_name, *pc = slots[i].proc_name;
+		uint64_t cum = 0;
+
+		for (size_t k = 0; k < NBUCKETS; k++) {
+			cum += sum->hist[i][k];
+			if (k < NBOUNDS)
+				metrics_buf_printf(b, "mapfs_rpc_duration_seconds_bucket{program=\"%s\",proc=\"%s\",le=\"%g\"} %llu\n",
+						   pg, pc, hist_bounds[k],
+						   (unsigned long long)cum);
+			else
+				metrics_buf_printf(b, "mapfs_rpc_duration_seconds_bucket{program=\"%s\",proc=\"%s\",le=\"+Inf\"} %llu\n",
+						   pg, pc, (unsigned long long)cum);
+		}
+		metrics_buf_printf(b, "mapfs_rpc_duration_seconds_sum{program=\"%s\",proc=\"%s\"} %.9f\n"
+				      "mapfs_rpc_duration_seconds_count{program=\"%s\",proc=\"%s\"} %llu\n",
+				   pg, pc, (double)sum->sum_ns[i] / 1e9, pg, pc,
+				   (unsigned long long)cum);
+	}
+}
+
+int metrics_render(struct metrics_buf *b)
+{
+	struct shard *sum = malloc(sizeof(*sum));
+
+	b->len = 0;
+	b->oom = false;
+	if (!sum)
+		goto out_oom;
+	shards_sum(sum);
+	render_counters(b, sum);
+	render_rpc(b, sum);
+	free(sum);
+	pthread_mutex_lock(&coll_lock);
+	for (int i = 0; i < ncollectors; i++)
+		collectors[i].fn(collectors[i].arg, b);
+	pthread_mutex_unlock(&coll_lock);
+	if (!b->oom)
+		return 0;
+out_oom:
+	free(b->p);
+	*b = (struct metrics_buf){ 0 };
+	return -ENOMEM;
+}

@@ -1,0 +1,176 @@
+/*
+ * metrics/metrics.h - counters and latency histograms of the whole
+ * gateway, rendered in the Prometheus text format (version 0.0.4).
+ *
+ * Below every other room, like common/log.h: the hot paths of rpc/,
+ * nfsd/, cache/ and s3/ bump counters with one call and no context
+ * argument.  Process-wide by nature (as the log is): each thread writes
+ * only its own shard (allocated on its first bump), with relaxed atomic
+ * stores and no lock; a scrape sums the shards.  A thread's shard is
+ * folded into a retired total when the thread exits, so counts never go
+ * backwards.  Gauges that are cheaper to compute on demand (cache size,
+ * dirty bytes, clients) come from collectors that main registers.
+ */
+#ifndef MAPFS_METRICS_H
+#define MAPFS_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Every counter: id, metric name, label (or ""), help.  Rows of one name
+ * must be adjacent: HELP and TYPE are written once per name.
+ */
+#define METRICS_COUNTERS(X)                                                    \
+	X(CONN_ACCEPTED, "mapfs_connections_accepted_total", "",               \
+	  "Client TCP connections accepted")                                   \
+	X(CONN_CLOSED, "mapfs_connections_closed_total", "",                   \
+	  "Client TCP connections closed")                                     \
+	X(CONN_REFUSED, "mapfs_connections_refused_total", "",                 \
+	  "Connections closed at once over --max-connections")                 \
+	X(NFS_READ_BYTES, "mapfs_nfs_bytes_total", "dir=\"read\"",             \
+	  "File data moved by NFS READ and WRITE")                              \
+	X(NFS_WRITE_BYTES, "mapfs_nfs_bytes_total", "dir=\"write\"", "")       \
+	X(NFS_JUKEBOX, "mapfs_nfs_jukebox_total", "",                          \
+	  "NFS replies with NFS3ERR_JUKEBOX (store slow or down: retry)")      \
+	X(CACHE_HITS, "mapfs_cache_reads_total", "result=\"hit\"",             \
+	  "Cache reads, by whether the data was local")                        \
+	X(CACHE_MISSES, "mapfs_cache_reads_total", "result=\"miss\"", "")      \
+	X(CACHE_FETCHES, "mapfs_cache_fetches_total", "",                      \
+	  "Objects downloaded into the cache")                                 \
+	X(CACHE_FETCH_BYTES, "mapfs_cache_fetch_bytes_total", "",              \
+	  "Bytes downloaded into the cache")                                   \
+	X(CACHE_EVICTIONS, "mapfs_cache_evictions_total", "",                  \
+	  "Cache files dropped (evicted, invalidated or removed)")             \
+	X(STORE_REQ_GET, "mapfs_store_requests_total", "op=\"get\"",           \
+	  "Object store (S3) operations, by kind")                             \
+	X(STORE_REQ_HEAD, "mapfs_store_requests_total", "op=\"head\"", "")     \
+	X(STORE_REQ_PUT, "mapfs_store_requests_total", "op=\"put\"", "")       \
+	X(STORE_REQ_MPU, "mapfs_store_requests_total", "op=\"multipart\"", "") \
+	X(STORE_REQ_LIST, "mapfs_store_requests_total", "op=\"list\"", "")     \
+	X(STORE_REQ_COPY, "mapfs_store_requests_total", "op=\"copy\"", "")     \
+	X(STORE_REQ_DELETE, "mapfs_store_requests_total", "op=\"delete\"", "") \
+	X(STORE_ERR_GET, "mapfs_store_errors_total", "op=\"get\"",             \
+	  "Object store operations that failed after their retries, by kind")  \
+	X(STORE_ERR_HEAD, "mapfs_store_errors_total", "op=\"head\"", "")       \
+	X(STORE_ERR_PUT, "mapfs_store_errors_total", "op=\"put\"", "")         \
+	X(STORE_ERR_MPU, "mapfs_store_errors_total", "op=\"multipart\"", "")   \
+	X(STORE_ERR_LIST, "mapfs_store_errors_total", "op=\"list\"", "")       \
+	X(STORE_ERR_COPY, "mapfs_store_errors_total", "op=\"copy\"", "")       \
+	X(STORE_ERR_DELETE, "mapfs_store_errors_total", "op=\"delete\"", "")   \
+	X(STORE_BYTES_GET, "mapfs_store_bytes_total", "op=\"get\"",            \
+	  "Object data moved to and from the store, by kind")                  \
+	X(STORE_BYTES_PUT, "mapfs_store_bytes_total", "op=\"put\"", "")        \
+	X(STORE_BYTES_MPU, "mapfs_store_bytes_total", "op=\"multipart\"", "")  \
+	X(S3_TRIES_GET, "mapfs_s3_http_requests_total", "method=\"GET\"",      \
+	  "HTTP requests sent to S3, retries included, by method")             \
+	X(S3_TRIES_HEAD, "mapfs_s3_http_requests_total", "method=\"HEAD\"", "") \
+	X(S3_TRIES_PUT, "mapfs_s3_http_requests_total", "method=\"PUT\"", "")  \
+	X(S3_TRIES_POST, "mapfs_s3_http_requests_total", "method=\"POST\"", "") \
+	X(S3_TRIES_DELETE, "mapfs_s3_http_requests_total", "method=\"DELETE\"", "") \
+	X(S3_RETRY_GET, "mapfs_s3_retries_total", "method=\"GET\"",            \
+	  "S3 requests sent again after a retryable error, by method")         \
+	X(S3_RETRY_HEAD, "mapfs_s3_retries_total", "method=\"HEAD\"", "")      \
+	X(S3_RETRY_PUT, "mapfs_s3_retries_total", "method=\"PUT\"", "")        \
+	X(S3_RETRY_POST, "mapfs_s3_retries_total", "method=\"POST\"", "")      \
+	X(S3_RETRY_DELETE, "mapfs_s3_retries_total", "method=\"DELETE\"", "")
+
+#define METRICS_ENUM(id, name, label, help) MET_##id,
+enum metrics_counter { METRICS_COUNTERS(METRICS_ENUM) MET_NCOUNTERS };
+#undef METRICS_ENUM
+
+/* Store operation kinds, in the order of the STORE_REQ_* rows above. */
+enum metrics_store_op {
+	MET_OP_GET,
+	MET_OP_HEAD,
+	MET_OP_PUT,
+	MET_OP_MPU,
+	MET_OP_LIST,
+	MET_OP_COPY,
+	MET_OP_DELETE,
+	MET_NOPS
+};
+
+/* Room for RPC procedures (all programs together) in the histograms. */
+#define METRICS_PROC_SLOTS 96
+
+/* Add n to counter id, on the calling thread's shard.  Never blocks. */
+void metrics_add(enum metrics_counter id, uint64_t n);
+
+static inline void metrics_inc(enum metrics_counter id)
+{
+	metrics_add(id, 1);
+}
+
+/*
+ * One finished store operation: its request count, its error count if
+ * err < 0 (but not -ENOENT: a key that is not there is an answer), and
+ * bytes of object data moved (get, put and multipart kinds only).
+ */
+void metrics_store_op(enum metrics_store_op op, int err, uint64_t bytes);
+
+/* One HTTP attempt to S3 with method ("GET", ...); retry if not the first. */
+void metrics_s3_try(const char *method, bool retry);
+
+/*
+ * Name procedure proc of RPC program prog/vers for the per-procedure
+ * counts and latency histograms (labels program and proc; the strings
+ * must live as long as the process).  Repeats are ignored; past
+ * METRICS_PROC_SLOTS procedures the rest are not measured.  Call before
+ * the loops start: metrics_rpc_call() reads the table without a lock.
+ */
+void metrics_rpc_register(uint32_t prog, uint32_t vers, uint32_t proc,
+			  const char *prog_name, const char *proc_name);
+
+/* A call of prog/vers/proc was answered after ns nanoseconds. */
+void metrics_rpc_call(uint32_t prog, uint32_t vers, uint32_t proc,
+		      uint64_t ns);
+
+/* Monotonic nanoseconds, for latencies. */
+uint64_t metrics_now_ns(void);
+
+/* Output of a scrape: a growing text buffer (see metrics_render). */
+struct metrics_buf {
+	char *p;
+	size_t len, cap;
+	bool oom; /* an append failed: the text is incomplete */
+};
+
+/* Append printf-formatted text to b (sets b->oom on failure). */
+void metrics_buf_printf(struct metrics_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/*
+ * Append one gauge sample, with HELP and TYPE lines when help is not
+ * NULL (pass NULL for further samples of the same name).  labels is ""
+ * or e.g. "state=\"dirty\"".
+ */
+void metrics_buf_gauge(struct metrics_buf *b, const char *name,
+		       const char *help, const char *labels, double value);
+
+/* A collector appends gauges to the scrape; runs on the scraping thread. */
+typedef void (*metrics_collect_fn)(void *arg, struct metrics_buf *b);
+
+/*
+ * Register fn(arg) to run on every render, in registration order (at
+ * most 8).  0 or -ENOSPC.  metrics_collectors_clear() removes them all
+ * and returns once no render is running one (call before freeing arg).
+ */
+int metrics_collector_add(metrics_collect_fn fn, void *arg);
+void metrics_collectors_clear(void);
+
+/*
+ * The whole exposition: counters (summed over shards), the RPC
+ * histograms, then the collectors' gauges, into *b (reset first; the
+ * caller frees b->p).  0, or -ENOMEM with b->p freed.
+ */
+int metrics_render(struct metrics_buf *b);
+
+/*
+ * Sum of counter id over all shards now (tests, ctl status).  A count
+ * bumped on another thread may show a little late, never torn.
+ */
+uint64_t metrics_get(enum metrics_counter id);
+
+#endif
