@@ -212,6 +212,9 @@ int s3_xml_time(const char *s, int64_t *ns)
 	if (strcmp(end, "Z") && strcmp(end, "+00:00"))
 		return -EINVAL;
 	t = timegm(&tm);
+	/* Outside 1677..2262 the nanoseconds would overflow int64. */
+	if (t < INT64_MIN / 1000000000 || t > (INT64_MAX - frac) / 1000000000)
+		return -EINVAL;
 	*ns = (int64_t)t * 1000000000 + frac;
 	return 0;
 }

@@ -1525,11 +1525,17 @@ static void copy_readdir(struct e2e_rpc *r, void *d, const void *s)
 	memcpy(res, s, sizeof(*res));
 	if (res->status != NFS3_OK)
 		return;
+	/*
+	 * libnfs carves its decoded entries out of one buffer at 4-byte
+	 * alignment, so each is copied out by bytes before any field of it
+	 * is read (UBSan: misaligned member access).
+	 */
 	link = &res->READDIR3res_u.resok.reply.entries;
-	for (entry3 *e = *link; e; e = e->nextentry) {
-		entry3 *c = ar_dup(r, e, sizeof(*e));
+	for (const void *e = *link; e;) {
+		entry3 *c = ar_dup(r, e, sizeof(*c));
 
-		c->name = ar_str(r, e->name);
+		c->name = ar_str(r, c->name);
+		e = c->nextentry;
 		c->nextentry = NULL;
 		*link = c;
 		link = &c->nextentry;
@@ -1544,12 +1550,14 @@ static void copy_readdirplus(struct e2e_rpc *r, void *d, const void *s)
 	memcpy(res, s, sizeof(*res));
 	if (res->status != NFS3_OK)
 		return;
+	/* Copied out by bytes first, as in copy_readdir(). */
 	link = &res->READDIRPLUS3res_u.resok.reply.entries;
-	for (entryplus3 *e = *link; e; e = e->nextentry) {
-		entryplus3 *c = ar_dup(r, e, sizeof(*e));
+	for (const void *e = *link; e;) {
+		entryplus3 *c = ar_dup(r, e, sizeof(*c));
 
-		c->name = ar_str(r, e->name);
+		c->name = ar_str(r, c->name);
 		fix_post_op_fh(r, &c->name_handle);
+		e = c->nextentry;
 		c->nextentry = NULL;
 		*link = c;
 		link = &c->nextentry;
@@ -1578,12 +1586,15 @@ static void copy_dump(struct e2e_rpc *r, void *d, const void *s)
 	mountlist *out = d;
 	const mountlist *in = s;
 
+	/* Copied out by bytes first, as in copy_readdir(). */
 	*out = NULL;
-	for (struct mountbody *m = *in; m; m = m->ml_next) {
-		struct mountbody *c = ar_alloc(r, sizeof(*c));
+	for (const void *m = *in; m;) {
+		struct mountbody *c = ar_dup(r, m, sizeof(*c));
 
-		c->ml_hostname = ar_str(r, m->ml_hostname);
-		c->ml_directory = ar_str(r, m->ml_directory);
+		c->ml_hostname = ar_str(r, c->ml_hostname);
+		c->ml_directory = ar_str(r, c->ml_directory);
+		m = c->ml_next;
+		c->ml_next = NULL;
 		*out = c;
 		out = &c->ml_next;
 	}
@@ -1594,20 +1605,25 @@ static void copy_export(struct e2e_rpc *r, void *d, const void *s)
 	exports *out = d;
 	const exports *in = s;
 
+	/* Copied out by bytes first, as in copy_readdir(). */
 	*out = NULL;
-	for (struct exportnode *e = *in; e; e = e->ex_next) {
-		struct exportnode *c = ar_alloc(r, sizeof(*c));
+	for (const void *e = *in; e;) {
+		struct exportnode *c = ar_dup(r, e, sizeof(*c));
 		groups *g = &c->ex_groups;
+		const void *gi = c->ex_groups;
 
-		c->ex_dir = ar_str(r, e->ex_dir);
-		for (struct groupnode *gi = e->ex_groups; gi;
-		     gi = gi->gr_next) {
-			struct groupnode *gc = ar_alloc(r, sizeof(*gc));
+		c->ex_dir = ar_str(r, c->ex_dir);
+		while (gi) {
+			struct groupnode *gc = ar_dup(r, gi, sizeof(*gc));
 
-			gc->gr_name = ar_str(r, gi->gr_name);
+			gc->gr_name = ar_str(r, gc->gr_name);
+			gi = gc->gr_next;
+			gc->gr_next = NULL;
 			*g = gc;
 			g = &gc->gr_next;
 		}
+		e = c->ex_next;
+		c->ex_next = NULL;
 		*out = c;
 		out = &c->ex_next;
 	}

@@ -357,6 +357,16 @@ static void test_time(void)
 		  ns == 1369353600LL * 1000000000 + 123456789);
 	CU_ASSERT(s3_xml_time("2013-05-24", &ns) == -EINVAL);
 	CU_ASSERT(s3_xml_time("2013-05-24T00:00:00Zjunk", &ns) == -EINVAL);
+	/* The ends of int64 nanoseconds, and past them (fuzz_s3_xml). */
+	CU_ASSERT(s3_xml_time("2262-04-11T23:47:16.854775807Z", &ns) == 0 &&
+		  ns == INT64_MAX);
+	CU_ASSERT(s3_xml_time("1677-09-21T00:12:44Z", &ns) == 0 &&
+		  ns == -9223372036LL * 1000000000);
+	CU_ASSERT(s3_xml_time("2262-04-11T23:47:16.854775808Z", &ns) ==
+		  -EINVAL);
+	CU_ASSERT(s3_xml_time("2263-01-01T00:00:00Z", &ns) == -EINVAL);
+	CU_ASSERT(s3_xml_time("1677-09-21T00:12:43Z", &ns) == -EINVAL);
+	CU_ASSERT(s3_xml_time("1004-10-28T22:32:00.000Z", &ns) == -EINVAL);
 }
 
 static void test_errmap(void)
