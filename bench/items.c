@@ -557,11 +557,15 @@ static int run_write_big(struct worker *w)
 	return r;
 }
 
-/* read-big reads what write-big wrote; run alone, it writes the file first. */
+/* read-big reads what write-big wrote; run alone, it writes the file first,
+ * or with --reuse reads the one an earlier --keep run left, so that a read
+ * can be timed against a server whose cache has never seen the data. */
 static int prep_read_big(struct worker *w)
 {
 	if (w->have_big)
 		return 0;
+	if (w->cfg->reuse)
+		return conn_lookup(&w->conn, &w->dir, "big", &w->big);
 	return prep_write_big(w) < 0 ? -1 : run_write_big(w);
 }
 

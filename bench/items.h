@@ -26,6 +26,7 @@ struct bench_cfg {
 	uint64_t io_file_size;     /* the file of the 4k and 1m items */
 	double duration;           /* seconds, for rate items */
 	int verify;
+	int reuse;                 /* read-big reads an existing "big" (--reuse) */
 };
 
 /* What the item's VALUE counts, and what its COST is, as juicefs bench

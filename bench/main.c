@@ -50,6 +50,8 @@ static void usage(FILE *f)
 	fprintf(f,
 "      --dir NAME           work dir made under the export (mapfs-bench.PID)\n"
 "      --keep               leave the work dir in place\n"
+"      --reuse              read-big reads the big file a --keep run left under --dir\n"
+"                           (same --big-file-size and -p) instead of writing it first\n"
 "      --no-verify          skip the data check of read-big and read-small\n"
 "      --json               print the results as JSON on stdout\n");
 }
@@ -120,7 +122,7 @@ static int select_items(struct run *r, const char *list)
 
 enum {
 	OPT_BLOCK = 256, OPT_BIG, OPT_SMALL, OPT_COUNT, OPT_IOFILE, OPT_DURATION,
-	OPT_ITEMS, OPT_DIR, OPT_KEEP, OPT_NOVERIFY, OPT_JSON,
+	OPT_ITEMS, OPT_DIR, OPT_KEEP, OPT_REUSE, OPT_NOVERIFY, OPT_JSON,
 };
 
 static int parse_args(struct run *r, int argc, char **argv)
@@ -137,6 +139,7 @@ static int parse_args(struct run *r, int argc, char **argv)
 		{ "items", required_argument, NULL, OPT_ITEMS },
 		{ "dir", required_argument, NULL, OPT_DIR },
 		{ "keep", no_argument, NULL, OPT_KEEP },
+		{ "reuse", no_argument, NULL, OPT_REUSE },
 		{ "no-verify", no_argument, NULL, OPT_NOVERIFY },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
@@ -163,6 +166,7 @@ static int parse_args(struct run *r, int argc, char **argv)
 		case OPT_ITEMS: items = optarg; break;
 		case OPT_DIR: snprintf(r->dir, sizeof(r->dir), "%s", optarg); break;
 		case OPT_KEEP: r->keep = 1; break;
+		case OPT_REUSE: c->reuse = 1; break;
 		case OPT_NOVERIFY: c->verify = 0; break;
 		case OPT_JSON: r->json = 1; break;
 		case 'h': usage(stdout); exit(0);

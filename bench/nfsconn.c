@@ -376,8 +376,22 @@ int conn_lookup(struct conn *c, const struct bfh *dir, const char *name, struct 
 
 int conn_mkdir(struct conn *c, const struct bfh *dir, const char *name, struct bfh *out)
 {
-	struct sync_call s = { .c = c, .proc = "MKDIR", .tolerated = NFS3ERR_EXIST, .out = out };
+	/* LOOKUP first.  A server over a backing store may list a directory
+	 * only on LOOKUP or READDIR (mapfs-gw does): a MKDIR in a directory not
+	 * listed yet then makes a second, empty directory over one that exists
+	 * in the store, and --reuse would find nothing in it. */
+	struct sync_call l = { .c = c, .proc = "LOOKUP", .tolerated = NFS3ERR_NOENT, .out = out };
 	out->len = 0;
+	LOOKUP3args la = { .what = { .dir = bfh_arg(dir), .name = (char *)name } };
+	if (rpc_nfs3_lookup_async(c->rpc, lookup_cb, &la, &l) < 0) {
+		conn_fail(c, "LOOKUP", "%s", rpc_get_error(c->rpc));
+		return -1;
+	}
+	if (sync_wait(c, c->rpc, &l) < 0)
+		return -1;
+	if (out->len)
+		return 0;
+	struct sync_call s = { .c = c, .proc = "MKDIR", .tolerated = NFS3ERR_EXIST, .out = out };
 	MKDIR3args a = { .where = { .dir = bfh_arg(dir), .name = (char *)name } };
 	a.attributes.mode.set_it = 1;
 	a.attributes.mode.set_mode3_u.mode = 0755;

@@ -73,7 +73,8 @@ void conn_fail(struct conn *c, const char *proc, const char *fmt, ...)
 int conn_check(struct conn *c, const char *proc, int rpc_status, void *data);
 
 /* Blocking setup calls.  Each returns 0, or -1 with c->err set. */
-/* MKDIR name in dir (an existing directory is fine); its handle in out. */
+/* LOOKUP, or MKDIR, name in dir (an existing directory is fine); its handle
+ * in out. */
 int conn_mkdir(struct conn *c, const struct bfh *dir, const char *name, struct bfh *out);
 /* CREATE UNCHECKED, mode 0644, truncating an existing file; handle in out. */
 int conn_create(struct conn *c, const struct bfh *dir, const char *name, struct bfh *out);

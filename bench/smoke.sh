@@ -52,6 +52,11 @@ fi
 "$bench" $tiny --block-size 4K --items write-small,read-small,stat "$url" >"$tmp/table.txt"
 grep -q 'Read small file' "$tmp/table.txt"
 
+# --reuse: read-big reads the file a --keep run left, without writing it.
+"$bench" $tiny --items write-big --keep --dir reuse "$url" >/dev/null
+"$bench" $tiny --items read-big --reuse --dir reuse "$url" >"$tmp/reuse.txt"
+grep -q 'Read big file' "$tmp/reuse.txt"
+
 # A bad item name is refused.
 if "$bench" --items nosuch "$url" 2>/dev/null; then
 	echo "smoke: an unknown item was accepted" >&2
