@@ -212,6 +212,9 @@ struct nfs3_create_call {
 	post_op_fh3 *obj;
 	post_op_attr *obj_attributes;
 	wcc_data *ok_wcc, *fail_wcc;
+	uint64_t dir;
+	enum fs_create_how how;
+	void (*go)(struct nfs3_create_call *st); /* the fs call, once fresh */
 };
 
 /* REMOVE and RMDIR, the same way. */
@@ -227,6 +230,8 @@ struct nfs3_remove_call {
 	struct fs_wcc dir_wcc;
 	nfsstat3 *status;
 	wcc_data *ok_wcc, *fail_wcc;
+	uint64_t dir;
+	bool rmdir;
 };
 
 struct nfs3_rename_call {

@@ -60,10 +60,50 @@ static bool create_begin(struct nfs3_create_call *st, struct rpc_call *call,
 	return true;
 }
 
-/* Hand the call to fs: from here on fs fills the directory's wcc. */
-static void create_ready(struct nfs3_create_call *st)
+static void create_revalidated(void *arg, int err)
 {
+	struct nfs3_create_call *st = arg;
+
+	if (err) {
+		create_finish(st, nfs3_status(err));
+		return;
+	}
+	/* From here on fs fills the directory's wcc. */
 	st->dir_wcc.after_ok = false;
+	st->go(st);
+}
+
+/*
+ * Hand the call to fs once the directory's listing is fresh: a name that
+ * exists in the store but was never listed (a directory only ever seen as
+ * a prefix, or not looked at since the TTL) must be found, or CREATE and
+ * MKDIR would answer OK over it and hide it.
+ */
+static void create_go(struct nfs3_create_call *st,
+		      void (*go)(struct nfs3_create_call *st))
+{
+	st->go = go;
+	fs_revalidate(st->n->fs, &st->ctx, st->dir, false, create_revalidated,
+		      st);
+}
+
+static void create_go_create(struct nfs3_create_call *st)
+{
+	fs_create(st->n->fs, &st->ctx, st->dir, st->name, st->how, &st->sattr,
+		  st->verf, &st->ino, &st->attr, &st->dir_wcc, create_done, st);
+}
+
+static void create_go_mkdir(struct nfs3_create_call *st)
+{
+	fs_mkdir(st->n->fs, &st->ctx, st->dir, st->name, &st->sattr, &st->ino,
+		 &st->attr, &st->dir_wcc, create_done, st);
+}
+
+static void create_go_symlink(struct nfs3_create_call *st)
+{
+	fs_symlink(st->n->fs, &st->ctx, st->dir, st->name, st->target,
+		   &st->sattr, &st->ino, &st->attr, &st->dir_wcc, create_done,
+		   st);
 }
 
 /* CREATE: UNCHECKED and GUARDED with attributes, EXCLUSIVE with a verifier. */
@@ -103,9 +143,9 @@ void nfs3_proc_create(struct rpc_call *call, void *argp, void *resp)
 		create_finish(st, status);
 		return;
 	}
-	create_ready(st);
-	fs_create(st->n->fs, &st->ctx, dir, st->name, how, &st->sattr, st->verf,
-		  &st->ino, &st->attr, &st->dir_wcc, create_done, st);
+	st->dir = dir;
+	st->how = how;
+	create_go(st, create_go_create);
 }
 
 /* MKDIR. */
@@ -129,9 +169,8 @@ void nfs3_proc_mkdir(struct rpc_call *call, void *argp, void *resp)
 		create_finish(st, status);
 		return;
 	}
-	create_ready(st);
-	fs_mkdir(st->n->fs, &st->ctx, dir, st->name, &st->sattr, &st->ino,
-		 &st->attr, &st->dir_wcc, create_done, st);
+	st->dir = dir;
+	create_go(st, create_go_mkdir);
 }
 
 /* SYMLINK: the target is stored as given, never resolved by the server. */
@@ -158,9 +197,8 @@ void nfs3_proc_symlink(struct rpc_call *call, void *argp, void *resp)
 		create_finish(st, status);
 		return;
 	}
-	create_ready(st);
-	fs_symlink(st->n->fs, &st->ctx, dir, st->name, st->target, &st->sattr,
-		   &st->ino, &st->attr, &st->dir_wcc, create_done, st);
+	st->dir = dir;
+	create_go(st, create_go_symlink);
 }
 
 /*
@@ -205,7 +243,8 @@ void nfs3_proc_mknod(struct rpc_call *call, void *argp, void *resp)
 		create_finish(st, status);
 		return;
 	}
-	create_ready(st);
+	/* No listing needed: the store cannot hold these (ENOTSUP). */
+	st->dir_wcc.after_ok = false;
 	/* ftype3 is numbered as enum fs_type. */
 	fs_mknod(st->n->fs, &st->ctx, dir, st->name,
 		 (enum fs_type)args->what.type, &st->sattr, major, minor,

@@ -49,8 +49,36 @@ static bool remove_begin(struct nfs3_remove_call *st, struct rpc_call *call,
 		remove_finish(st, status);
 		return false;
 	}
-	st->dir_wcc.after_ok = false;
 	return true;
+}
+
+static void remove_revalidated(void *arg, int err)
+{
+	struct nfs3_remove_call *st = arg;
+
+	if (err) {
+		remove_finish(st, nfs3_status(err));
+		return;
+	}
+	/* From here on fs fills the directory's wcc. */
+	st->dir_wcc.after_ok = false;
+	if (st->rmdir)
+		fs_rmdir(st->n->fs, &st->ctx, st->dir, st->name, &st->dir_wcc,
+			 remove_done, st);
+	else
+		fs_remove(st->n->fs, &st->ctx, st->dir, st->name,
+			  &st->dir_wcc, remove_done, st);
+}
+
+/*
+ * Remove once the directory's listing is fresh, so a name that exists in
+ * the store but was not yet listed is found rather than answered NOENT.
+ */
+static void remove_go(struct nfs3_remove_call *st, uint64_t dir, bool rmdir)
+{
+	st->dir = dir;
+	st->rmdir = rmdir;
+	fs_revalidate(st->n->fs, &st->ctx, dir, false, remove_revalidated, st);
 }
 
 /* REMOVE a non-directory. */
@@ -65,8 +93,7 @@ void nfs3_proc_remove(struct rpc_call *call, void *argp, void *resp)
 	st->fail_wcc = &st->res.remove.REMOVE3res_u.resfail.dir_wcc;
 	if (!remove_begin(st, call, &args->object, &dir))
 		return;
-	fs_remove(st->n->fs, &st->ctx, dir, st->name, &st->dir_wcc,
-		  remove_done, st);
+	remove_go(st, dir, false);
 }
 
 /* RMDIR an empty directory. */
@@ -81,6 +108,5 @@ void nfs3_proc_rmdir(struct rpc_call *call, void *argp, void *resp)
 	st->fail_wcc = &st->res.rmdir.RMDIR3res_u.resfail.dir_wcc;
 	if (!remove_begin(st, call, &args->object, &dir))
 		return;
-	fs_rmdir(st->n->fs, &st->ctx, dir, st->name, &st->dir_wcc, remove_done,
-		 st);
+	remove_go(st, dir, true);
 }
