@@ -1,12 +1,16 @@
 /*
  * fs/io.c - READ, WRITE and COMMIT through cache/.
  *
- * Data that is not local (-ENODATA) is fetched from the store at the
- * inode's key, then the I/O is retried once.  A WRITE to a dirty file
- * touches no LMDB; the first WRITE to a clean file commits DIRTY_DATA
- * before the data goes in (so a crash never leaves changed local data
- * that the namespace believes clean) and does its cache I/O on a worker:
- * the db writer must not block and cannot use an event loop's ring.
+ * Chunks that are not readable (-ENODATA) are fetched from the store at
+ * the inode's key, only those the request touches (plus readahead, which
+ * cache/ adds), then the I/O is retried; a chunk evicted again in between
+ * is fetched again, a few times at most.  A WRITE needs only the chunks
+ * it covers in part (read-modify-write); the object itself is never
+ * downloaded whole for it.  A WRITE to a dirty file touches no LMDB of
+ * fs/; the first WRITE to a clean file commits DIRTY_DATA before the data
+ * goes in (so a crash never leaves changed local data that the namespace
+ * believes clean) and does its cache I/O on a worker: the db writer must
+ * not block and cannot use an event loop's ring.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,6 +23,8 @@
 
 /* Largest object a store key can hold (S3: 5 TiB). */
 #define FS_FILE_MAX (5ull << 40)
+/* Fetches of one request before it answers JUKEBOX (eviction races). */
+#define FS_IO_TRIES 4
 
 struct io_op {
 	struct fs *fs;
@@ -31,7 +37,8 @@ struct io_op {
 	enum fs_stable stable;
 	char key[STORE_KEY_MAX + 1];
 	uint64_t size; /* the record's, for a fetch */
-	bool fetched, was_dirty;
+	int tries;
+	bool was_dirty, marked;
 	size_t *nread;
 	bool *eof;
 	struct fs_attr *attr;
@@ -75,14 +82,22 @@ static int io_prepare(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 		goto out_end;
 	op->size = in->size;
 	op->was_dirty = in->flags & FS_F_DIRTY_DATA;
-	if (!op->was_dirty)
-		rc = fs_key_build(fs, txn, ino, op->key, sizeof(op->key));
+	/* A dirty file's chunks that were never local are the object's. */
+	rc = fs_key_build(fs, txn, ino, op->key, sizeof(op->key));
 out_end:
 	db_read_end(fs->db, txn);
 	return rc;
 }
 
 static void read_start(struct io_op *op);
+
+/* Fetch what op's range lacks, then done (with for_write: the edges). */
+static void io_fetch(struct io_op *op, bool for_write, cache_done_fn done)
+{
+	cache_fetch(op->fs->cache, op->loop, op->ino,
+		    &(struct cache_obj){ .key = op->key, .size = op->size },
+		    op->off, op->len, for_write, done, op);
+}
 
 static void read_fetched(void *p, long res)
 {
@@ -101,16 +116,12 @@ static void read_cb(void *p, long res)
 	struct fs_attr a;
 	int rc;
 
-	if (res == -ENODATA && !op->fetched && !op->was_dirty) {
-		op->fetched = true;
-		cache_fetch(op->fs->cache, op->loop, op->ino,
-			    &(struct cache_obj){ .key = op->key,
-						 .size = op->size },
-			    read_fetched, op);
+	if (res == -ENODATA && op->tries++ < FS_IO_TRIES) {
+		io_fetch(op, false, read_fetched);
 		return;
 	}
 	if (res < 0) {
-		io_free(op, res == -ENODATA ? -EIO : (int)res);
+		io_free(op, res == -ENODATA ? -EAGAIN : (int)res);
 		return;
 	}
 	rc = fs_getattr(op->fs, op->ino, &a);
@@ -156,12 +167,18 @@ void fs_read(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	read_start(op);
 }
 
+static void write_fetched(void *p, long res);
+
 static void write_cb(void *p, long res)
 {
 	struct io_op *op = p;
 
+	if (res == -ENODATA && op->tries++ < FS_IO_TRIES) {
+		io_fetch(op, true, write_fetched);
+		return;
+	}
 	if (res < 0) {
-		io_free(op, res == -ENODATA ? -EIO : (int)res);
+		io_free(op, res == -ENODATA ? -EAGAIN : (int)res);
 		return;
 	}
 	*op->committed = op->stable;
@@ -195,7 +212,7 @@ static int mark_dirty_apply(MDB_txn *txn, void *p)
 		return rc;
 	if (in.flags & FS_F_DIRTY_DATA)
 		return 0;
-	/* DIRTY_DATA promises local data: it may have gone since the fetch. */
+	/* DIRTY_DATA promises a cache entry: it may have gone (dropped). */
 	if (!cache_is_local(op->fs->cache, in.ino))
 		return -EAGAIN;
 	rc = fs_inode_mark(op->fs, txn, &in, FS_F_DIRTY_DATA);
@@ -223,6 +240,11 @@ static void write_fetched(void *p, long res)
 		io_free(op, (int)res);
 		return;
 	}
+	if (op->was_dirty || op->marked) {
+		write_data(op);
+		return;
+	}
+	op->marked = true;
 	db_submit(op->fs->db, mark_dirty_apply, mark_dirty_done, op);
 }
 
@@ -262,13 +284,9 @@ void fs_write(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 		write_data(op);
 		return;
 	}
-	if (cache_is_local(fs->cache, ino)) {
-		db_submit(fs->db, mark_dirty_apply, mark_dirty_done, op);
-		return;
-	}
-	cache_fetch(fs->cache, ctx->loop, ino,
-		    &(struct cache_obj){ .key = op->key, .size = op->size },
-		    write_fetched, op);
+	/* Makes the inode local and reads the chunks the write covers in
+	 * part; completes at once when there is nothing to fetch. */
+	io_fetch(op, true, write_fetched);
 }
 
 static void commit_cb(void *p, long res)

@@ -156,6 +156,7 @@ static int gateway_open_storage(struct gateway *gw)
 	}
 	if ((rc = state_path(gw, "cache", path, sizeof(path))) ||
 	    (rc = cache_open(&(struct cache_opts){ .dir = path,
+						   .db = gw->db,
 						   .nloops = gw->cfg.threads },
 			     gw->store, &gw->cache))) {
 		log_error("cache %s: %s", path, strerror(-rc));
