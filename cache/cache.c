@@ -326,7 +326,7 @@ int cache_truncate(struct cache *c, uint64_t ino, uint64_t size)
 	if (rc)
 		goto out_put;
 	/* No fetch may land past the cut once it is made (fetch.c). */
-	pthread_rwlock_wrlock(&e->trunc_lock);
+	pthread_mutex_lock(&e->land_lock);
 	if (ftruncate(f->fd, (off_t)size) < 0) {
 		rc = -errno;
 		goto out_unlock;
@@ -354,7 +354,7 @@ int cache_truncate(struct cache *c, uint64_t ino, uint64_t size)
 	cache_kick_finish(c, &k);
 	free(recs);
 out_unlock:
-	pthread_rwlock_unlock(&e->trunc_lock);
+	pthread_mutex_unlock(&e->land_lock);
 	cache_fd_put(f);
 out_put:
 	cache_ent_put(e);

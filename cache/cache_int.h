@@ -7,7 +7,8 @@
  * per event loop (ring.c), the fetch worker pool (fetch.c) and the
  * evictor (evict.c).
  *
- * Lock order: attach_lock -> an entry shard's lock -> fetch_lock, a
+ * Lock order: attach_lock, an entry's land_lock -> an entry shard's lock
+ * -> fetch_lock, a
  * loop's compl_lock, db/'s queue lock.  No syscall runs under a shard lock.
  */
 #ifndef MAPFS_CACHE_INT_H
@@ -97,10 +98,11 @@ struct cache_ent {
 	uint64_t ino;
 	atomic_int refs;
 	atomic_int pins;       /* reads in flight: the evictor keeps off */
-	/* Fetch workers hold it shared from their check to their pwrite;
-	 * cache_truncate holds it exclusive, so no fetched range lands
-	 * past a new end of file. */
-	pthread_rwlock_t trunc_lock;
+	/* Held by a fetch worker from its last check to its restored
+	 * mtime, and by cache_truncate: no fetched range lands past a new
+	 * end of file, and fetches landing together cannot leave each
+	 * other's mtime behind. */
+	pthread_mutex_t land_lock;
 	atomic_uint_fast64_t j_dur; /* journal ops durable (by seq) */
 	/* Bumped when a write starts and ends, and by truncates. */
 	atomic_uint_fast64_t wseq;

@@ -79,7 +79,7 @@ void cache_ent_put(struct cache_ent *e)
 {
 	if (atomic_fetch_sub(&e->refs, 1) != 1)
 		return;
-	pthread_rwlock_destroy(&e->trunc_lock);
+	pthread_mutex_destroy(&e->land_lock);
 	free(e->st);
 	free(e->key);
 	free(e);
@@ -136,7 +136,7 @@ static struct cache_ent *ent_new(uint64_t ino, uint64_t limit)
 	atomic_init(&e->j_dur, 0);
 	atomic_init(&e->wseq, 0);
 	e->ra_last = UINT64_MAX;
-	pthread_rwlock_init(&e->trunc_lock, NULL);
+	pthread_mutex_init(&e->land_lock, NULL);
 	return e;
 }
 

@@ -23,6 +23,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cache/cache_int.h"
@@ -211,6 +212,8 @@ static int task_fetch(struct cache *c, struct cache_task *t, void *buf)
 	uint64_t off = (uint64_t)t->idx * c->cs, len;
 	struct cache_fd *f;
 	size_t got = 0, put = 0;
+	uint64_t wseq;
+	struct stat sb;
 	bool void_;
 	int rc;
 
@@ -234,10 +237,13 @@ static int task_fetch(struct cache *c, struct cache_task *t, void *buf)
 	rc = cache_fd_get(c, e->ino, &f);
 	if (rc)
 		return rc == -ENODATA ? 1 : rc;
-	pthread_rwlock_rdlock(&e->trunc_lock);
+	pthread_mutex_lock(&e->land_lock);
 	pthread_mutex_lock(&s->lock);
 	void_ = e->dead || e->epoch != t->epoch;
 	pthread_mutex_unlock(&s->lock);
+	wseq = atomic_load(&e->wseq);
+	if (!void_ && fstat(f->fd, &sb) < 0)
+		rc = -errno;
 	while (!void_ && !rc && put < len) {
 		ssize_t n = pwrite(f->fd, (char *)buf + put, len - put,
 				   (off_t)(off + put));
@@ -247,7 +253,16 @@ static int task_fetch(struct cache *c, struct cache_task *t, void *buf)
 		else if (n > 0)
 			put += (size_t)n;
 	}
-	pthread_rwlock_unlock(&e->trunc_lock);
+	/*
+	 * A dirty file's mtime is its cache file's (fs/): data that only
+	 * arrived from the store must not move it.  Unless a write came in
+	 * meanwhile (then its mtime is the right one).
+	 */
+	if (!void_ && !rc && atomic_load(&e->wseq) == wseq &&
+	    futimens(f->fd, (struct timespec[2]){ { .tv_nsec = UTIME_OMIT },
+						  sb.st_mtim }) < 0)
+		rc = -errno;
+	pthread_mutex_unlock(&e->land_lock);
 	if (!void_ && !rc)
 		rc = cache_sync_blocking(c, f);
 	cache_fd_put(f);

@@ -132,6 +132,9 @@ struct fs_opts {
 	uint32_t dir_ttl_ms;    /* listing revalidation against the store */
 	uint32_t upload_delay_ms; /* quiet time before a dirty file is uploaded */
 	uint32_t default_uid, default_gid; /* for objects without metadata */
+	uint64_t max_dirty;     /* dirty cache bytes past which WRITE and
+				   CREATE answer -EAGAIN (0: no limit) */
+	bool strict_commit;     /* COMMIT waits until the store has it */
 	bool read_only;
 };
 

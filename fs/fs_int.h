@@ -112,6 +112,9 @@ struct fs {
 	bool sync_stop;
 	bool sync_started;
 	uint32_t backoff_ms;
+	/* The syncer's last store operation failed with -EAGAIN (store
+	 * unreachable or throttling): new data is refused until one works. */
+	atomic_bool store_down;
 	pthread_t syncer;
 };
 
@@ -198,6 +201,10 @@ int fs_workers_start(struct fs *fs);
 void fs_workers_stop(struct fs *fs);
 /* Run fn(fs, arg) on a worker thread.  On -ENOMEM runs it inline. */
 void fs_defer(struct fs *fs, void (*fn)(struct fs *, void *), void *arg);
+
+/* io.c: -EAGAIN (JUKEBOX) while new data must wait: too much dirty data
+ * in the cache, or the store unreachable.  0 otherwise. */
+int fs_backpressure(struct fs *fs);
 
 /* syncer.c */
 int fs_syncer_start(struct fs *fs);

@@ -48,6 +48,18 @@ struct io_op {
 	void *arg;
 };
 
+int fs_backpressure(struct fs *fs)
+{
+	struct cache_usage u;
+
+	if (atomic_load(&fs->store_down))
+		return -EAGAIN;
+	if (!fs->opts.max_dirty)
+		return 0;
+	cache_usage(fs->cache, &u);
+	return u.dirty >= fs->opts.max_dirty ? -EAGAIN : 0;
+}
+
 static void io_free(struct io_op *op, int err)
 {
 	op->done(op->arg, err);
@@ -272,6 +284,9 @@ void fs_write(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	rc = fs->opts.read_only ? -EROFS : 0;
 	if (!rc && (off > FS_FILE_MAX || len > FS_FILE_MAX - off))
 		rc = -EFBIG;
+	/* Bounded: the client retries (JUKEBOX) until the uploader caught up. */
+	if (!rc)
+		rc = fs_backpressure(fs);
 	if (!rc)
 		rc = io_prepare(fs, ctx, ino, W_OK, op, &in);
 	if (rc) {

@@ -11,10 +11,14 @@
  * an object at a stale key: it is deleted unless some inode lives at that
  * key now (that inode's own upload or copy will overwrite it, later).
  *
- * A dirty inode is cleaned only if its cache file (size, mtime, ctime,
- * write count) and record ctime did not change since the snapshot; an
+ * A dirty inode is cleaned only if its cache file (size, mtime, write
+ * count) and record ctime did not change since the snapshot; an
  * upload of a file that changed meanwhile is simply repeated.  Cleaning
  * also clears the dirty chunks in cache/, in the same transaction.
+ *
+ * A file goes up once it has been quiet for upload_delay, or for only
+ * SYNC_MIN_QUIET_MS once the cache's dirty data passes half of max_dirty
+ * (the size threshold), or at a flush.
  *
  * Data goes up from the cache file: small files with one PUT, large ones
  * as a multipart upload whose parts run in parallel.  A part whose bytes
@@ -426,13 +430,16 @@ struct upload_commit {
 	struct store_info *info;
 };
 
+/*
+ * The data and mtime are as the snapshot saw them.  Not the ctime: chunks
+ * fetched for the upload itself move it.  wseq counts every write and
+ * truncate; SETATTR of the mtime shows in mtime.
+ */
 static bool cs_equal(const struct cache_stat *a, const struct cache_stat *b)
 {
 	return a->size == b->size && a->wseq == b->wseq &&
 	       a->mtime.tv_sec == b->mtime.tv_sec &&
-	       a->mtime.tv_nsec == b->mtime.tv_nsec &&
-	       a->ctime.tv_sec == b->ctime.tv_sec &&
-	       a->ctime.tv_nsec == b->ctime.tv_nsec;
+	       a->mtime.tv_nsec == b->mtime.tv_nsec;
 }
 
 static int upload_commit_apply(MDB_txn *txn, void *arg)
@@ -519,6 +526,7 @@ static int sync_pass(struct fs *fs, bool flushing, bool *progress)
 		return rc;
 	for (size_t i = 0; i < s.npend; i++) {
 		rc = run_pending(fs, &s.pend[i]);
+		atomic_store(&fs->store_down, rc == -EAGAIN);
 		if (rc) {
 			/* Later work must not overtake this record. */
 			log_debug("fs: store %s %s: %s",
@@ -530,13 +538,21 @@ static int sync_pass(struct fs *fs, bool flushing, bool *progress)
 		*progress = true;
 	}
 	int64_t now = fs_now_ns();
+	struct cache_usage u;
 
+	/* Past half the dirty limit, files go up as soon as they pause,
+	 * before writers start getting JUKEBOX. */
+	cache_usage(fs->cache, &u);
+	if (fs->opts.max_dirty && u.dirty >= fs->opts.max_dirty / 2)
+		delay = SYNC_MIN_QUIET_MS;
 	for (size_t i = 0; i < s.nitems; i++) {
 		struct sync_item *it = &s.items[i];
 
 		if (now - it->quiet_since < delay * 1000000)
 			continue;
 		rc = sync_item(fs, it);
+		if (rc != -ENODATA)
+			atomic_store(&fs->store_down, rc == -EAGAIN);
 		if (rc == -ENODATA)
 			continue; /* its cache file is being set up: later */
 		if (rc) {

@@ -28,6 +28,13 @@ struct config {
 	bool s3_path_style;
 	int s3_max_requests;
 	uint32_t default_uid, default_gid; /* objects without metadata */
+	/* The cache engine. */
+	uint64_t chunk_size;   /* bytes */
+	uint64_t readahead;    /* bytes, the largest window */
+	uint64_t cache_size;   /* bytes; 0 with cache_size_pct 0: no limit */
+	uint32_t cache_size_pct; /* % of the state disk, if not 0 */
+	uint64_t max_dirty;    /* bytes; 0: half the cache size */
+	bool strict_commit;    /* COMMIT waits for the store */
 };
 
 /*
