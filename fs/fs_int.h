@@ -12,6 +12,8 @@
  *   pending    seq (u64, MDB_INTEGERKEY) -> store work in namespace order:
  *              DEL key, COPY src -> dst (renames)
  *   work       ino (u64, MDB_INTEGERKEY) -> "": inodes with a DIRTY flag
+ *   mpu        upload id -> store key: multipart uploads begun and not yet
+ *              completed or aborted (a crash leaves them; start aborts them)
  *
  * Invariants:
  *   - DIRTY_DATA implies the regular file's data is local (cache/), and
@@ -91,7 +93,7 @@ struct fs {
 	struct cache *cache;
 	struct store *store;
 	MDB_dbi dbi_inodes, dbi_dirents, dbi_cookies, dbi_keys, dbi_meta,
-		dbi_pending, dbi_work;
+		dbi_pending, dbi_work, dbi_mpu;
 	/* Handed out before the create commits (so the cache file exists
 	 * first); the apply persists meta.next_ino past it. */
 	atomic_uint_fast64_t next_ino;

@@ -26,7 +26,12 @@
  * from it in the store (UploadPartCopy) instead of being fetched and sent
  * again; a backend without part-copy gets the bytes.  Chunks an upload
  * needs that are not local are fetched first, part by part, so memory
- * holds at most one chunk per fetch worker, never the file.  Files must be quiet for
+ * holds at most one chunk per fetch worker, never the file.
+ *
+ * A multipart upload is journaled (db "mpu") before its first part and
+ * forgotten after it is completed or aborted, so the uploads a crash cut
+ * short are aborted when the syncer starts again; the file is still
+ * dirty, so its upload is simply made again.  Files must be quiet for
  * SYNC_MIN_QUIET_MS even when flushing: ctime ticks are coarse, and a
  * write in the same tick as the snapshot would otherwise go unnoticed.
  */
@@ -246,6 +251,75 @@ static int data_fetch(struct fs *fs, const struct sync_item *it, uint64_t off,
 	return (int)res;
 }
 
+struct mpu_rec {
+	struct fs *fs;
+	const char *id, *key;
+};
+
+static int mpu_rec_put_apply(MDB_txn *txn, void *arg)
+{
+	struct mpu_rec *r = arg;
+	MDB_val k = { strlen(r->id), (void *)r->id };
+	MDB_val v = { strlen(r->key), (void *)r->key };
+
+	return db_err(mdb_put(txn, r->fs->dbi_mpu, &k, &v, 0));
+}
+
+static int mpu_rec_del_apply(MDB_txn *txn, void *arg)
+{
+	struct mpu_rec *r = arg;
+	MDB_val k = { strlen(r->id), (void *)r->id };
+	int rc = mdb_del(txn, r->fs->dbi_mpu, &k, NULL);
+
+	return rc == MDB_NOTFOUND ? 0 : db_err(rc);
+}
+
+/*
+ * Abort the multipart uploads a crash left behind (syncer start).  One
+ * that the store no longer knows (-ENOENT) was completed or aborted
+ * before the crash and is just forgotten.
+ */
+static void mpu_recover(struct fs *fs)
+{
+	char id[512], key[STORE_KEY_MAX + 2];
+	MDB_cursor *cur;
+	MDB_txn *txn;
+	MDB_val k, v;
+
+	for (;;) {
+		int rc = db_read_begin(fs->db, &txn), mrc = MDB_NOTFOUND;
+
+		if (rc)
+			return;
+		if (!mdb_cursor_open(txn, fs->dbi_mpu, &cur)) {
+			mrc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+			if (!mrc && (k.mv_size >= sizeof(id) ||
+				     v.mv_size >= sizeof(key)))
+				mrc = MDB_BAD_VALSIZE;
+			if (!mrc) {
+				memcpy(id, k.mv_data, k.mv_size);
+				id[k.mv_size] = '\0';
+				memcpy(key, v.mv_data, v.mv_size);
+				key[v.mv_size] = '\0';
+			}
+			mdb_cursor_close(cur);
+		}
+		db_read_end(fs->db, txn);
+		if (mrc)
+			return;
+		rc = store_mpu_abort(fs->store, key, id);
+		if (rc && rc != -ENOENT) {
+			log_warn("fs: abort upload %s of %s: %s (kept)", id, key,
+				 strerror(-rc));
+			return;
+		}
+		log_info("fs: aborted the upload of %s a crash cut short", key);
+		if (db_write(fs->db, mpu_rec_del_apply,
+			     &(struct mpu_rec){ fs, id, key }))
+			return;
+	}
+}
+
 /* One multipart upload, its parts shared out to MPU_THREADS threads. */
 struct mpu {
 	struct fs *fs;
@@ -332,6 +406,13 @@ static int put_multipart(struct fs *fs, const struct sync_item *it, int fd,
 	rc = store_mpu_create(fs->store, it->key, meta, &upload_id);
 	if (rc)
 		goto out_free;
+	rc = db_write(fs->db, mpu_rec_put_apply,
+		      &(struct mpu_rec){ fs, upload_id, it->key });
+	if (rc) {
+		store_mpu_abort(fs->store, it->key, upload_id);
+		free(upload_id);
+		goto out_free;
+	}
 	m.upload_id = upload_id;
 	pthread_mutex_init(&m.lock, NULL);
 	while (nthreads < MPU_THREADS && nthreads < m.nparts &&
@@ -347,9 +428,11 @@ static int put_multipart(struct fs *fs, const struct sync_item *it, int fd,
 	if (!rc)
 		rc = store_mpu_complete(fs->store, it->key, upload_id, m.nparts,
 					m.etags, out);
-	if (rc)
-		store_mpu_abort(fs->store, it->key, upload_id);
-	else if (m.copied)
+	/* Kept in the journal if the abort fails: tried again at start. */
+	if (!rc || store_mpu_abort(fs->store, it->key, upload_id) == 0)
+		db_write(fs->db, mpu_rec_del_apply,
+			 &(struct mpu_rec){ fs, upload_id, it->key });
+	if (!rc && m.copied)
 		log_debug("fs: upload %s: %d of %d parts copied", it->key,
 			  m.copied, m.nparts);
 	free(upload_id);
@@ -571,6 +654,10 @@ static void *syncer_main(void *p)
 {
 	struct fs *fs = p;
 
+	/* Under sync_lock: a flush must not start an upload meanwhile. */
+	pthread_mutex_lock(&fs->sync_lock);
+	mpu_recover(fs);
+	pthread_mutex_unlock(&fs->sync_lock);
 	pthread_mutex_lock(&fs->sync_wlock);
 	while (!fs->sync_stop) {
 		struct timespec ts;
