@@ -203,6 +203,9 @@ int cache_open(const struct cache_opts *opts, struct store *st,
 	c->cs = opts->chunk_size ? opts->chunk_size : CACHE_DEFAULT_CHUNK;
 	c->ra_max = opts->readahead ? opts->readahead : CACHE_DEFAULT_READAHEAD;
 	c->capacity = opts->capacity;
+	/* A window the cache cannot hold would evict itself before use. */
+	if (c->capacity && c->ra_max > c->capacity / 4)
+		c->ra_max = c->capacity / 4;
 	c->high = c->capacity / 100 * high;
 	c->low = c->capacity / 100 * low;
 	c->fetch_threads = opts->fetch_threads > 0 ? opts->fetch_threads

@@ -46,7 +46,8 @@ struct cache_opts {
 	size_t chunk_size;    /* cache and ranged-GET unit (default 1 MiB,
 				 at least 4 KiB, a multiple of 4 KiB) */
 	uint64_t readahead;   /* largest sequential readahead window
-				 (default 64 MiB; below one chunk: none) */
+				 (default 64 MiB, at most capacity / 4;
+				 below one chunk: none) */
 	uint64_t capacity;    /* bytes of chunks kept (0: no limit) */
 	unsigned high_pct;    /* evict above this % of capacity (default 95) */
 	unsigned low_pct;     /* ... down to this % (default 85) */

@@ -46,6 +46,20 @@ uint64_t e2e_now_ms(void)
 /* ------------------------------------------------------------------ */
 /* The gateway process                                                 */
 
+int e2e_gw_log_count(const struct e2e_gw *gw, const char *needle)
+{
+	FILE *f = fopen(gw->log, "r");
+	char line[4096];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, needle) != NULL;
+	fclose(f);
+	return n;
+}
+
 void e2e_gw_dump_log(const struct e2e_gw *gw)
 {
 	char buf[4096];
@@ -117,7 +131,7 @@ static int parse_ready(struct e2e_gw *gw, const char *line)
 static void exec_child(struct e2e_gw *gw, const char *bin, int out_w)
 {
 	char store_url[E2E_PATH_MAX + 16], threads[16];
-	const char *argv[24];
+	const char *argv[32];
 	const char *lvl = getenv("E2E_LOG_LEVEL");
 	int n = 0, logfd, nullfd;
 
@@ -150,6 +164,8 @@ static void exec_child(struct e2e_gw *gw, const char *bin, int out_w)
 		argv[n++] = "--log-level";
 		argv[n++] = lvl;
 	}
+	for (int i = 0; i < 8 && gw->args[i]; i++)
+		argv[n++] = gw->args[i];
 	argv[n] = NULL;
 	execv(bin, (char *const *)argv);
 	dprintf(2, "e2e: exec %s: %s\n", bin, strerror(errno));
@@ -258,7 +274,11 @@ fail:
 
 int e2e_gw_start(struct e2e_gw *gw, int threads)
 {
+	const char *args[8];
+
+	memcpy(args, gw->args, sizeof(args));
 	memset(gw, 0, sizeof(*gw));
+	memcpy(gw->args, args, sizeof(args));
 	gw->out_fd = -1;
 	gw->threads = threads > 0 ? threads : 2;
 	snprintf(gw->dir, sizeof(gw->dir), "/tmp/mapfs-e2e-XXXXXX");
