@@ -210,6 +210,9 @@ int fs_backpressure(struct fs *fs);
 
 /* syncer.c */
 int fs_syncer_start(struct fs *fs);
+/* Write ino (and every pending record before it) to the store now and
+ * wait (--strict-commit).  Blocks: worker threads only.  0 or -EAGAIN. */
+int fs_sync_inode(struct fs *fs, uint64_t ino);
 void fs_syncer_stop(struct fs *fs);
 
 #endif

@@ -304,19 +304,37 @@ void fs_write(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	io_fetch(op, true, write_fetched);
 }
 
+static void commit_finish(struct io_op *op, int err)
+{
+	if (op->wcc && fs_getattr(op->fs, op->ino, &op->wcc->after) == 0)
+		op->wcc->after_ok = true;
+	io_free(op, err);
+}
+
+static void commit_store_job(struct fs *fs, void *p)
+{
+	struct io_op *op = p;
+
+	commit_finish(op, fs_sync_inode(fs, op->ino));
+}
+
 static void commit_cb(void *p, long res)
 {
 	struct io_op *op = p;
 
-	if (op->wcc && fs_getattr(op->fs, op->ino, &op->wcc->after) == 0)
-		op->wcc->after_ok = true;
-	io_free(op, res < 0 ? (int)res : 0);
+	/* --strict-commit: stable means in the store, not only on disk. */
+	if (res >= 0 && op->fs->opts.strict_commit) {
+		fs_defer(op->fs, commit_store_job, op);
+		return;
+	}
+	commit_finish(op, res < 0 ? (int)res : 0);
 }
 
 /*
  * COMMIT (RFC 1813 3.3.21): data written so far is stable.  Metadata is
  * durable already (every change commits before its reply), so only a
- * dirty file's cache data needs a sync.
+ * dirty file's cache data (and its chunk journal) needs a sync; with
+ * strict_commit the file is then uploaded before the reply.
  */
 void fs_commit(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	       struct fs_wcc *wcc, fs_done_fn done, void *arg)
@@ -340,7 +358,9 @@ void fs_commit(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 		return;
 	}
 	fs_wcc_before(fs, &in, wcc);
-	if (in.type != FS_REG || !(in.flags & FS_F_DIRTY_DATA)) {
+	if (in.type != FS_REG ||
+	    !(in.flags & (fs->opts.strict_commit ? FS_F_DIRTY
+						 : FS_F_DIRTY_DATA))) {
 		fs_wcc_after(fs, &in, wcc);
 		done(arg, in.type == FS_DIR ? -EISDIR : 0);
 		return;
@@ -352,5 +372,10 @@ void fs_commit(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	}
 	*op = (struct io_op){ .fs = fs, .loop = ctx->loop, .ino = ino,
 			      .wcc = wcc, .done = done, .arg = arg };
+	if (!(in.flags & FS_F_DIRTY_DATA)) {
+		/* strict_commit, only attributes to write: nothing to sync. */
+		fs_defer(fs, commit_store_job, op);
+		return;
+	}
 	cache_sync(fs->cache, ctx->loop, ino, commit_cb, op);
 }

@@ -56,6 +56,7 @@
 #define MPU_PART (16ull << 20)
 #define MPU_PARTS_MAX 10000
 #define MPU_THREADS 4
+#define SYNC_INODE_TRIES 100 /* ~2 s of passes for one strict COMMIT */
 
 struct sync_item {
 	struct fs_inode in;
@@ -592,10 +593,13 @@ static int sync_item(struct fs *fs, struct sync_item *it)
 }
 
 /*
- * One pass.  *progress tells whether anything was done.  Returns the
- * first store or database error (the work stays queued).
+ * One pass (of the dirty inodes, only inode `only` if not 0; the pending
+ * records always all run first).  *progress tells whether anything was
+ * done.  Returns the first store or database error (the work stays
+ * queued).
  */
-static int sync_pass(struct fs *fs, bool flushing, bool *progress)
+static int sync_pass(struct fs *fs, bool flushing, uint64_t only,
+		     bool *progress)
 {
 	int64_t delay = (int64_t)(flushing ? 0 : fs->opts.upload_delay_ms);
 	struct sync_snap s;
@@ -631,7 +635,8 @@ static int sync_pass(struct fs *fs, bool flushing, bool *progress)
 	for (size_t i = 0; i < s.nitems; i++) {
 		struct sync_item *it = &s.items[i];
 
-		if (now - it->quiet_since < delay * 1000000)
+		if ((only && it->in.ino != only) ||
+		    now - it->quiet_since < delay * 1000000)
 			continue;
 		rc = sync_item(fs, it);
 		if (rc != -ENODATA)
@@ -676,7 +681,7 @@ static void *syncer_main(void *p)
 			break;
 		pthread_mutex_unlock(&fs->sync_wlock);
 		pthread_mutex_lock(&fs->sync_lock);
-		int rc = sync_pass(fs, false, &progress);
+		int rc = sync_pass(fs, false, 0, &progress);
 
 		pthread_mutex_unlock(&fs->sync_lock);
 		pthread_mutex_lock(&fs->sync_wlock);
@@ -741,7 +746,7 @@ int fs_flush(struct fs *fs)
 		rc = work_left(fs, &left);
 		if (rc || left == 0)
 			break;
-		rc = sync_pass(fs, true, &progress);
+		rc = sync_pass(fs, true, 0, &progress);
 		if (rc) {
 			if (++failures > SYNC_FLUSH_RETRIES)
 				break;
@@ -759,4 +764,44 @@ int fs_flush(struct fs *fs)
 	}
 	pthread_mutex_unlock(&fs->sync_lock);
 	return rc;
+}
+
+/* Is ino still to be written to the store?  (Gone counts as done.) */
+static bool inode_dirty(struct fs *fs, uint64_t ino)
+{
+	struct fs_inode in;
+	MDB_txn *txn;
+	bool dirty = true;
+
+	if (db_read_begin(fs->db, &txn))
+		return true;
+	if (fs_inode_get(fs, txn, ino, &in) == -ESTALE)
+		dirty = false;
+	else
+		dirty = in.flags & FS_F_DIRTY;
+	db_read_end(fs->db, txn);
+	return dirty;
+}
+
+/*
+ * See fs_int.h.  Passes for ino alone (after the pending records) until
+ * it is clean; a store error, or a file that keeps changing for
+ * SYNC_INODE_TRIES passes, is -EAGAIN: the client retries its COMMIT.
+ */
+int fs_sync_inode(struct fs *fs, uint64_t ino)
+{
+	for (int i = 0; i < SYNC_INODE_TRIES; i++) {
+		bool progress;
+		int rc;
+
+		pthread_mutex_lock(&fs->sync_lock);
+		rc = sync_pass(fs, true, ino, &progress);
+		pthread_mutex_unlock(&fs->sync_lock);
+		if (rc)
+			return rc == -ENOMEM ? rc : -EAGAIN;
+		if (!inode_dirty(fs, ino))
+			return 0;
+		usleep(20000); /* not quiet for SYNC_MIN_QUIET_MS yet */
+	}
+	return -EAGAIN;
 }

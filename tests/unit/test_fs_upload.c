@@ -4,8 +4,9 @@
  * the unchanged parts with UploadPartCopy (and falls back to sending
  * them where the store says -ENOTSUP); a write to a big object that is
  * not local fetches only the chunk it covers in part; dirty data past
- * max_dirty answers -EAGAIN; a multipart upload cut short is aborted
- * at the next start.  The store is the local-directory backend
+ * max_dirty, or with the store unreachable, answers -EAGAIN; a multipart upload cut short is aborted
+ * at the next start; with strict_commit, COMMIT answers once the object
+ * is in the store.  The store is the local-directory backend
  * behind a wrapper that counts GETs, parts and part-copies.
  */
 #include <CUnit/Basic.h>
@@ -41,6 +42,7 @@ static struct {
 	atomic_int gets, parts, copies, puts;
 	bool no_part_copy;
 	bool fail_mpu; /* complete and abort answer -EAGAIN (a crash) */
+	bool down;     /* every PUT answers -EAGAIN (store unreachable) */
 } cs;
 
 static int c_head(struct store *s, const char *k, struct store_info *o)
@@ -61,6 +63,8 @@ static int c_put(struct store *s, const char *k, const void *b, size_t n,
 		 const struct store_meta *m, struct store_info *o)
 {
 	(void)s;
+	if (cs.down)
+		return -EAGAIN;
 	return store_put(inner, k, b, n, m, o);
 }
 
@@ -69,6 +73,8 @@ static int c_put_fd(struct store *s, const char *k, int fd, uint64_t n,
 {
 	(void)s;
 	atomic_fetch_add(&cs.puts, 1);
+	if (cs.down)
+		return -EAGAIN;
 	return store_put_fd(inner, k, fd, n, m, o);
 }
 
@@ -167,12 +173,14 @@ static void counts_reset(void)
 /* --- a fresh gateway state per test ------------------------------------- */
 
 static char fx_dir[300];
+static bool strict; /* the next fs_start's strict_commit */
 
 static int fs_start(uint64_t max_dirty)
 {
 	return fs_open(&(struct fs_opts){ .dir_ttl_ms = 60000,
 					  .upload_delay_ms = 3600000,
-					  .max_dirty = max_dirty },
+					  .max_dirty = max_dirty,
+					  .strict_commit = strict },
 		       db, cache, &cs.base, &fs);
 }
 
@@ -195,7 +203,7 @@ static void fx_open(uint64_t max_dirty)
 							 .readahead = 1 },
 				   &cs.base, &cache) == 0);
 	CU_ASSERT_FATAL(fs_start(max_dirty) == 0);
-	cs.no_part_copy = cs.fail_mpu = false;
+	cs.no_part_copy = cs.fail_mpu = cs.down = false;
 }
 
 static void fx_close(void)
@@ -469,6 +477,61 @@ static void test_mpu_recover(void)
 	fx_close();
 }
 
+static int do_commit(uint64_t ino)
+{
+	struct wait w = WAIT_INIT;
+	struct fs_wcc wcc;
+
+	fs_commit(fs, &ROOT, ino, &wcc, w_done, &w);
+	return w_wait(&w);
+}
+
+/* --strict-commit: once COMMIT answers, the object is in the store
+ * (the upload delay of an hour would keep it out otherwise). */
+static void test_strict_commit(void)
+{
+	uint8_t *buf = malloc(MIB);
+	struct store_info info;
+	uint64_t ino, ino2;
+
+	strict = true;
+	fx_open(0);
+	strict = false;
+	CU_ASSERT_FATAL(do_create("strict", &ino) == 0);
+	for (unsigned i = 0; i < 3; i++) {
+		pattern(buf, i);
+		CU_ASSERT_FATAL(do_write(ino, (uint64_t)i * MIB, buf, MIB) == 0);
+	}
+	CU_ASSERT(store_head(inner, "strict", &info) == -ENOENT);
+	CU_ASSERT(do_commit(ino) == 0);
+	CU_ASSERT(store_matches("strict", 3, 0, 0, 0));
+	/* An empty new file: its (empty) object too. */
+	CU_ASSERT_FATAL(do_create("empty", &ino2) == 0);
+	CU_ASSERT(do_commit(ino2) == 0);
+	CU_ASSERT(store_head(inner, "empty", &info) == 0 && info.size == 0);
+	free(buf);
+	fx_close();
+}
+
+/* The store unreachable: new data gets -EAGAIN until it is back. */
+static void test_store_down(void)
+{
+	uint64_t ino, ino2;
+
+	fx_open(0);
+	CU_ASSERT_FATAL(do_create("before", &ino) == 0);
+	CU_ASSERT(do_write(ino, 0, "x", 1) == 0);
+	cs.down = true;
+	CU_ASSERT(fs_flush(fs) == -EAGAIN);
+	CU_ASSERT(do_write(ino, 1, "y", 1) == -EAGAIN);
+	CU_ASSERT(do_create("during", &ino2) == -EAGAIN);
+	cs.down = false;
+	CU_ASSERT(fs_flush(fs) == 0);
+	CU_ASSERT(do_write(ino, 1, "y", 1) == 0);
+	CU_ASSERT(do_create("during", &ino2) == 0);
+	fx_close();
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -484,6 +547,8 @@ int main(void)
 	CU_add_test(s, "part_copy_fallback", test_part_copy_fallback);
 	CU_add_test(s, "max_dirty", test_max_dirty);
 	CU_add_test(s, "mpu_recover", test_mpu_recover);
+	CU_add_test(s, "strict_commit", test_strict_commit);
+	CU_add_test(s, "store_down", test_store_down);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = CU_get_number_of_failures();
