@@ -8,7 +8,7 @@
  *
  * LMDB ("chunks"): key ino (u64 BE) || idx (u32 BE) -> one byte of
  * CH_PRESENT | CH_DIRTY; idx CACHE_HDR_IDX holds the entry itself (its
- * store limit, u64).  Changes are queued through db/'s group commit in
+ * store limit, u64); "chunk_size" the chunk size they were made with.  Changes are queued through db/'s group commit in
  * the order they were made in memory (they are queued under the shard
  * lock), so the journal replays them in order.  The rules that make a
  * crash safe:
@@ -35,6 +35,9 @@
 
 #define CACHE_HDR_IDX UINT32_MAX
 #define CACHE_DBKEY_LEN 12
+/* The chunk size the records were written with (chunk indices depend on
+ * it), under a key no (ino, idx) key can equal. */
+#define CACHE_CS_KEY "chunk_size"
 
 struct cache_jop {
 	struct cache *c;
@@ -622,17 +625,57 @@ static bool ent_check_file(struct cache *c, struct cache_ent *e)
 	return false;
 }
 
+static int cs_put_apply(MDB_txn *txn, void *arg)
+{
+	struct cache *c = arg;
+	MDB_val k = { strlen(CACHE_CS_KEY), CACHE_CS_KEY };
+	MDB_val v = { sizeof(c->cs), &c->cs };
+
+	return db_err(mdb_put(txn, c->dbi_chunks, &k, &v, 0));
+}
+
+/*
+ * The records hold chunk indices: with another chunk size they would
+ * point at the wrong bytes.  Refuse rather than serve or lose data.
+ */
+static int cs_check(struct cache *c, MDB_txn *txn, bool *known)
+{
+	MDB_val k = { strlen(CACHE_CS_KEY), CACHE_CS_KEY }, v;
+	uint64_t cs;
+	int rc = mdb_get(txn, c->dbi_chunks, &k, &v);
+
+	*known = rc == 0;
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc)
+		return db_err(rc);
+	if (v.mv_size != sizeof(cs))
+		return -EIO;
+	memcpy(&cs, v.mv_data, sizeof(cs));
+	if (cs != c->cs) {
+		log_error("cache: made with chunk size %" PRIu64 ", not %" PRIu64
+			  ": start with that size, or remove the cache and "
+			  "its database after an upload of everything dirty",
+			  cs, c->cs);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int cache_ents_load(struct cache *c)
 {
 	struct cache_ent *e = NULL, *loaded = NULL;
 	MDB_cursor *cur = NULL;
 	MDB_txn *txn;
 	MDB_val k, v;
+	bool known;
 	int rc = db_read_begin(c->db, &txn);
 
 	if (rc)
 		return rc;
-	rc = db_err(mdb_cursor_open(txn, c->dbi_chunks, &cur));
+	rc = cs_check(c, txn, &known);
+	if (!rc)
+		rc = db_err(mdb_cursor_open(txn, c->dbi_chunks, &cur));
 	for (int op = MDB_FIRST; !rc; op = MDB_NEXT) {
 		uint64_t ino;
 		uint32_t idx;
@@ -670,6 +713,8 @@ int cache_ents_load(struct cache *c)
 	if (cur)
 		mdb_cursor_close(cur);
 	db_read_end(c->db, txn);
+	if (!rc && !known)
+		rc = db_write(c->db, cs_put_apply, c);
 	while (loaded) {
 		e = loaded;
 		loaded = e->hnext;

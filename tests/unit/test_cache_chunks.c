@@ -559,6 +559,18 @@ static void test_evict_capacity(void)
 	cache_close(c);
 }
 
+/* Records made with one chunk size are never read with another. */
+static void test_chunk_size_fixed(void)
+{
+	struct cache_opts o = { .dir = cache_dir, .db = db, .nloops = 1,
+				.chunk_size = 2 * MIB };
+	struct cache *c = NULL;
+
+	CU_ASSERT(cache_open(&o, &cs.base, &c) == -EINVAL);
+	c = open_cache(1, 0);
+	cache_close(c);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -587,6 +599,7 @@ int main(void)
 	CU_add_test(s, "dirty_journal", test_dirty_journal);
 	CU_add_test(s, "readahead", test_readahead);
 	CU_add_test(s, "evict_capacity", test_evict_capacity);
+	CU_add_test(s, "chunk_size_fixed", test_chunk_size_fixed);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = CU_get_number_of_failures();
