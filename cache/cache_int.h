@@ -243,12 +243,16 @@ void cache_complete(struct cache *c, int loop, cache_done_fn done, void *arg,
 		    long result);
 
 /* chunks.c: the entry table and the journal. */
+/* Open the "chunks" database and the shard locks.  0 or -errno. */
 int cache_ents_init(struct cache *c);
+/* Free every entry (nothing else may run; journal ops drained). */
 void cache_ents_destroy(struct cache *c);
+/* The shard that holds ino's entry; its lock guards the entry's state. */
 struct cache_entshard *cache_ent_shard(struct cache *c, uint64_t ino);
 /* ino's live entry (no reference taken), or NULL. */
 struct cache_ent *cache_ent_find_locked(struct cache_entshard *s,
 					uint64_t ino);
+/* Take / drop a reference; the last put frees the entry. */
 void cache_ent_get(struct cache_ent *e);
 void cache_ent_put(struct cache_ent *e);
 /* Make room for chunk index idx in e->st.  0 or -ENOMEM. */
@@ -314,24 +318,29 @@ void cache_read_unpin(struct cache_ent *e);
 int cache_write_mark(struct cache *c, uint64_t ino, uint64_t off, uint64_t len,
 		     struct cache_ent **out);
 void cache_write_unmark(struct cache_ent *e);
-/* Load every entry from LMDB (cache_open). */
+/* Load every entry from LMDB (cache_open); -EINVAL if the records were
+ * made with another chunk size. */
 int cache_ents_load(struct cache *c);
 /* Chunk state bits changed for chunk i of e: keep the counters. */
 void cache_chunk_set_locked(struct cache *c, struct cache_ent *e, uint64_t i,
 			    uint8_t st);
 
 /* fetch.c: workers, tasks and waiters. */
+/* Start the fetch workers.  0 or -errno. */
 int cache_fetch_init(struct cache *c);
+/* Run the task queue dry, stop and join the workers. */
 void cache_fetch_destroy(struct cache *c);
-/*
- * Queue fetches for what e's waiters miss and collect the waiters that
- * are satisfied (on *done_list) — call with e's shard lock held; then
- * unlock and call cache_kick_finish().
- */
+/* What a kick collected under a shard lock, to hand out after it. */
 struct cache_kick {
 	struct cache_task *tasks;
 	struct cache_compl *done;
 };
+/*
+ * Make tasks for the chunks e's waiters lack (none BUSY), and take the
+ * waiters that have all they need (or an error) off e, into k.  Call
+ * with e's shard lock held; then unlock and call cache_kick_finish(),
+ * which queues the tasks and answers the waiters on their loops.
+ */
 void cache_kick_locked(struct cache *c, struct cache_ent *e,
 		       struct cache_kick *k);
 void cache_kick_finish(struct cache *c, struct cache_kick *k);
@@ -341,7 +350,7 @@ void cache_task_add_locked(struct cache_ent *e, uint64_t i,
 /* Answer every waiter of a dead entry with res (-EAGAIN). */
 void cache_waiters_fail(struct cache *c, struct cache_wait *w, long res);
 
-/* evict.c */
+/* evict.c: start the evictor thread (only with a capacity), stop it. */
 int cache_evict_start(struct cache *c);
 void cache_evict_stop(struct cache *c);
 /* Wake the evictor if usage is past the high watermark. */
