@@ -103,6 +103,25 @@ out_end:
 
 static void read_start(struct io_op *op);
 
+/*
+ * A fetch's error as the client should see it.  A missing object while
+ * store work is still queued is most likely a rename whose COPY has not
+ * run yet (the chunks never local are still at the old key): retry
+ * later (JUKEBOX) rather than fail the I/O.
+ */
+static int fetch_err(struct fs *fs, long res)
+{
+	MDB_txn *txn;
+	MDB_stat st;
+	bool queued = false;
+
+	if (res != -ENOENT || db_read_begin(fs->db, &txn))
+		return (int)res;
+	queued = mdb_stat(txn, fs->dbi_pending, &st) == 0 && st.ms_entries;
+	db_read_end(fs->db, txn);
+	return queued ? -EAGAIN : (int)res;
+}
+
 /* Fetch what op's range lacks, then done (with for_write: the edges). */
 static void io_fetch(struct io_op *op, bool for_write, cache_done_fn done)
 {
@@ -116,7 +135,7 @@ static void read_fetched(void *p, long res)
 	struct io_op *op = p;
 
 	if (res < 0) {
-		io_free(op, (int)res);
+		io_free(op, fetch_err(op->fs, res));
 		return;
 	}
 	read_start(op);
@@ -249,7 +268,7 @@ static void write_fetched(void *p, long res)
 	struct io_op *op = p;
 
 	if (res < 0) {
-		io_free(op, (int)res);
+		io_free(op, fetch_err(op->fs, res));
 		return;
 	}
 	if (op->was_dirty || op->marked) {

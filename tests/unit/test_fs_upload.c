@@ -532,6 +532,52 @@ static void test_store_down(void)
 	fx_close();
 }
 
+static int do_rename(const char *from, const char *to)
+{
+	struct wait w = WAIT_INIT;
+	struct fs_wcc a, b;
+
+	fs_rename(fs, &ROOT, FS_ROOT_INO, from, FS_ROOT_INO, to, &a, &b,
+		  w_done, &w);
+	return w_wait(&w);
+}
+
+static int do_read(uint64_t ino, uint64_t off, size_t len, void *buf,
+		   size_t *n)
+{
+	struct wait w = WAIT_INIT;
+	struct fs_attr a;
+	bool eof;
+
+	fs_read(fs, &ROOT, ino, off, len, buf, n, &eof, &a, w_done, &w);
+	return w_wait(&w);
+}
+
+/* A file partly local, renamed: its other chunks are at the old key
+ * until the COPY runs; a READ meanwhile is retried, never NOENT. */
+static void test_rename_partial(void)
+{
+	uint8_t *want = malloc(MIB), *got = malloc(MIB);
+	uint64_t ino;
+	size_t n = 0;
+	int rc;
+
+	fx_open(0);
+	put_pattern("old-name", 4);
+	CU_ASSERT_FATAL(do_lookup("old-name", &ino) == 0);
+	CU_ASSERT_FATAL(do_write(ino, 0, "abc", 3) == 0);
+	CU_ASSERT_FATAL(do_rename("old-name", "new-name") == 0);
+	rc = do_read(ino, 2 * MIB, MIB, got, &n);
+	CU_ASSERT(rc == 0 || rc == -EAGAIN);
+	CU_ASSERT(fs_flush(fs) == 0);
+	CU_ASSERT(do_read(ino, 2 * MIB, MIB, got, &n) == 0 && n == MIB);
+	pattern(want, 2);
+	CU_ASSERT(memcmp(want, got, MIB) == 0);
+	free(want);
+	free(got);
+	fx_close();
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -549,6 +595,7 @@ int main(void)
 	CU_add_test(s, "mpu_recover", test_mpu_recover);
 	CU_add_test(s, "strict_commit", test_strict_commit);
 	CU_add_test(s, "store_down", test_store_down);
+	CU_add_test(s, "rename_partial", test_rename_partial);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = CU_get_number_of_failures();
