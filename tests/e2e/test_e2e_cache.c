@@ -3,7 +3,8 @@
  *
  *  - cold vs warm read of a 256 MiB object: the cold read makes one GET
  *    per 1 MiB chunk, and after a restart the warm read makes none (the
- *    gateway logs every GET at debug level; the lines are counted);
+ *    gateway logs every GET at debug level; the lines are counted), and
+ *    the gateway's peak RSS stays far below the file's size;
  *  - reading three times --cache-size keeps `du` of the cache directory
  *    under the limit (plus one chunk of slack for the one in flight);
  *  - a kill -9 loop under write load, 20 rounds, each killed at a random
@@ -143,6 +144,24 @@ static uint64_t du(const char *dir)
 	return total;
 }
 
+/* Peak resident memory of process pid (VmHWM), in KiB; 0 if unknown. */
+static unsigned long peak_rss_kib(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long kib = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %lu kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
 /* --- cold vs warm ------------------------------------------------------- */
 
 static void test_cold_warm_256mib(void)
@@ -151,6 +170,7 @@ static void test_cold_warm_256mib(void)
 	struct e2e_gw gw = { .args = { "--log-level", "debug" } };
 	struct nfs_context *nfs;
 	char path[E2E_PATH_MAX + 16];
+	unsigned long rss;
 	uint64_t t0;
 	int cold, warm;
 
@@ -165,6 +185,12 @@ static void test_cold_warm_256mib(void)
 	fprintf(stderr, "  cold 256 MiB: %llu ms\n",
 		(unsigned long long)(e2e_now_ms() - t0));
 	nfs_destroy_context(nfs);
+	/* No whole-file buffers: memory does not follow the file's size. */
+	rss = peak_rss_kib(gw.pid);
+	fprintf(stderr, "  gateway peak RSS after the cold read: %lu KiB\n",
+		rss);
+	E2E_CHECK(rss && rss < 128 * 1024, "peak RSS %lu KiB for a 256 MiB "
+		  "read, want < 128 MiB", rss);
 	cold = e2e_gw_log_count(&gw, GET_LINE);
 	E2E_CHECK(cold == 256, "cold read: %d GETs, want 256 (one per chunk)",
 		  cold);
