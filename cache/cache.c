@@ -3,9 +3,8 @@
  * synchronous operations on an inode's local data.
  *
  * Layout: DIR/XX/INO, XX the low byte of the inode in hex, INO the inode
- * in 16 hex digits; DIR/tmp/ holds fetches in progress.  A cache file
- * exists only when it holds the inode's complete data, so whatever is in
- * tmp/ at open time is the remains of a crash and is removed.
+ * in 16 hex digits: a sparse file as long as the inode's data, whose
+ * chunks hold data as far as the chunk state (chunks.c) says.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -19,11 +18,16 @@
 #include <unistd.h>
 
 #include "cache/cache_int.h"
-#include "metrics/metrics.h"
+#include "db/db.h"
 
 #define CACHE_DEFAULT_RING_DEPTH 256
 #define CACHE_MIN_RING_DEPTH 4
-#define CACHE_DEFAULT_FETCH_CHUNK (1u << 20)
+#define CACHE_DEFAULT_CHUNK (1u << 20)
+#define CACHE_CHUNK_ALIGN 4096u /* punched holes free whole blocks */
+#define CACHE_CHUNK_MAX (1u << 30)
+#define CACHE_DEFAULT_READAHEAD (64ull << 20)
+#define CACHE_DEFAULT_HIGH_PCT 95
+#define CACHE_DEFAULT_LOW_PCT 85
 #define CACHE_DEFAULT_FETCH_THREADS 8
 #define CACHE_DEFAULT_MAX_OPEN 4096
 
@@ -128,35 +132,11 @@ static int subdir_open(struct cache *c, const char *name, bool *created)
 	return fd < 0 ? -errno : fd;
 }
 
-/* Remove what a crash left in tmp/: fetches that never completed. */
-static int tmp_clean(struct cache *c)
-{
-	int fd = dup(c->tmpfd);
-	struct dirent *de;
-	DIR *d;
-
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	while ((de = readdir(d))) {
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			unlinkat(c->tmpfd, de->d_name, 0);
-	}
-	closedir(d);
-	return 0;
-}
-
 static void dirs_close(struct cache *c)
 {
 	for (int i = 0; i < CACHE_NDIRS; i++)
 		if (c->dirfd[i] >= 0)
 			close(c->dirfd[i]);
-	if (c->tmpfd >= 0)
-		close(c->tmpfd);
 	close(c->rootfd);
 }
 
@@ -172,7 +152,6 @@ static int dirs_open(struct cache *c, const char *dir)
 	c->rootfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (c->rootfd < 0)
 		return -errno;
-	c->tmpfd = -1;
 	for (i = 0; i < CACHE_NDIRS; i++)
 		c->dirfd[i] = -1;
 	for (i = 0; i < CACHE_NDIRS; i++) {
@@ -182,17 +161,10 @@ static int dirs_open(struct cache *c, const char *dir)
 			goto out_close;
 		c->dirfd[i] = rc;
 	}
-	rc = subdir_open(c, "tmp", &created);
-	if (rc < 0)
-		goto out_close;
-	c->tmpfd = rc;
 	if (created && fsync(c->rootfd) < 0) {
 		rc = -errno;
 		goto out_close;
 	}
-	rc = tmp_clean(c);
-	if (rc)
-		goto out_close;
 	return 0;
 
 out_close:
@@ -203,24 +175,39 @@ out_close:
 int cache_open(const struct cache_opts *opts, struct store *st,
 	       struct cache **out)
 {
+	unsigned max_open, high, low;
 	struct cache *c;
-	unsigned max_open;
 	int rc;
 
-	if (!opts->dir || opts->nloops < 0)
+	if (!opts->dir || !opts->db || opts->nloops < 0)
+		return -EINVAL;
+	if (opts->chunk_size &&
+	    (opts->chunk_size % CACHE_CHUNK_ALIGN ||
+	     opts->chunk_size > CACHE_CHUNK_MAX))
+		return -EINVAL;
+	high = opts->high_pct ? opts->high_pct : CACHE_DEFAULT_HIGH_PCT;
+	low = opts->low_pct ? opts->low_pct : CACHE_DEFAULT_LOW_PCT;
+	if (high > 100 || low > high)
 		return -EINVAL;
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	c->st = st;
+	c->db = opts->db;
 	c->nloops = opts->nloops;
 	c->ring_depth = opts->ring_depth ? opts->ring_depth
 					 : CACHE_DEFAULT_RING_DEPTH;
 	/* One round of a synced write takes 3 SQEs (write, data, dir). */
 	if (c->ring_depth < CACHE_MIN_RING_DEPTH)
 		c->ring_depth = CACHE_MIN_RING_DEPTH;
-	c->fetch_chunk = opts->fetch_chunk ? opts->fetch_chunk
-					   : CACHE_DEFAULT_FETCH_CHUNK;
+	c->cs = opts->chunk_size ? opts->chunk_size : CACHE_DEFAULT_CHUNK;
+	c->ra_max = opts->readahead ? opts->readahead : CACHE_DEFAULT_READAHEAD;
+	c->capacity = opts->capacity;
+	/* A window the cache cannot hold would evict itself before use. */
+	if (c->capacity && c->ra_max > c->capacity / 4)
+		c->ra_max = c->capacity / 4;
+	c->high = c->capacity / 100 * high;
+	c->low = c->capacity / 100 * low;
 	c->fetch_threads = opts->fetch_threads > 0 ? opts->fetch_threads
 						   : CACHE_DEFAULT_FETCH_THREADS;
 	max_open = opts->max_open ? opts->max_open : CACHE_DEFAULT_MAX_OPEN;
@@ -230,17 +217,32 @@ int cache_open(const struct cache_opts *opts, struct store *st,
 	if (rc)
 		goto out_free;
 	cache_fdtab_init(c);
-	rc = cache_loops_init(c);
+	rc = cache_ents_init(c);
 	if (rc)
 		goto out_fdtab;
+	rc = cache_ents_load(c);
+	if (rc)
+		goto out_ents;
+	rc = cache_loops_init(c);
+	if (rc)
+		goto out_ents;
 	rc = cache_fetch_init(c);
 	if (rc)
 		goto out_loops;
+	rc = cache_evict_start(c);
+	if (rc)
+		goto out_fetch;
 	*out = c;
 	return 0;
 
+out_fetch:
+	cache_fetch_destroy(c);
 out_loops:
 	cache_loops_destroy(c);
+out_ents:
+	/* Journal ops of the load hold entries and use c: let them run. */
+	db_write(c->db, NULL, NULL);
+	cache_ents_destroy(c);
 out_fdtab:
 	cache_fdtab_destroy(c);
 	dirs_close(c);
@@ -253,55 +255,142 @@ void cache_close(struct cache *c)
 {
 	if (!c)
 		return;
+	cache_evict_stop(c);
 	/* Fetches first: finishing one posts completions to the loops. */
 	cache_fetch_destroy(c);
 	cache_loops_destroy(c);
+	/* Queued journal ops use c and hold entries: wait for them all. */
+	db_write(c->db, NULL, NULL);
+	cache_ents_destroy(c);
 	cache_fdtab_destroy(c);
 	dirs_close(c);
 	free(c);
 }
 
+/*
+ * Take ino's entry out of the table (dead: nothing lands in it any more)
+ * and its chunks out of the counters; answers its waiters -EAGAIN.
+ * Under attach_lock.
+ */
+static void ent_retire(struct cache *c, uint64_t ino)
+{
+	struct cache_entshard *s = cache_ent_shard(c, ino);
+	struct cache_wait *w = NULL;
+	struct cache_ent *e;
+
+	pthread_mutex_lock(&s->lock);
+	e = cache_ent_unhash_locked(s, ino);
+	if (e) {
+		for (uint64_t i = 0; i < e->nst; i++)
+			cache_chunk_set_locked(c, e, i, e->st[i] & CH_BUSY);
+		w = e->waiters;
+		e->waiters = NULL;
+	}
+	pthread_mutex_unlock(&s->lock);
+	cache_waiters_fail(c, w, -EAGAIN);
+	if (e)
+		cache_ent_put(e);
+}
+
 int cache_create(struct cache *c, uint64_t ino)
 {
-	char name[CACHE_NAME_MAX];
-	int fd;
+	struct cache_ent *e;
+	int rc;
 
-	cache_fetch_cancel(c, ino);
-	cache_name(ino, name);
-	fd = openat(cache_dirfd(c, ino), name,
-		    O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	cache_dir_changed(c, ino);
-	cache_fd_install(c, ino, fd);
-	return 0;
+	pthread_mutex_lock(&c->attach_lock);
+	ent_retire(c, ino);
+	pthread_mutex_unlock(&c->attach_lock);
+	rc = cache_ent_attach(c, ino, 0, &e);
+	if (!rc)
+		cache_ent_put(e);
+	return rc;
 }
 
 int cache_truncate(struct cache *c, uint64_t ino, uint64_t size)
 {
+	struct cache_entshard *s = cache_ent_shard(c, ino);
+	struct cache_jrec *recs = NULL;
+	struct cache_kick k = { 0 };
+	struct cache_ent *e;
 	struct cache_fd *f;
+	size_t n = 0;
 	int rc;
 
 	if (size > INT64_MAX)
 		return -EFBIG;
+	pthread_mutex_lock(&s->lock);
+	e = cache_ent_find_locked(s, ino);
+	if (e)
+		cache_ent_get(e);
+	pthread_mutex_unlock(&s->lock);
+	if (!e)
+		return -ENODATA;
 	rc = cache_fd_get(c, ino, &f);
 	if (rc)
-		return rc;
-	if (ftruncate(f->fd, (off_t)size) < 0)
+		goto out_put;
+	/* No fetch may land past the cut once it is made (fetch.c). */
+	pthread_mutex_lock(&e->land_lock);
+	if (ftruncate(f->fd, (off_t)size) < 0) {
 		rc = -errno;
+		goto out_unlock;
+	}
+	pthread_mutex_lock(&s->lock);
+	if (e->nst)
+		recs = malloc(e->nst * sizeof(*recs));
+	if (size < e->limit)
+		e->limit = size;
+	e->epoch++;
+	atomic_fetch_add(&e->wseq, 1);
+	/* Chunks wholly past the end hold nothing now (a hole). */
+	for (uint64_t i = (size + c->cs - 1) / c->cs; i < e->nst; i++) {
+		if (!(e->st[i] & (CH_PRESENT | CH_DIRTY)))
+			continue;
+		if (recs)
+			recs[n++] = (struct cache_jrec){ .idx = (uint32_t)i };
+		cache_chunk_set_locked(c, e, i, e->st[i] & CH_BUSY);
+	}
+	/* Without memory for the records the limit alone still says it:
+	 * chunks past it read as holes whatever their records claim. */
+	cache_journal(c, e, ino, false, true, e->limit, recs, n);
+	cache_kick_locked(c, e, &k);
+	pthread_mutex_unlock(&s->lock);
+	cache_kick_finish(c, &k);
+	free(recs);
+out_unlock:
+	pthread_mutex_unlock(&e->land_lock);
 	cache_fd_put(f);
+out_put:
+	cache_ent_put(e);
 	return rc;
+}
+
+/* ino's entry with a reference, or NULL. */
+static struct cache_ent *ent_ref(struct cache *c, uint64_t ino)
+{
+	struct cache_entshard *s = cache_ent_shard(c, ino);
+	struct cache_ent *e;
+
+	pthread_mutex_lock(&s->lock);
+	e = cache_ent_find_locked(s, ino);
+	if (e)
+		cache_ent_get(e);
+	pthread_mutex_unlock(&s->lock);
+	return e;
 }
 
 int cache_stat(struct cache *c, uint64_t ino, struct cache_stat *out)
 {
+	struct cache_ent *e = ent_ref(c, ino);
 	struct cache_fd *f;
 	struct stat sb;
 	int rc;
 
+	if (!e)
+		return -ENODATA;
+	out->wseq = atomic_load(&e->wseq);
 	rc = cache_fd_get(c, ino, &f);
 	if (rc)
-		return rc;
+		goto out_put;
 	if (fstat(f->fd, &sb) < 0) {
 		rc = -errno;
 	} else {
@@ -311,6 +400,8 @@ int cache_stat(struct cache *c, uint64_t ino, struct cache_stat *out)
 		out->ctime = sb.st_ctim;
 	}
 	cache_fd_put(f);
+out_put:
+	cache_ent_put(e);
 	return rc;
 }
 
@@ -320,6 +411,8 @@ int cache_set_mtime(struct cache *c, uint64_t ino, const struct timespec *mt)
 	struct cache_fd *f;
 	int rc;
 
+	if (!cache_is_local(c, ino))
+		return -ENODATA;
 	rc = cache_fd_get(c, ino, &f);
 	if (rc)
 		return rc;
@@ -334,29 +427,30 @@ int cache_drop(struct cache *c, uint64_t ino)
 	char name[CACHE_NAME_MAX];
 	int rc = 0;
 
-	cache_fetch_cancel(c, ino);
 	cache_name(ino, name);
+	pthread_mutex_lock(&c->attach_lock);
+	ent_retire(c, ino);
+	/* After the retire, in journal order: a header never outlives it. */
+	cache_journal(c, NULL, ino, true, false, 0, NULL, 0);
 	/* Unlink before forgetting: a racing open then fails (fdtab.c). */
 	if (unlinkat(cache_dirfd(c, ino), name, 0) < 0) {
 		if (errno != ENOENT)
 			rc = -errno;
 	} else {
 		cache_dir_changed(c, ino);
-		metrics_inc(MET_CACHE_EVICTIONS); /* metrics */
 	}
 	cache_fd_forget(c, ino);
+	pthread_mutex_unlock(&c->attach_lock);
 	return rc;
 }
 
 bool cache_is_local(struct cache *c, uint64_t ino)
 {
-	struct cache_fd *f;
+	struct cache_ent *e = ent_ref(c, ino);
 
-	/* Opening it now is not wasted: the caller reads it next. */
-	if (cache_fd_get(c, ino, &f))
-		return false;
-	cache_fd_put(f);
-	return true;
+	if (e)
+		cache_ent_put(e);
+	return e != NULL;
 }
 
 int cache_open_fd(struct cache *c, uint64_t ino, int *fd)
@@ -364,10 +458,92 @@ int cache_open_fd(struct cache *c, uint64_t ino, int *fd)
 	char name[CACHE_NAME_MAX];
 	int rc;
 
+	if (!cache_is_local(c, ino))
+		return -ENODATA;
 	cache_name(ino, name);
 	rc = openat(cache_dirfd(c, ino), name, O_RDONLY | O_CLOEXEC);
 	if (rc < 0)
 		return errno == ENOENT ? -ENODATA : -errno;
 	*fd = rc;
 	return 0;
+}
+
+bool cache_range_clean(struct cache *c, uint64_t ino, uint64_t off,
+		       uint64_t len)
+{
+	struct cache_entshard *s = cache_ent_shard(c, ino);
+	struct cache_ent *e;
+	bool clean;
+
+	pthread_mutex_lock(&s->lock);
+	e = cache_ent_find_locked(s, ino);
+	clean = e && off <= e->limit && len <= e->limit - off;
+	for (uint64_t i = off / c->cs; clean && len && i < e->nst &&
+				       i <= (off + len - 1) / c->cs; i++)
+		clean = !(e->st[i] & CH_DIRTY);
+	pthread_mutex_unlock(&s->lock);
+	return clean;
+}
+
+int cache_clean(struct cache *c, MDB_txn *txn, uint64_t ino, uint64_t wseq,
+		uint64_t size)
+{
+	struct cache_entshard *s = cache_ent_shard(c, ino);
+	struct cache_jrec *recs = NULL;
+	struct cache_ent *e;
+	uint64_t end;
+	size_t n = 0;
+	int rc = 0;
+
+	pthread_mutex_lock(&s->lock);
+	e = cache_ent_find_locked(s, ino);
+	if (!e) {
+		rc = -ENODATA;
+		goto out_unlock;
+	}
+	if (atomic_load(&e->wseq) != wseq) {
+		rc = -EBUSY;
+		goto out_unlock;
+	}
+	end = (size + c->cs - 1) / c->cs;
+	if (end > e->nst)
+		end = e->nst;
+	if (end) {
+		recs = malloc(end * sizeof(*recs));
+		if (!recs) {
+			rc = -ENOMEM;
+			goto out_unlock;
+		}
+	}
+	for (uint64_t i = 0; i < end; i++) {
+		uint8_t st = e->st[i];
+
+		/* Dirty chunks are the store's now; so are the holes past
+		 * the old limit, which it holds as zeros like the file. */
+		if (!(st & CH_DIRTY) &&
+		    ((st & CH_PRESENT) || i * c->cs < e->limit))
+			continue;
+		recs[n++] = (struct cache_jrec){ .idx = (uint32_t)i,
+						 .st = CH_PRESENT };
+		cache_chunk_set_locked(c, e, i,
+				       (st & ~CH_DIRTY) | CH_PRESENT);
+	}
+	e->limit = size;
+out_unlock:
+	pthread_mutex_unlock(&s->lock);
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = cache_rec_put_txn(c, txn, ino, recs[i].idx, recs[i].st);
+	if (!rc)
+		rc = cache_limit_put_txn(c, txn, ino, size);
+	free(recs);
+	return rc;
+}
+
+void cache_usage(struct cache *c, struct cache_usage *out)
+{
+	out->capacity = c->capacity;
+	out->used = atomic_load(&c->used);
+	out->dirty = atomic_load(&c->dirty);
+	out->gets = atomic_load(&c->gets);
+	out->evicted = atomic_load(&c->evicted);
 }

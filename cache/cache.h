@@ -2,11 +2,19 @@
  * cache/cache.h - file data on the local NVMe cache.
  *
  * Bytes only, never names: the cache knows inode numbers and, when it must
- * fetch, an opaque object reference (key, size, etag) handed down by fs/.
- * Each inode's data lives in one cache file named by its inode number
- * (STATE/cache/XX/INO), so no name a client sends can reach the disk.
- * A cache file exists only when it holds the inode's complete current
- * data ("local"); a fetch writes a temp file and renames it into place.
+ * fetch, an opaque object reference (key, size) handed down by fs/.
+ * Each inode's data lives in one sparse cache file named by its inode
+ * number (STATE/cache/XX/INO), so no name a client sends can reach the
+ * disk.  The file is cut in fixed-size chunks (opts.chunk_size); which
+ * chunks are present and which are dirty is kept in the LMDB database
+ * "chunks" (through db/) and mirrored in memory, so a READ hit checks a
+ * bitmap, never LMDB.  A chunk is readable when it is present, or when it
+ * lies wholly past the inode's "store limit" (the bytes that may still
+ * come from the store: the object's size, lowered by truncation): such
+ * bytes are holes or were written here, never fetched.
+ *
+ * An inode is "local" once the cache holds an entry for it (made by
+ * cache_create or by a first cache_fetch); local does not mean complete.
  *
  * Event-loop I/O: every loop has its own io_uring ring.  Asynchronous calls
  * take the caller's loop index and complete on that loop (main wires the
@@ -26,13 +34,23 @@
 #include <time.h>
 
 struct store;
+struct db;
 struct cache;
+struct MDB_txn;
 
 struct cache_opts {
 	const char *dir;      /* cache directory (created if missing) */
+	struct db *db;        /* holds the "chunks" database (not owned) */
 	int nloops;           /* number of event loops that will call in */
 	unsigned ring_depth;  /* io_uring entries per loop (default 256) */
-	size_t fetch_chunk;   /* ranged GET size for fetches (default 1 MiB) */
+	size_t chunk_size;    /* cache and ranged-GET unit (default 1 MiB,
+				 at least 4 KiB, a multiple of 4 KiB) */
+	uint64_t readahead;   /* largest sequential readahead window
+				 (default 64 MiB, at most capacity / 4;
+				 below one chunk: none) */
+	uint64_t capacity;    /* bytes of chunks kept (0: no limit) */
+	unsigned high_pct;    /* evict above this % of capacity (default 95) */
+	unsigned low_pct;     /* ... down to this % (default 85) */
 	int fetch_threads;    /* worker threads for store fetches (default 8) */
 	unsigned max_open;    /* open cache files kept (default 4096; rounded
 				 up to a multiple of 64, exceeded only while
@@ -49,14 +67,26 @@ struct cache_stat {
 	uint64_t size;
 	uint64_t blocks_bytes; /* disk bytes used */
 	struct timespec mtime, ctime;
+	uint64_t wseq; /* changes with every write and truncate */
+};
+
+/* What the cache holds, in bytes of chunks. */
+struct cache_usage {
+	uint64_t capacity; /* 0: no limit */
+	uint64_t used;     /* present chunks, dirty ones included */
+	uint64_t dirty;    /* dirty chunks (never evicted) */
+	uint64_t gets;     /* ranged GETs issued since open */
+	uint64_t evicted;  /* chunks evicted since open */
 };
 
 typedef void (*cache_done_fn)(void *arg, long result);
 
 /*
- * Open the cache in opts->dir over store st (not owned; it must outlive
- * the cache).  Leftovers of fetches cut short by a crash are removed.
- * Starts the fetch workers.  Returns 0 or -errno (e.g. io_uring missing).
+ * Open the cache in opts->dir over store st and opts->db (neither owned;
+ * both must outlive the cache).  The chunk state is loaded from LMDB, so
+ * what was cached before a restart is served again without a download.
+ * Starts the fetch workers and the evictor.  Returns 0 or -errno (e.g.
+ * io_uring missing).
  */
 int cache_open(const struct cache_opts *opts, struct store *st,
 	       struct cache **out);
@@ -81,43 +111,80 @@ void cache_loop_poll(void *cache, int loop); /* matches rpc_watch_fn */
 /*
  * Read up to len bytes at off from inode ino's local data into buf (owned
  * by the caller, valid until done).  done(arg, bytes read, 0 at EOF) or
- * -ENODATA when the inode is not local (fetch it first).
+ * -ENODATA when a chunk of the range is not readable (cache_fetch it,
+ * then read again).  A sequential reader gets readahead queued here.
  */
 void cache_read(struct cache *c, int loop, uint64_t ino, uint64_t off,
 		size_t len, void *buf, cache_done_fn done, void *arg);
 
 /*
- * Write len bytes at off into inode ino's local data.  With sync, the data
- * is on stable storage before done.  done(arg, len) or -ENODATA when the
- * inode is not local, -ENOSPC, -EIO.
+ * Write len bytes at off into inode ino's local data; the chunks written
+ * become present and dirty (journaled in LMDB).  With sync, the data and
+ * that journal are on stable storage before done.  done(arg, len), or
+ * -ENODATA when the inode is not local or a chunk the write covers only
+ * in part is not readable (cache_fetch(..., for_write) first), -ENOSPC,
+ * -EIO.
  */
 void cache_write(struct cache *c, int loop, uint64_t ino, uint64_t off,
 		 const void *buf, size_t len, bool sync, cache_done_fn done,
 		 void *arg);
 
 /*
- * Make ino's local data stable (data and the file's name): done(arg, 0),
- * or -ENODATA, -EIO.  A synced cache_write() covers the name as well.
+ * Make ino's local data stable (data, the file's name and the chunk
+ * journal): done(arg, 0), or -ENODATA, -EIO.  A synced cache_write()
+ * covers all of that as well.
  */
 void cache_sync(struct cache *c, int loop, uint64_t ino, cache_done_fn done,
 		void *arg);
 
 /*
- * Make inode ino local by fetching obj from the store (parallel ranged
- * GETs on worker threads).  obj is copied; it need not outlive the call.
- * Concurrent fetches of one inode share one download.  done(arg, 0) when
- * local, or -errno from the store (-ENOENT, -EAGAIN, ...), -EIO if the
- * object is shorter than obj->size, -EAGAIN if a cache_drop() or
- * cache_create() of ino overtook the fetch (retry it).  With loop < 0
- * the call blocks until the fetch is done.
+ * Make bytes [off, off+len) of inode ino readable, fetching the missing
+ * chunks of obj with parallel ranged GETs on worker threads (len 0 only
+ * makes ino local: an entry whose store limit is obj->size).  With
+ * for_write, only the chunks the range covers in part are fetched (a
+ * write replaces the others whole).  obj is copied; it need not outlive
+ * the call; an inode already local keeps its own store limit.  A chunk
+ * in flight is fetched once for all who wait on it.  done(arg, 0), or
+ * -errno from the store (-ENOENT, -EAGAIN, ...), -EIO if the object is
+ * shorter than expected, -EAGAIN if a cache_drop() or cache_create() of
+ * ino overtook the fetch (retry it).  With loop < 0 the call blocks.
  */
 void cache_fetch(struct cache *c, int loop, uint64_t ino,
-		 const struct cache_obj *obj, cache_done_fn done, void *arg);
+		 const struct cache_obj *obj, uint64_t off, uint64_t len,
+		 bool for_write, cache_done_fn done, void *arg);
 
-/* Create empty local data for a new inode (replacing any).  0 or -errno. */
+/*
+ * True if bytes [off, off+len) of ino are known to equal the store
+ * object's: no dirty chunk there and all of it below the store limit
+ * (so an upload may copy that range from the old object).  False for an
+ * inode that is not local.
+ */
+bool cache_range_clean(struct cache *c, uint64_t ino, uint64_t off,
+		       uint64_t len);
+
+/*
+ * The upload of ino's data as of cache_stat().wseq == wseq reached the
+ * store as an object of size bytes: clear the dirty chunks and make size
+ * the store limit, in txn (the caller's LMDB write txn; call it last in
+ * the apply, since memory changes at once).  -EBUSY (nothing changed)
+ * if ino was written or truncated since, -ENODATA if not local.
+ */
+int cache_clean(struct cache *c, struct MDB_txn *txn, uint64_t ino,
+		uint64_t wseq, uint64_t size);
+
+/* Chunk counters, a snapshot. */
+void cache_usage(struct cache *c, struct cache_usage *out);
+
+/*
+ * Create empty local data for a new inode (replacing any; a fetch in
+ * flight is cancelled).  0 or -errno.
+ */
 int cache_create(struct cache *c, uint64_t ino);
 
-/* Set the local data's size.  -ENODATA if not local. */
+/*
+ * Set the local data's size; past the new size nothing more comes from
+ * the store.  Blocks (worker threads only).  -ENODATA if not local.
+ */
 int cache_truncate(struct cache *c, uint64_t ino, uint64_t size);
 
 /* Size and times of the local data.  -ENODATA if not local. */
@@ -134,11 +201,12 @@ int cache_set_mtime(struct cache *c, uint64_t ino, const struct timespec *mt);
  */
 int cache_drop(struct cache *c, uint64_t ino);
 
-/* True if ino's data is local. */
+/* True if ino is local (has a cache entry; not necessarily complete). */
 bool cache_is_local(struct cache *c, uint64_t ino);
 
 /*
  * Open ino's local data read-only for an upload; the caller closes *fd.
+ * Only readable chunks hold the file's data (cache_fetch the rest).
  * -ENODATA if not local.
  */
 int cache_open_fd(struct cache *c, uint64_t ino, int *fd);

@@ -2,8 +2,14 @@
  * cache/cache_int.h - what the files of cache/ share; not for other rooms.
  *
  * struct cache is the whole state of one cache (no globals): the directory
- * fds, the shared fd table (fdtab.c), one io_uring ring and completion list
- * per event loop (ring.c) and the fetch worker pool (fetch.c).
+ * fds, the shared fd table (fdtab.c), the chunk state of every local inode
+ * and its LMDB journal (chunks.c), one io_uring ring and completion list
+ * per event loop (ring.c), the fetch worker pool (fetch.c) and the
+ * evictor (evict.c).
+ *
+ * Lock order: attach_lock, an entry's land_lock -> an entry shard's lock
+ * -> fetch_lock, a
+ * loop's compl_lock, db/'s queue lock.  No syscall runs under a shard lock.
  */
 #ifndef MAPFS_CACHE_INT_H
 #define MAPFS_CACHE_INT_H
@@ -11,11 +17,14 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <liburing.h>
+#include <lmdb.h>
 
 #include "cache/cache.h"
 
 #define CACHE_NDIRS 256       /* shard directories XX = low byte of ino */
-#define CACHE_NAME_MAX 40     /* "INO" or "INO.N": 16 hex digits, ".", u64 */
+#define CACHE_NAME_MAX 24     /* "INO": 16 hex digits */
+#define CACHE_ENT_SHARDS 64   /* chunk-state table shards */
+#define CACHE_ENT_BUCKETS 1024 /* hash chains per shard */
 #define CACHE_FDTAB_SHARDS 64 /* fd table shards, each with its own mutex */
 #define CACHE_FDTAB_BUCKETS 256 /* hash chains per shard */
 
@@ -59,6 +68,71 @@ struct cache_compl {
 	int loop;
 };
 
+/*
+ * Chunk state, one byte per chunk.  PRESENT and DIRTY are journaled in
+ * LMDB; BUSY and REF live only in memory.
+ */
+enum {
+	CH_PRESENT = 1u << 0, /* its bytes are in the cache file */
+	CH_DIRTY = 1u << 1,   /* written here, not yet in the store */
+	CH_BUSY = 1u << 2,    /* a fetch or an eviction owns it: wait */
+	CH_REF = 1u << 3,     /* CLOCK: used since the hand last passed */
+};
+
+/* A caller of cache_fetch waiting for chunks [cur, last] (fetch.c). */
+struct cache_wait {
+	struct cache_wait *next;
+	uint64_t cur, last;
+	bool for_write;
+	uint64_t wr_off, wr_end; /* for_write: the bytes being written */
+	struct cache_compl *compl;
+};
+
+/*
+ * One local inode.  refs: the table's, each queued fetch task's, each
+ * read in flight's.  Fields below `lock held` are guarded by the entry's
+ * shard lock.
+ */
+struct cache_ent {
+	struct cache_ent *hnext;
+	uint64_t ino;
+	atomic_int refs;
+	atomic_int pins;       /* reads in flight: the evictor keeps off */
+	/* Held by a fetch worker from its last check to its restored
+	 * mtime, and by cache_truncate: no fetched range lands past a new
+	 * end of file, and fetches landing together cannot leave each
+	 * other's mtime behind. */
+	pthread_mutex_t land_lock;
+	atomic_uint_fast64_t j_dur; /* journal ops durable (by seq) */
+	/* Bumped when a write starts and ends, and by truncates. */
+	atomic_uint_fast64_t wseq;
+	/* lock held: */
+	bool dead;             /* dropped or replaced: nothing may land */
+	uint64_t limit;        /* bytes that may come from the store */
+	uint64_t epoch;        /* bumped by truncate: older fetches void */
+	uint64_t j_sub;        /* journal ops submitted */
+	uint8_t *st;           /* chunk states; nst of them */
+	uint32_t nst;
+	uint32_t hand;         /* CLOCK hand */
+	char *key;             /* the object last fetched from (readahead) */
+	uint64_t ra_next, ra_last, ra_win; /* sequential-read detection */
+	struct cache_wait *waiters;
+};
+
+struct cache_entshard {
+	pthread_mutex_t lock;
+	struct cache_ent *buckets[CACHE_ENT_BUCKETS];
+};
+
+/* A chunk of an entry to fetch (fetch.c); holds a reference on ent. */
+struct cache_task {
+	struct cache_task *next;
+	struct cache_ent *ent;
+	uint32_t idx;
+	uint64_t epoch;
+	char *key;
+};
+
 struct cache_req; /* one ring operation (ring.c) */
 
 /* Per event loop: touched only by that loop's thread, except compl_*. */
@@ -77,13 +151,17 @@ struct cache_worker;    /* fetch.c */
 
 struct cache {
 	struct store *st;
+	struct db *db;
+	MDB_dbi dbi_chunks;
 	int nloops;
 	unsigned ring_depth;
-	size_t fetch_chunk;
+	uint64_t cs; /* chunk size */
+	uint64_t ra_max;
+	uint64_t capacity, high, low; /* bytes; 0: no limit */
 	int fetch_threads;
 	unsigned fdtab_cap; /* per shard */
 
-	int rootfd, tmpfd;
+	int rootfd;
 	int dirfd[CACHE_NDIRS];
 	/*
 	 * Per shard directory: how often its names changed (create,
@@ -94,23 +172,34 @@ struct cache {
 	 */
 	atomic_uint_fast64_t dir_changes[CACHE_NDIRS];
 	atomic_uint_fast64_t dir_synced[CACHE_NDIRS];
-	atomic_uint_fast64_t tmp_seq; /* N of DIR/tmp/INO.N */
 
 	struct cache_fdshard fdtab[CACHE_FDTAB_SHARDS];
 
+	/* chunks.c: local inodes.  attach_lock serializes making and
+	 * replacing entries (and their files), a rare event per inode. */
+	pthread_mutex_t attach_lock;
+	struct cache_entshard ents[CACHE_ENT_SHARDS];
+	atomic_uint_fast64_t used, dirty; /* bytes of chunks */
+	atomic_uint_fast64_t gets, evicted;
+
 	struct cache_loop *loops;
 
-	/* fetch.c: in-flight jobs by inode, task queue, workers. */
+	/* fetch.c: task queue and workers. */
 	pthread_mutex_t fetch_lock;
-	pthread_cond_t fetch_idle; /* signalled when njobs drops to 0 */
-	struct cache_fetch_job **jobs; /* hash of CACHE_FETCH_BUCKETS chains */
-	unsigned njobs; /* jobs not finished, cancelled ones included */
 	pthread_cond_t task_cond;
-	/* Jobs with work for a worker: starting, or chunks not yet taken. */
-	struct cache_fetch_job *queue_head, *queue_tail;
+	pthread_cond_t fetch_idle; /* signalled when ntasks drops to 0 */
+	struct cache_task *queue_head, *queue_tail;
+	unsigned ntasks; /* queued or running */
 	bool workers_stop;
 	struct cache_worker *workers;
 	int nworkers;
+
+	/* evict.c */
+	pthread_mutex_t evict_lock;
+	pthread_cond_t evict_wake;
+	bool evict_stop, evict_started;
+	unsigned evict_shard; /* where the CLOCK sweep goes on */
+	pthread_t evictor;
 };
 
 /* cache.c: names and directory syncs. */
@@ -153,10 +242,118 @@ void cache_post(struct cache *c, struct cache_compl *n);
 void cache_complete(struct cache *c, int loop, cache_done_fn done, void *arg,
 		    long result);
 
-/* fetch.c: workers and jobs. */
+/* chunks.c: the entry table and the journal. */
+/* Open the "chunks" database and the shard locks.  0 or -errno. */
+int cache_ents_init(struct cache *c);
+/* Free every entry (nothing else may run; journal ops drained). */
+void cache_ents_destroy(struct cache *c);
+/* The shard that holds ino's entry; its lock guards the entry's state. */
+struct cache_entshard *cache_ent_shard(struct cache *c, uint64_t ino);
+/* ino's live entry (no reference taken), or NULL. */
+struct cache_ent *cache_ent_find_locked(struct cache_entshard *s,
+					uint64_t ino);
+/* Take / drop a reference; the last put frees the entry. */
+void cache_ent_get(struct cache_ent *e);
+void cache_ent_put(struct cache_ent *e);
+/* Make room for chunk index idx in e->st.  0 or -ENOMEM. */
+int cache_ent_reserve_locked(struct cache_ent *e, uint64_t idx);
+/* Chunk i can be read from the cache file. */
+static inline bool cache_chunk_readable(const struct cache *c,
+					const struct cache_ent *e, uint64_t i)
+{
+	return (i < e->nst && (e->st[i] & CH_PRESENT)) || i * c->cs >= e->limit;
+}
+/*
+ * The local entry of ino, made if missing (an empty sparse file of size
+ * bytes and limit size, journaled) with a reference for the caller.
+ */
+int cache_ent_attach(struct cache *c, uint64_t ino, uint64_t size,
+		     struct cache_ent **out);
+/* Unhash ino's entry (dead from now on); returns it with the table's
+ * reference, or NULL.  Its waiters are the caller's to answer. */
+struct cache_ent *cache_ent_unhash_locked(struct cache_entshard *s,
+					  uint64_t ino);
+/* One journal change of an entry (chunks.c), see cache_journal(). */
+struct cache_jrec {
+	uint32_t idx;
+	uint8_t st; /* CH_PRESENT | CH_DIRTY; 0 deletes */
+};
+/*
+ * Queue, in the entry's order (call under its shard lock), a journal
+ * change: with del_all every record of ino goes first; with set_limit
+ * the store limit is written; then the n chunk records.  e may be NULL
+ * (ino dropped).  Returns the op's seq (for e->j_dur), 0 without memory:
+ * then the change is lost from the journal only, which errs on the safe
+ * side for fetched chunks (fetched again) and is logged for others.
+ */
+uint64_t cache_journal(struct cache *c, struct cache_ent *e, uint64_t ino,
+		       bool del_all, bool set_limit, uint64_t limit,
+		       const struct cache_jrec *recs, size_t n);
+/* Write one chunk record (st 0: delete it) or the limit, in txn. */
+int cache_rec_put_txn(struct cache *c, MDB_txn *txn, uint64_t ino,
+		      uint32_t idx, uint8_t st);
+int cache_limit_put_txn(struct cache *c, MDB_txn *txn, uint64_t ino,
+			uint64_t limit);
+/*
+ * If some journal op of e may not be durable yet, queue an empty one and
+ * deliver n once it is (true); else false: nothing to wait for (or no
+ * memory: then n->result is -ENOMEM).  Call under e's shard lock.
+ */
+bool cache_journal_wait_locked(struct cache *c, struct cache_ent *e,
+			       struct cache_compl *n);
+/*
+ * A read of [off, off+len) of ino: -ENODATA unless every chunk of it is
+ * readable; else pins the entry (*out, referenced) against eviction until
+ * cache_read_unpin().  Notes the access for CLOCK and readahead.
+ */
+int cache_read_pin(struct cache *c, uint64_t ino, uint64_t off, uint64_t len,
+		   struct cache_ent **out);
+void cache_read_unpin(struct cache_ent *e);
+/*
+ * A write of [off, off+len) of ino: -ENODATA if ino is not local, a chunk
+ * is BUSY, or one it covers in part is not readable; else the chunks are
+ * marked present and dirty (journaled) and *out is referenced until
+ * cache_write_unmark() after the data is in.
+ */
+int cache_write_mark(struct cache *c, uint64_t ino, uint64_t off, uint64_t len,
+		     struct cache_ent **out);
+void cache_write_unmark(struct cache_ent *e);
+/* Load every entry from LMDB (cache_open); -EINVAL if the records were
+ * made with another chunk size. */
+int cache_ents_load(struct cache *c);
+/* Chunk state bits changed for chunk i of e: keep the counters. */
+void cache_chunk_set_locked(struct cache *c, struct cache_ent *e, uint64_t i,
+			    uint8_t st);
+
+/* fetch.c: workers, tasks and waiters. */
+/* Start the fetch workers.  0 or -errno. */
 int cache_fetch_init(struct cache *c);
+/* Run the task queue dry, stop and join the workers. */
 void cache_fetch_destroy(struct cache *c);
-/* A fetch in flight for ino must not install its data (drop, create). */
-void cache_fetch_cancel(struct cache *c, uint64_t ino);
+/* What a kick collected under a shard lock, to hand out after it. */
+struct cache_kick {
+	struct cache_task *tasks;
+	struct cache_compl *done;
+};
+/*
+ * Make tasks for the chunks e's waiters lack (none BUSY), and take the
+ * waiters that have all they need (or an error) off e, into k.  Call
+ * with e's shard lock held; then unlock and call cache_kick_finish(),
+ * which queues the tasks and answers the waiters on their loops.
+ */
+void cache_kick_locked(struct cache *c, struct cache_ent *e,
+		       struct cache_kick *k);
+void cache_kick_finish(struct cache *c, struct cache_kick *k);
+/* Queue a fetch of chunk i of e into k (sets BUSY).  Call locked. */
+void cache_task_add_locked(struct cache_ent *e, uint64_t i,
+			   struct cache_kick *k);
+/* Answer every waiter of a dead entry with res (-EAGAIN). */
+void cache_waiters_fail(struct cache *c, struct cache_wait *w, long res);
+
+/* evict.c: start the evictor thread (only with a capacity), stop it. */
+int cache_evict_start(struct cache *c);
+void cache_evict_stop(struct cache *c);
+/* Wake the evictor if usage is past the high watermark. */
+void cache_evict_poke(struct cache *c);
 
 #endif

@@ -7,6 +7,11 @@
  * through its completion list, a mutex-protected FIFO, and wake it with
  * the eventfd the ring also signals: one fd per loop for main to watch.
  *
+ * Before any I/O the chunk state is consulted (chunks.c): a read must find
+ * every chunk readable, and pins the entry against eviction until it
+ * completes; a write marks its chunks present and dirty.  A synced write
+ * or a sync also waits for those journal records to be durable.
+ *
  * An operation is a struct cache_req that goes through rounds: one round
  * is a data SQE (read or write), optionally linked to an fdatasync and an
  * fsync of the shard directory.  A short transfer ends the round early
@@ -21,6 +26,7 @@
 
 #include "cache/cache_int.h"
 #include "metrics/metrics.h"
+#include "db/db.h"
 
 /* What a CQE completes, kept in the low bits of user_data. */
 enum { TAG_DATA = 0, TAG_FSYNC = 1, TAG_DIRSYNC = 2, TAG_MASK = 3 };
@@ -35,6 +41,8 @@ struct cache_req {
 	struct cache *c;
 	struct cache_loop *l;
 	enum req_op op;
+	enum req_op rel; /* what req_start took, for req_release */
+	struct cache_ent *e;
 	struct cache_fd *f;
 	void *buf;
 	size_t len, done_bytes;
@@ -184,12 +192,47 @@ static void req_submit(struct cache_req *r)
 	l->backlog_tail = r;
 }
 
+/* Let go of what req_start() took for op. */
+static void req_release(enum req_op op, struct cache_ent *e, struct cache_fd *f)
+{
+	if (f)
+		cache_fd_put(f);
+	if (op == REQ_READ)
+		cache_read_unpin(e);
+	else if (op == REQ_WRITE)
+		cache_write_unmark(e);
+	else
+		cache_ent_put(e);
+}
+
 static void req_finish(struct cache_req *r, long result)
 {
 	cache_done_fn done = r->done;
 	void *arg = r->arg;
+	bool synced = r->op == REQ_SYNC || (r->op == REQ_WRITE && r->sync);
+	struct cache_compl *n;
 
-	cache_fd_put(r->f);
+	if (synced && result >= 0 && (n = malloc(sizeof(*n)))) {
+		struct cache_entshard *s = cache_ent_shard(r->c, r->e->ino);
+		bool waiting;
+
+		*n = (struct cache_compl){ .done = done, .arg = arg,
+					   .result = result,
+					   .loop = (int)(r->l - r->c->loops) };
+		pthread_mutex_lock(&s->lock);
+		waiting = cache_journal_wait_locked(r->c, r->e, n);
+		pthread_mutex_unlock(&s->lock);
+		if (waiting) {
+			req_release(r->rel, r->e, r->f);
+			free(r);
+			return;
+		}
+		result = n->result;
+		free(n);
+	} else if (synced && result >= 0) {
+		result = -ENOMEM;
+	}
+	req_release(r->rel, r->e, r->f);
 	free(r);
 	done(arg, result);
 }
@@ -392,6 +435,19 @@ void cache_loops_destroy(struct cache *c)
 	free(c->loops);
 }
 
+/* The journal records of e queued so far are durable (blocking). */
+static int journal_sync_blocking(struct cache *c, struct cache_ent *e)
+{
+	struct cache_entshard *s = cache_ent_shard(c, e->ino);
+	bool need;
+
+	pthread_mutex_lock(&s->lock);
+	need = atomic_load(&e->j_dur) < e->j_sub;
+	pthread_mutex_unlock(&s->lock);
+	/* db/ applies in order: an empty change durable means all before. */
+	return need ? db_write(c->db, NULL, NULL) : 0;
+}
+
 /* Synchronous versions for loop < 0: same results, done inline. */
 static long read_blocking(struct cache_fd *f, uint64_t off, size_t len,
 			  void *buf)
@@ -413,8 +469,9 @@ static long read_blocking(struct cache_fd *f, uint64_t off, size_t len,
 	return (long)done;
 }
 
-static long write_blocking(struct cache *c, struct cache_fd *f, uint64_t off,
-			   const void *buf, size_t len, bool sync)
+static long write_blocking(struct cache *c, struct cache_ent *e,
+			   struct cache_fd *f, uint64_t off, const void *buf,
+			   size_t len, bool sync)
 {
 	size_t done = 0;
 	int rc;
@@ -431,47 +488,82 @@ static long write_blocking(struct cache *c, struct cache_fd *f, uint64_t off,
 			return -EIO;
 		done += (size_t)n;
 	}
-	if (sync && (rc = cache_sync_blocking(c, f)))
+	if (sync && ((rc = cache_sync_blocking(c, f)) ||
+		     (rc = journal_sync_blocking(c, e))))
 		return rc;
 	return (long)len;
 }
 
+/* ino's entry, referenced: -ENODATA if not local. */
+static int ent_lookup(struct cache *c, uint64_t ino, struct cache_ent **out)
+{
+	struct cache_entshard *s = cache_ent_shard(c, ino);
+	struct cache_ent *e;
+
+	pthread_mutex_lock(&s->lock);
+	e = cache_ent_find_locked(s, ino);
+	if (e)
+		cache_ent_get(e);
+	pthread_mutex_unlock(&s->lock);
+	*out = e;
+	return e ? 0 : -ENODATA;
+}
+
 /*
- * Common start of cache_read/write/sync: the fd reference, and for a loop
- * the request.  Returns the request, or NULL when done was already called
- * (an error, or the synchronous case, which the caller then runs itself:
- * *sync_f is set).
+ * Common start of cache_read/write/sync: the chunk state for op (see
+ * req_release), the fd reference, and for a loop the request.  Returns
+ * the request, or NULL when done was already called (an error) or for
+ * the synchronous case, which the caller then runs itself: *sync_f and
+ * *sync_e are set.
  */
 static struct cache_req *req_start(struct cache *c, int loop, uint64_t ino,
+				   enum req_op op, uint64_t off, size_t len,
 				   cache_done_fn done, void *arg,
+				   struct cache_ent **sync_e,
 				   struct cache_fd **sync_f)
 {
-	struct cache_fd *f;
+	struct cache_ent *e;
+	struct cache_fd *f = NULL;
 	struct cache_req *r;
 	int rc;
 
 	*sync_f = NULL;
+	*sync_e = NULL;
 	if (loop >= c->nloops) {
 		done(arg, -EINVAL);
 		return NULL;
 	}
+	if (op == REQ_READ)
+		rc = cache_read_pin(c, ino, off, len, &e);
+	else if (op == REQ_WRITE)
+		rc = cache_write_mark(c, ino, off, len, &e);
+	else
+		rc = ent_lookup(c, ino, &e);
+	if (rc) {
+		cache_complete(c, loop, done, arg, rc);
+		return NULL;
+	}
 	rc = cache_fd_get(c, ino, &f);
 	if (rc) {
+		req_release(op, e, NULL);
 		cache_complete(c, loop, done, arg, rc);
 		return NULL;
 	}
 	if (loop < 0) {
 		*sync_f = f;
+		*sync_e = e;
 		return NULL;
 	}
 	r = calloc(1, sizeof(*r));
 	if (!r) {
-		cache_fd_put(f);
+		req_release(op, e, f);
 		cache_complete(c, loop, done, arg, -ENOMEM);
 		return NULL;
 	}
 	r->c = c;
 	r->l = &c->loops[loop];
+	r->op = r->rel = op;
+	r->e = e;
 	r->f = f;
 	r->done = done;
 	r->arg = arg;
@@ -482,20 +574,21 @@ void cache_read(struct cache *c, int loop, uint64_t ino, uint64_t off,
 		size_t len, void *buf, cache_done_fn done, void *arg)
 {
 	struct cache_fd *f;
-	struct cache_req *r = req_start(c, loop, ino, done, arg, &f);
+	struct cache_ent *e;
+	struct cache_req *r = req_start(c, loop, ino, REQ_READ, off, len,
+					done, arg, &e, &f);
 	long res;
 
 	/* metrics: no fd and no request means not local (or no memory). */
 	metrics_inc(f || r ? MET_CACHE_HITS : MET_CACHE_MISSES);
 	if (f) {
 		res = read_blocking(f, off, len, buf);
-		cache_fd_put(f);
+		req_release(REQ_READ, e, f);
 		done(arg, res);
 		return;
 	}
 	if (!r)
 		return;
-	r->op = REQ_READ;
 	r->buf = buf;
 	r->len = len;
 	r->off = off;
@@ -507,25 +600,28 @@ void cache_write(struct cache *c, int loop, uint64_t ino, uint64_t off,
 		 void *arg)
 {
 	struct cache_fd *f;
-	struct cache_req *r = req_start(c, loop, ino, done, arg, &f);
+	struct cache_ent *e;
+	struct cache_req *r = req_start(c, loop, ino, REQ_WRITE, off, len,
+					done, arg, &e, &f);
 	long res;
 
 	if (f) {
-		res = write_blocking(c, f, off, buf, len, sync);
-		cache_fd_put(f);
+		res = write_blocking(c, e, f, off, buf, len, sync);
+		req_release(REQ_WRITE, e, f);
 		done(arg, res);
 		return;
 	}
 	if (!r)
 		return;
 	/* Nothing to write: only the sync, if any, is left to do. */
-	r->op = len ? REQ_WRITE : REQ_SYNC;
 	if (!len && !sync) {
-		cache_fd_put(r->f);
+		req_release(REQ_WRITE, r->e, r->f);
 		free(r);
 		cache_complete(c, loop, done, arg, 0);
 		return;
 	}
+	if (!len)
+		r->op = REQ_SYNC;
 	/* The ring only reads from buf; the request type is shared. */
 	r->buf = (void *)buf;
 	r->len = len;
@@ -538,17 +634,20 @@ void cache_sync(struct cache *c, int loop, uint64_t ino, cache_done_fn done,
 		void *arg)
 {
 	struct cache_fd *f;
-	struct cache_req *r = req_start(c, loop, ino, done, arg, &f);
+	struct cache_ent *e;
+	struct cache_req *r = req_start(c, loop, ino, REQ_SYNC, 0, 0, done, arg,
+					&e, &f);
 	long res;
 
 	if (f) {
 		res = cache_sync_blocking(c, f);
-		cache_fd_put(f);
+		if (!res)
+			res = journal_sync_blocking(c, e);
+		req_release(REQ_SYNC, e, f);
 		done(arg, res);
 		return;
 	}
 	if (!r)
 		return;
-	r->op = REQ_SYNC;
 	req_submit(r);
 }

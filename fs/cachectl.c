@@ -20,6 +20,7 @@ static void warm_done(void *arg, long result)
 int fs_warm(struct fs *fs, uint64_t ino, bool *fetched)
 {
 	char key[STORE_KEY_MAX + 1];
+	struct cache_stat before, after;
 	struct fs_inode in;
 	MDB_txn *txn;
 	long res = 0;
@@ -41,15 +42,16 @@ int fs_warm(struct fs *fs, uint64_t ino, bool *fetched)
 	db_read_end(fs->db, txn);
 	if (rc)
 		return rc;
-	if (cache_is_local(fs->cache, ino))
-		return 0;
-	/* As a READ miss does: the record's size, the inode's own key. */
+	if (cache_stat(fs->cache, ino, &before))
+		before.blocks_bytes = 0;
+	/* As a READ miss does, for every chunk: only missing ones are got. */
 	cache_fetch(fs->cache, -1, ino,
-		    &(struct cache_obj){ .key = key, .size = in.size },
-		    warm_done, &res);
+		    &(struct cache_obj){ .key = key, .size = in.size }, 0,
+		    in.size, false, warm_done, &res);
 	if (res < 0)
 		return (int)res;
-	*fetched = true;
+	*fetched = cache_stat(fs->cache, ino, &after) == 0 &&
+		   after.blocks_bytes > before.blocks_bytes;
 	return 0;
 }
 

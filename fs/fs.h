@@ -132,6 +132,9 @@ struct fs_opts {
 	uint32_t dir_ttl_ms;    /* listing revalidation against the store */
 	uint32_t upload_delay_ms; /* quiet time before a dirty file is uploaded */
 	uint32_t default_uid, default_gid; /* for objects without metadata */
+	uint64_t max_dirty;     /* dirty cache bytes past which WRITE and
+				   CREATE answer -EAGAIN (0: no limit) */
+	bool strict_commit;     /* COMMIT waits until the store has it */
 	bool read_only;
 };
 
@@ -215,14 +218,19 @@ void fs_read(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 
 /*
  * WRITE all len bytes at off.  *committed says how stable the data is on
- * return (>= stable asked for).
+ * return (>= stable asked for).  -EAGAIN (retry) while the cache holds
+ * opts.max_dirty of dirty data or the store is unreachable; CREATE too.
  */
 void fs_write(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	      uint64_t off, const void *data, size_t len,
 	      enum fs_stable stable, enum fs_stable *committed,
 	      struct fs_wcc *wcc, fs_done_fn done, void *arg);
 
-/* COMMIT: everything written to ino so far is on stable storage. */
+/*
+ * COMMIT: everything written to ino so far is on stable storage (with
+ * opts.strict_commit: in the store; -EAGAIN if the store cannot take it
+ * now).
+ */
 void fs_commit(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	       struct fs_wcc *wcc, fs_done_fn done, void *arg);
 

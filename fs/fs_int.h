@@ -12,6 +12,8 @@
  *   pending    seq (u64, MDB_INTEGERKEY) -> store work in namespace order:
  *              DEL key, COPY src -> dst (renames)
  *   work       ino (u64, MDB_INTEGERKEY) -> "": inodes with a DIRTY flag
+ *   mpu        upload id -> store key: multipart uploads begun and not yet
+ *              completed or aborted (a crash leaves them; start aborts them)
  *
  * Invariants:
  *   - DIRTY_DATA implies the regular file's data is local (cache/), and
@@ -91,7 +93,7 @@ struct fs {
 	struct cache *cache;
 	struct store *store;
 	MDB_dbi dbi_inodes, dbi_dirents, dbi_cookies, dbi_keys, dbi_meta,
-		dbi_pending, dbi_work;
+		dbi_pending, dbi_work, dbi_mpu;
 	/* Handed out before the create commits (so the cache file exists
 	 * first); the apply persists meta.next_ino past it. */
 	atomic_uint_fast64_t next_ino;
@@ -112,6 +114,9 @@ struct fs {
 	bool sync_stop;
 	bool sync_started;
 	uint32_t backoff_ms;
+	/* The syncer's last store operation failed with -EAGAIN (store
+	 * unreachable or throttling): new data is refused until one works. */
+	atomic_bool store_down;
 	pthread_t syncer;
 };
 
@@ -199,8 +204,15 @@ void fs_workers_stop(struct fs *fs);
 /* Run fn(fs, arg) on a worker thread.  On -ENOMEM runs it inline. */
 void fs_defer(struct fs *fs, void (*fn)(struct fs *, void *), void *arg);
 
+/* io.c: -EAGAIN (JUKEBOX) while new data must wait: too much dirty data
+ * in the cache, or the store unreachable.  0 otherwise. */
+int fs_backpressure(struct fs *fs);
+
 /* syncer.c */
 int fs_syncer_start(struct fs *fs);
+/* Write ino (and every pending record before it) to the store now and
+ * wait (--strict-commit).  Blocks: worker threads only.  0 or -EAGAIN. */
+int fs_sync_inode(struct fs *fs, uint64_t ino);
 void fs_syncer_stop(struct fs *fs);
 
 #endif

@@ -1,12 +1,16 @@
 /*
  * fs/io.c - READ, WRITE and COMMIT through cache/.
  *
- * Data that is not local (-ENODATA) is fetched from the store at the
- * inode's key, then the I/O is retried once.  A WRITE to a dirty file
- * touches no LMDB; the first WRITE to a clean file commits DIRTY_DATA
- * before the data goes in (so a crash never leaves changed local data
- * that the namespace believes clean) and does its cache I/O on a worker:
- * the db writer must not block and cannot use an event loop's ring.
+ * Chunks that are not readable (-ENODATA) are fetched from the store at
+ * the inode's key, only those the request touches (plus readahead, which
+ * cache/ adds), then the I/O is retried; a chunk evicted again in between
+ * is fetched again, a few times at most.  A WRITE needs only the chunks
+ * it covers in part (read-modify-write); the object itself is never
+ * downloaded whole for it.  A WRITE to a dirty file touches no LMDB of
+ * fs/; the first WRITE to a clean file commits DIRTY_DATA before the data
+ * goes in (so a crash never leaves changed local data that the namespace
+ * believes clean) and does its cache I/O on a worker: the db writer must
+ * not block and cannot use an event loop's ring.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,6 +23,8 @@
 
 /* Largest object a store key can hold (S3: 5 TiB). */
 #define FS_FILE_MAX (5ull << 40)
+/* Fetches of one request before it answers JUKEBOX (eviction races). */
+#define FS_IO_TRIES 4
 
 struct io_op {
 	struct fs *fs;
@@ -31,7 +37,8 @@ struct io_op {
 	enum fs_stable stable;
 	char key[STORE_KEY_MAX + 1];
 	uint64_t size; /* the record's, for a fetch */
-	bool fetched, was_dirty;
+	int tries;
+	bool was_dirty, marked;
 	size_t *nread;
 	bool *eof;
 	struct fs_attr *attr;
@@ -40,6 +47,18 @@ struct io_op {
 	fs_done_fn done;
 	void *arg;
 };
+
+int fs_backpressure(struct fs *fs)
+{
+	struct cache_usage u;
+
+	if (atomic_load(&fs->store_down))
+		return -EAGAIN;
+	if (!fs->opts.max_dirty)
+		return 0;
+	cache_usage(fs->cache, &u);
+	return u.dirty >= fs->opts.max_dirty ? -EAGAIN : 0;
+}
 
 static void io_free(struct io_op *op, int err)
 {
@@ -75,8 +94,8 @@ static int io_prepare(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 		goto out_end;
 	op->size = in->size;
 	op->was_dirty = in->flags & FS_F_DIRTY_DATA;
-	if (!op->was_dirty)
-		rc = fs_key_build(fs, txn, ino, op->key, sizeof(op->key));
+	/* A dirty file's chunks that were never local are the object's. */
+	rc = fs_key_build(fs, txn, ino, op->key, sizeof(op->key));
 out_end:
 	db_read_end(fs->db, txn);
 	return rc;
@@ -84,12 +103,39 @@ out_end:
 
 static void read_start(struct io_op *op);
 
+/*
+ * A fetch's error as the client should see it.  A missing object while
+ * store work is still queued is most likely a rename whose COPY has not
+ * run yet (the chunks never local are still at the old key): retry
+ * later (JUKEBOX) rather than fail the I/O.
+ */
+static int fetch_err(struct fs *fs, long res)
+{
+	MDB_txn *txn;
+	MDB_stat st;
+	bool queued = false;
+
+	if (res != -ENOENT || db_read_begin(fs->db, &txn))
+		return (int)res;
+	queued = mdb_stat(txn, fs->dbi_pending, &st) == 0 && st.ms_entries;
+	db_read_end(fs->db, txn);
+	return queued ? -EAGAIN : (int)res;
+}
+
+/* Fetch what op's range lacks, then done (with for_write: the edges). */
+static void io_fetch(struct io_op *op, bool for_write, cache_done_fn done)
+{
+	cache_fetch(op->fs->cache, op->loop, op->ino,
+		    &(struct cache_obj){ .key = op->key, .size = op->size },
+		    op->off, op->len, for_write, done, op);
+}
+
 static void read_fetched(void *p, long res)
 {
 	struct io_op *op = p;
 
 	if (res < 0) {
-		io_free(op, (int)res);
+		io_free(op, fetch_err(op->fs, res));
 		return;
 	}
 	read_start(op);
@@ -101,16 +147,12 @@ static void read_cb(void *p, long res)
 	struct fs_attr a;
 	int rc;
 
-	if (res == -ENODATA && !op->fetched && !op->was_dirty) {
-		op->fetched = true;
-		cache_fetch(op->fs->cache, op->loop, op->ino,
-			    &(struct cache_obj){ .key = op->key,
-						 .size = op->size },
-			    read_fetched, op);
+	if (res == -ENODATA && op->tries++ < FS_IO_TRIES) {
+		io_fetch(op, false, read_fetched);
 		return;
 	}
 	if (res < 0) {
-		io_free(op, res == -ENODATA ? -EIO : (int)res);
+		io_free(op, res == -ENODATA ? -EAGAIN : (int)res);
 		return;
 	}
 	rc = fs_getattr(op->fs, op->ino, &a);
@@ -156,12 +198,18 @@ void fs_read(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	read_start(op);
 }
 
+static void write_fetched(void *p, long res);
+
 static void write_cb(void *p, long res)
 {
 	struct io_op *op = p;
 
+	if (res == -ENODATA && op->tries++ < FS_IO_TRIES) {
+		io_fetch(op, true, write_fetched);
+		return;
+	}
 	if (res < 0) {
-		io_free(op, res == -ENODATA ? -EIO : (int)res);
+		io_free(op, res == -ENODATA ? -EAGAIN : (int)res);
 		return;
 	}
 	*op->committed = op->stable;
@@ -195,7 +243,7 @@ static int mark_dirty_apply(MDB_txn *txn, void *p)
 		return rc;
 	if (in.flags & FS_F_DIRTY_DATA)
 		return 0;
-	/* DIRTY_DATA promises local data: it may have gone since the fetch. */
+	/* DIRTY_DATA promises a cache entry: it may have gone (dropped). */
 	if (!cache_is_local(op->fs->cache, in.ino))
 		return -EAGAIN;
 	rc = fs_inode_mark(op->fs, txn, &in, FS_F_DIRTY_DATA);
@@ -220,9 +268,14 @@ static void write_fetched(void *p, long res)
 	struct io_op *op = p;
 
 	if (res < 0) {
-		io_free(op, (int)res);
+		io_free(op, fetch_err(op->fs, res));
 		return;
 	}
+	if (op->was_dirty || op->marked) {
+		write_data(op);
+		return;
+	}
+	op->marked = true;
 	db_submit(op->fs->db, mark_dirty_apply, mark_dirty_done, op);
 }
 
@@ -250,6 +303,9 @@ void fs_write(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	rc = fs->opts.read_only ? -EROFS : 0;
 	if (!rc && (off > FS_FILE_MAX || len > FS_FILE_MAX - off))
 		rc = -EFBIG;
+	/* Bounded: the client retries (JUKEBOX) until the uploader caught up. */
+	if (!rc)
+		rc = fs_backpressure(fs);
 	if (!rc)
 		rc = io_prepare(fs, ctx, ino, W_OK, op, &in);
 	if (rc) {
@@ -262,28 +318,42 @@ void fs_write(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 		write_data(op);
 		return;
 	}
-	if (cache_is_local(fs->cache, ino)) {
-		db_submit(fs->db, mark_dirty_apply, mark_dirty_done, op);
-		return;
-	}
-	cache_fetch(fs->cache, ctx->loop, ino,
-		    &(struct cache_obj){ .key = op->key, .size = op->size },
-		    write_fetched, op);
+	/* Makes the inode local and reads the chunks the write covers in
+	 * part; completes at once when there is nothing to fetch. */
+	io_fetch(op, true, write_fetched);
+}
+
+static void commit_finish(struct io_op *op, int err)
+{
+	if (op->wcc && fs_getattr(op->fs, op->ino, &op->wcc->after) == 0)
+		op->wcc->after_ok = true;
+	io_free(op, err);
+}
+
+static void commit_store_job(struct fs *fs, void *p)
+{
+	struct io_op *op = p;
+
+	commit_finish(op, fs_sync_inode(fs, op->ino));
 }
 
 static void commit_cb(void *p, long res)
 {
 	struct io_op *op = p;
 
-	if (op->wcc && fs_getattr(op->fs, op->ino, &op->wcc->after) == 0)
-		op->wcc->after_ok = true;
-	io_free(op, res < 0 ? (int)res : 0);
+	/* --strict-commit: stable means in the store, not only on disk. */
+	if (res >= 0 && op->fs->opts.strict_commit) {
+		fs_defer(op->fs, commit_store_job, op);
+		return;
+	}
+	commit_finish(op, res < 0 ? (int)res : 0);
 }
 
 /*
  * COMMIT (RFC 1813 3.3.21): data written so far is stable.  Metadata is
  * durable already (every change commits before its reply), so only a
- * dirty file's cache data needs a sync.
+ * dirty file's cache data (and its chunk journal) needs a sync; with
+ * strict_commit the file is then uploaded before the reply.
  */
 void fs_commit(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	       struct fs_wcc *wcc, fs_done_fn done, void *arg)
@@ -307,7 +377,9 @@ void fs_commit(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 		return;
 	}
 	fs_wcc_before(fs, &in, wcc);
-	if (in.type != FS_REG || !(in.flags & FS_F_DIRTY_DATA)) {
+	if (in.type != FS_REG ||
+	    !(in.flags & (fs->opts.strict_commit ? FS_F_DIRTY
+						 : FS_F_DIRTY_DATA))) {
 		fs_wcc_after(fs, &in, wcc);
 		done(arg, in.type == FS_DIR ? -EISDIR : 0);
 		return;
@@ -319,5 +391,10 @@ void fs_commit(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	}
 	*op = (struct io_op){ .fs = fs, .loop = ctx->loop, .ino = ino,
 			      .wcc = wcc, .done = done, .arg = arg };
+	if (!(in.flags & FS_F_DIRTY_DATA)) {
+		/* strict_commit, only attributes to write: nothing to sync. */
+		fs_defer(fs, commit_store_job, op);
+		return;
+	}
 	cache_sync(fs->cache, ctx->loop, ino, commit_cb, op);
 }

@@ -56,7 +56,8 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 	    (rc = db_dbi(db, "keys", 0, &fs->dbi_keys)) ||
 	    (rc = db_dbi(db, "meta", 0, &fs->dbi_meta)) ||
 	    (rc = db_dbi(db, "pending", MDB_INTEGERKEY, &fs->dbi_pending)) ||
-	    (rc = db_dbi(db, "work", MDB_INTEGERKEY, &fs->dbi_work)))
+	    (rc = db_dbi(db, "work", MDB_INTEGERKEY, &fs->dbi_work)) ||
+	    (rc = db_dbi(db, "mpu", 0, &fs->dbi_mpu)))
 		goto out_free;
 	rc = db_write(db, open_init_apply, fs);
 	if (rc)

@@ -295,7 +295,15 @@ void fs_create(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 	       fs_done_fn done, void *arg)
 {
 	static const uint8_t zero[8];
+	int rc = fs_backpressure(fs);
 
+	/* A new file is new dirty data: it waits like a WRITE does. */
+	if (rc) {
+		if (dir_wcc)
+			memset(dir_wcc, 0, sizeof(*dir_wcc));
+		done(arg, rc);
+		return;
+	}
 	create_common(fs, ctx, dir, name, FS_REG, how, sattr,
 		      verf ? verf : zero, NULL, ino, attr, dir_wcc, done, arg);
 }

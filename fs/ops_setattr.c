@@ -123,7 +123,7 @@ static int setattr_apply(MDB_txn *txn, void *p)
 		else if (op->sa.size == 0)
 			op->cache_create = true;
 		else
-			return -EAGAIN; /* evicted since the fetch: retry */
+			return -EAGAIN; /* dropped since made local: retry */
 	}
 	rc = fs_inode_mark(fs, txn, &in, dirty);
 	if (rc)
@@ -219,7 +219,8 @@ void fs_setattr(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 		db_submit(fs->db, setattr_apply, setattr_done, op);
 		return;
 	}
-	/* Changing the size of data that is not here: fetch it first. */
+	/* Changing the size of data that is not here: make it local (no
+	 * download: the cut or the zeros past the end need no data). */
 	rc = db_read_begin(fs->db, &txn);
 	if (rc) {
 		setattr_free(op, rc);
@@ -238,6 +239,6 @@ void fs_setattr(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 		return;
 	}
 	cache_fetch(fs->cache, ctx->loop, ino,
-		    &(struct cache_obj){ .key = key, .size = in.size },
-		    setattr_fetched, op);
+		    &(struct cache_obj){ .key = key, .size = in.size }, 0, 0,
+		    false, setattr_fetched, op);
 }

@@ -11,9 +11,27 @@
  * an object at a stale key: it is deleted unless some inode lives at that
  * key now (that inode's own upload or copy will overwrite it, later).
  *
- * A dirty inode is cleaned only if its cache file (size, mtime, ctime)
- * and record ctime did not change since the snapshot; an upload of a file
- * that changed meanwhile is simply repeated.  Files must be quiet for
+ * A dirty inode is cleaned only if its cache file (size, mtime, write
+ * count) and record ctime did not change since the snapshot; an
+ * upload of a file that changed meanwhile is simply repeated.  Cleaning
+ * also clears the dirty chunks in cache/, in the same transaction.
+ *
+ * A file goes up once it has been quiet for upload_delay, or for only
+ * SYNC_MIN_QUIET_MS once the cache's dirty data passes half of max_dirty
+ * (the size threshold), or at a flush.
+ *
+ * Data goes up from the cache file: small files with one PUT, large ones
+ * as a multipart upload whose parts run in parallel.  A part whose bytes
+ * all equal the old object's (no dirty chunk, nothing cut) is copied
+ * from it in the store (UploadPartCopy) instead of being fetched and sent
+ * again; a backend without part-copy gets the bytes.  Chunks an upload
+ * needs that are not local are fetched first, part by part, so memory
+ * holds at most one chunk per fetch worker, never the file.
+ *
+ * A multipart upload is journaled (db "mpu") before its first part and
+ * forgotten after it is completed or aborted, so the uploads a crash cut
+ * short are aborted when the syncer starts again; the file is still
+ * dirty, so its upload is simply made again.  Files must be quiet for
  * SYNC_MIN_QUIET_MS even when flushing: ctime ticks are coarse, and a
  * write in the same tick as the snapshot would otherwise go unnoticed.
  */
@@ -37,6 +55,8 @@
 #define MPU_THRESHOLD (64ull << 20)
 #define MPU_PART (16ull << 20)
 #define MPU_PARTS_MAX 10000
+#define MPU_THREADS 4
+#define SYNC_INODE_TRIES 100 /* ~2 s of passes for one strict COMMIT */
 
 struct sync_item {
 	struct fs_inode in;
@@ -52,6 +72,12 @@ struct sync_snap {
 	struct sync_item *items;
 	size_t nitems;
 };
+
+/* cache_fetch with loop -1 completes inline: keep its result. */
+static void sync_res_done(void *arg, long res)
+{
+	*(long *)arg = res;
+}
 
 static void snap_free(struct sync_snap *s)
 {
@@ -214,38 +240,205 @@ static void meta_of(const struct sync_item *it, struct store_meta *m)
 				  .symlink = it->in.type == FS_LNK };
 }
 
-static int put_multipart(struct fs *fs, const char *key, int fd,
-			 uint64_t size, const struct store_meta *m,
+/* Make bytes [off, off+len) of the item's cache file readable. */
+static int data_fetch(struct fs *fs, const struct sync_item *it, uint64_t off,
+		      uint64_t len)
+{
+	long res = 0;
+
+	cache_fetch(fs->cache, -1, it->in.ino,
+		    &(struct cache_obj){ .key = it->key, .size = it->in.size },
+		    off, len, false, sync_res_done, &res);
+	return (int)res;
+}
+
+struct mpu_rec {
+	struct fs *fs;
+	const char *id, *key;
+};
+
+static int mpu_rec_put_apply(MDB_txn *txn, void *arg)
+{
+	struct mpu_rec *r = arg;
+	MDB_val k = { strlen(r->id), (void *)r->id };
+	MDB_val v = { strlen(r->key), (void *)r->key };
+
+	return db_err(mdb_put(txn, r->fs->dbi_mpu, &k, &v, 0));
+}
+
+static int mpu_rec_del_apply(MDB_txn *txn, void *arg)
+{
+	struct mpu_rec *r = arg;
+	MDB_val k = { strlen(r->id), (void *)r->id };
+	int rc = mdb_del(txn, r->fs->dbi_mpu, &k, NULL);
+
+	return rc == MDB_NOTFOUND ? 0 : db_err(rc);
+}
+
+/*
+ * Abort the multipart uploads a crash left behind (syncer start).  One
+ * that the store no longer knows (-ENOENT) was completed or aborted
+ * before the crash and is just forgotten.
+ */
+static void mpu_recover(struct fs *fs)
+{
+	char id[512], key[STORE_KEY_MAX + 2];
+	MDB_cursor *cur;
+	MDB_txn *txn;
+	MDB_val k, v;
+
+	for (;;) {
+		int rc = db_read_begin(fs->db, &txn), mrc = MDB_NOTFOUND;
+
+		if (rc)
+			return;
+		if (!mdb_cursor_open(txn, fs->dbi_mpu, &cur)) {
+			mrc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+			if (!mrc && (k.mv_size >= sizeof(id) ||
+				     v.mv_size >= sizeof(key)))
+				mrc = MDB_BAD_VALSIZE;
+			if (!mrc) {
+				memcpy(id, k.mv_data, k.mv_size);
+				id[k.mv_size] = '\0';
+				memcpy(key, v.mv_data, v.mv_size);
+				key[v.mv_size] = '\0';
+			}
+			mdb_cursor_close(cur);
+		}
+		db_read_end(fs->db, txn);
+		if (mrc)
+			return;
+		rc = store_mpu_abort(fs->store, key, id);
+		if (rc && rc != -ENOENT) {
+			log_warn("fs: abort upload %s of %s: %s (kept)", id, key,
+				 strerror(-rc));
+			return;
+		}
+		log_info("fs: aborted the upload of %s a crash cut short", key);
+		if (db_write(fs->db, mpu_rec_del_apply,
+			     &(struct mpu_rec){ fs, id, key }))
+			return;
+	}
+}
+
+/* One multipart upload, its parts shared out to MPU_THREADS threads. */
+struct mpu {
+	struct fs *fs;
+	const struct sync_item *it;
+	const char *upload_id;
+	int fd;
+	uint64_t size, part;
+	int nparts;
+	bool copy_ok; /* the old object is there to copy from */
+	char (*etags)[STORE_ETAG_MAX];
+	pthread_mutex_t lock;
+	int next; /* next part to take */
+	int err;  /* first error */
+	int copied;
+};
+
+/* Part i (0-based): copied from the old object when unchanged, else sent. */
+static int mpu_one(struct mpu *m, int i)
+{
+	uint64_t off = (uint64_t)i * m->part;
+	uint64_t len = m->size - off < m->part ? m->size - off : m->part;
+	int rc;
+
+	if (m->copy_ok &&
+	    cache_range_clean(m->fs->cache, m->it->in.ino, off, len)) {
+		rc = store_mpu_part_copy(m->fs->store, m->it->key, m->upload_id,
+					 i + 1, m->it->key, off, len,
+					 m->etags[i]);
+		if (rc != -ENOTSUP) {
+			if (!rc) {
+				pthread_mutex_lock(&m->lock);
+				m->copied++;
+				pthread_mutex_unlock(&m->lock);
+			}
+			return rc;
+		}
+	}
+	rc = data_fetch(m->fs, m->it, off, len);
+	if (!rc)
+		rc = store_mpu_part(m->fs->store, m->it->key, m->upload_id,
+				    i + 1, m->fd, off, len, m->etags[i]);
+	return rc;
+}
+
+static void *mpu_thread(void *p)
+{
+	struct mpu *m = p;
+
+	for (;;) {
+		int i, rc;
+
+		pthread_mutex_lock(&m->lock);
+		i = m->err ? m->nparts : m->next++;
+		pthread_mutex_unlock(&m->lock);
+		if (i >= m->nparts)
+			return NULL;
+		rc = mpu_one(m, i);
+		if (rc) {
+			pthread_mutex_lock(&m->lock);
+			if (!m->err)
+				m->err = rc;
+			pthread_mutex_unlock(&m->lock);
+		}
+	}
+}
+
+static int put_multipart(struct fs *fs, const struct sync_item *it, int fd,
+			 uint64_t size, const struct store_meta *meta,
 			 struct store_info *out)
 {
-	uint64_t part = MPU_PART;
+	struct mpu m = { .fs = fs, .it = it, .fd = fd, .size = size,
+			 .part = MPU_PART,
+			 .copy_ok = it->in.flags & FS_F_IN_STORE };
+	pthread_t tids[MPU_THREADS];
+	int nthreads = 0, rc;
 	char *upload_id;
-	int rc, n;
 
-	while ((size + part - 1) / part > MPU_PARTS_MAX)
-		part *= 2;
-	n = (int)((size + part - 1) / part);
-	char (*etags)[STORE_ETAG_MAX] = calloc((size_t)n, sizeof(*etags));
-
-	if (!etags)
+	while ((size + m.part - 1) / m.part > MPU_PARTS_MAX)
+		m.part *= 2;
+	m.nparts = (int)((size + m.part - 1) / m.part);
+	m.etags = calloc((size_t)m.nparts, sizeof(*m.etags));
+	if (!m.etags)
 		return -ENOMEM;
-	rc = store_mpu_create(fs->store, key, m, &upload_id);
+	rc = store_mpu_create(fs->store, it->key, meta, &upload_id);
 	if (rc)
 		goto out_free;
-	for (int i = 0; !rc && i < n; i++) {
-		uint64_t off = (uint64_t)i * part;
-		uint64_t len = size - off < part ? size - off : part;
-
-		rc = store_mpu_part(fs->store, key, upload_id, i + 1, fd, off,
-				    len, etags[i]);
+	rc = db_write(fs->db, mpu_rec_put_apply,
+		      &(struct mpu_rec){ fs, upload_id, it->key });
+	if (rc) {
+		store_mpu_abort(fs->store, it->key, upload_id);
+		free(upload_id);
+		goto out_free;
 	}
+	m.upload_id = upload_id;
+	pthread_mutex_init(&m.lock, NULL);
+	while (nthreads < MPU_THREADS && nthreads < m.nparts &&
+	       pthread_create(&tids[nthreads], NULL, mpu_thread, &m) == 0)
+		nthreads++;
+	/* Without threads this one does all the parts. */
+	if (!nthreads)
+		mpu_thread(&m);
+	for (int i = 0; i < nthreads; i++)
+		pthread_join(tids[i], NULL);
+	pthread_mutex_destroy(&m.lock);
+	rc = m.err;
 	if (!rc)
-		rc = store_mpu_complete(fs->store, key, upload_id, n, etags, out);
-	if (rc)
-		store_mpu_abort(fs->store, key, upload_id);
+		rc = store_mpu_complete(fs->store, it->key, upload_id, m.nparts,
+					m.etags, out);
+	/* Kept in the journal if the abort fails: tried again at start. */
+	if (!rc || store_mpu_abort(fs->store, it->key, upload_id) == 0)
+		db_write(fs->db, mpu_rec_del_apply,
+			 &(struct mpu_rec){ fs, upload_id, it->key });
+	if (!rc && m.copied)
+		log_debug("fs: upload %s: %d of %d parts copied", it->key,
+			  m.copied, m.nparts);
 	free(upload_id);
 out_free:
-	free(etags);
+	free(m.etags);
 	return rc;
 }
 
@@ -253,6 +446,7 @@ out_free:
 static int upload(struct fs *fs, struct sync_item *it, struct store_info *out)
 {
 	struct store_meta m;
+	uint64_t size;
 	int fd, rc;
 
 	meta_of(it, &m);
@@ -267,19 +461,21 @@ static int upload(struct fs *fs, struct sync_item *it, struct store_info *out)
 	default:
 		return -EIO;
 	}
-	if (!(it->in.flags & FS_F_DIRTY_DATA) && (it->in.flags & FS_F_IN_STORE) &&
-	    !cache_is_local(fs->cache, it->in.ino))
+	/* Only the attributes changed: the store rewrites them itself. */
+	if (!(it->in.flags & FS_F_DIRTY_DATA) && (it->in.flags & FS_F_IN_STORE))
 		return store_copy(fs->store, it->key, it->key, &m, out);
 	rc = cache_open_fd(fs->cache, it->in.ino, &fd);
 	if (rc)
 		return rc;
-	uint64_t size = (it->in.flags & FS_F_DIRTY_DATA) && it->have_cs ?
-				it->cs.size : it->in.size;
-
-	if (size > MPU_THRESHOLD)
-		rc = put_multipart(fs, it->key, fd, size, &m, out);
-	else
-		rc = store_put_fd(fs->store, it->key, fd, size, &m, out);
+	size = (it->in.flags & FS_F_DIRTY_DATA) && it->have_cs ? it->cs.size
+								: it->in.size;
+	if (size > MPU_THRESHOLD) {
+		rc = put_multipart(fs, it, fd, size, &m, out);
+	} else {
+		rc = data_fetch(fs, it, 0, size);
+		if (!rc)
+			rc = store_put_fd(fs->store, it->key, fd, size, &m, out);
+	}
 	close(fd);
 	return rc;
 }
@@ -318,12 +514,16 @@ struct upload_commit {
 	struct store_info *info;
 };
 
+/*
+ * The data and mtime are as the snapshot saw them.  Not the ctime: chunks
+ * fetched for the upload itself move it.  wseq counts every write and
+ * truncate; SETATTR of the mtime shows in mtime.
+ */
 static bool cs_equal(const struct cache_stat *a, const struct cache_stat *b)
 {
-	return a->size == b->size && a->mtime.tv_sec == b->mtime.tv_sec &&
-	       a->mtime.tv_nsec == b->mtime.tv_nsec &&
-	       a->ctime.tv_sec == b->ctime.tv_sec &&
-	       a->ctime.tv_nsec == b->ctime.tv_nsec;
+	return a->size == b->size && a->wseq == b->wseq &&
+	       a->mtime.tv_sec == b->mtime.tv_sec &&
+	       a->mtime.tv_nsec == b->mtime.tv_nsec;
 }
 
 static int upload_commit_apply(MDB_txn *txn, void *arg)
@@ -363,13 +563,16 @@ static int upload_commit_apply(MDB_txn *txn, void *arg)
 	if ((it->in.flags & FS_F_DIRTY_META) && in.ctime == it->in.ctime)
 		in.flags &= ~(uint32_t)FS_F_DIRTY_META;
 	if ((it->in.flags & FS_F_DIRTY_DATA) && it->have_cs &&
-	    cache_stat(fs->cache, in.ino, &cs) == 0 && cs_equal(&cs, &it->cs)) {
+	    cache_stat(fs->cache, in.ino, &cs) == 0 && cs_equal(&cs, &it->cs) &&
+	    !(rc = cache_clean(fs->cache, txn, in.ino, cs.wseq, cs.size))) {
 		/* Clean again: the record is the authority from now on. */
 		in.flags &= ~(uint32_t)FS_F_DIRTY_DATA;
 		in.size = cs.size;
 		in.mtime = fs_ts_to_ns(&cs.mtime);
 		if (fs_ts_to_ns(&cs.ctime) > in.ctime)
 			in.ctime = fs_ts_to_ns(&cs.ctime);
+	} else if (rc && rc != -EBUSY) {
+		return rc;
 	}
 	if ((rc = fs_inode_put(fs, txn, &in)))
 		return rc;
@@ -390,10 +593,13 @@ static int sync_item(struct fs *fs, struct sync_item *it)
 }
 
 /*
- * One pass.  *progress tells whether anything was done.  Returns the
- * first store or database error (the work stays queued).
+ * One pass (of the dirty inodes, only inode `only` if not 0; the pending
+ * records always all run first).  *progress tells whether anything was
+ * done.  Returns the first store or database error (the work stays
+ * queued).
  */
-static int sync_pass(struct fs *fs, bool flushing, bool *progress)
+static int sync_pass(struct fs *fs, bool flushing, uint64_t only,
+		     bool *progress)
 {
 	int64_t delay = (int64_t)(flushing ? 0 : fs->opts.upload_delay_ms);
 	struct sync_snap s;
@@ -407,6 +613,7 @@ static int sync_pass(struct fs *fs, bool flushing, bool *progress)
 		return rc;
 	for (size_t i = 0; i < s.npend; i++) {
 		rc = run_pending(fs, &s.pend[i]);
+		atomic_store(&fs->store_down, rc == -EAGAIN);
 		if (rc) {
 			/* Later work must not overtake this record. */
 			log_debug("fs: store %s %s: %s",
@@ -418,13 +625,22 @@ static int sync_pass(struct fs *fs, bool flushing, bool *progress)
 		*progress = true;
 	}
 	int64_t now = fs_now_ns();
+	struct cache_usage u;
 
+	/* Past half the dirty limit, files go up as soon as they pause,
+	 * before writers start getting JUKEBOX. */
+	cache_usage(fs->cache, &u);
+	if (fs->opts.max_dirty && u.dirty >= fs->opts.max_dirty / 2)
+		delay = SYNC_MIN_QUIET_MS;
 	for (size_t i = 0; i < s.nitems; i++) {
 		struct sync_item *it = &s.items[i];
 
-		if (now - it->quiet_since < delay * 1000000)
+		if ((only && it->in.ino != only) ||
+		    now - it->quiet_since < delay * 1000000)
 			continue;
 		rc = sync_item(fs, it);
+		if (rc != -ENODATA)
+			atomic_store(&fs->store_down, rc == -EAGAIN);
 		if (rc == -ENODATA)
 			continue; /* its cache file is being set up: later */
 		if (rc) {
@@ -443,6 +659,10 @@ static void *syncer_main(void *p)
 {
 	struct fs *fs = p;
 
+	/* Under sync_lock: a flush must not start an upload meanwhile. */
+	pthread_mutex_lock(&fs->sync_lock);
+	mpu_recover(fs);
+	pthread_mutex_unlock(&fs->sync_lock);
 	pthread_mutex_lock(&fs->sync_wlock);
 	while (!fs->sync_stop) {
 		struct timespec ts;
@@ -461,7 +681,7 @@ static void *syncer_main(void *p)
 			break;
 		pthread_mutex_unlock(&fs->sync_wlock);
 		pthread_mutex_lock(&fs->sync_lock);
-		int rc = sync_pass(fs, false, &progress);
+		int rc = sync_pass(fs, false, 0, &progress);
 
 		pthread_mutex_unlock(&fs->sync_lock);
 		pthread_mutex_lock(&fs->sync_wlock);
@@ -526,7 +746,7 @@ int fs_flush(struct fs *fs)
 		rc = work_left(fs, &left);
 		if (rc || left == 0)
 			break;
-		rc = sync_pass(fs, true, &progress);
+		rc = sync_pass(fs, true, 0, &progress);
 		if (rc) {
 			if (++failures > SYNC_FLUSH_RETRIES)
 				break;
@@ -544,4 +764,44 @@ int fs_flush(struct fs *fs)
 	}
 	pthread_mutex_unlock(&fs->sync_lock);
 	return rc;
+}
+
+/* Is ino still to be written to the store?  (Gone counts as done.) */
+static bool inode_dirty(struct fs *fs, uint64_t ino)
+{
+	struct fs_inode in;
+	MDB_txn *txn;
+	bool dirty = true;
+
+	if (db_read_begin(fs->db, &txn))
+		return true;
+	if (fs_inode_get(fs, txn, ino, &in) == -ESTALE)
+		dirty = false;
+	else
+		dirty = in.flags & FS_F_DIRTY;
+	db_read_end(fs->db, txn);
+	return dirty;
+}
+
+/*
+ * See fs_int.h.  Passes for ino alone (after the pending records) until
+ * it is clean; a store error, or a file that keeps changing for
+ * SYNC_INODE_TRIES passes, is -EAGAIN: the client retries its COMMIT.
+ */
+int fs_sync_inode(struct fs *fs, uint64_t ino)
+{
+	for (int i = 0; i < SYNC_INODE_TRIES; i++) {
+		bool progress;
+		int rc;
+
+		pthread_mutex_lock(&fs->sync_lock);
+		rc = sync_pass(fs, true, ino, &progress);
+		pthread_mutex_unlock(&fs->sync_lock);
+		if (rc)
+			return rc == -ENOMEM ? rc : -EAGAIN;
+		if (!inode_dirty(fs, ino))
+			return 0;
+		usleep(20000); /* not quiet for SYNC_MIN_QUIET_MS yet */
+	}
+	return -EAGAIN;
 }

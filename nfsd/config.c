@@ -16,7 +16,11 @@
 
 #include "common/log.h"
 
-enum opt_kind { OPT_STR, OPT_PORT, OPT_INT, OPT_BOOL, OPT_MS, OPT_U32 };
+enum opt_kind {
+	OPT_STR, OPT_PORT, OPT_INT, OPT_BOOL, OPT_MS, OPT_U32,
+	OPT_SIZE,     /* bytes, with an optional K, M, G or T (powers of 1024) */
+	OPT_CAPACITY, /* OPT_SIZE, or a percentage "N%" in the next field */
+};
 
 struct opt {
 	const char *name;
@@ -27,6 +31,10 @@ struct opt {
 };
 
 #define OFF(f) offsetof(struct config, f)
+
+_Static_assert(offsetof(struct config, cache_size_pct) ==
+		       offsetof(struct config, cache_size) + sizeof(uint64_t),
+	       "OPT_CAPACITY writes the percentage right after the bytes");
 
 static const struct opt opts[] = {
 	{ "store", OPT_STR, OFF(store), "URL",
@@ -86,6 +94,16 @@ static const struct opt opts[] = {
 	  "serve Prometheus metrics at http://ADDR:PORT/metrics (default off; no authentication: bind to a private address)" },
 	{ "log-target", OPT_STR, OFF(log_target), "T",
 	  "stderr (journald picks it up) or syslog (default stderr)" },
+	{ "chunk-size", OPT_SIZE, OFF(chunk_size), "SIZE",
+	  "cache and ranged-GET unit, a multiple of 4K (default 1M)" },
+	{ "readahead", OPT_SIZE, OFF(readahead), "SIZE",
+	  "largest readahead window of a sequential reader (default 64M)" },
+	{ "cache-size", OPT_CAPACITY, OFF(cache_size), "SIZE|N%",
+	  "data kept in the cache, bytes or % of the state disk (default 80%)" },
+	{ "max-dirty", OPT_SIZE, OFF(max_dirty), "SIZE",
+	  "dirty data past which writes answer JUKEBOX (default: half the cache size)" },
+	{ "strict-commit", OPT_BOOL, OFF(strict_commit), NULL,
+	  "COMMIT replies only once the data is in the store" },
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -139,6 +157,35 @@ static int parse_long(const char *s, long min, long max, long *out)
 	return 0;
 }
 
+/* "123", "64K", "1M", "2G", "1T" (optionally with "iB" or "B"). */
+static int parse_size(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	unsigned shift = 0;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	}
+	if (shift && !strcmp(end, "iB"))
+		end += 2;
+	else if (shift && *end == 'B')
+		end++;
+	if (*end || (shift && v > (UINT64_MAX >> shift)))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
 /* Set one option from its text; src names where it came from for errors. */
 static int opt_set(struct config *cfg, const struct opt *o, const char *val,
 		   const char *src, FILE *err)
@@ -172,6 +219,32 @@ static int opt_set(struct config *cfg, const struct opt *o, const char *val,
 		if (parse_long(val, 0, 86400, &v))
 			goto bad;
 		*(uint32_t *)base = (uint32_t)(v * 1000);
+		return 0;
+	case OPT_CAPACITY: {
+		size_t n = strlen(val);
+
+		/* The percentage field follows the byte count in struct config. */
+		if (n > 1 && val[n - 1] == '%') {
+			char num[16];
+
+			if (n > sizeof(num))
+				goto bad;
+			memcpy(num, val, n - 1);
+			num[n - 1] = '\0';
+			if (parse_long(num, 1, 100, &v))
+				goto bad;
+			*(uint64_t *)base = 0;
+			*(uint32_t *)(base + sizeof(uint64_t)) = (uint32_t)v;
+			return 0;
+		}
+		if (parse_size(val, (uint64_t *)base))
+			goto bad;
+		*(uint32_t *)(base + sizeof(uint64_t)) = 0;
+		return 0;
+	}
+	case OPT_SIZE:
+		if (parse_size(val, (uint64_t *)base))
+			goto bad;
 		return 0;
 	case OPT_BOOL:
 		if (!val || !strcmp(val, "true") || !strcmp(val, "yes") ||
@@ -258,6 +331,12 @@ static int config_validate(struct config *cfg, FILE *err)
 			cfg->log_target);
 		return -EINVAL;
 	}
+	if (!cfg->chunk_size || cfg->chunk_size % 4096 ||
+	    cfg->chunk_size > (1u << 30)) {
+		fprintf(err, "mapfs-gw: invalid value %llu for chunk-size (a multiple of 4K, at most 1G)\n",
+			(unsigned long long)cfg->chunk_size);
+		return -EINVAL;
+	}
 	if (cfg->nfs_port && cfg->nfs_port == cfg->mount_port) {
 		fprintf(err, "mapfs-gw: nfs-port and mount-port must differ\n");
 		return -EINVAL;
@@ -296,6 +375,9 @@ static int config_defaults(struct config *cfg)
 		.idle_timeout_ms = 300000,
 		.grace_ms = 45000,
 		.nlm_client_rpcbind_port = 111,
+		.chunk_size = 1u << 20,
+		.readahead = 64ull << 20,
+		.cache_size_pct = 80,
 	};
 	return cfg->state && cfg->bind && cfg->export_path &&
 			       cfg->exports_file && cfg->log_level &&

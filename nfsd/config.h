@@ -39,6 +39,13 @@ struct config {
 	char *metrics;       /* Prometheus endpoint ADDR:PORT; NULL = off */
 	char *log_target;    /* "stderr" or "syslog" */
 	bool check_config;   /* --check-config: validate, then exit */
+	/* The cache engine. */
+	uint64_t chunk_size;   /* bytes */
+	uint64_t readahead;    /* bytes, the largest window */
+	uint64_t cache_size;   /* bytes; 0 with cache_size_pct 0: no limit */
+	uint32_t cache_size_pct; /* % of the state disk, if not 0 */
+	uint64_t max_dirty;    /* bytes; 0: half the cache size */
+	bool strict_commit;    /* COMMIT waits for the store */
 };
 
 /*

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
@@ -136,9 +137,25 @@ static uint16_t addr_port(const struct sockaddr_storage *ss)
 		       ntohs(((const struct sockaddr_in *)ss)->sin_port);
 }
 
+/* --cache-size in bytes: a percentage is of the state directory's disk. */
+static int cache_capacity(const struct config *cfg, uint64_t *out)
+{
+	struct statvfs sv;
+
+	if (!cfg->cache_size_pct) {
+		*out = cfg->cache_size;
+		return 0;
+	}
+	if (statvfs(cfg->state, &sv) < 0)
+		return -errno;
+	*out = (uint64_t)sv.f_blocks * sv.f_frsize / 100 * cfg->cache_size_pct;
+	return 0;
+}
+
 /* Open everything below the transport.  Logs what failed. */
 static int gateway_open_storage(struct gateway *gw)
 {
+	uint64_t capacity = 0;
 	char path[4096];
 	int rc;
 
@@ -170,15 +187,29 @@ static int gateway_open_storage(struct gateway *gw)
 		log_error("database %s: %s", path, strerror(-rc));
 		return rc;
 	}
+	rc = cache_capacity(&gw->cfg, &capacity);
+	if (rc) {
+		log_error("cache size of %s: %s", gw->cfg.state, strerror(-rc));
+		return rc;
+	}
 	if ((rc = state_path(gw, "cache", path, sizeof(path))) ||
-	    (rc = cache_open(&(struct cache_opts){ .dir = path,
-						   .nloops = gw->cfg.threads },
+	    (rc = cache_open(&(struct cache_opts){
+				     .dir = path,
+				     .db = gw->db,
+				     .nloops = gw->cfg.threads,
+				     .chunk_size = gw->cfg.chunk_size,
+				     .readahead = gw->cfg.readahead,
+				     .capacity = capacity },
 			     gw->store, &gw->cache))) {
 		log_error("cache %s: %s", path, strerror(-rc));
 		return rc;
 	}
 	rc = fs_open(&(struct fs_opts){ .dir_ttl_ms = gw->cfg.dir_ttl_ms,
 					.upload_delay_ms = gw->cfg.upload_delay_ms,
+					.max_dirty = gw->cfg.max_dirty ?
+							     gw->cfg.max_dirty :
+							     capacity / 2,
+					.strict_commit = gw->cfg.strict_commit,
 					.read_only = gw->cfg.read_only,
 					.default_uid = gw->cfg.default_uid,
 					.default_gid = gw->cfg.default_gid },

@@ -122,6 +122,9 @@ struct e2e_gw {
 	int threads;
 	int starts;               /* how many times it was started */
 	size_t extra_stdout;      /* bytes seen on stdout after the ready line */
+	const char *args[8];      /* more options for every start (NULL-ended;
+				     set before e2e_gw_start, which keeps them
+				     and zeroes the rest) */
 };
 
 /*
@@ -160,6 +163,10 @@ int e2e_gw_kill9(struct e2e_gw *gw);
 
 /* 1 if the process is still running, 0 if it exited (it is reaped). */
 int e2e_gw_alive(struct e2e_gw *gw);
+
+/* How many lines of the gateway's log (all runs) contain needle; -1 if
+ * the log cannot be read. */
+int e2e_gw_log_count(const struct e2e_gw *gw, const char *needle);
 
 /* Print the gateway's log on stderr (framed, with the path). */
 void e2e_gw_dump_log(const struct e2e_gw *gw);

@@ -1,7 +1,8 @@
 /*
  * Unit tests for cache/: local data I/O on loops and inline, fetches from
- * a real local-directory store, the single download per inode, errors,
+ * a real local-directory store, one download per chunk, errors,
  * attributes, durability across reopen, and the fd table's bound.
+ * (Chunk-level behaviour: test_cache_chunks.c.)
  *
  * The cache sees the store through a wrapper that counts GETs and can
  * hold them at a gate, so "one download for two readers" and "a drop
@@ -22,15 +23,18 @@
 #include <unistd.h>
 
 #include "cache/cache.h"
-#include "cache/cache_int.h" /* cache_dir_needs_sync(): the sync test */
+#include "cache/cache_int.h" /* cache_dir_needs_sync(), fetch_idle */
+#include "db/db.h"
 #include "s3/store.h"
 
 #define MIB (1u << 20)
 #define WAIT_MS 20000 /* generous: only a hang takes this long */
+#define FULL (1ull << 40) /* a fetch range past any test object's end */
 
 static char root[] = "/tmp/mapfs-test-cache-XXXXXX";
 static char cache_dir[256], store_url_buf[300];
 static struct store *inner;
+static struct db *db;
 
 /* --- a store that counts (and can hold) GETs --------------------------- */
 
@@ -153,9 +157,11 @@ static struct cache *open_cache(int nloops, unsigned ring_depth,
 				unsigned max_open)
 {
 	struct cache_opts o = { .dir = cache_dir,
+				.db = db,
 				.nloops = nloops,
 				.ring_depth = ring_depth,
-				.fetch_chunk = MIB,
+				.chunk_size = MIB,
+				.readahead = 1, /* none: GETs are counted */
 				.fetch_threads = 4,
 				.max_open = max_open };
 	struct cache *c = NULL;
@@ -207,14 +213,6 @@ static int count_entries(const char *path)
 			n++;
 	closedir(d);
 	return n;
-}
-
-static int tmp_entries(void)
-{
-	char p[300];
-
-	snprintf(p, sizeof(p), "%s/tmp", cache_dir);
-	return count_entries(p);
 }
 
 /* --- tests -------------------------------------------------------------- */
@@ -338,7 +336,7 @@ static void test_fetch_5mib(void)
 	CU_ASSERT_FATAL(store_put(inner, obj.key, data, len, NULL, NULL) == 0);
 	atomic_store(&cs.gets, 0);
 	pending = 1;
-	cache_fetch(c, -1, 50, &obj, on_done, &f);
+	cache_fetch(c, -1, 50, &obj, 0, FULL, false, on_done, &f);
 	CU_ASSERT(f.calls == 1 && f.result == 0 && f.loop == -1);
 	CU_ASSERT(atomic_load(&cs.gets) == 5); /* five 1 MiB ranges */
 	CU_ASSERT(cache_is_local(c, 50));
@@ -354,12 +352,11 @@ static void test_fetch_5mib(void)
 
 	/* Local now: completes on the loop without a GET. */
 	pending = 1;
-	cache_fetch(c, 0, 50, &obj, on_done, &f2);
+	cache_fetch(c, 0, 50, &obj, 0, FULL, false, on_done, &f2);
 	CU_ASSERT(f2.calls == 0);
 	CU_ASSERT_FATAL(run_loops(c, 1));
 	CU_ASSERT(f2.result == 0 && f2.loop == 0);
 	CU_ASSERT(atomic_load(&cs.gets) == 5);
-	CU_ASSERT(tmp_entries() == 0);
 	free(data);
 	free(back);
 	cache_close(c);
@@ -379,8 +376,8 @@ static void test_fetch_odd_size_and_empty(void)
 	CU_ASSERT_FATAL(store_put(inner, "empty", "", 0, NULL, NULL) == 0);
 	atomic_store(&cs.gets, 0);
 	pending = 2;
-	cache_fetch(c, 0, 60, &obj, on_done, &f);
-	cache_fetch(c, 0, 61, &empty, on_done, &e);
+	cache_fetch(c, 0, 60, &obj, 0, FULL, false, on_done, &f);
+	cache_fetch(c, 0, 61, &empty, 0, FULL, false, on_done, &e);
 	CU_ASSERT_FATAL(run_loops(c, 1));
 	CU_ASSERT(f.result == 0 && f.loop == 0 && e.result == 0 && e.loop == 0);
 	CU_ASSERT(atomic_load(&cs.gets) == 3); /* the empty one fetched nothing */
@@ -406,10 +403,10 @@ static void test_fetch_shared(void)
 	atomic_store(&cs.gets, 0);
 	gate_close();
 	pending = 2;
-	cache_fetch(c, 0, 70, &obj, on_done, &a);
+	cache_fetch(c, 0, 70, &obj, 0, FULL, false, on_done, &a);
 	/* The download is under way (and held): the second reader joins. */
 	CU_ASSERT_FATAL(gate_wait_entered());
-	cache_fetch(c, 1, 70, &obj, on_done, &b);
+	cache_fetch(c, 1, 70, &obj, 0, FULL, false, on_done, &b);
 	gate_open();
 	CU_ASSERT_FATAL(run_loops(c, 2));
 	CU_ASSERT(a.calls == 1 && a.result == 0 && a.loop == 0);
@@ -430,19 +427,25 @@ static void test_fetch_error(void)
 
 	gate_close();
 	pending = 2;
-	cache_fetch(c, 0, 80, &obj, on_done, &a);
+	cache_fetch(c, 0, 80, &obj, 0, FULL, false, on_done, &a);
 	CU_ASSERT_FATAL(gate_wait_entered());
-	cache_fetch(c, 1, 80, &obj, on_done, &b);
+	cache_fetch(c, 1, 80, &obj, 0, FULL, false, on_done, &b);
 	gate_open();
 	CU_ASSERT_FATAL(run_loops(c, 2));
 	CU_ASSERT(a.calls == 1 && a.result == -ENOENT && a.loop == 0);
 	CU_ASSERT(b.calls == 1 && b.result == -ENOENT && b.loop == 1);
-	CU_ASSERT(!cache_is_local(c, 80));
-	CU_ASSERT(tmp_entries() == 0);
-	/* The failed job is gone: a worker-thread fetch tries again. */
+	/* Local (an entry), but nothing of it readable. */
+	CU_ASSERT(cache_is_local(c, 80));
+	CU_ASSERT(sync_read(c, 80, 0, 8, (char[8]){ 0 }) == -ENODATA);
+	/* Once the failed chunks are free again, a worker-thread fetch
+	 * tries again (in flight, it would share their error). */
+	pthread_mutex_lock(&c->fetch_lock);
+	while (c->ntasks)
+		pthread_cond_wait(&c->fetch_idle, &c->fetch_lock);
+	pthread_mutex_unlock(&c->fetch_lock);
 	atomic_store(&cs.gets, 0);
 	pending = 1;
-	cache_fetch(c, -1, 80, &obj, on_done, &s);
+	cache_fetch(c, -1, 80, &obj, 0, FULL, false, on_done, &s);
 	CU_ASSERT(s.calls == 1 && s.result == -ENOENT);
 	CU_ASSERT(atomic_load(&cs.gets) >= 1);
 	cache_close(c);
@@ -458,14 +461,13 @@ static void test_drop_cancels_fetch(void)
 	CU_ASSERT_FATAL(store_put(inner, "stale", "stale", 5, NULL, NULL) == 0);
 	gate_close();
 	pending = 1;
-	cache_fetch(c, 0, 90, &obj, on_done, &a);
+	cache_fetch(c, 0, 90, &obj, 0, FULL, false, on_done, &a);
 	CU_ASSERT_FATAL(gate_wait_entered());
 	CU_ASSERT(cache_drop(c, 90) == 0);
 	gate_open();
 	CU_ASSERT_FATAL(run_loops(c, 1));
 	CU_ASSERT(a.calls == 1 && a.result == -EAGAIN);
 	CU_ASSERT(!cache_is_local(c, 90));
-	CU_ASSERT(tmp_entries() == 0);
 	cache_close(c);
 }
 
@@ -568,25 +570,17 @@ static void test_reopen(void)
 	struct cache *c = open_cache(1, 0, 0);
 	struct cache_obj obj = { "persist", 6 };
 	struct res f = { 0 };
-	char buf[16] = { 0 }, junk[300];
-	int fd;
+	char buf[16] = { 0 };
 
 	CU_ASSERT_FATAL(store_put(inner, "persist", "fetchd", 6, NULL, NULL) == 0);
 	CU_ASSERT_FATAL(cache_create(c, 0xabc) == 0);
 	CU_ASSERT(sync_write(c, 0xabc, 0, "written", 7, true) == 7);
 	pending = 1;
-	cache_fetch(c, -1, 0xabd, &obj, on_done, &f);
+	cache_fetch(c, -1, 0xabd, &obj, 0, FULL, false, on_done, &f);
 	CU_ASSERT(f.result == 0);
 	cache_close(c);
 
-	/* Debris of a crashed fetch is swept at open. */
-	snprintf(junk, sizeof(junk), "%s/tmp/0000000000000001.7", cache_dir);
-	fd = open(junk, O_CREAT | O_WRONLY, 0600);
-	CU_ASSERT(fd >= 0 && write(fd, "x", 1) == 1);
-	close(fd);
-
 	c = open_cache(1, 0, 0);
-	CU_ASSERT(tmp_entries() == 0);
 	CU_ASSERT(cache_is_local(c, 0xabc) && cache_is_local(c, 0xabd));
 	CU_ASSERT(sync_read(c, 0xabc, 0, sizeof(buf), buf) == 7);
 	CU_ASSERT(memcmp(buf, "written", 7) == 0);
@@ -634,6 +628,10 @@ int main(void)
 		return 1;
 	cs.base.ops = &cs_ops;
 	cs.base.url = store_url_buf;
+	snprintf(cache_dir, sizeof(cache_dir), "%s/db", root);
+	if (db_open(cache_dir, 256 << 20, 8, &db))
+		return 1;
+	snprintf(cache_dir, sizeof(cache_dir), "%s/cache/sub", root);
 
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
@@ -656,6 +654,7 @@ int main(void)
 	CU_basic_run_tests();
 	failed = CU_get_number_of_failures();
 	CU_cleanup_registry();
+	db_close(db);
 	store_close(inner);
 	if (!failed) {
 		char cmd[300];

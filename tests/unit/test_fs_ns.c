@@ -41,6 +41,12 @@ static int fx_open_fs(const struct fs_opts *o)
 	snprintf(p, sizeof(p), "%s/db", F.dir);
 	if (db_open(p, 256 << 20, 16, &F.db))
 		return -1;
+	/* The cache keeps its chunk state in the same db: it comes too. */
+	snprintf(p, sizeof(p), "%s/cache", F.dir);
+	if (cache_open(&(struct cache_opts){ .dir = p, .db = F.db,
+					     .nloops = 1 },
+		       F.st, &F.cache))
+		return -1;
 	if (fs_open(o, F.db, F.cache, F.st, &F.fs))
 		return -1;
 	return 0;
@@ -49,31 +55,29 @@ static int fx_open_fs(const struct fs_opts *o)
 static void fx_close_fs(void)
 {
 	fs_close(F.fs, false);
+	cache_close(F.cache);
 	db_close(F.db);
 	F.fs = NULL;
+	F.cache = NULL;
 	F.db = NULL;
 }
 
 /* A fresh gateway state (db, cache, store) per test. */
 static void fx_open(void)
 {
-	char p[300], url[320];
+	char url[320];
 
 	memset(&F, 0, sizeof(F));
 	snprintf(F.dir, sizeof(F.dir), "%s/%d", base, ++fx_seq);
 	CU_ASSERT_FATAL(mkdir(F.dir, 0700) == 0);
 	snprintf(url, sizeof(url), "file://%s/store", F.dir);
 	CU_ASSERT_FATAL(store_open(&(struct store_opts){ .url = url }, &F.st) == 0);
-	snprintf(p, sizeof(p), "%s/cache", F.dir);
-	CU_ASSERT_FATAL(cache_open(&(struct cache_opts){ .dir = p, .nloops = 1 },
-				   F.st, &F.cache) == 0);
 	CU_ASSERT_FATAL(fx_open_fs(&OPTS) == 0);
 }
 
 static void fx_close(void)
 {
 	fx_close_fs();
-	cache_close(F.cache);
 	store_close(F.st);
 }
 

@@ -1,0 +1,611 @@
+/*
+ * Unit tests for fs/'s write-back over the chunked cache: a 200 MiB file
+ * goes up as a multipart upload; a small change to a big object keeps
+ * the unchanged parts with UploadPartCopy (and falls back to sending
+ * them where the store says -ENOTSUP); a write to a big object that is
+ * not local fetches only the chunk it covers in part; dirty data past
+ * max_dirty, or with the store unreachable, answers -EAGAIN; a multipart upload cut short is aborted
+ * at the next start; with strict_commit, COMMIT answers once the object
+ * is in the store.  The store is the local-directory backend
+ * behind a wrapper that counts GETs, parts and part-copies.
+ */
+#include <CUnit/Basic.h>
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache/cache.h"
+#include "db/db.h"
+#include "fs/fs.h"
+#include "s3/store.h"
+
+#define MIB (1u << 20)
+
+static char base[] = "/tmp/mapfs-test-upload-XXXXXX";
+static int seq;
+static struct store *inner;
+static struct db *db;
+static struct cache *cache;
+static struct fs *fs;
+static const struct fs_ctx ROOT = { .loop = -1 };
+
+/* --- a store that counts what the uploader asks of it ------------------- */
+
+static struct {
+	struct store base;
+	atomic_int gets, parts, copies, puts;
+	bool no_part_copy;
+	bool fail_mpu; /* complete and abort answer -EAGAIN (a crash) */
+	bool down;     /* every PUT answers -EAGAIN (store unreachable) */
+} cs;
+
+static int c_head(struct store *s, const char *k, struct store_info *o)
+{
+	(void)s;
+	return store_head(inner, k, o);
+}
+
+static int c_get(struct store *s, const char *k, uint64_t off, size_t len,
+		 void *buf, size_t *got)
+{
+	(void)s;
+	atomic_fetch_add(&cs.gets, 1);
+	return store_get(inner, k, off, len, buf, got);
+}
+
+static int c_put(struct store *s, const char *k, const void *b, size_t n,
+		 const struct store_meta *m, struct store_info *o)
+{
+	(void)s;
+	if (cs.down)
+		return -EAGAIN;
+	return store_put(inner, k, b, n, m, o);
+}
+
+static int c_put_fd(struct store *s, const char *k, int fd, uint64_t n,
+		    const struct store_meta *m, struct store_info *o)
+{
+	(void)s;
+	atomic_fetch_add(&cs.puts, 1);
+	if (cs.down)
+		return -EAGAIN;
+	return store_put_fd(inner, k, fd, n, m, o);
+}
+
+static int c_mpu_create(struct store *s, const char *k,
+			const struct store_meta *m, char **id)
+{
+	(void)s;
+	return store_mpu_create(inner, k, m, id);
+}
+
+static int c_mpu_part(struct store *s, const char *k, const char *id, int n,
+		      int fd, uint64_t off, uint64_t len,
+		      char etag[STORE_ETAG_MAX])
+{
+	(void)s;
+	atomic_fetch_add(&cs.parts, 1);
+	return store_mpu_part(inner, k, id, n, fd, off, len, etag);
+}
+
+static int c_mpu_part_copy(struct store *s, const char *k, const char *id,
+			   int n, const char *src, uint64_t off, uint64_t len,
+			   char etag[STORE_ETAG_MAX])
+{
+	(void)s;
+	if (cs.no_part_copy)
+		return -ENOTSUP;
+	atomic_fetch_add(&cs.copies, 1);
+	return store_mpu_part_copy(inner, k, id, n, src, off, len, etag);
+}
+
+static int c_mpu_complete(struct store *s, const char *k, const char *id,
+			  int n, char (*etags)[STORE_ETAG_MAX],
+			  struct store_info *o)
+{
+	(void)s;
+	if (cs.fail_mpu)
+		return -EAGAIN;
+	return store_mpu_complete(inner, k, id, n, etags, o);
+}
+
+static int c_mpu_abort(struct store *s, const char *k, const char *id)
+{
+	(void)s;
+	if (cs.fail_mpu)
+		return -EAGAIN;
+	return store_mpu_abort(inner, k, id);
+}
+
+static int c_list(struct store *s, const char *p, char d, const char *t,
+		  unsigned max, struct store_page *o)
+{
+	(void)s;
+	return store_list(inner, p, d, t, max, o);
+}
+
+static int c_copy(struct store *s, const char *a, const char *b,
+		  const struct store_meta *m, struct store_info *o)
+{
+	(void)s;
+	return store_copy(inner, a, b, m, o);
+}
+
+static int c_del(struct store *s, const char *k)
+{
+	(void)s;
+	return store_delete(inner, k);
+}
+
+static int c_del_many(struct store *s, const char *const *k, size_t n)
+{
+	(void)s;
+	return store_delete_many(inner, k, n);
+}
+
+static void c_close(struct store *s)
+{
+	(void)s;
+}
+
+static const struct store_ops c_ops = {
+	.scheme = "count", .close = c_close, .head = c_head, .get = c_get,
+	.put = c_put, .put_fd = c_put_fd, .mpu_create = c_mpu_create,
+	.mpu_part = c_mpu_part, .mpu_part_copy = c_mpu_part_copy,
+	.mpu_complete = c_mpu_complete, .mpu_abort = c_mpu_abort,
+	.list = c_list, .copy = c_copy, .del = c_del, .del_many = c_del_many,
+};
+
+static void counts_reset(void)
+{
+	atomic_store(&cs.gets, 0);
+	atomic_store(&cs.parts, 0);
+	atomic_store(&cs.copies, 0);
+	atomic_store(&cs.puts, 0);
+}
+
+/* --- a fresh gateway state per test ------------------------------------- */
+
+static char fx_dir[300];
+static bool strict; /* the next fs_start's strict_commit */
+
+static int fs_start(uint64_t max_dirty)
+{
+	return fs_open(&(struct fs_opts){ .dir_ttl_ms = 60000,
+					  .upload_delay_ms = 3600000,
+					  .max_dirty = max_dirty,
+					  .strict_commit = strict },
+		       db, cache, &cs.base, &fs);
+}
+
+static void fx_open(uint64_t max_dirty)
+{
+	char *dir = fx_dir, p[340];
+
+	snprintf(fx_dir, sizeof(fx_dir), "%s/%d", base, ++seq);
+	CU_ASSERT_FATAL(mkdir(dir, 0700) == 0);
+	snprintf(p, sizeof(p), "file://%s/store", dir);
+	CU_ASSERT_FATAL(store_open(&(struct store_opts){ .url = p }, &inner) ==
+			0);
+	cs.base.ops = &c_ops;
+	cs.base.url = "count://";
+	snprintf(p, sizeof(p), "%s/db", dir);
+	CU_ASSERT_FATAL(db_open(p, 256 << 20, 16, &db) == 0);
+	snprintf(p, sizeof(p), "%s/cache", dir);
+	CU_ASSERT_FATAL(cache_open(&(struct cache_opts){ .dir = p, .db = db,
+							 .nloops = 1,
+							 .readahead = 1 },
+				   &cs.base, &cache) == 0);
+	CU_ASSERT_FATAL(fs_start(max_dirty) == 0);
+	cs.no_part_copy = cs.fail_mpu = cs.down = false;
+}
+
+static void fx_close(void)
+{
+	fs_close(fs, false);
+	cache_close(cache);
+	db_close(db);
+	store_close(inner);
+}
+
+struct wait {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	bool done;
+	int err;
+};
+
+static void w_done(void *p, int err)
+{
+	struct wait *w = p;
+
+	pthread_mutex_lock(&w->m);
+	w->err = err;
+	w->done = true;
+	pthread_cond_broadcast(&w->c);
+	pthread_mutex_unlock(&w->m);
+}
+
+static int w_wait(struct wait *w)
+{
+	pthread_mutex_lock(&w->m);
+	while (!w->done)
+		pthread_cond_wait(&w->c, &w->m);
+	pthread_mutex_unlock(&w->m);
+	return w->err;
+}
+
+#define WAIT_INIT { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0 }
+
+static int do_write(uint64_t ino, uint64_t off, const void *buf, size_t len)
+{
+	struct wait w = WAIT_INIT;
+	enum fs_stable committed;
+	struct fs_wcc wcc;
+
+	fs_write(fs, &ROOT, ino, off, buf, len, FS_UNSTABLE, &committed, &wcc,
+		 w_done, &w);
+	return w_wait(&w);
+}
+
+static int do_create(const char *name, uint64_t *ino)
+{
+	static const uint8_t zero[8];
+	struct wait w = WAIT_INIT;
+	struct fs_sattr sa = { 0 };
+	struct fs_wcc wcc;
+	struct fs_attr a;
+
+	fs_create(fs, &ROOT, FS_ROOT_INO, name, FS_CREATE_GUARDED, &sa, zero,
+		  ino, &a, &wcc, w_done, &w);
+	return w_wait(&w);
+}
+
+static int do_lookup(const char *name, uint64_t *ino)
+{
+	struct wait w = WAIT_INIT;
+
+	fs_revalidate(fs, &ROOT, FS_ROOT_INO, true, w_done, &w);
+	if (w_wait(&w))
+		return -EIO;
+	return fs_lookup(fs, &ROOT, FS_ROOT_INO, name, ino, NULL);
+}
+
+static void fill(uint8_t *buf, size_t len, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++) {
+		seed = seed * 1103515245u + 12345u;
+		buf[i] = (uint8_t)(seed >> 16);
+	}
+}
+
+/* MiB i of the test pattern. */
+static void pattern(uint8_t *buf, uint64_t i)
+{
+	fill(buf, MIB, 77 + (unsigned)i);
+}
+
+/* Put an object of n MiB of the pattern straight into the store. */
+static void put_pattern(const char *key, unsigned n)
+{
+	char path[300];
+	uint8_t *buf = malloc(MIB);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/obj.tmp", base);
+	f = fopen(path, "w+");
+	CU_ASSERT_FATAL(f && buf);
+	for (unsigned i = 0; i < n; i++) {
+		pattern(buf, i);
+		CU_ASSERT_FATAL(fwrite(buf, 1, MIB, f) == MIB);
+	}
+	fflush(f);
+	CU_ASSERT_FATAL(store_put_fd(inner, key, fileno(f), (uint64_t)n * MIB,
+				     NULL, NULL) == 0);
+	fclose(f);
+	unlink(path);
+	free(buf);
+}
+
+/*
+ * The store's object is n MiB of the pattern, except len bytes of byte
+ * value patch at off (len 0: none).
+ */
+static bool store_matches(const char *key, unsigned n, uint64_t off,
+			  size_t len, uint8_t patch)
+{
+	uint8_t *want = malloc(MIB), *got = malloc(MIB);
+	struct store_info info;
+	bool ok = store_head(inner, key, &info) == 0 &&
+		  info.size == (uint64_t)n * MIB;
+
+	for (unsigned i = 0; ok && i < n; i++) {
+		uint64_t lo = (uint64_t)i * MIB;
+		size_t g = 0;
+
+		pattern(want, i);
+		for (uint64_t b = off; b < off + len; b++)
+			if (b >= lo && b < lo + MIB)
+				want[b - lo] = patch;
+		ok = store_get(inner, key, lo, MIB, got, &g) == 0 && g == MIB &&
+		     memcmp(want, got, MIB) == 0;
+	}
+	free(want);
+	free(got);
+	return ok;
+}
+
+/* --- tests -------------------------------------------------------------- */
+
+/* A 200 MiB file written through fs/ goes up in 13 parts of 16 MiB. */
+static void test_multipart_200mib(void)
+{
+	uint8_t *buf = malloc(MIB);
+	uint64_t ino;
+
+	fx_open(0);
+	CU_ASSERT_FATAL(do_create("two-hundred", &ino) == 0);
+	for (unsigned i = 0; i < 200; i++) {
+		pattern(buf, i);
+		CU_ASSERT_FATAL(do_write(ino, (uint64_t)i * MIB, buf, MIB) == 0);
+	}
+	counts_reset();
+	CU_ASSERT(fs_flush(fs) == 0);
+	CU_ASSERT(atomic_load(&cs.parts) == 13);
+	CU_ASSERT(atomic_load(&cs.copies) == 0); /* nothing old to copy */
+	CU_ASSERT(atomic_load(&cs.gets) == 0);   /* all of it was local */
+	CU_ASSERT(store_matches("two-hundred", 200, 0, 0, 0));
+	free(buf);
+	fx_close();
+}
+
+/* 4 KiB changed in a 200 MiB object: one part sent, twelve copied. */
+static void test_part_copy(void)
+{
+	uint8_t patch[4096];
+	uint64_t ino, off = 100ull * MIB + 12345;
+
+	fx_open(0);
+	put_pattern("big", 200);
+	CU_ASSERT_FATAL(do_lookup("big", &ino) == 0);
+	memset(patch, 0xee, sizeof(patch));
+	counts_reset();
+	CU_ASSERT_FATAL(do_write(ino, off, patch, sizeof(patch)) == 0);
+	/* Not local before: only the chunk the write covers in part. */
+	CU_ASSERT(atomic_load(&cs.gets) == 1);
+	CU_ASSERT(fs_flush(fs) == 0);
+	CU_ASSERT(atomic_load(&cs.copies) == 12);
+	CU_ASSERT(atomic_load(&cs.parts) == 1);
+	/* The part sent (96..112 MiB) needed its other 15 chunks. */
+	CU_ASSERT(atomic_load(&cs.gets) == 16);
+	CU_ASSERT(store_matches("big", 200, off, sizeof(patch), 0xee));
+	fx_close();
+}
+
+/* A store without part-copy: the unchanged parts are sent instead. */
+static void test_part_copy_fallback(void)
+{
+	uint8_t patch[100];
+	uint64_t ino;
+
+	fx_open(0);
+	put_pattern("nocopy", 80);
+	CU_ASSERT_FATAL(do_lookup("nocopy", &ino) == 0);
+	memset(patch, 0x11, sizeof(patch));
+	CU_ASSERT_FATAL(do_write(ino, 5 * MIB, patch, sizeof(patch)) == 0);
+	cs.no_part_copy = true;
+	counts_reset();
+	CU_ASSERT(fs_flush(fs) == 0);
+	CU_ASSERT(atomic_load(&cs.copies) == 0);
+	CU_ASSERT(atomic_load(&cs.parts) == 5);
+	CU_ASSERT(store_matches("nocopy", 80, 5 * MIB, sizeof(patch), 0x11));
+	fx_close();
+}
+
+/* Past max_dirty, WRITE and CREATE answer -EAGAIN until a flush. */
+static void test_max_dirty(void)
+{
+	uint8_t *buf = calloc(1, MIB);
+	uint64_t ino, ino2;
+	int rc = 0;
+	unsigned i;
+
+	fx_open(8 * MIB);
+	CU_ASSERT_FATAL(do_create("dirty", &ino) == 0);
+	for (i = 0; i < 32 && !rc; i++)
+		rc = do_write(ino, (uint64_t)i * MIB, buf, MIB);
+	/* 8 MiB in, then refused (later only if the syncer freed some). */
+	CU_ASSERT(rc == -EAGAIN && i >= 9);
+	CU_ASSERT(do_create("more", &ino2) == -EAGAIN);
+	CU_ASSERT(fs_flush(fs) == 0);
+	CU_ASSERT(do_write(ino, 8ull * MIB, buf, MIB) == 0);
+	CU_ASSERT(do_create("more", &ino2) == 0);
+	free(buf);
+	fx_close();
+}
+
+/* Multipart uploads in the file store's staging area. */
+static int mpu_pending(void)
+{
+	char p[400];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	snprintf(p, sizeof(p), "%s/store/.mapfs-mpu", fx_dir);
+	d = opendir(p);
+	if (!d)
+		return 0;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* An upload cut short (neither completed nor aborted) is aborted at the
+ * next start, and the file still goes up. */
+static void test_mpu_recover(void)
+{
+	uint8_t *buf = malloc(MIB);
+	uint64_t ino;
+
+	fx_open(0);
+	CU_ASSERT_FATAL(do_create("cut-short", &ino) == 0);
+	for (unsigned i = 0; i < 70; i++) {
+		pattern(buf, i);
+		CU_ASSERT_FATAL(do_write(ino, (uint64_t)i * MIB, buf, MIB) == 0);
+	}
+	cs.fail_mpu = true;
+	CU_ASSERT(fs_flush(fs) == -EAGAIN);
+	CU_ASSERT(mpu_pending() > 0);
+	fs_close(fs, false);
+	cs.fail_mpu = false;
+	CU_ASSERT_FATAL(fs_start(0) == 0);
+	CU_ASSERT(fs_flush(fs) == 0);
+	/* The syncer aborts them as it starts, on its own thread. */
+	for (int i = 0; i < 1000 && mpu_pending(); i++)
+		usleep(10000);
+	CU_ASSERT(mpu_pending() == 0);
+	CU_ASSERT(store_matches("cut-short", 70, 0, 0, 0));
+	free(buf);
+	fx_close();
+}
+
+static int do_commit(uint64_t ino)
+{
+	struct wait w = WAIT_INIT;
+	struct fs_wcc wcc;
+
+	fs_commit(fs, &ROOT, ino, &wcc, w_done, &w);
+	return w_wait(&w);
+}
+
+/* --strict-commit: once COMMIT answers, the object is in the store
+ * (the upload delay of an hour would keep it out otherwise). */
+static void test_strict_commit(void)
+{
+	uint8_t *buf = malloc(MIB);
+	struct store_info info;
+	uint64_t ino, ino2;
+
+	strict = true;
+	fx_open(0);
+	strict = false;
+	CU_ASSERT_FATAL(do_create("strict", &ino) == 0);
+	for (unsigned i = 0; i < 3; i++) {
+		pattern(buf, i);
+		CU_ASSERT_FATAL(do_write(ino, (uint64_t)i * MIB, buf, MIB) == 0);
+	}
+	CU_ASSERT(store_head(inner, "strict", &info) == -ENOENT);
+	CU_ASSERT(do_commit(ino) == 0);
+	CU_ASSERT(store_matches("strict", 3, 0, 0, 0));
+	/* An empty new file: its (empty) object too. */
+	CU_ASSERT_FATAL(do_create("empty", &ino2) == 0);
+	CU_ASSERT(do_commit(ino2) == 0);
+	CU_ASSERT(store_head(inner, "empty", &info) == 0 && info.size == 0);
+	free(buf);
+	fx_close();
+}
+
+/* The store unreachable: new data gets -EAGAIN until it is back. */
+static void test_store_down(void)
+{
+	uint64_t ino, ino2;
+
+	fx_open(0);
+	CU_ASSERT_FATAL(do_create("before", &ino) == 0);
+	CU_ASSERT(do_write(ino, 0, "x", 1) == 0);
+	cs.down = true;
+	CU_ASSERT(fs_flush(fs) == -EAGAIN);
+	CU_ASSERT(do_write(ino, 1, "y", 1) == -EAGAIN);
+	CU_ASSERT(do_create("during", &ino2) == -EAGAIN);
+	cs.down = false;
+	CU_ASSERT(fs_flush(fs) == 0);
+	CU_ASSERT(do_write(ino, 1, "y", 1) == 0);
+	CU_ASSERT(do_create("during", &ino2) == 0);
+	fx_close();
+}
+
+static int do_rename(const char *from, const char *to)
+{
+	struct wait w = WAIT_INIT;
+	struct fs_wcc a, b;
+
+	fs_rename(fs, &ROOT, FS_ROOT_INO, from, FS_ROOT_INO, to, &a, &b,
+		  w_done, &w);
+	return w_wait(&w);
+}
+
+static int do_read(uint64_t ino, uint64_t off, size_t len, void *buf,
+		   size_t *n)
+{
+	struct wait w = WAIT_INIT;
+	struct fs_attr a;
+	bool eof;
+
+	fs_read(fs, &ROOT, ino, off, len, buf, n, &eof, &a, w_done, &w);
+	return w_wait(&w);
+}
+
+/* A file partly local, renamed: its other chunks are at the old key
+ * until the COPY runs; a READ meanwhile is retried, never NOENT. */
+static void test_rename_partial(void)
+{
+	uint8_t *want = malloc(MIB), *got = malloc(MIB);
+	uint64_t ino;
+	size_t n = 0;
+	int rc;
+
+	fx_open(0);
+	put_pattern("old-name", 4);
+	CU_ASSERT_FATAL(do_lookup("old-name", &ino) == 0);
+	CU_ASSERT_FATAL(do_write(ino, 0, "abc", 3) == 0);
+	CU_ASSERT_FATAL(do_rename("old-name", "new-name") == 0);
+	rc = do_read(ino, 2 * MIB, MIB, got, &n);
+	CU_ASSERT(rc == 0 || rc == -EAGAIN);
+	CU_ASSERT(fs_flush(fs) == 0);
+	CU_ASSERT(do_read(ino, 2 * MIB, MIB, got, &n) == 0 && n == MIB);
+	pattern(want, 2);
+	CU_ASSERT(memcmp(want, got, MIB) == 0);
+	free(want);
+	free(got);
+	fx_close();
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned failed;
+
+	if (!mkdtemp(base))
+		return 1;
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("fs_upload", NULL, NULL);
+	CU_add_test(s, "multipart_200mib", test_multipart_200mib);
+	CU_add_test(s, "part_copy", test_part_copy);
+	CU_add_test(s, "part_copy_fallback", test_part_copy_fallback);
+	CU_add_test(s, "max_dirty", test_max_dirty);
+	CU_add_test(s, "mpu_recover", test_mpu_recover);
+	CU_add_test(s, "strict_commit", test_strict_commit);
+	CU_add_test(s, "store_down", test_store_down);
+	CU_add_test(s, "rename_partial", test_rename_partial);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failed = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	if (!failed) {
+		char cmd[300];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
+		if (system(cmd) != 0)
+			return 1;
+	}
+	return failed ? 1 : 0;
+}
