@@ -130,6 +130,9 @@ struct fs_statfs {
 
 struct fs_opts {
 	uint32_t dir_ttl_ms;    /* listing revalidation against the store */
+	uint32_t attr_ttl_ms;   /* how long a clean object's attributes are
+				   trusted before its directory is listed
+				   again (0: as long as dir_ttl_ms) */
 	uint32_t upload_delay_ms; /* quiet time before a dirty file is uploaded */
 	uint32_t default_uid, default_gid; /* for objects without metadata */
 	uint64_t max_dirty;     /* dirty cache bytes past which WRITE and
@@ -164,6 +167,16 @@ int fs_getattr(struct fs *fs, uint64_t ino, struct fs_attr *out);
  */
 void fs_revalidate(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 		   bool force, fs_done_fn done, void *arg);
+
+/*
+ * Refresh ino's attributes from the store if they are older than the
+ * attribute TTL: the parent directory is listed again (one listing
+ * refreshes every entry in it).  Local data (dirty, or not yet in the
+ * store) is the authority and is never refreshed.  done(arg, 0 or
+ * -errno); fresh attributes complete inline.
+ */
+void fs_revalidate_attr(struct fs *fs, const struct fs_ctx *ctx,
+			uint64_t ino, fs_done_fn done, void *arg);
 
 /*
  * Look name up in dir ("." and ".." included; ".." of the root is the

@@ -22,6 +22,7 @@ struct config {
 	bool foreground;
 	char *log_level;
 	uint32_t dir_ttl_ms;
+	uint32_t attr_ttl_ms;
 	uint32_t upload_delay_ms;
 	bool read_only;
 	char *s3_endpoint;   /* custom endpoint (MinIO, Ceph RGW, R2, s3rver) */

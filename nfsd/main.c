@@ -205,6 +205,7 @@ static int gateway_open_storage(struct gateway *gw)
 		return rc;
 	}
 	rc = fs_open(&(struct fs_opts){ .dir_ttl_ms = gw->cfg.dir_ttl_ms,
+					.attr_ttl_ms = gw->cfg.attr_ttl_ms,
 					.upload_delay_ms = gw->cfg.upload_delay_ms,
 					.max_dirty = gw->cfg.max_dirty ?
 							     gw->cfg.max_dirty :

@@ -135,6 +135,15 @@ size_t nfs3_xdr_dirinfo_size(size_t namelen);
 
 /* --- per-call state of the asynchronous procedures ------------------- */
 
+struct nfs3_getattr_call {
+	GETATTR3res res; /* first: see the top of this file */
+	struct rpc_call *call;
+	struct nfsd *n;
+	struct nfs3_export exp;
+	struct fs_ctx ctx;
+	uint64_t ino;
+};
+
 struct nfs3_setattr_call {
 	SETATTR3res res; /* first: see the top of this file */
 	struct rpc_call *call;

@@ -47,7 +47,7 @@ static const struct rpc_proc nfs3_procs[] = {
 		.decode = (xdrproc_t)xdr_GETATTR3args,
 		.args_size = sizeof(GETATTR3args),
 		.encode = (xdrproc_t)xdr_GETATTR3res,
-		.res_size = sizeof(GETATTR3res),
+		.res_size = sizeof(struct nfs3_getattr_call),
 		.handler = nfs3_proc_getattr,
 		.flags = RPC_PROC_IDEMPOTENT,
 	},

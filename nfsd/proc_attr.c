@@ -4,21 +4,46 @@
 #include "nfsd/nfs3_internal.h"
 
 /* GETATTR: the attributes the handle check just read are the answer. */
+static void getattr_revalidated(void *arg, int err)
+{
+	struct nfs3_getattr_call *st = arg;
+	struct fs_attr attr;
+
+	/*
+	 * The store cannot be asked (JUKEBOX) or the object went away out of
+	 * band (STALE): either is the honest answer.  Re-verify the handle
+	 * so a removed inode answers STALE, as any later call would.
+	 */
+	if (!err)
+		err = fs_getattr(st->n->fs, st->ino, &attr);
+	st->res.status = nfs3_status(err);
+	if (st->res.status == NFS3_OK)
+		nfs3_fattr(st->n, &attr,
+			   &st->res.GETATTR3res_u.resok.obj_attributes);
+	rpc_call_done(st->call);
+}
+
+/*
+ * GETATTR.  Attributes of an object that is only in the store are
+ * trusted for the attribute TTL; past it the parent is listed again, so
+ * a change made by another S3 client shows (--attr-ttl).
+ */
 void nfs3_proc_getattr(struct rpc_call *call, void *argp, void *resp)
 {
-	struct nfsd *n = rpc_call_ctx(call);
+	struct nfs3_getattr_call *st = resp;
 	GETATTR3args *args = argp;
-	GETATTR3res *res = resp;
-	struct nfs3_export exp;
 	struct fs_attr attr;
-	struct fs_ctx ctx;
-	uint64_t ino;
 
-	res->status = nfs3_fh_verify(call, &args->object, &exp, &ctx, &ino,
-				     &attr);
-	if (res->status == NFS3_OK)
-		nfs3_fattr(n, &attr, &res->GETATTR3res_u.resok.obj_attributes);
-	rpc_call_done(call);
+	st->call = call;
+	st->n = rpc_call_ctx(call);
+	st->res.status = nfs3_fh_verify(call, &args->object, &st->exp,
+					&st->ctx, &st->ino, &attr);
+	if (st->res.status != NFS3_OK) {
+		rpc_call_done(call);
+		return;
+	}
+	fs_revalidate_attr(st->n->fs, &st->ctx, st->ino, getattr_revalidated,
+			   st);
 }
 
 static void setattr_finish(struct nfs3_setattr_call *st, nfsstat3 status)
