@@ -172,11 +172,13 @@ void fs_revalidate(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
  * Refresh ino's attributes from the store if they are older than the
  * attribute TTL: the parent directory is listed again (one listing
  * refreshes every entry in it).  Local data (dirty, or not yet in the
- * store) is the authority and is never refreshed.  done(arg, 0 or
- * -errno); fresh attributes complete inline.
+ * store) is the authority and is never refreshed.  Returns 0 when the
+ * attributes are fresh (done is not called: the hot path stays inline),
+ * 1 when a refresh was started (done(arg, 0 or -errno) runs once, later
+ * or already), or -errno.
  */
-void fs_revalidate_attr(struct fs *fs, const struct fs_ctx *ctx,
-			uint64_t ino, fs_done_fn done, void *arg);
+int fs_revalidate_attr(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
+		       fs_done_fn done, void *arg);
 
 /*
  * Look name up in dir ("." and ".." included; ".." of the root is the

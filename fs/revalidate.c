@@ -474,8 +474,8 @@ void fs_revalidate(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 }
 
 /* See fs.h. */
-void fs_revalidate_attr(struct fs *fs, const struct fs_ctx *ctx,
-			uint64_t ino, fs_done_fn done, void *arg)
+int fs_revalidate_attr(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
+		       fs_done_fn done, void *arg)
 {
 	uint32_t ttl = fs->opts.attr_ttl_ms ? fs->opts.attr_ttl_ms
 					    : fs->opts.dir_ttl_ms;
@@ -485,20 +485,17 @@ void fs_revalidate_attr(struct fs *fs, const struct fs_ctx *ctx,
 	int rc;
 
 	rc = db_read_begin(fs->db, &txn);
-	if (rc) {
-		done(arg, rc);
-		return;
-	}
+	if (rc)
+		return rc;
 	rc = fs_inode_get(fs, txn, ino, &in);
 	if (!rc && ino != FS_ROOT_INO && !(in.flags & FS_F_DIRTY) &&
 	    (in.flags & FS_F_IN_STORE) &&
 	    fs_inode_get(fs, txn, in.parent, &parent) == 0)
 		stale = parent.listed_at_ms + ttl <= fs_now_ms();
 	db_read_end(fs->db, txn);
-	if (rc || !stale) {
-		done(arg, rc);
-		return;
-	}
+	if (rc || !stale)
+		return rc;
 	/* Forced: the attribute TTL may be shorter than the listing's. */
 	fs_revalidate(fs, ctx, in.parent, true, done, arg);
+	return 1;
 }

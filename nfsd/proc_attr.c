@@ -4,23 +4,29 @@
 #include "nfsd/nfs3_internal.h"
 
 /* GETATTR: the attributes the handle check just read are the answer. */
+static void getattr_reply(struct nfs3_getattr_call *st, int err,
+			  const struct fs_attr *attr)
+{
+	st->res.status = nfs3_status(err);
+	if (st->res.status == NFS3_OK)
+		nfs3_fattr(st->n, attr,
+			   &st->res.GETATTR3res_u.resok.obj_attributes);
+	rpc_call_done(st->call);
+}
+
+/*
+ * After a listing: the store could not be asked (JUKEBOX), or read the
+ * attributes again (a file removed out of band answers STALE, as any
+ * later call would).
+ */
 static void getattr_revalidated(void *arg, int err)
 {
 	struct nfs3_getattr_call *st = arg;
 	struct fs_attr attr;
 
-	/*
-	 * The store cannot be asked (JUKEBOX) or the object went away out of
-	 * band (STALE): either is the honest answer.  Re-verify the handle
-	 * so a removed inode answers STALE, as any later call would.
-	 */
 	if (!err)
 		err = fs_getattr(st->n->fs, st->ino, &attr);
-	st->res.status = nfs3_status(err);
-	if (st->res.status == NFS3_OK)
-		nfs3_fattr(st->n, &attr,
-			   &st->res.GETATTR3res_u.resok.obj_attributes);
-	rpc_call_done(st->call);
+	getattr_reply(st, err, &attr);
 }
 
 /*
@@ -33,6 +39,7 @@ void nfs3_proc_getattr(struct rpc_call *call, void *argp, void *resp)
 	struct nfs3_getattr_call *st = resp;
 	GETATTR3args *args = argp;
 	struct fs_attr attr;
+	int rc;
 
 	st->call = call;
 	st->n = rpc_call_ctx(call);
@@ -42,8 +49,10 @@ void nfs3_proc_getattr(struct rpc_call *call, void *argp, void *resp)
 		rpc_call_done(call);
 		return;
 	}
-	fs_revalidate_attr(st->n->fs, &st->ctx, st->ino, getattr_revalidated,
-			   st);
+	rc = fs_revalidate_attr(st->n->fs, &st->ctx, st->ino,
+				getattr_revalidated, st);
+	if (rc <= 0)
+		getattr_reply(st, rc, &attr); /* fresh: no second read */
 }
 
 static void setattr_finish(struct nfs3_setattr_call *st, nfsstat3 status)
