@@ -765,8 +765,6 @@ static void gw_cmdline(struct e2e_gw *gw, const char *bin, struct strv *argv,
 	}
 	for (int i = 0; gw->opts.extra_args && gw->opts.extra_args[i]; i++)
 		strv_add(argv, "%s", gw->opts.extra_args[i]);
-	for (int i = 0; i < 8 && gw->args[i]; i++)
-		strv_add(argv, "%s", gw->args[i]);
 	env_base(env, s3 != NULL);
 	if (s3) {
 		strv_add(env, "AWS_ACCESS_KEY_ID=%s",
@@ -914,12 +912,8 @@ int e2e_gw_start_opts(struct e2e_gw *gw, const struct e2e_gw_opts *o)
 {
 	static unsigned seq;
 	const struct e2e_s3 *s3 = NULL;
-	const char *args[8];
 
-	/* gw->args are set by the caller before the start and kept. */
-	memcpy(args, gw->args, sizeof(args));
 	memset(gw, 0, sizeof(*gw));
-	memcpy(gw->args, args, sizeof(args));
 	gw->out_fd = -1;
 	gw->exit_status = -1;
 	if (o)

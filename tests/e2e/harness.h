@@ -122,9 +122,6 @@ struct e2e_gw {
 	int threads;
 	int starts;               /* how many times it was started */
 	size_t extra_stdout;      /* bytes seen on stdout after the ready line */
-	const char *args[8];      /* more options for every start (NULL-ended;
-				     set before e2e_gw_start, which keeps them
-				     and zeroes the rest) */
 };
 
 /*

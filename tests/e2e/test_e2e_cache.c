@@ -167,14 +167,15 @@ static unsigned long peak_rss_kib(pid_t pid)
 static void test_cold_warm_256mib(void)
 {
 	const uint64_t size = 256ull * MIB;
-	struct e2e_gw gw = { .args = { "--log-level", "debug" } };
+	static const char *const gw_args[] = { "--log-level", "debug", NULL };
+	struct e2e_gw gw;
 	struct nfs_context *nfs;
 	char path[E2E_PATH_MAX + 16];
 	unsigned long rss;
 	uint64_t t0;
 	int cold, warm;
 
-	E2E_REQUIRE(e2e_gw_start(&gw, 2) == 0, "start the gateway");
+	E2E_REQUIRE(e2e_gw_start_args(&gw, 2, gw_args) == 0, "start the gateway");
 	snprintf(path, sizeof(path), "%s/big256.bin", gw.store);
 	write_plain(path, 1, size);
 	nfs = e2e_nfs_mount(&gw);
@@ -216,14 +217,15 @@ static void test_cold_warm_256mib(void)
 static void test_du_under_limit(void)
 {
 	const uint64_t cap = 32ull * MIB, size = 3 * cap;
-	struct e2e_gw gw = { .args = { "--cache-size", "32M" } };
+	static const char *const gw_args[] = { "--cache-size", "32M", NULL };
+	struct e2e_gw gw;
 	char path[E2E_PATH_MAX + 16], cdir[E2E_PATH_MAX + 16];
 	uint8_t *want = malloc(MIB), *got = malloc(MIB);
 	struct nfs_context *nfs;
 	struct nfsfh *fh = NULL;
 	uint64_t worst = 0;
 
-	E2E_REQUIRE(e2e_gw_start(&gw, 2) == 0, "start the gateway");
+	E2E_REQUIRE(e2e_gw_start_args(&gw, 2, gw_args) == 0, "start the gateway");
 	snprintf(path, sizeof(path), "%s/three-x.bin", gw.store);
 	snprintf(cdir, sizeof(cdir), "%s/cache", gw.state);
 	write_plain(path, 2, size);
@@ -375,14 +377,15 @@ static void writer_child(const struct e2e_gw *gw, int round, int first,
 
 static void test_kill9_loop(void)
 {
-	struct e2e_gw gw = { .args = { "--upload-delay", "0" } };
+	static const char *const gw_args[] = { "--upload-delay", "0", NULL };
+	struct e2e_gw gw;
 	unsigned rnd = (unsigned)e2e_now_ms();
 	struct nfs_context *nfs;
 	int bad = 0;
 	uint64_t t0;
 
 	fprintf(stderr, "  seed %u\n", rnd);
-	E2E_REQUIRE(e2e_gw_start(&gw, 2) == 0, "start the gateway");
+	E2E_REQUIRE(e2e_gw_start_args(&gw, 2, gw_args) == 0, "start the gateway");
 	for (int round = 0; round < ROUNDS; round++) {
 		struct killer k = { .delay_ms = 50 + rand_r(&rnd) % 700 };
 		struct file_rec f;
