@@ -60,6 +60,10 @@
 #define XA_SYMLINK "user.mapfs.symlink"
 #define XA_MPU_KEY "user.mapfs.mpu-key"
 #define XA_PROBE "user.mapfs.probe"
+/* On a directory made by a "dir/" PUT: an explicit marker, kept when
+ * emptied.  Directories made only as parents are prefixes and go with
+ * their last key, as on S3. */
+#define XA_MARKER "user.mapfs.marker"
 
 struct store_file {
 	struct store base;
@@ -568,6 +572,8 @@ static int marker_put(struct store_file *sf, const struct keypath *kp,
 	if (err)
 		return err;
 	err = meta_write(fd, meta);
+	if (!err)
+		err = xattr_store(fd, XA_MARKER, "1");
 	if (!err && fsync(fd))
 		err = -errno;
 	if (!err && out) {
@@ -860,10 +866,43 @@ out_close_src:
 }
 
 /*
+ * After key went: remove the directories above it that are only
+ * prefixes (no XA_MARKER) and now empty, deepest first, as S3 forgets a
+ * prefix with its last key.  Best effort: a directory that is not empty,
+ * is a marker, or changed meanwhile simply stays.
+ */
+static void prune_prefixes(struct store_file *sf, const char *key)
+{
+	char path[STORE_KEY_MAX + 1];
+	size_t len = strlen(key);
+	char *slash;
+
+	if (len >= sizeof(path))
+		return;
+	memcpy(path, key, len + 1);
+	if (len && path[len - 1] == '/')
+		path[len - 1] = '\0';
+	while ((slash = strrchr(path, '/'))) {
+		int fd;
+		bool marker;
+
+		*slash = '\0';
+		fd = openat(sf->root_fd, path,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return;
+		marker = fgetxattr(fd, XA_MARKER, NULL, 0) >= 0;
+		close(fd);
+		if (marker || unlinkat(sf->root_fd, path, AT_REMOVEDIR))
+			return;
+	}
+}
+
+/*
  * Delete a key; an absent key (or a symlink or directory where an object
  * would be) is success, as on S3.  A marker whose directory still has
  * children stays as a prefix, but loses its metadata like the S3 marker
- * object would.  Parents are never removed: they are markers here.
+ * object would.  Parents that were only prefixes go with their last key.
  */
 static int file_del(struct store *st, const char *key)
 {
@@ -885,6 +924,8 @@ static int file_del(struct store *st, const char *key)
 			err = dir_step(dfd, kp.leaf, 0, &fd);
 			if (!err) {
 				err = meta_write(fd, NULL);
+				if (!err)
+					err = xattr_store(fd, XA_MARKER, NULL);
 				close(fd);
 			} else if (err == -ENOENT) {
 				err = 0; /* emptied and removed meanwhile */
@@ -906,6 +947,8 @@ static int file_del(struct store *st, const char *key)
 		err = fsync(dfd) ? -errno : 0;
 out_close_dir:
 	close(dfd);
+	if (!err)
+		prune_prefixes(sf, key);
 	return err;
 }
 

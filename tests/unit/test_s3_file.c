@@ -398,14 +398,21 @@ static void test_markers(void)
 	CU_ASSERT(!info.meta.has_mode && !info.meta.has_uid);
 	CU_ASSERT_STRING_EQUAL(get_str(&f, "m/x"), "1");
 
-	/* Deleting an object leaves its parent directory (a marker here). */
+	/* Its marker deleted, the prefix goes with its last key, as on S3. */
 	CU_ASSERT(store_delete(f.st, "m/x") == 0);
 	CU_ASSERT(store_head(f.st, "m/x", &info) == -ENOENT);
-	CU_ASSERT(store_head(f.st, "m/", &info) == 0);
+	CU_ASSERT(store_head(f.st, "m/", &info) == -ENOENT);
 	CU_ASSERT(store_delete(f.st, "m/x") == 0);
+	/* An explicit marker outlives its last key; a bare prefix does not. */
+	CU_ASSERT(store_put(f.st, "k/", NULL, 0, &meta_a, NULL) == 0);
+	CU_ASSERT(put_str(&f, "k/p/q", "1") == 0);
+	CU_ASSERT(store_delete(f.st, "k/p/q") == 0);
+	CU_ASSERT(store_head(f.st, "k/p/", &info) == -ENOENT);
+	CU_ASSERT(store_head(f.st, "k/", &info) == 0);
+	CU_ASSERT(meta_eq(&info.meta, &meta_a));
 	/* A file and a directory cannot share a name on a local disk. */
-	CU_ASSERT(put_str(&f, "m", "1") == -EISDIR);
 	CU_ASSERT(put_str(&f, "m/x/y", "1") == 0);
+	CU_ASSERT(put_str(&f, "m", "1") == -EISDIR);
 	CU_ASSERT(put_str(&f, "m/x/y/z", "1") == -ENOTDIR);
 	fx_close(&f);
 }
@@ -723,7 +730,8 @@ static void test_delete_many(void)
 	CU_ASSERT(store_head(f.st, "dm/b", &info) == -ENOENT);
 	CU_ASSERT(store_head(f.st, "dm/c", &info) == -ENOENT);
 	CU_ASSERT(store_head(f.st, "keep", &info) == 0);
-	CU_ASSERT(store_head(f.st, "dm/", &info) == 0);
+	/* dm/ was only their prefix: it went with them. */
+	CU_ASSERT(store_head(f.st, "dm/", &info) == -ENOENT);
 	/* Every key is tried; the first error is reported. */
 	CU_ASSERT(put_str(&f, "dm/d", "d") == 0);
 	CU_ASSERT(put_str(&f, "dm/e", "e") == 0);
