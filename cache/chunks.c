@@ -470,6 +470,7 @@ uint64_t cache_journal(struct cache *c, struct cache_ent *e, uint64_t ino,
 		       const struct cache_jrec *recs, size_t n)
 {
 	struct cache_jop *op = malloc(sizeof(*op) + n * sizeof(*recs));
+	uint64_t seq;
 
 	if (!op) {
 		log_error("cache: no memory to journal inode %" PRIu64, ino);
@@ -484,8 +485,10 @@ uint64_t cache_journal(struct cache *c, struct cache_ent *e, uint64_t ino,
 		cache_ent_get(e);
 		op->seq = ++e->j_sub;
 	}
+	seq = op->seq;
+	/* op belongs to the writer from here: it may be done and freed. */
 	db_submit(c->db, jop_apply, jop_done, op);
-	return op->seq;
+	return seq;
 }
 
 /* A fresh, empty cache file of size bytes for ino, installed in fdtab. */

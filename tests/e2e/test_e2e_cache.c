@@ -190,8 +190,13 @@ static void test_cold_warm_256mib(void)
 	rss = peak_rss_kib(gw.pid);
 	fprintf(stderr, "  gateway peak RSS after the cold read: %lu KiB\n",
 		rss);
-	E2E_CHECK(rss && rss < 128 * 1024, "peak RSS %lu KiB for a 256 MiB "
-		  "read, want < 128 MiB", rss);
+	/*
+	 * Under ASan freed memory waits in a quarantine of its own, so the
+	 * bound says nothing there (./dev sets MAPFS_E2E_SANITIZED).
+	 */
+	if (!getenv("MAPFS_E2E_SANITIZED"))
+		E2E_CHECK(rss && rss < 128 * 1024, "peak RSS %lu KiB for a "
+			  "256 MiB read, want < 128 MiB", rss);
 	cold = e2e_gw_log_count(&gw, GET_LINE);
 	E2E_CHECK(cold == 256, "cold read: %d GETs, want 256 (one per chunk)",
 		  cold);
