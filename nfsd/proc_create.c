@@ -30,18 +30,18 @@ static void create_done(void *arg, int err)
 
 /*
  * The checks all four share: directory handle, a directory, a new name,
- * a writable export.  On NFS3_OK *dir is the directory's inode; on
+ * a writable export.  On NFS3_OK st->dir is the directory's inode; on
  * failure the call has been answered.
  */
 static bool create_begin(struct nfs3_create_call *st, struct rpc_call *call,
-			 const diropargs3 *where, uint64_t *dir)
+			 const diropargs3 *where)
 {
 	nfsstat3 status;
 
 	st->call = call;
 	st->n = rpc_call_ctx(call);
-	status = nfs3_fh_verify(call, &where->dir, &st->exp, &st->ctx, dir,
-				&st->dir_wcc.after);
+	status = nfs3_fh_verify(call, &where->dir, &st->exp, &st->ctx,
+				&st->dir, &st->dir_wcc.after);
 	if (status != NFS3_OK) {
 		create_finish(st, status);
 		return false;
@@ -114,14 +114,13 @@ void nfs3_proc_create(struct rpc_call *call, void *argp, void *resp)
 	CREATE3resok *ok = &st->res.create.CREATE3res_u.resok;
 	enum fs_create_how how;
 	nfsstat3 status = NFS3_OK;
-	uint64_t dir;
 
 	st->status = &st->res.create.status;
 	st->obj = &ok->obj;
 	st->obj_attributes = &ok->obj_attributes;
 	st->ok_wcc = &ok->dir_wcc;
 	st->fail_wcc = &st->res.create.CREATE3res_u.resfail.dir_wcc;
-	if (!create_begin(st, call, &args->where, &dir))
+	if (!create_begin(st, call, &args->where))
 		return;
 	/* The createhow3 decoder admits only the three modes. */
 	if (args->how.mode == EXCLUSIVE) {
@@ -143,7 +142,6 @@ void nfs3_proc_create(struct rpc_call *call, void *argp, void *resp)
 		create_finish(st, status);
 		return;
 	}
-	st->dir = dir;
 	st->how = how;
 	create_go(st, create_go_create);
 }
@@ -155,21 +153,19 @@ void nfs3_proc_mkdir(struct rpc_call *call, void *argp, void *resp)
 	MKDIR3args *args = argp;
 	MKDIR3resok *ok = &st->res.mkdir.MKDIR3res_u.resok;
 	nfsstat3 status;
-	uint64_t dir;
 
 	st->status = &st->res.mkdir.status;
 	st->obj = &ok->obj;
 	st->obj_attributes = &ok->obj_attributes;
 	st->ok_wcc = &ok->dir_wcc;
 	st->fail_wcc = &st->res.mkdir.MKDIR3res_u.resfail.dir_wcc;
-	if (!create_begin(st, call, &args->where, &dir))
+	if (!create_begin(st, call, &args->where))
 		return;
 	status = nfs3_sattr(&args->attributes, &st->sattr);
 	if (status != NFS3_OK) {
 		create_finish(st, status);
 		return;
 	}
-	st->dir = dir;
 	create_go(st, create_go_mkdir);
 }
 
@@ -180,14 +176,13 @@ void nfs3_proc_symlink(struct rpc_call *call, void *argp, void *resp)
 	SYMLINK3args *args = argp;
 	SYMLINK3resok *ok = &st->res.symlink.SYMLINK3res_u.resok;
 	nfsstat3 status;
-	uint64_t dir;
 
 	st->status = &st->res.symlink.status;
 	st->obj = &ok->obj;
 	st->obj_attributes = &ok->obj_attributes;
 	st->ok_wcc = &ok->dir_wcc;
 	st->fail_wcc = &st->res.symlink.SYMLINK3res_u.resfail.dir_wcc;
-	if (!create_begin(st, call, &args->where, &dir))
+	if (!create_begin(st, call, &args->where))
 		return;
 	status = nfs3_path(&args->symlink.symlink_data, st->target);
 	if (status == NFS3_OK)
@@ -197,7 +192,6 @@ void nfs3_proc_symlink(struct rpc_call *call, void *argp, void *resp)
 		create_finish(st, status);
 		return;
 	}
-	st->dir = dir;
 	create_go(st, create_go_symlink);
 }
 
@@ -214,14 +208,13 @@ void nfs3_proc_mknod(struct rpc_call *call, void *argp, void *resp)
 	const sattr3 *sattr;
 	uint32_t major = 0, minor = 0;
 	nfsstat3 status;
-	uint64_t dir;
 
 	st->status = &st->res.mknod.status;
 	st->obj = &ok->obj;
 	st->obj_attributes = &ok->obj_attributes;
 	st->ok_wcc = &ok->dir_wcc;
 	st->fail_wcc = &st->res.mknod.MKNOD3res_u.resfail.dir_wcc;
-	if (!create_begin(st, call, &args->where, &dir))
+	if (!create_begin(st, call, &args->where))
 		return;
 	switch (args->what.type) {
 	case NF3CHR:
@@ -246,7 +239,7 @@ void nfs3_proc_mknod(struct rpc_call *call, void *argp, void *resp)
 	/* No listing needed: the store cannot hold these (ENOTSUP). */
 	st->dir_wcc.after_ok = false;
 	/* ftype3 is numbered as enum fs_type. */
-	fs_mknod(st->n->fs, &st->ctx, dir, st->name,
+	fs_mknod(st->n->fs, &st->ctx, st->dir, st->name,
 		 (enum fs_type)args->what.type, &st->sattr, major, minor,
 		 &st->ino, &st->attr, &st->dir_wcc, create_done, st);
 }
