@@ -11,8 +11,9 @@
  * The key is what identifies a retransmission, not a connection: the
  * client's IP address without its port (a reconnect comes from another
  * port and, through SO_REUSEPORT, usually lands on another loop), xid,
- * prog, vers, proc and a hash of the argument bytes (a client that reuses
- * an xid for a different call gets that call executed).
+ * prog, vers, proc and a hash of the argument bytes (the first 256 and the
+ * length, as knfsd: a client that reuses an xid for a different call gets
+ * that call executed).
  *
  * Shared by all loops, so it is a fixed set of shards, each a hash table
  * with its own mutex and LRU list; only non-idempotent calls come here, so
@@ -30,6 +31,8 @@
 #include "rpc/rpc_int.h"
 
 #define RPC_DRC_SHARDS 64
+/* Argument bytes that go into a key's hash (with the total length). */
+#define RPC_DRC_HASH_BYTES 256
 
 struct rpc_drc_entry {
 	struct rpc_drc_entry *hnext;             /* bucket chain */
@@ -69,17 +72,20 @@ static uint64_t mix64(uint64_t h)
 uint64_t rpc_drc_hash_args(const void *data, size_t len)
 {
 	const uint8_t *p = data;
+	size_t n = len < RPC_DRC_HASH_BYTES ? len : RPC_DRC_HASH_BYTES;
 	uint64_t h = 0x9e3779b97f4a7c15ull ^ len, w;
 	size_t i;
 
-	/* Word at a time: WRITE arguments are up to a MiB and are hashed on
-	 * the loop; collisions only matter within one client's xid. */
-	for (i = 0; i + 8 <= len; i += 8) {
+	/* The first bytes and the length, as knfsd does (RC_CSUMLEN): a
+	 * WRITE's handle, offset and count and the start of its data.  A
+	 * whole MiB hashed on the loop cost more than the WRITE itself,
+	 * and a collision only matters within one client's xid. */
+	for (i = 0; i + 8 <= n; i += 8) {
 		memcpy(&w, p + i, 8);
 		h = (h ^ mix64(w)) * 0x9fb21c651e98df25ull;
 	}
 	w = 0;
-	memcpy(&w, p + i, len - i);
+	memcpy(&w, p + i, n - i);
 	return mix64(h ^ mix64(w ^ (uint64_t)len << 56));
 }
 

@@ -183,7 +183,7 @@ struct rpc_drc_key {
 
 enum { RPC_DRC_MISS, RPC_DRC_BUSY, RPC_DRC_HIT };
 
-/* A hash of a call's argument bytes, for the key. */
+/* A hash of a call's argument bytes (the first 256 and the length). */
 uint64_t rpc_drc_hash_args(const void *data, size_t len);
 
 /* Fill a key; the peer's port is ignored. */

@@ -134,6 +134,21 @@ static void test_miss(void)
 		  rpc_drc_hash_args("12345678abcdefgh", 16));
 	CU_ASSERT(rpc_drc_hash_args("abc", 3) != rpc_drc_hash_args("abd", 3));
 	rpc_drc_free(d);
+
+	/* Only the first 256 bytes and the length count: a WRITE's data is
+	 * not hashed whole on the loop. */
+	static uint8_t big1[4096], big2[4096];
+
+	memset(big1, 7, sizeof(big1));
+	memset(big2, 7, sizeof(big2));
+	big2[4000] = 8;
+	CU_ASSERT(rpc_drc_hash_args(big1, 4096) ==
+		  rpc_drc_hash_args(big2, 4096));
+	big2[255] = 8;
+	CU_ASSERT(rpc_drc_hash_args(big1, 4096) !=
+		  rpc_drc_hash_args(big2, 4096));
+	CU_ASSERT(rpc_drc_hash_args(big1, 4096) !=
+		  rpc_drc_hash_args(big1, 4092));
 }
 
 static void test_in_progress(void)
