@@ -118,6 +118,14 @@ void cache_read(struct cache *c, int loop, uint64_t ino, uint64_t off,
 		size_t len, void *buf, cache_done_fn done, void *arg);
 
 /*
+ * cache_read() into a pipe (write end pipe_fd, owned by the caller, with
+ * room for the range's pages): the page-cache pages move into the pipe by
+ * reference, no byte is copied.  Same results as cache_read().
+ */
+void cache_splice(struct cache *c, int loop, uint64_t ino, uint64_t off,
+		  size_t len, int pipe_fd, cache_done_fn done, void *arg);
+
+/*
  * Write len bytes at off into inode ino's local data; the chunks written
  * become present and dirty (journaled in LMDB).  With sync, the data and
  * that journal are on stable storage before done.  done(arg, len), or

@@ -19,6 +19,7 @@
  * from where it stopped, until done, EOF or an error.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
@@ -45,6 +46,7 @@ struct cache_req {
 	struct cache_ent *e;
 	struct cache_fd *f;
 	void *buf;
+	int pipe_fd; /* REQ_READ: splice into this pipe instead of buf */
 	size_t len, done_bytes;
 	uint64_t off;
 	bool sync; /* REQ_WRITE: datasync after the data */
@@ -156,7 +158,11 @@ static bool round_submit(struct cache_req *r)
 
 		r->asked = left > ROUND_MAX ? ROUND_MAX : (unsigned)left;
 		sqe = io_uring_get_sqe(&l->ring);
-		if (r->op == REQ_READ)
+		if (r->op == REQ_READ && r->pipe_fd >= 0)
+			io_uring_prep_splice(sqe, r->f->fd,
+					     (int64_t)(r->off + r->done_bytes),
+					     r->pipe_fd, -1, r->asked, 0);
+		else if (r->op == REQ_READ)
 			io_uring_prep_read(sqe, r->f->fd,
 					   (char *)r->buf + r->done_bytes,
 					   r->asked, r->off + r->done_bytes);
@@ -450,13 +456,17 @@ static int journal_sync_blocking(struct cache *c, struct cache_ent *e)
 
 /* Synchronous versions for loop < 0: same results, done inline. */
 static long read_blocking(struct cache_fd *f, uint64_t off, size_t len,
-			  void *buf)
+			  void *buf, int pipe_fd)
 {
 	size_t done = 0;
 
 	while (done < len) {
-		ssize_t n = pread(f->fd, (char *)buf + done, len - done,
-				  (off_t)(off + done));
+		loff_t at = (loff_t)(off + done);
+		ssize_t n = pipe_fd >= 0
+				    ? splice(f->fd, &at, pipe_fd, NULL,
+					     len - done, 0)
+				    : pread(f->fd, (char *)buf + done,
+					    len - done, at);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -562,6 +572,7 @@ static struct cache_req *req_start(struct cache *c, int loop, uint64_t ino,
 	}
 	r->c = c;
 	r->l = &c->loops[loop];
+	r->pipe_fd = -1;
 	r->op = r->rel = op;
 	r->e = e;
 	r->f = f;
@@ -570,8 +581,10 @@ static struct cache_req *req_start(struct cache *c, int loop, uint64_t ino,
 	return r;
 }
 
-void cache_read(struct cache *c, int loop, uint64_t ino, uint64_t off,
-		size_t len, void *buf, cache_done_fn done, void *arg)
+/* cache_read() and cache_splice(): into buf, or into pipe_fd if >= 0. */
+static void read_to(struct cache *c, int loop, uint64_t ino, uint64_t off,
+		    size_t len, void *buf, int pipe_fd, cache_done_fn done,
+		    void *arg)
 {
 	struct cache_fd *f;
 	struct cache_ent *e;
@@ -582,7 +595,7 @@ void cache_read(struct cache *c, int loop, uint64_t ino, uint64_t off,
 	/* metrics: no fd and no request means not local (or no memory). */
 	metrics_inc(f || r ? MET_CACHE_HITS : MET_CACHE_MISSES);
 	if (f) {
-		res = read_blocking(f, off, len, buf);
+		res = read_blocking(f, off, len, buf, pipe_fd);
 		req_release(REQ_READ, e, f);
 		done(arg, res);
 		return;
@@ -590,9 +603,22 @@ void cache_read(struct cache *c, int loop, uint64_t ino, uint64_t off,
 	if (!r)
 		return;
 	r->buf = buf;
+	r->pipe_fd = pipe_fd;
 	r->len = len;
 	r->off = off;
 	req_submit(r);
+}
+
+void cache_read(struct cache *c, int loop, uint64_t ino, uint64_t off,
+		size_t len, void *buf, cache_done_fn done, void *arg)
+{
+	read_to(c, loop, ino, off, len, buf, -1, done, arg);
+}
+
+void cache_splice(struct cache *c, int loop, uint64_t ino, uint64_t off,
+		  size_t len, int pipe_fd, cache_done_fn done, void *arg)
+{
+	read_to(c, loop, ino, off, len, NULL, pipe_fd, done, arg);
 }
 
 void cache_write(struct cache *c, int loop, uint64_t ino, uint64_t off,

@@ -232,6 +232,16 @@ void fs_read(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	     struct fs_attr *attr, fs_done_fn done, void *arg);
 
 /*
+ * fs_read() into a pipe (the caller's write end, with room for the
+ * range's pages) instead of a buffer: the cached pages are moved by
+ * reference (cache_splice).  On an error some bytes may be in the pipe.
+ */
+void fs_read_splice(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
+		    uint64_t off, size_t count, int pipe_fd, size_t *nread,
+		    bool *eof, struct fs_attr *attr, fs_done_fn done,
+		    void *arg);
+
+/*
  * WRITE all len bytes at off.  *committed says how stable the data is on
  * return (>= stable asked for).  -EAGAIN (retry) while the cache holds
  * opts.max_dirty of dirty data or the store is unreachable; CREATE too.

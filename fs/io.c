@@ -32,7 +32,8 @@ struct io_op {
 	uint64_t ino;
 	uint64_t off;
 	size_t len;
-	void *buf;            /* READ */
+	void *buf;            /* READ into a buffer */
+	int pipe_fd;          /* READ into a pipe, if >= 0 */
 	const void *data;     /* WRITE */
 	enum fs_stable stable;
 	char key[STORE_KEY_MAX + 1];
@@ -169,14 +170,19 @@ static void read_cb(void *p, long res)
 
 static void read_start(struct io_op *op)
 {
-	cache_read(op->fs->cache, op->loop, op->ino, op->off, op->len, op->buf,
-		   read_cb, op);
+	if (op->pipe_fd >= 0)
+		cache_splice(op->fs->cache, op->loop, op->ino, op->off, op->len,
+			     op->pipe_fd, read_cb, op);
+	else
+		cache_read(op->fs->cache, op->loop, op->ino, op->off, op->len,
+			   op->buf, read_cb, op);
 }
 
-/* READ (RFC 1813 3.3.6). */
-void fs_read(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
-	     uint64_t off, size_t count, void *buf, size_t *nread, bool *eof,
-	     struct fs_attr *attr, fs_done_fn done, void *arg)
+/* READ (RFC 1813 3.3.6) into buf, or into pipe_fd if >= 0. */
+static void read_begin(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
+		       uint64_t off, size_t count, void *buf, int pipe_fd,
+		       size_t *nread, bool *eof, struct fs_attr *attr,
+		       fs_done_fn done, void *arg)
 {
 	struct io_op *op = calloc(1, sizeof(*op));
 	struct fs_inode in;
@@ -188,14 +194,31 @@ void fs_read(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	}
 	*op = (struct io_op){ .fs = fs, .loop = ctx->loop, .ino = ino,
 			      .off = off, .len = count, .buf = buf,
-			      .nread = nread, .eof = eof, .attr = attr,
-			      .done = done, .arg = arg };
+			      .pipe_fd = pipe_fd, .nread = nread, .eof = eof,
+			      .attr = attr, .done = done, .arg = arg };
 	rc = io_prepare(fs, ctx, ino, R_OK, op, &in);
 	if (rc) {
 		io_free(op, rc);
 		return;
 	}
 	read_start(op);
+}
+
+void fs_read(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
+	     uint64_t off, size_t count, void *buf, size_t *nread, bool *eof,
+	     struct fs_attr *attr, fs_done_fn done, void *arg)
+{
+	read_begin(fs, ctx, ino, off, count, buf, -1, nread, eof, attr, done,
+		   arg);
+}
+
+void fs_read_splice(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
+		    uint64_t off, size_t count, int pipe_fd, size_t *nread,
+		    bool *eof, struct fs_attr *attr, fs_done_fn done,
+		    void *arg)
+{
+	read_begin(fs, ctx, ino, off, count, NULL, pipe_fd, nread, eof, attr,
+		   done, arg);
 }
 
 static void write_fetched(void *p, long res);

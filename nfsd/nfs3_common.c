@@ -113,7 +113,7 @@ void nfs3_post_op_fh(const struct nfsd *n, uint32_t export_id,
 }
 
 /* Wire times are unsigned 32-bit seconds: clamp what does not fit. */
-static nfstime3 nfs3_time(const struct timespec *ts)
+nfstime3 nfs3_time(const struct timespec *ts)
 {
 	nfstime3 t;
 

@@ -74,6 +74,9 @@ bool nfs3_fh_make(const struct nfsd *n, uint32_t export_id,
 void nfs3_post_op_fh(const struct nfsd *n, uint32_t export_id,
 		     const struct fs_attr *attr, post_op_fh3 *out);
 
+/* A time on the wire: seconds clamped to 32 bits. */
+nfstime3 nfs3_time(const struct timespec *ts);
+
 /* fattr3 of attr: fsid is n's, fileid the inode (2.6). */
 void nfs3_fattr(const struct nfsd *n, const struct fs_attr *attr,
 		fattr3 *out);
@@ -133,6 +136,29 @@ size_t nfs3_xdr_entryplus3_size(size_t namelen, bool attrs, bool fh);
 /* The part of an entry READDIRPLUS's dircount counts: fileid, name, cookie. */
 size_t nfs3_xdr_dirinfo_size(size_t namelen);
 
+/* --- nfs3_wire.c: hand-written encoders of the hot replies ---------- */
+
+/*
+ * Byte-for-byte what the rpcgen encoders write (tests compare them), but
+ * straight into the reply buffer in one pass: no size pass, no per-field
+ * calls, nothing to free.  Each writes at p and returns the end.
+ */
+#define NFS3_XDR_FATTR3 84u
+/* READ3res up to the data: status, post_op_attr, count, eof, length. */
+#define NFS3_XDR_READ_HEAD (4u + 4u + NFS3_XDR_FATTR3 + 4u + 4u + 4u)
+
+uint8_t *nfs3_put_u32(uint8_t *p, uint32_t v);
+uint8_t *nfs3_put_u64(uint8_t *p, uint64_t v);
+uint8_t *nfs3_put_fattr3(uint8_t *p, const struct nfsd *n,
+			 const struct fs_attr *attr);
+/* post_op_attr: FALSE, or TRUE and the fattr3 (attr NULL: none). */
+uint8_t *nfs3_put_post_op_attr(uint8_t *p, const struct nfsd *n,
+			       const struct fs_attr *attr);
+/* A successful READ3res up to its data: NFS3_XDR_READ_HEAD bytes. */
+uint8_t *nfs3_put_read_head(uint8_t *p, const struct nfsd *n,
+			    const struct fs_attr *attr, uint32_t count,
+			    bool eof);
+
 /* --- per-call state of the asynchronous procedures ------------------- */
 
 struct nfs3_getattr_call {
@@ -165,12 +191,13 @@ struct nfs3_lookup_call {
 };
 
 struct nfs3_read_call {
-	READ3res res;
+	READ3res res; /* failures only: success is hand-encoded */
 	struct rpc_call *call;
 	struct nfsd *n;
 	struct fs_ctx ctx;
 	uint64_t ino;
-	void *buf; /* moves into res on success, freed here on failure */
+	uint8_t *head; /* the reply body: head, then (copied) data */
+	bool spliced;  /* the data went into the call's pipe */
 	size_t nread;
 	bool eof;
 	struct fs_attr attr;

@@ -64,16 +64,10 @@ void rpc_call_cache_free(struct rpc_loop *loop)
 	loop->nfree = 0;
 }
 
-/* A buffer for a reply of hdrlen + body bytes after the record mark. */
+/* A buffer for a reply of `bytes` bytes after the record mark. */
 static struct rpc_outbuf *outbuf_new(size_t bytes)
 {
-	struct rpc_outbuf *ob = malloc(sizeof(*ob) + 4 + bytes);
-
-	if (ob) {
-		ob->next = NULL;
-		ob->off = 0;
-	}
-	return ob;
+	return rpc_outbuf_new(4 + bytes);
 }
 
 /* Set the record mark: the reply is always one last fragment. */
@@ -262,6 +256,8 @@ void rpc_dispatch(struct rpc_conn *conn, uint8_t *rec, size_t len)
 	}
 
 	call->drc = NULL;
+	call->body = NULL;
+	call->pipe = NULL;
 	if (!(proc->flags & RPC_PROC_IDEMPOTENT) &&
 	    drc_check(conn, call, rec, len)) {
 		if (proc->decode)
@@ -299,6 +295,9 @@ static void call_release(struct rpc_call *call)
 		xdr_free(proc->encode, call->res);
 	free(call->rec);
 	call->rec = NULL;
+	if (call->body)
+		rpc_outbuf_free(call->body);
+	call->body = NULL;
 }
 
 /* Hand the finished call to its loop: inline if we are on it. */
@@ -327,6 +326,10 @@ void rpc_call_complete(struct rpc_call *call)
 	if (call->out)
 		rpc_conn_queue(conn, call->out);
 	call->out = NULL;
+	/* Taken but not sent from (the call failed): may hold bytes. */
+	if (call->pipe)
+		rpc_pipe_put(loop, call->pipe, false);
+	call->pipe = NULL;
 	conn->inflight--;
 	loop->inflight--;
 	rpc_conn_kick(conn);
@@ -365,7 +368,7 @@ void rpc_call_done(struct rpc_call *call)
 		if (proc->encode && !proc->encode(&x, call->res)) {
 			log_warn("rpc: %s: cannot encode results",
 				 proc->name ? proc->name : "?");
-			free(ob);
+			rpc_outbuf_free(ob);
 			ob = reply_accept_err(call, SYSTEM_ERR);
 		} else {
 			outbuf_seal(ob, RPC_REPLY_HDR_SUCCESS + body);
@@ -385,6 +388,66 @@ void rpc_call_fail(struct rpc_call *call, enum accept_stat stat)
 	if (!ob)
 		log_warn("rpc: no memory for a reply (xid %08x)",
 			 call->hdr.xid);
+	call_release(call);
+	call_finish(call, ob);
+}
+
+void *rpc_call_body(struct rpc_call *call, size_t cap)
+{
+	if (!call->body)
+		call->body = outbuf_new(RPC_REPLY_HDR_SUCCESS + cap);
+	else if (call->body->cap < 4 + RPC_REPLY_HDR_SUCCESS + cap)
+		return NULL;
+	return call->body ? call->body->data + 4 + RPC_REPLY_HDR_SUCCESS
+			  : NULL;
+}
+
+int rpc_call_pipe(struct rpc_call *call, size_t cap)
+{
+	if (!call->pipe) {
+		if (!(call->proc->flags & RPC_PROC_IDEMPOTENT) ||
+		    rpc_loop_current() != call->loop)
+			return -EINVAL;
+		call->pipe = rpc_pipe_get(call->loop, cap);
+		if (!call->pipe)
+			return -EAGAIN;
+	}
+	return call->pipe->cap >= cap ? call->pipe->wfd : -EAGAIN;
+}
+
+/* Seal the body as an accepted SUCCESS reply of len bytes (+ payload). */
+static struct rpc_outbuf *body_seal(struct rpc_call *call, size_t len,
+				    size_t payload)
+{
+	struct rpc_reply_hdr rh = { .xid = call->hdr.xid,
+				    .rstat = MSG_ACCEPTED,
+				    .astat = SUCCESS };
+	struct rpc_outbuf *ob = call->body;
+
+	call->body = NULL;
+	rpc_reply_hdr_encode(ob->data + 4, &rh);
+	outbuf_seal(ob, RPC_REPLY_HDR_SUCCESS + len + payload);
+	ob->len = 4 + RPC_REPLY_HDR_SUCCESS + len;
+	return ob;
+}
+
+void rpc_call_done_body(struct rpc_call *call, size_t len)
+{
+	struct rpc_outbuf *ob = body_seal(call, len, 0);
+
+	call_release(call);
+	call_finish(call, ob);
+}
+
+void rpc_call_done_splice(struct rpc_call *call, size_t len, size_t n)
+{
+	uint8_t pad = (uint8_t)((4 - (n & 3)) & 3);
+	struct rpc_outbuf *ob = body_seal(call, len, n + pad);
+
+	ob->pipe = call->pipe;
+	ob->pipe_len = n;
+	ob->tail_len = pad;
+	call->pipe = NULL;
 	call_release(call);
 	call_finish(call, ob);
 }

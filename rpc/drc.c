@@ -259,14 +259,12 @@ int rpc_drc_begin(struct rpc_drc *d, const struct rpc_drc_key *k,
 		goto out_unlock;
 	}
 	if (e) {
-		struct rpc_outbuf *ob = malloc(sizeof(*ob) + e->len);
+		struct rpc_outbuf *ob = rpc_outbuf_new(e->len);
 
 		if (!ob) {
 			rc = -ENOMEM;
 			goto out_unlock;
 		}
-		ob->next = NULL;
-		ob->off = 0;
 		ob->len = e->len;
 		/* Same key, same xid: the cached bytes are the reply. */
 		memcpy(ob->data, e->reply, e->len);

@@ -186,6 +186,31 @@ void rpc_call_done(struct rpc_call *call);
 void rpc_call_fail(struct rpc_call *call, enum accept_stat stat);
 
 /*
+ * Replies built by the handler, without an encode pass or a copy of the
+ * payload (READ, and fixed-size hot replies).
+ *
+ * rpc_call_body() returns room for cap bytes of encoded results (XDR,
+ * after the reply header the transport adds), owned by the call until it
+ * is finished; NULL without memory, or if an earlier call asked for less.
+ * rpc_call_done_body() sends its first len bytes as the results.
+ *
+ * rpc_call_pipe() gives an IDEMPOTENT procedure's handler, on the call's
+ * loop, the write end of an empty pipe that takes cap bytes of
+ * page-aligned data (cap counted from the page start), owned by the call;
+ * -EAGAIN when the loop has none to spare (use a body instead), -EINVAL
+ * for another procedure or thread.  rpc_call_done_splice() sends the
+ * first len bytes of the body, then the n bytes moved into the pipe, then
+ * zero bytes up to a multiple of 4 (XDR padding of an opaque).
+ *
+ * All three finishers may run on any thread; finishing with
+ * rpc_call_done()/fail()/drop() instead frees the body and the pipe.
+ */
+void *rpc_call_body(struct rpc_call *call, size_t cap);
+int rpc_call_pipe(struct rpc_call *call, size_t cap);
+void rpc_call_done_body(struct rpc_call *call, size_t len);
+void rpc_call_done_splice(struct rpc_call *call, size_t len, size_t n);
+
+/*
  * Drop a call without any reply (e.g. a request the server chose to ignore).
  * Frees args and res like rpc_call_done(); may be called from any thread.
  */

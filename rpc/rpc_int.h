@@ -48,12 +48,80 @@ bool rpc_recparser_window(struct rpc_recparser *p, uint8_t **win,
 			  size_t *winlen);
 void rpc_recparser_commit(struct rpc_recparser *p, size_t n);
 
-/* One reply, ready for the wire: record mark + reply header + body. */
+/*
+ * A pipe of a loop's pool (splice.c): the payload of a zero-copy reply
+ * goes file -> pipe -> socket without passing through user memory.
+ */
+struct rpc_pipe {
+	struct rpc_pipe *next; /* the loop's free list */
+	int rfd, wfd;
+	size_t cap;            /* bytes it holds (F_SETPIPE_SZ) */
+};
+
+/*
+ * One reply, ready for the wire: record mark + reply header + body in
+ * data[], then optionally pipe_len payload bytes from a pipe and a tail of
+ * XDR padding.  Made and freed only through outbuf.c; home is the loop
+ * whose pool takes it back (NULL: plain malloc).
+ */
 struct rpc_outbuf {
 	struct rpc_outbuf *next;
-	size_t len, off; /* bytes in data, bytes already sent */
+	struct rpc_loop *home;
+	size_t cap;      /* bytes data[] can hold */
+	size_t len, off; /* bytes in data, bytes of them already sent */
+	struct rpc_pipe *pipe; /* payload after data[], or NULL */
+	size_t pipe_len;       /* payload bytes still in the pipe */
+	uint8_t tail_len, tail_off; /* zero bytes after the payload */
 	uint8_t data[];
 };
+
+/* Total bytes of ob on the wire that are not sent yet. */
+static inline size_t rpc_outbuf_left(const struct rpc_outbuf *ob)
+{
+	return ob->len - ob->off + ob->pipe_len +
+	       (size_t)(ob->tail_len - ob->tail_off);
+}
+
+/*
+ * A buffer for a reply of `bytes` bytes in data[], from the pool of the
+ * calling thread's loop when it has one of that size, else malloc'ed.
+ * Fields other than data[] are set (empty, no pipe).  NULL without memory.
+ */
+struct rpc_outbuf *rpc_outbuf_new(size_t bytes);
+
+/*
+ * Free ob: back to its home pool when called on that loop's thread,
+ * else free().  A pipe still attached is released (closed if not empty).
+ */
+void rpc_outbuf_free(struct rpc_outbuf *ob);
+
+/* Free a stopped loop's pooled buffers. */
+void rpc_outbuf_pool_free(struct rpc_loop *loop);
+
+/*
+ * splice.c: a pipe of loop's pool that holds at least cap bytes, empty;
+ * NULL when the pool is exhausted or the system refuses such a pipe.
+ * Loop thread only.
+ */
+struct rpc_pipe *rpc_pipe_get(struct rpc_loop *loop, size_t cap);
+
+/*
+ * Give a pipe back (loop thread only): pooled when known empty, else
+ * checked, and closed if it still holds bytes.
+ */
+void rpc_pipe_put(struct rpc_loop *loop, struct rpc_pipe *p, bool empty);
+
+/* Close and free a pipe that no pool takes back. */
+void rpc_pipe_close(struct rpc_pipe *p);
+
+/* Close every pooled pipe of a stopped loop. */
+void rpc_pipe_pool_free(struct rpc_loop *loop);
+
+/*
+ * Move up to len bytes from p into socket fd without blocking.  Returns
+ * bytes moved (> 0), -EAGAIN when the socket is full, or -errno.
+ */
+ssize_t rpc_pipe_send(int fd, struct rpc_pipe *p, size_t len, bool more);
 
 /* Tag at the start of every object registered with a loop's epoll. */
 enum rpc_ev_kind { RPC_EV_WAKE, RPC_EV_LISTEN, RPC_EV_CONN, RPC_EV_WATCH };
@@ -108,6 +176,8 @@ struct rpc_call {
 	size_t memcap;
 	struct rpc_outbuf *out; /* reply, or NULL for a dropped call */
 	struct rpc_drc_entry *drc; /* in-progress DRC entry, or NULL */
+	struct rpc_outbuf *body;   /* rpc_call_body()'s buffer, or NULL */
+	struct rpc_pipe *pipe;     /* rpc_call_pipe()'s pipe, or NULL */
 	uint64_t start_ns;      /* arrival, for the latency histogram */
 };
 
@@ -143,6 +213,12 @@ struct rpc_loop {
 	struct rpc_conn *flush_head, *resume_head;
 	struct rpc_call *free_calls;
 	unsigned nfree;
+	/* Pools (outbuf.c, splice.c): reply buffers of two sizes, pipes. */
+	struct rpc_outbuf *ob_free[2];
+	unsigned ob_nfree[2];
+	struct rpc_pipe *pipes;
+	unsigned npipes;      /* pipes that exist: pooled or in use */
+	bool pipes_refused;   /* the system would not size a pipe: stop asking */
 	uint64_t inflight; /* calls of this loop not yet finished */
 	unsigned nout;     /* conns with queued output */
 	bool stop_seen;

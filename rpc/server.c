@@ -139,7 +139,7 @@ static void conn_close(struct rpc_conn *c)
 		loop->nout--;
 	while ((ob = c->out_head)) {
 		c->out_head = ob->next;
-		free(ob);
+		rpc_outbuf_free(ob);
 	}
 	c->out_tail = &c->out_head;
 	c->out_bytes = 0;
@@ -159,7 +159,7 @@ static void conn_close(struct rpc_conn *c)
 void rpc_conn_queue(struct rpc_conn *c, struct rpc_outbuf *ob)
 {
 	if (c->closed) {
-		free(ob);
+		rpc_outbuf_free(ob);
 		return;
 	}
 	if (!c->out_head) {
@@ -169,7 +169,7 @@ void rpc_conn_queue(struct rpc_conn *c, struct rpc_outbuf *ob)
 	ob->next = NULL;
 	*c->out_tail = ob;
 	c->out_tail = &ob->next;
-	c->out_bytes += ob->len;
+	c->out_bytes += rpc_outbuf_left(ob);
 	/* Written at the end of the loop iteration, batched into one
 	 * sendmsg; a blocked conn waits for EPOLLOUT instead. */
 	if (!c->out_armed && !c->on_flush) {
@@ -190,51 +190,111 @@ void rpc_conn_kick(struct rpc_conn *c)
 	c->loop->resume_head = c;
 }
 
+/* The head buffer is sent whole: free it. */
+static void conn_pop(struct rpc_conn *c)
+{
+	struct rpc_outbuf *ob = c->out_head;
+
+	c->out_head = ob->next;
+	rpc_outbuf_free(ob);
+}
+
+/* n bytes of the buffers' data[] parts went out, from the head on. */
+static void conn_sent(struct rpc_conn *c, size_t n)
+{
+	struct rpc_outbuf *ob;
+
+	c->out_bytes -= n;
+	while (n > 0) {
+		ob = c->out_head;
+		if (n < ob->len - ob->off) {
+			ob->off += n;
+			return;
+		}
+		n -= ob->len - ob->off;
+		ob->off = ob->len;
+		/* The iovec stopped here: the payload comes next. */
+		if (ob->pipe_len || ob->tail_off < ob->tail_len)
+			return;
+		conn_pop(c);
+	}
+}
+
+/*
+ * One send of the head's unsent part: the data[] bytes of the buffers
+ * up to the first that carries a payload (one sendmsg), or that payload
+ * from its pipe, or the padding after it.  Returns bytes sent (> 0),
+ * -EAGAIN when the socket is full, -errno on a dead connection.
+ */
+static ssize_t conn_send_some(struct rpc_conn *c)
+{
+	static const uint8_t zeros[4];
+	struct iovec iov[RPC_IOV_MAX];
+	struct msghdr msg = { .msg_iov = iov };
+	struct rpc_outbuf *ob = c->out_head;
+	bool more;
+	ssize_t n;
+	size_t k = 0;
+
+	if (ob->off < ob->len) {
+		for (; ob && k < RPC_IOV_MAX; ob = ob->next) {
+			iov[k].iov_base = ob->data + ob->off;
+			iov[k].iov_len = ob->len - ob->off;
+			k++;
+			if (ob->pipe_len || ob->tail_len)
+				break;
+		}
+		msg.msg_iovlen = k;
+		more = ob && ob->pipe_len;
+		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT |
+						 (more ? MSG_MORE : 0));
+		if (n < 0)
+			return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+		conn_sent(c, (size_t)n);
+		return n;
+	}
+	if (ob->pipe_len) {
+		more = ob->tail_len || ob->next;
+		n = rpc_pipe_send(c->fd, ob->pipe, ob->pipe_len, more);
+		if (n < 0)
+			return n;
+		ob->pipe_len -= (size_t)n;
+	} else {
+		n = send(c->fd, zeros, (size_t)(ob->tail_len - ob->tail_off),
+			 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0)
+			return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+		ob->tail_off += (uint8_t)n;
+	}
+	c->out_bytes -= (size_t)n;
+	if (rpc_outbuf_left(ob) == 0)
+		conn_pop(c);
+	return n;
+}
+
 /* Write as much queued output as the socket takes. */
 static void conn_flush(struct rpc_conn *c)
 {
-	struct iovec iov[RPC_IOV_MAX];
-	struct msghdr msg = { .msg_iov = iov };
-	struct rpc_outbuf *ob;
 	ssize_t n;
-	size_t k;
 
 	if (!c->out_head) {
 		conn_arm(c, c->in_armed, false);
 		return;
 	}
 	while (c->out_head) {
-		k = 0;
-		for (ob = c->out_head; ob && k < RPC_IOV_MAX; ob = ob->next) {
-			iov[k].iov_base = ob->data + ob->off;
-			iov[k].iov_len = ob->len - ob->off;
-			k++;
+		n = conn_send_some(c);
+		if (n == -EINTR)
+			continue;
+		if (n == -EAGAIN) {
+			conn_arm(c, c->in_armed, true);
+			return;
 		}
-		msg.msg_iovlen = k;
-		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				conn_arm(c, c->in_armed, true);
-				return;
-			}
-			log_debug("rpc: send: %s", strerror(errno));
+			log_debug("rpc: send: %s", strerror((int)-n));
 			conn_close(c);
 			return;
 		}
 		c->last_tx_ms = c->loop->now_ms;
-		while (n > 0) {
-			ob = c->out_head;
-			if ((size_t)n < ob->len - ob->off) {
-				ob->off += (size_t)n;
-				break;
-			}
-			n -= (ssize_t)(ob->len - ob->off);
-			c->out_bytes -= ob->len;
-			c->out_head = ob->next;
-			free(ob);
-		}
 	}
 	c->out_tail = &c->out_head;
 	c->loop->nout--;
@@ -558,20 +618,25 @@ static void loop_run_lists(struct rpc_loop *loop)
 {
 	struct rpc_conn *c;
 
-	while ((c = loop->resume_head)) {
-		loop->resume_head = c->resume_next;
-		c->on_resume = false;
-		if (c->pend && conn_can_read(c))
-			conn_drain_pend(c);
-		conn_update_in(c);
-		rpc_conn_unref(c);
-	}
-	while ((c = loop->flush_head)) {
-		loop->flush_head = c->flush_next;
-		c->on_flush = false;
-		if (!c->closed && !c->out_armed && c->out_head)
-			conn_flush(c);
-		rpc_conn_unref(c);
+	/* Until both are empty: a flush that drains a queue puts its conn
+	 * on the resume list, and left there it would wait for the next
+	 * event, or the sweep a second later, before it reads again. */
+	while (loop->resume_head || loop->flush_head) {
+		while ((c = loop->resume_head)) {
+			loop->resume_head = c->resume_next;
+			c->on_resume = false;
+			if (c->pend && conn_can_read(c))
+				conn_drain_pend(c);
+			conn_update_in(c);
+			rpc_conn_unref(c);
+		}
+		while ((c = loop->flush_head)) {
+			loop->flush_head = c->flush_next;
+			c->on_flush = false;
+			if (!c->closed && !c->out_armed && c->out_head)
+				conn_flush(c);
+			rpc_conn_unref(c);
+		}
 	}
 }
 
@@ -720,6 +785,8 @@ static bool loop_free(struct rpc_loop *loop)
 		return false;
 	}
 	rpc_call_cache_free(loop);
+	rpc_outbuf_pool_free(loop);
+	rpc_pipe_pool_free(loop);
 	close(loop->wakefd);
 	close(loop->epfd);
 	free(loop->rbuf);

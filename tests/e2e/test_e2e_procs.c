@@ -96,13 +96,16 @@ static nfs_fh3 mk_file(const nfs_fh3 *dir, const char *name, const void *data,
 	E2E_REQUIRE(res.status == NFS3_OK, "CREATE '%s': got %s, want NFS3_OK",
 		    name, e2e_nfsstat(res.status));
 	fh = obj_fh(&res.CREATE3res_u.resok.obj, dir, name);
-	if (len) {
+	/* In pieces of at most wtmax (1 MiB). */
+	for (uint32_t off = 0; off < len; off += 1u << 20) {
+		uint32_t n = len - off < (1u << 20) ? len - off : 1u << 20;
 		WRITE3res w;
 
-		E2E_RPC(R, e2e_nfs3_write(R, &fh, 0, data, len, FILE_SYNC, &w));
+		E2E_RPC(R, e2e_nfs3_write(R, &fh, off, (const char *)data + off,
+					  n, FILE_SYNC, &w));
 		E2E_REQUIRE(w.status == NFS3_OK &&
-				    w.WRITE3res_u.resok.count == len,
-			    "WRITE %u bytes to '%s': got %s count %u", len,
+				    w.WRITE3res_u.resok.count == n,
+			    "WRITE %u bytes to '%s': got %s count %u", n,
 			    name, e2e_nfsstat(w.status),
 			    w.status == NFS3_OK ? w.WRITE3res_u.resok.count
 						: 0);
@@ -473,6 +476,61 @@ static void test_symlink_readlink(void)
 		       "SYMLINK EXIST dir_wcc");
 }
 
+/*
+ * READs big enough to be spliced from the cache file and small ones
+ * copied, at page-aligned and odd offsets (a span of more than a pipe's
+ * pages is copied too), odd counts (XDR padding after a spliced payload),
+ * up to and past the end: every byte and count is right, and eof too.
+ */
+static void test_read_shapes(const nfs_fh3 *d)
+{
+	enum { SIZE = (3 << 20) + 12345 };
+	static const uint64_t cases[][2] = {
+		{ 0, 65536 },	      { 1, 65536 },	  { 4095, 1 << 20 },
+		{ 1 << 20, 1 << 20 }, { 5, 65539 },	  { (2 << 20) + 3, 65537 },
+		{ SIZE - 70000, 200000 }, { 8191, 131073 }, { 0, 4096 },
+		{ 12, 5 },	      { SIZE - 1, 65536 }, { SIZE, 65536 },
+	};
+	static char buf[SIZE];
+	READ3res res;
+	nfs_fh3 f;
+
+	e2e_fill(buf, sizeof(buf), 7);
+	f = mk_file(d, "shapes", buf, sizeof(buf));
+	for (int round = 0; round < 2; round++) {
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			uint64_t off = cases[i][0], cnt = cases[i][1];
+			uint64_t want = off >= SIZE ? 0
+				      : off + cnt > SIZE ? SIZE - off : cnt;
+			READ3resok *ok = &res.READ3res_u.resok;
+
+			E2E_RPC(R, e2e_nfs3_read(R, &f, off, (uint32_t)cnt,
+						 &res));
+			E2E_STATUS("READ shape", res.status, NFS3_OK);
+			if (res.status != NFS3_OK)
+				continue;
+			E2E_CHECK(ok->count == want &&
+					  ok->data.data_len == want,
+				  "READ %llu+%llu: count %u len %u, want %llu",
+				  (unsigned long long)off,
+				  (unsigned long long)cnt, ok->count,
+				  ok->data.data_len, (unsigned long long)want);
+			E2E_CHECK(ok->eof == (off + cnt >= SIZE),
+				  "READ %llu+%llu: eof %u",
+				  (unsigned long long)off,
+				  (unsigned long long)cnt, ok->eof);
+			E2E_CHECK(ok->data.data_len != want ||
+					  memcmp(ok->data.data_val, buf + off,
+						 want) == 0,
+				  "READ %llu+%llu: wrong bytes",
+				  (unsigned long long)off,
+				  (unsigned long long)cnt);
+			want_post_op(&ok->file_attributes,
+				     "READ shape file_attributes");
+		}
+	}
+}
+
 static void test_read(void)
 {
 	static char buf[10000];
@@ -526,6 +584,8 @@ static void test_read(void)
 			  "READ 0+10000 of 10000: count %u eof %u, want "
 			  "10000 and 1", res.READ3res_u.resok.count,
 			  res.READ3res_u.resok.eof);
+
+	test_read_shapes(&d);
 
 	E2E_RPC(R, e2e_nfs3_read(R, &d, 0, 100, &res));
 	E2E_CHECK(res.status == NFS3ERR_ISDIR || res.status == NFS3ERR_INVAL,

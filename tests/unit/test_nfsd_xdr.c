@@ -921,6 +921,86 @@ static void test_fattr(void)
 	CU_ASSERT_EQUAL(f.ctime.seconds, UINT32_MAX);
 }
 
+/* The attributes the hand-written encoders are checked with. */
+static const struct fs_attr wire_attrs[] = {
+	{ .ino = 99, .gen = 3, .type = FS_LNK, .mode = 0120777, .nlink = 1,
+	  .uid = 5, .gid = 6, .size = 10, .used = 4096, .rdev_major = 1,
+	  .rdev_minor = 2, .atime = { 100, 5 }, .mtime = { -5, 7 },
+	  .ctime = { (time_t)1 << 40, 0 } },
+	{ .ino = UINT64_MAX - 1, .type = FS_REG, .mode = 07777,
+	  .nlink = UINT32_MAX, .uid = UINT32_MAX, .gid = 0,
+	  .size = (5ull << 40) + 3, .used = 1ull << 50,
+	  .mtime = { 1700000000, 999999999 } },
+	{ .ino = 1, .type = FS_DIR, .mode = 0755, .nlink = 2 },
+};
+
+/* rpcgen's bytes of obj, to compare a hand-written encoder with. */
+static u_int rpcgen_bytes(xdrproc_t proc, void *obj, char *buf)
+{
+	return encode(proc, obj, buf, BUF_MAX);
+}
+
+/* nfsd/nfs3_wire.c writes exactly what rpcgen would. */
+static void test_wire(void)
+{
+	static char want[BUF_MAX], got[BUF_MAX];
+	struct nfsd n;
+	u_int len;
+
+	memset(&n, 0, sizeof(n));
+	n.fsid = 0x55667788;
+	for (size_t i = 0; i < sizeof(wire_attrs) / sizeof(wire_attrs[0]);
+	     i++) {
+		const struct fs_attr *a = &wire_attrs[i];
+		fattr3 f;
+		post_op_attr pa;
+
+		nfs3_fattr(&n, a, &f);
+		len = rpcgen_bytes((xdrproc_t)xdr_fattr3, &f, want);
+		CU_ASSERT_EQUAL(len, NFS3_XDR_FATTR3);
+		CU_ASSERT_EQUAL(nfs3_put_fattr3((uint8_t *)got, &n, a) -
+					(uint8_t *)got, len);
+		CU_ASSERT(memcmp(want, got, len) == 0);
+
+		for (int have = 0; have < 2; have++) {
+			nfs3_post_op_attr(&n, have ? a : NULL, &pa);
+			len = rpcgen_bytes((xdrproc_t)xdr_post_op_attr, &pa,
+					   want);
+			CU_ASSERT_EQUAL(nfs3_put_post_op_attr(
+						(uint8_t *)got, &n,
+						have ? a : NULL) -
+						(uint8_t *)got, len);
+			CU_ASSERT(memcmp(want, got, len) == 0);
+		}
+
+		/* READ: the head, then the data where rpcgen puts it. */
+		for (uint32_t count = 0; count < 9; count += 3) {
+			READ3res r;
+			char data[16] = "abcdefghijklmno";
+
+			memset(&r, 0, sizeof(r));
+			r.status = NFS3_OK;
+			nfs3_post_op_attr(&n, a,
+					  &r.READ3res_u.resok.file_attributes);
+			r.READ3res_u.resok.count = count;
+			r.READ3res_u.resok.eof = count == 6;
+			r.READ3res_u.resok.data.data_len = count;
+			r.READ3res_u.resok.data.data_val = data;
+			len = rpcgen_bytes((xdrproc_t)xdr_READ3res, &r, want);
+			CU_ASSERT_EQUAL(len, NFS3_XDR_READ_HEAD +
+						     ((count + 3) & ~3u));
+			memset(got, 0, sizeof(got));
+			CU_ASSERT_EQUAL(nfs3_put_read_head((uint8_t *)got, &n,
+							   a, count,
+							   count == 6) -
+						(uint8_t *)got,
+					NFS3_XDR_READ_HEAD);
+			memcpy(got + NFS3_XDR_READ_HEAD, data, count);
+			CU_ASSERT(memcmp(want, got, len) == 0);
+		}
+	}
+}
+
 /* Every codec of the dispatch table was round-tripped above. */
 static void test_table_covered(void)
 {
@@ -967,6 +1047,7 @@ int main(void)
 	CU_add_test(s, "READDIRPLUS", test_readdirplus);
 	CU_add_test(s, "FSSTAT FSINFO PATHCONF", test_fs_procs);
 	CU_add_test(s, "golden bytes", test_golden);
+	CU_add_test(s, "hand-written encoders = rpcgen", test_wire);
 	CU_add_test(s, "numbers", test_numbers);
 	CU_add_test(s, "names", test_names);
 	CU_add_test(s, "paths", test_paths);

@@ -49,11 +49,9 @@ static struct rpc_drc_key key(uint32_t ip, uint16_t port, uint32_t xid,
 /* A reply buffer of len bytes, every byte `fill`. */
 static struct rpc_outbuf *reply(size_t len, uint8_t fill)
 {
-	struct rpc_outbuf *ob = malloc(sizeof(*ob) + len);
+	struct rpc_outbuf *ob = rpc_outbuf_new(len);
 
 	CU_ASSERT_FATAL(ob != NULL);
-	ob->next = NULL;
-	ob->off = 0;
 	ob->len = len;
 	memset(ob->data, fill, len);
 	return ob;
@@ -71,7 +69,7 @@ static void put(struct rpc_drc *d, const struct rpc_drc_key *k, size_t len,
 	CU_ASSERT(ob == NULL);
 	if (e)
 		rpc_drc_finish(d, e, r);
-	free(r);
+	rpc_outbuf_free(r);
 }
 
 /* 1 if k hits with a reply of len bytes of `fill`. */
@@ -89,7 +87,7 @@ static int hits(struct rpc_drc *d, const struct rpc_drc_key *k, size_t len,
 	ok = ob && ob->len == len && ob->off == 0;
 	for (size_t i = 0; ok && i < len; i++)
 		ok = ob->data[i] == fill;
-	free(ob);
+	rpc_outbuf_free(ob);
 	return ok;
 }
 
@@ -178,7 +176,7 @@ static void test_in_progress(void)
 	rpc_drc_finish(d, e, NULL);
 	rpc_drc_stats(d, &n, &b);
 	CU_ASSERT_EQUAL(n, 1);
-	free(r);
+	rpc_outbuf_free(r);
 	rpc_drc_free(d);
 }
 
@@ -295,13 +293,13 @@ static void *ct_main(void *arg)
 
 			/* Sometimes a call is dropped and must run again. */
 			rpc_drc_finish(ct_drc, e, x % 5 ? r : NULL);
-			free(r);
+			rpc_outbuf_free(r);
 		} else if (rc == RPC_DRC_HIT) {
 			atomic_fetch_add(&ct_hits, 1);
 			if (ob->len != 16 + x % 64 || ob->data[0] != (uint8_t)x ||
 			    ob->data[ob->len - 1] != (uint8_t)x)
 				atomic_fetch_add(&ct_bad, 1);
-			free(ob);
+			rpc_outbuf_free(ob);
 		} else if (rc != RPC_DRC_BUSY && rc != RPC_DRC_MISS) {
 			atomic_fetch_add(&ct_bad, 1);
 		}

@@ -10,6 +10,10 @@
  *   v1 proc 3 no handler (PROC_UNAVAIL)
  *   v1 proc 4 FAIL -> rpc_call_fail(SYSTEM_ERR), from the worker thread
  *   v1 proc 5 DROP -> rpc_call_drop()
+ *   v1 proc 6 BIG n -> opaque of n pattern bytes, built in rpc_call_body()
+ *   v1 proc 7 SPLICE off n fail -> opaque of the pattern file's bytes
+ *      [off, off+n), spliced through rpc_call_pipe(); with fail set the
+ *      bytes go into the pipe but the call fails (SYSTEM_ERR)
  *   v3 proc 0 NULL
  */
 #include <arpa/inet.h>
@@ -20,6 +24,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -165,6 +170,83 @@ static void h_drop(struct rpc_call *call, void *args, void *res)
 	rpc_call_drop(call);
 }
 
+/* Byte i of every BIG reply and of the SPLICE pattern file. */
+static uint8_t pattern(size_t i)
+{
+	return (uint8_t)(i * 7 + (i >> 12));
+}
+
+#define PATTERN_SIZE ((size_t)2 << 20)
+static int pattern_fd = -1;
+static atomic_int splice_refused;
+
+struct big_args {
+	uint32_t n;
+};
+
+static bool_t xdr_big_args(XDR *x, struct big_args *a)
+{
+	return xdr_u_int(x, &a->n);
+}
+
+static void h_big(struct rpc_call *call, void *args, void *res)
+{
+	uint32_t n = ((struct big_args *)args)->n, be = htonl(n);
+	uint8_t *p = rpc_call_body(call, 4 + (size_t)n + 3);
+
+	(void)res;
+	if (!p) {
+		rpc_call_fail(call, SYSTEM_ERR);
+		return;
+	}
+	memcpy(p, &be, 4);
+	for (size_t i = 0; i < n; i++)
+		p[4 + i] = pattern(i);
+	memset(p + 4 + n, 0, (4 - (n & 3)) & 3);
+	rpc_call_done_body(call, 4 + (((size_t)n + 3) & ~(size_t)3));
+}
+
+struct splice_args {
+	uint32_t off, n, fail;
+};
+
+static bool_t xdr_splice_args(XDR *x, struct splice_args *a)
+{
+	return xdr_u_int(x, &a->off) && xdr_u_int(x, &a->n) &&
+	       xdr_u_int(x, &a->fail);
+}
+
+static void h_splice(struct rpc_call *call, void *args, void *res)
+{
+	struct splice_args *a = args;
+	size_t span = ((a->off & 4095) + (size_t)a->n + 4095) & ~(size_t)4095;
+	uint32_t be = htonl(a->n);
+	uint8_t *p = rpc_call_body(call, 4);
+	int pfd = rpc_call_pipe(call, span);
+	loff_t at = a->off;
+	size_t moved = 0;
+
+	(void)res;
+	if (!p || pfd < 0) {
+		atomic_fetch_add(&splice_refused, 1);
+		rpc_call_fail(call, SYSTEM_ERR);
+		return;
+	}
+	while (moved < a->n) {
+		ssize_t k = splice(pattern_fd, &at, pfd, NULL, a->n - moved, 0);
+
+		if (k <= 0)
+			break;
+		moved += (size_t)k;
+	}
+	if (a->fail || moved != a->n) {
+		rpc_call_fail(call, SYSTEM_ERR);
+		return;
+	}
+	memcpy(p, &be, 4);
+	rpc_call_done_splice(call, 4, moved);
+}
+
 static const struct rpc_proc procs_v1[] = {
 	[0] = { .name = "null", .handler = h_null,
 		.flags = RPC_PROC_AUTH_NONE_OK },
@@ -179,6 +261,12 @@ static const struct rpc_proc procs_v1[] = {
 		.flags = RPC_PROC_AUTH_NONE_OK },
 	[5] = { .name = "drop", .handler = h_drop,
 		.flags = RPC_PROC_AUTH_NONE_OK },
+	[6] = { .name = "big", .decode = (xdrproc_t)xdr_big_args,
+		.args_size = sizeof(struct big_args), .handler = h_big,
+		.flags = RPC_PROC_AUTH_NONE_OK | RPC_PROC_IDEMPOTENT },
+	[7] = { .name = "splice", .decode = (xdrproc_t)xdr_splice_args,
+		.args_size = sizeof(struct splice_args), .handler = h_splice,
+		.flags = RPC_PROC_AUTH_NONE_OK | RPC_PROC_IDEMPOTENT },
 };
 
 static const struct rpc_proc procs_v3[] = {
@@ -188,7 +276,7 @@ static const struct rpc_proc procs_v3[] = {
 
 static const struct rpc_program progs[] = {
 	{ .name = "test", .prog = TPROG, .vers = 1, .procs = procs_v1,
-	  .nprocs = 6, .ctx = &ctx_token },
+	  .nprocs = 8, .ctx = &ctx_token },
 	{ .name = "test", .prog = TPROG, .vers = 3, .procs = procs_v3,
 	  .nprocs = 1, .ctx = &ctx_token },
 };
@@ -394,6 +482,18 @@ static void on_watch(void *arg, int loop)
 
 static int suite_init(void)
 {
+	char path[] = "/tmp/test_rpc_server.XXXXXX";
+	uint8_t *buf = malloc(PATTERN_SIZE);
+
+	pattern_fd = mkstemp(path);
+	if (pattern_fd < 0 || !buf)
+		return -1;
+	unlink(path);
+	for (size_t i = 0; i < PATTERN_SIZE; i++)
+		buf[i] = pattern(i);
+	if (pwrite(pattern_fd, buf, PATTERN_SIZE, 0) != (ssize_t)PATTERN_SIZE)
+		return -1;
+	free(buf);
 	W.delay_ms = 20;
 	if (pthread_create(&W.th, NULL, worker_main, NULL))
 		return -1;
@@ -410,6 +510,8 @@ static int suite_fini(void)
 	rpc_server_free(srv);
 	if (watch_fd >= 0)
 		close(watch_fd);
+	if (pattern_fd >= 0)
+		close(pattern_fd);
 	pthread_mutex_lock(&W.mu);
 	W.quit = true;
 	pthread_cond_signal(&W.cv);
@@ -633,6 +735,141 @@ static void test_watch(void)
 	rpc_server_free(s2);
 }
 
+/*
+ * Read one reply whose results are an opaque, into *data (malloc'ed);
+ * returns the opaque's length, or -1 if the reply is not a SUCCESS of
+ * xid with exactly that opaque and zero padding.
+ */
+static long recv_opaque(int fd, uint32_t xid, uint8_t **data)
+{
+	uint32_t mark, hdr[7];
+	size_t len, n;
+	uint8_t *b;
+
+	*data = NULL;
+	if (recv_all(fd, &mark, 4))
+		return -1;
+	mark = ntohl(mark);
+	len = mark & 0x7fffffffu;
+	if (!(mark & 0x80000000u) || len < sizeof(hdr) || len % 4 ||
+	    recv_all(fd, hdr, sizeof(hdr)))
+		return -1;
+	b = malloc(len - sizeof(hdr) + 1);
+	if (!b || recv_all(fd, b, len - sizeof(hdr))) {
+		free(b);
+		return -1;
+	}
+	n = ntohl(hdr[6]);
+	*data = b;
+	if (ntohl(hdr[0]) != xid || ntohl(hdr[5]) != SUCCESS ||
+	    ((n + 3) & ~(size_t)3) != len - sizeof(hdr))
+		return -1;
+	for (size_t i = n; i < len - sizeof(hdr); i++)
+		if (b[i])
+			return -1;
+	return (long)n;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * Many big replies built in place, pipelined: each reply's bytes are
+ * exact, and the connection never stalls.  Queued output past twice the
+ * record limit stops reading; once a flush drained it the connection
+ * used to wait for the next event, or the once-a-second sweep, before
+ * reading the calls still in its socket: this ran for ~15 s instead of
+ * well under one.  The bound is a hang detector, far above the normal.
+ */
+static void test_big_replies(void)
+{
+	enum { N = 64, SZ = 512 << 10 };
+	static struct msg m;
+	uint8_t *data;
+	bool ok = true;
+	double t0;
+	int fd = cli_connect(port);
+
+	CU_ASSERT_FATAL(fd >= 0);
+	m.len = 0;
+	for (uint32_t i = 0; i < N; i++) {
+		uint32_t n = SZ - (i & 3);
+
+		call_rec(&m, 9000 + i, 2, TPROG, 1, 6, CRED_NONE, &n, 1);
+	}
+	t0 = now_s();
+	CU_ASSERT_FATAL(send_all(fd, m.b, m.len) == 0);
+	for (uint32_t i = 0; i < N && ok; i++) {
+		long n = recv_opaque(fd, 9000 + i, &data);
+
+		ok = n == (long)(SZ - (i & 3));
+		for (long k = 0; ok && k < n; k++)
+			ok = data[k] == pattern((size_t)k);
+		free(data);
+	}
+	CU_ASSERT(ok);
+	CU_ASSERT(now_s() - t0 < 6.0);
+	close(fd);
+}
+
+/*
+ * Payloads spliced from a file: every length and offset (padding, page
+ * spans, a whole MiB), pipelined; and calls that filled their pipe and
+ * then failed, whose bytes must never reach another reply.
+ */
+static void test_splice_replies(void)
+{
+	static const uint32_t cases[][3] = {
+		{ 0, 1, 0 },	      { 5, 3, 0 },	 { 4096, 4096, 0 },
+		{ 4093, 4099, 0 },    { 0, 1 << 20, 0 }, { 100, 70000, 1 },
+		{ 8, 65537, 0 },      { 0, 0, 0 },	 { 4000, 200000, 1 },
+		{ 1 << 20, 1 << 20, 0 },
+	};
+	enum { NC = sizeof(cases) / sizeof(cases[0]), ROUNDS = 8 };
+	static struct msg m;
+	uint32_t w[64];
+	uint8_t *data;
+	int fd = cli_connect(port), bad = 0;
+
+	CU_ASSERT_FATAL(fd >= 0);
+	atomic_store(&splice_refused, 0);
+	m.len = 0;
+	for (uint32_t r = 0; r < ROUNDS; r++)
+		for (uint32_t i = 0; i < NC; i++)
+			call_rec(&m, 7000 + r * NC + i, 2, TPROG, 1, 7,
+				 CRED_NONE, cases[i], 3);
+	CU_ASSERT_FATAL(send_all(fd, m.b, m.len) == 0);
+	for (uint32_t r = 0; r < ROUNDS; r++) {
+		for (uint32_t i = 0; i < NC; i++) {
+			uint32_t xid = 7000 + r * NC + i;
+			long n;
+
+			if (cases[i][2]) {
+				n = recv_reply(fd, w, 64);
+				expect_accepted(w, n, xid, SYSTEM_ERR, 6);
+				continue;
+			}
+			n = recv_opaque(fd, xid, &data);
+			if (n != (long)cases[i][1])
+				bad++;
+			for (long k = 0; n > 0 && k < n; k++)
+				if (data[k] != pattern(cases[i][0] + (size_t)k)) {
+					bad++;
+					break;
+				}
+			free(data);
+		}
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT_EQUAL(atomic_load(&splice_refused), 0);
+	close(fd);
+}
+
 /* Garbage records get no reply and close nothing. */
 static void test_garbage(void)
 {
@@ -803,6 +1040,9 @@ int main(void)
 	    !CU_add_test(s, "RPC errors", test_errors) ||
 	    !CU_add_test(s, "huge record mark", test_huge_record) ||
 	    !CU_add_test(s, "big records", test_big_records) ||
+	    !CU_add_test(s, "big replies, pipelined, no stall",
+			 test_big_replies) ||
+	    !CU_add_test(s, "spliced replies", test_splice_replies) ||
 	    !CU_add_test(s, "watched fd", test_watch) ||
 	    !CU_add_test(s, "garbage", test_garbage) ||
 	    !CU_add_test(s, "fragments byte at a time",
