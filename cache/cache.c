@@ -341,6 +341,7 @@ int cache_truncate(struct cache *c, uint64_t ino, uint64_t size)
 		e->limit = size;
 	e->epoch++;
 	atomic_fetch_add(&e->wseq, 1);
+	cache_ent_touched(e);
 	/* Chunks wholly past the end hold nothing now (a hole). */
 	for (uint64_t i = (size + c->cs - 1) / c->cs; i < e->nst; i++) {
 		if (!(e->st[i] & (CH_PRESENT | CH_DIRTY)))
@@ -378,15 +379,36 @@ static struct cache_ent *ent_ref(struct cache *c, uint64_t ino)
 	return e;
 }
 
+/*
+ * While dirty, a file's cache file is the authority for its size and
+ * times, and GETATTR, LOOKUP, ACCESS and every READ/WRITE post-op
+ * attribute ask for them: the fstat is kept per entry and taken again
+ * only after something touched the file.
+ */
 int cache_stat(struct cache *c, uint64_t ino, struct cache_stat *out)
 {
-	struct cache_ent *e = ent_ref(c, ino);
+	struct cache_entshard *s = cache_ent_shard(c, ino);
+	struct cache_ent *e;
 	struct cache_fd *f;
 	struct stat sb;
+	uint64_t gen;
 	int rc;
 
-	if (!e)
+	pthread_mutex_lock(&s->lock);
+	e = cache_ent_find_locked(s, ino);
+	if (!e) {
+		pthread_mutex_unlock(&s->lock);
 		return -ENODATA;
+	}
+	gen = atomic_load(&e->sgen);
+	if (e->snap_ok && e->snap_gen == gen) {
+		*out = e->snap;
+		out->wseq = atomic_load(&e->wseq);
+		pthread_mutex_unlock(&s->lock);
+		return 0;
+	}
+	cache_ent_get(e);
+	pthread_mutex_unlock(&s->lock);
 	out->wseq = atomic_load(&e->wseq);
 	rc = cache_fd_get(c, ino, &f);
 	if (rc)
@@ -398,6 +420,14 @@ int cache_stat(struct cache *c, uint64_t ino, struct cache_stat *out)
 		out->blocks_bytes = (uint64_t)sb.st_blocks * 512;
 		out->mtime = sb.st_mtim;
 		out->ctime = sb.st_ctim;
+		/* Kept only if nothing touched the file since gen was read. */
+		pthread_mutex_lock(&s->lock);
+		if (atomic_load(&e->sgen) == gen) {
+			e->snap = *out;
+			e->snap_gen = gen;
+			e->snap_ok = true;
+		}
+		pthread_mutex_unlock(&s->lock);
 	}
 	cache_fd_put(f);
 out_put:
@@ -408,17 +438,20 @@ out_put:
 int cache_set_mtime(struct cache *c, uint64_t ino, const struct timespec *mt)
 {
 	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, *mt };
+	struct cache_ent *e = ent_ref(c, ino);
 	struct cache_fd *f;
 	int rc;
 
-	if (!cache_is_local(c, ino))
+	if (!e)
 		return -ENODATA;
 	rc = cache_fd_get(c, ino, &f);
-	if (rc)
-		return rc;
-	if (futimens(f->fd, ts) < 0)
-		rc = -errno;
-	cache_fd_put(f);
+	if (!rc) {
+		if (futimens(f->fd, ts) < 0)
+			rc = -errno;
+		cache_ent_touched(e);
+		cache_fd_put(f);
+	}
+	cache_ent_put(e);
 	return rc;
 }
 

@@ -106,6 +106,10 @@ struct cache_ent {
 	atomic_uint_fast64_t j_dur; /* journal ops durable (by seq) */
 	/* Bumped when a write starts and ends, and by truncates. */
 	atomic_uint_fast64_t wseq;
+	/* Bumped after anything changed the cache file's size, times or
+	 * blocks (cache_ent_touched): the stat snapshot is good while it
+	 * is what it was before that snapshot's fstat. */
+	atomic_uint_fast64_t sgen;
 	/* lock held: */
 	bool dead;             /* dropped or replaced: nothing may land */
 	uint64_t limit;        /* bytes that may come from the store */
@@ -114,6 +118,9 @@ struct cache_ent {
 	uint8_t *st;           /* chunk states; nst of them */
 	uint32_t nst;
 	uint32_t hand;         /* CLOCK hand */
+	bool snap_ok;          /* snap holds the fstat of sgen == snap_gen */
+	uint64_t snap_gen;
+	struct cache_stat snap;
 	char *key;             /* the object last fetched from (readahead) */
 	uint64_t ra_next, ra_last, ra_win; /* sequential-read detection */
 	struct cache_wait *waiters;
@@ -252,6 +259,11 @@ struct cache_entshard *cache_ent_shard(struct cache *c, uint64_t ino);
 /* ino's live entry (no reference taken), or NULL. */
 struct cache_ent *cache_ent_find_locked(struct cache_entshard *s,
 					uint64_t ino);
+/* The cache file of e changed (size, times, blocks): after the change. */
+static inline void cache_ent_touched(struct cache_ent *e)
+{
+	atomic_fetch_add(&e->sgen, 1);
+}
 /* Take / drop a reference; the last put frees the entry. */
 void cache_ent_get(struct cache_ent *e);
 void cache_ent_put(struct cache_ent *e);

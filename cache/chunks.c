@@ -138,6 +138,7 @@ static struct cache_ent *ent_new(uint64_t ino, uint64_t limit)
 	atomic_init(&e->pins, 0);
 	atomic_init(&e->j_dur, 0);
 	atomic_init(&e->wseq, 0);
+	atomic_init(&e->sgen, 0);
 	e->ra_last = UINT64_MAX;
 	pthread_mutex_init(&e->land_lock, NULL);
 	return e;
@@ -462,6 +463,7 @@ void cache_write_unmark(struct cache_ent *e)
 	/* The second tick: an upload that read the file while this write
 	 * was in flight cannot match the count it saw. */
 	atomic_fetch_add(&e->wseq, 1);
+	cache_ent_touched(e);
 	cache_ent_put(e);
 }
 

@@ -104,6 +104,7 @@ static void batch_finish(struct cache *c, struct evict_batch *b, bool punch)
 				      (off_t)(idx * c->cs), (off_t)c->cs) < 0)
 				log_warn("cache: punch inode %" PRIu64 ": %s",
 					 e->ino, strerror(errno));
+			cache_ent_touched(e);
 			cache_fd_put(f);
 		}
 		pthread_mutex_lock(&s->lock);

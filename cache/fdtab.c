@@ -164,7 +164,6 @@ int cache_fd_get(struct cache *c, uint64_t ino, struct cache_fd **out)
 	char name[CACHE_NAME_MAX];
 	int fd;
 
-	cache_name(ino, name);
 	for (;;) {
 		pthread_mutex_lock(&s->lock);
 		f = fd_lookup_locked(s, h, ino);
@@ -174,6 +173,7 @@ int cache_fd_get(struct cache *c, uint64_t ino, struct cache_fd **out)
 			*out = f;
 			return 0;
 		}
+		cache_name(ino, name);
 		fd = openat(cache_dirfd(c, ino), name, O_RDWR | O_CLOEXEC);
 		if (fd < 0)
 			return errno == ENOENT ? -ENODATA : -errno;

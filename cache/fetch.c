@@ -265,6 +265,8 @@ static int task_fetch(struct cache *c, struct cache_task *t, void *buf)
 	    futimens(f->fd, (struct timespec[2]){ { .tv_nsec = UTIME_OMIT },
 						  sb.st_mtim }) < 0)
 		rc = -errno;
+	if (!void_)
+		cache_ent_touched(e);
 	pthread_mutex_unlock(&e->land_lock);
 	if (!void_ && !rc)
 		rc = cache_sync_blocking(c, f);

@@ -154,10 +154,44 @@ uint8_t *nfs3_put_fattr3(uint8_t *p, const struct nfsd *n,
 /* post_op_attr: FALSE, or TRUE and the fattr3 (attr NULL: none). */
 uint8_t *nfs3_put_post_op_attr(uint8_t *p, const struct nfsd *n,
 			       const struct fs_attr *attr);
+/* Successful GETATTR3res, ACCESS3res, LOOKUP3res (dir_attr may be NULL). */
+#define NFS3_XDR_GETATTR_OK (4u + NFS3_XDR_FATTR3)
+#define NFS3_XDR_ACCESS_OK (4u + 4u + NFS3_XDR_FATTR3 + 4u)
+#define NFS3_XDR_LOOKUP_OK_MAX (4u + 4u + HANDLE_LEN + 2u * (4u + NFS3_XDR_FATTR3))
+uint8_t *nfs3_put_getattr_ok(uint8_t *p, const struct nfsd *n,
+			     const struct fs_attr *attr);
+uint8_t *nfs3_put_access_ok(uint8_t *p, const struct nfsd *n,
+			    const struct fs_attr *attr, uint32_t access);
+uint8_t *nfs3_put_lookup_ok(uint8_t *p, const struct nfsd *n,
+			    uint32_t export_id, const struct fs_attr *attr,
+			    const struct fs_attr *dir_attr);
 /* A successful READ3res up to its data: NFS3_XDR_READ_HEAD bytes. */
 uint8_t *nfs3_put_read_head(uint8_t *p, const struct nfsd *n,
 			    const struct fs_attr *attr, uint32_t count,
 			    bool eof);
+
+/*
+ * The arguments of the hot procedures, decoded in place: the handle's
+ * bytes are copied into fh[] beside the rpcgen struct (which comes first,
+ * so a handler takes the whole as its rpcgen type), WRITE's data and
+ * LOOKUP's name point into the request record, which the transport keeps
+ * until the call is finished.  Nothing is allocated, so the XDR_FREE pass
+ * frees nothing; XDR_ENCODE (tests, sizing) is rpcgen's.  Same bytes
+ * accepted and refused as rpcgen's decoders (tests compare them).
+ */
+#define NFS3_INPLACE_ARGS(name, type)                                        \
+	struct name {                                                       \
+		type a;                                                     \
+		char fh[NFS3_FHSIZE];                                       \
+	};                                                                  \
+	bool_t name##_xdr(XDR *x, struct name *args)
+
+NFS3_INPLACE_ARGS(nfs3_getattr_args, GETATTR3args);
+NFS3_INPLACE_ARGS(nfs3_access_args, ACCESS3args);
+NFS3_INPLACE_ARGS(nfs3_lookup_args, LOOKUP3args);
+NFS3_INPLACE_ARGS(nfs3_read_args, READ3args);
+NFS3_INPLACE_ARGS(nfs3_write_args, WRITE3args);
+NFS3_INPLACE_ARGS(nfs3_commit_args, COMMIT3args);
 
 /* --- per-call state of the asynchronous procedures ------------------- */
 

@@ -44,8 +44,8 @@ static const struct rpc_proc nfs3_procs[] = {
 	},
 	[NFSPROC3_GETATTR] = {
 		.name = "GETATTR",
-		.decode = (xdrproc_t)xdr_GETATTR3args,
-		.args_size = sizeof(GETATTR3args),
+		.decode = (xdrproc_t)nfs3_getattr_args_xdr,
+		.args_size = sizeof(struct nfs3_getattr_args),
 		.encode = (xdrproc_t)xdr_GETATTR3res,
 		.res_size = sizeof(struct nfs3_getattr_call),
 		.handler = nfs3_proc_getattr,
@@ -62,8 +62,8 @@ static const struct rpc_proc nfs3_procs[] = {
 	},
 	[NFSPROC3_LOOKUP] = {
 		.name = "LOOKUP",
-		.decode = (xdrproc_t)xdr_LOOKUP3args,
-		.args_size = sizeof(LOOKUP3args),
+		.decode = (xdrproc_t)nfs3_lookup_args_xdr,
+		.args_size = sizeof(struct nfs3_lookup_args),
 		.encode = (xdrproc_t)xdr_LOOKUP3res,
 		.res_size = sizeof(struct nfs3_lookup_call),
 		.handler = nfs3_proc_lookup,
@@ -71,8 +71,8 @@ static const struct rpc_proc nfs3_procs[] = {
 	},
 	[NFSPROC3_ACCESS] = {
 		.name = "ACCESS",
-		.decode = (xdrproc_t)xdr_ACCESS3args,
-		.args_size = sizeof(ACCESS3args),
+		.decode = (xdrproc_t)nfs3_access_args_xdr,
+		.args_size = sizeof(struct nfs3_access_args),
 		.encode = (xdrproc_t)xdr_ACCESS3res,
 		.res_size = sizeof(ACCESS3res),
 		.handler = nfs3_proc_access,
@@ -89,8 +89,8 @@ static const struct rpc_proc nfs3_procs[] = {
 	},
 	[NFSPROC3_READ] = {
 		.name = "READ",
-		.decode = (xdrproc_t)xdr_READ3args,
-		.args_size = sizeof(READ3args),
+		.decode = (xdrproc_t)nfs3_read_args_xdr,
+		.args_size = sizeof(struct nfs3_read_args),
 		.encode = (xdrproc_t)xdr_READ3res,
 		.res_size = sizeof(struct nfs3_read_call),
 		.handler = nfs3_proc_read,
@@ -98,8 +98,8 @@ static const struct rpc_proc nfs3_procs[] = {
 	},
 	[NFSPROC3_WRITE] = {
 		.name = "WRITE",
-		.decode = (xdrproc_t)xdr_WRITE3args,
-		.args_size = sizeof(WRITE3args),
+		.decode = (xdrproc_t)nfs3_write_args_xdr,
+		.args_size = sizeof(struct nfs3_write_args),
 		.encode = (xdrproc_t)xdr_WRITE3res,
 		.res_size = sizeof(struct nfs3_write_call),
 		.handler = nfs3_proc_write,
@@ -225,8 +225,8 @@ static const struct rpc_proc nfs3_procs[] = {
 	/* Idempotent, and it makes written data durable rather than new. */
 	[NFSPROC3_COMMIT] = {
 		.name = "COMMIT",
-		.decode = (xdrproc_t)xdr_COMMIT3args,
-		.args_size = sizeof(COMMIT3args),
+		.decode = (xdrproc_t)nfs3_commit_args_xdr,
+		.args_size = sizeof(struct nfs3_commit_args),
 		.encode = (xdrproc_t)xdr_COMMIT3res,
 		.res_size = sizeof(struct nfs3_commit_call),
 		.handler = nfs3_proc_commit,

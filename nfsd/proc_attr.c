@@ -7,7 +7,16 @@
 static void getattr_reply(struct nfs3_getattr_call *st, int err,
 			  const struct fs_attr *attr)
 {
+	uint8_t *p;
+
 	st->res.status = nfs3_status(err);
+	if (st->res.status == NFS3_OK &&
+	    (p = rpc_call_body(st->call, NFS3_XDR_GETATTR_OK))) {
+		uint8_t *end = nfs3_put_getattr_ok(p, st->n, attr);
+
+		rpc_call_done_body(st->call, (size_t)(end - p));
+		return;
+	}
 	if (st->res.status == NFS3_OK)
 		nfs3_fattr(st->n, attr,
 			   &st->res.GETATTR3res_u.resok.obj_attributes);
@@ -128,6 +137,7 @@ void nfs3_proc_access(struct rpc_call *call, void *argp, void *resp)
 	struct fs_ctx ctx;
 	uint32_t granted = 0;
 	uint64_t ino;
+	uint8_t *p;
 	int err;
 
 	res->status = nfs3_fh_verify(call, &args->object, &exp, &ctx, &ino,
@@ -152,6 +162,13 @@ void nfs3_proc_access(struct rpc_call *call, void *argp, void *resp)
 		granted &= ~(uint32_t)(ACCESS3_MODIFY | ACCESS3_EXTEND |
 				       ACCESS3_DELETE);
 	res->status = nfs3_status(err);
+	if (res->status == NFS3_OK &&
+	    (p = rpc_call_body(call, NFS3_XDR_ACCESS_OK))) {
+		uint8_t *end = nfs3_put_access_ok(p, n, &now, granted);
+
+		rpc_call_done_body(call, (size_t)(end - p));
+		return;
+	}
 	if (res->status == NFS3_OK) {
 		nfs3_post_op_attr(n, &now,
 				  &res->ACCESS3res_u.resok.obj_attributes);

@@ -24,6 +24,7 @@ static void lookup_revalidated(void *arg, int err)
 	struct fs_attr attr, dir_attr;
 	const struct fs_attr *dp;
 	const char *name = st->name;
+	uint8_t *p, *end;
 	uint64_t ino;
 
 	/*
@@ -38,6 +39,12 @@ static void lookup_revalidated(void *arg, int err)
 	dp = fs_getattr(st->n->fs, st->dir, &dir_attr) == 0 ? &dir_attr : NULL;
 	if (err < 0) {
 		lookup_fail(st, nfs3_status(err), dp);
+		return;
+	}
+	p = rpc_call_body(st->call, NFS3_XDR_LOOKUP_OK_MAX);
+	if (p) {
+		end = nfs3_put_lookup_ok(p, st->n, st->exp.id, &attr, dp);
+		rpc_call_done_body(st->call, (size_t)(end - p));
 		return;
 	}
 	if (!nfs3_fh_make(st->n, st->exp.id, &attr, &ok->object)) {

@@ -973,6 +973,43 @@ static void test_wire(void)
 			CU_ASSERT(memcmp(want, got, len) == 0);
 		}
 
+		/* GETATTR, ACCESS, LOOKUP (with and without dir attrs). */
+		GETATTR3res g = { .status = NFS3_OK };
+
+		nfs3_fattr(&n, a, &g.GETATTR3res_u.resok.obj_attributes);
+		len = rpcgen_bytes((xdrproc_t)xdr_GETATTR3res, &g, want);
+		CU_ASSERT_EQUAL(len, NFS3_XDR_GETATTR_OK);
+		CU_ASSERT_EQUAL(nfs3_put_getattr_ok((uint8_t *)got, &n, a) -
+					(uint8_t *)got, len);
+		CU_ASSERT(memcmp(want, got, len) == 0);
+
+		ACCESS3res ac = { .status = NFS3_OK };
+
+		nfs3_post_op_attr(&n, a, &ac.ACCESS3res_u.resok.obj_attributes);
+		ac.ACCESS3res_u.resok.access = 0x2d;
+		len = rpcgen_bytes((xdrproc_t)xdr_ACCESS3res, &ac, want);
+		CU_ASSERT_EQUAL(len, NFS3_XDR_ACCESS_OK);
+		CU_ASSERT_EQUAL(nfs3_put_access_ok((uint8_t *)got, &n, a,
+						   0x2d) - (uint8_t *)got, len);
+		CU_ASSERT(memcmp(want, got, len) == 0);
+
+		for (int dir = 0; dir < 2; dir++) {
+			const struct fs_attr *da = dir ? &wire_attrs[2] : NULL;
+			LOOKUP3res lk = { .status = NFS3_OK };
+			LOOKUP3resok *ok = &lk.LOOKUP3res_u.resok;
+
+			CU_ASSERT_FATAL(nfs3_fh_make(&n, 77, a, &ok->object));
+			nfs3_post_op_attr(&n, a, &ok->obj_attributes);
+			nfs3_post_op_attr(&n, da, &ok->dir_attributes);
+			len = rpcgen_bytes((xdrproc_t)xdr_LOOKUP3res, &lk, want);
+			free(ok->object.data.data_val);
+			CU_ASSERT(len <= NFS3_XDR_LOOKUP_OK_MAX);
+			CU_ASSERT_EQUAL(nfs3_put_lookup_ok((uint8_t *)got, &n,
+							   77, a, da) -
+						(uint8_t *)got, len);
+			CU_ASSERT(memcmp(want, got, len) == 0);
+		}
+
 		/* READ: the head, then the data where rpcgen puts it. */
 		for (uint32_t count = 0; count < 9; count += 3) {
 			READ3res r;
@@ -999,6 +1036,84 @@ static void test_wire(void)
 			CU_ASSERT(memcmp(want, got, len) == 0);
 		}
 	}
+}
+
+/*
+ * The in-place decoders of nfs3_wire.c: a round trip each (decoded in
+ * place, encoded again by rpcgen: the same bytes; every truncation
+ * refused), the same fields as rpcgen's decode of those bytes, pointers
+ * into the buffer where promised, and a too-long handle refused.
+ */
+#define RT_INPLACE(name, args)                                             \
+	do {                                                                \
+		struct name w_ = { .a = (args) };                           \
+		roundtrip((xdrproc_t)name##_xdr, &w_, sizeof(w_), #name);   \
+	} while (0)
+
+static void test_inplace_args(void)
+{
+	static char buf[BUF_MAX];
+	WRITE3args wa = { fh(HANDLE_LEN), 1ull << 40, 3000, DATA_SYNC,
+			  { sizeof(data_bytes), data_bytes } };
+	WRITE3args w0 = { fh(0), 0, 0, UNSTABLE, { 0, NULL } };
+	LOOKUP3args la = { dirop(name("a.b")) }, lmax = { dirop(long_name()) };
+	struct nfs3_write_args *wd;
+	struct nfs3_lookup_args *ld;
+	u_int len;
+	char *bad;
+
+	RT_INPLACE(nfs3_getattr_args, ((GETATTR3args){ fh(HANDLE_LEN) }));
+	RT_INPLACE(nfs3_getattr_args, ((GETATTR3args){ fh(NFS3_FHSIZE) }));
+	RT_INPLACE(nfs3_access_args, ((ACCESS3args){ fh(HANDLE_LEN), 0x3f }));
+	RT_INPLACE(nfs3_lookup_args, la);
+	RT_INPLACE(nfs3_lookup_args, lmax);
+	RT_INPLACE(nfs3_lookup_args, ((LOOKUP3args){ dirop(name("")) }));
+	RT_INPLACE(nfs3_read_args,
+		   ((READ3args){ fh(HANDLE_LEN), 1ull << 33, 1 << 20 }));
+	RT_INPLACE(nfs3_write_args, wa);
+	RT_INPLACE(nfs3_write_args, w0);
+	RT_INPLACE(nfs3_commit_args, ((COMMIT3args){ fh(HANDLE_LEN), 7, 9 }));
+
+	/* WRITE: fields as given, data left in the buffer, handle copied. */
+	len = encode((xdrproc_t)xdr_WRITE3args, &wa, buf, sizeof(buf));
+	wd = decode((xdrproc_t)nfs3_write_args_xdr, buf, len, sizeof(*wd));
+	CU_ASSERT_FATAL(wd != NULL);
+	CU_ASSERT_EQUAL(wd->a.offset, wa.offset);
+	CU_ASSERT_EQUAL(wd->a.count, wa.count);
+	CU_ASSERT_EQUAL(wd->a.stable, DATA_SYNC);
+	CU_ASSERT_EQUAL(wd->a.data.data_len, sizeof(data_bytes));
+	CU_ASSERT(wd->a.data.data_val >= buf &&
+		  wd->a.data.data_val < buf + len);
+	CU_ASSERT(memcmp(wd->a.data.data_val, data_bytes,
+			 sizeof(data_bytes)) == 0);
+	CU_ASSERT(wd->a.file.data.data_val == wd->fh);
+	CU_ASSERT(wd->a.file.data.data_len == HANDLE_LEN &&
+		  memcmp(wd->fh, fh_bytes, HANDLE_LEN) == 0);
+	free(wd);
+
+	len = encode((xdrproc_t)xdr_LOOKUP3args, &lmax, buf, sizeof(buf));
+	ld = decode((xdrproc_t)nfs3_lookup_args_xdr, buf, len, sizeof(*ld));
+	CU_ASSERT_FATAL(ld != NULL);
+	CU_ASSERT_EQUAL(ld->a.what.name.filename3_len, sizeof(name_max));
+	CU_ASSERT(ld->a.what.name.filename3_val > buf &&
+		  memcmp(ld->a.what.name.filename3_val, name_max,
+			 sizeof(name_max)) == 0);
+	free(ld);
+
+	/* A 68-byte handle, and a WRITE whose data length wraps when
+	 * padded: refused as rpcgen refuses them. */
+	memset(buf, 0, 4 + 68 + 16);
+	buf[3] = 68;
+	bad = decode((xdrproc_t)nfs3_getattr_args_xdr, buf, 4 + 68,
+		     sizeof(struct nfs3_getattr_args));
+	CU_ASSERT_PTR_NULL(bad);
+	memset(buf, 0, 64);
+	buf[3] = 4;      /* a 4-byte handle */
+	buf[23] = 0;     /* stable */
+	memset(buf + 24, 0xff, 4); /* data length 2^32 - 1 */
+	bad = decode((xdrproc_t)nfs3_write_args_xdr, buf, 64,
+		     sizeof(struct nfs3_write_args));
+	CU_ASSERT_PTR_NULL(bad);
 }
 
 /* Every codec of the dispatch table was round-tripped above. */
@@ -1048,6 +1163,7 @@ int main(void)
 	CU_add_test(s, "FSSTAT FSINFO PATHCONF", test_fs_procs);
 	CU_add_test(s, "golden bytes", test_golden);
 	CU_add_test(s, "hand-written encoders = rpcgen", test_wire);
+	CU_add_test(s, "in-place argument decoders", test_inplace_args);
 	CU_add_test(s, "numbers", test_numbers);
 	CU_add_test(s, "names", test_names);
 	CU_add_test(s, "paths", test_paths);
