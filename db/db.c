@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "metrics/metrics.h"
+
 /* Most changes one transaction groups, so a flood cannot starve done(). */
 #define DB_GROUP_MAX 4096
 
@@ -98,10 +100,12 @@ static void db_run_group(struct db *db, struct db_op *ops)
 				op->err = db_err(mdb_txn_commit(child));
 		}
 		rc = mdb_txn_commit(txn); /* syncs: the group is durable */
+		metrics_inc(MET_DB_COMMITS);
 	}
 	while (ops) {
 		struct db_op *next = ops->next;
 
+		metrics_inc(MET_DB_CHANGES);
 		if (ops->done)
 			ops->done(ops->arg, rc ? db_err(rc) : ops->err);
 		free(ops);

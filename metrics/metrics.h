@@ -34,6 +34,10 @@
 	X(NFS_WRITE_BYTES, "mapfs_nfs_bytes_total", "dir=\"write\"", "")       \
 	X(NFS_JUKEBOX, "mapfs_nfs_jukebox_total", "",                          \
 	  "NFS replies with NFS3ERR_JUKEBOX (store slow or down: retry)")      \
+	X(DB_COMMITS, "mapfs_db_commits_total", "",                            \
+	  "LMDB write transactions committed (each one group, made durable)")  \
+	X(DB_CHANGES, "mapfs_db_changes_total", "",                            \
+	  "Namespace and journal changes applied in those transactions")       \
 	X(CACHE_HITS, "mapfs_cache_reads_total", "result=\"hit\"",             \
 	  "Cache reads, by whether the data was local")                        \
 	X(CACHE_MISSES, "mapfs_cache_reads_total", "result=\"miss\"", "")      \
