@@ -109,6 +109,15 @@ int cache_loop_fd(struct cache *c, int loop);
 void cache_loop_poll(void *cache, int loop); /* matches rpc_watch_fn */
 
 /*
+ * Operations started on a loop are queued on its ring, not submitted:
+ * the loop calls cache_loop_flush() at the end of each iteration, which
+ * submits them all in one system call and runs the completions already
+ * there (a page-cache hit completes during the submit), so a batch of
+ * READs costs one io_uring_enter and no wake-up.  Loop k's thread only.
+ */
+void cache_loop_flush(void *cache, int loop); /* matches rpc_watch_fn */
+
+/*
  * Read up to len bytes at off from inode ino's local data into buf (owned
  * by the caller, valid until done).  done(arg, bytes read, 0 at EOF) or
  * -ENODATA when a chunk of the range is not readable (cache_fetch it,

@@ -12,6 +12,9 @@
  * completes; a write marks its chunks present and dirty.  A synced write
  * or a sync also waits for those journal records to be durable.
  *
+ * SQEs are queued by the operations a loop's handlers start and submitted
+ * together at the end of the loop's iteration (cache_loop_flush).
+ *
  * An operation is a struct cache_req that goes through rounds: one round
  * is a data SQE (read or write), optionally linked to an fdatasync and an
  * fsync of the shard directory.  A short transfer ends the round early
@@ -177,9 +180,7 @@ static bool round_submit(struct cache_req *r)
 		prep_fsyncs(r, NULL);
 	}
 	l->inflight += n;
-	/* On failure the SQEs stay queued; the wake makes poll retry. */
-	if (io_uring_submit(&l->ring) < 0)
-		loop_wake(l);
+	/* Submitted in one batch by cache_loop_flush() (or loop_reap()). */
 	return true;
 }
 
@@ -347,6 +348,17 @@ int cache_loop_fd(struct cache *c, int loop)
 	if (loop < 0 || loop >= c->nloops)
 		return -EINVAL;
 	return c->loops[loop].efd;
+}
+
+void cache_loop_flush(void *cache, int loop)
+{
+	struct cache *c = cache;
+	struct cache_loop *l = &c->loops[loop];
+
+	if (io_uring_sq_ready(&l->ring) && io_uring_submit(&l->ring) < 0)
+		loop_wake(l); /* the SQEs stay queued: poll retries */
+	if (io_uring_cq_ready(&l->ring))
+		loop_reap(l);
 }
 
 /*

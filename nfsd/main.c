@@ -399,7 +399,8 @@ static int gateway_listen(struct gateway *gw)
 	}
 	for (int i = 0; i < gw->cfg.threads; i++) {
 		rc = rpc_server_watch(gw->srv, i, cache_loop_fd(gw->cache, i),
-				      cache_loop_poll, gw->cache);
+				      cache_loop_poll, cache_loop_flush,
+				      gw->cache);
 		if (rc) {
 			log_error("watch cache ring %d: %s", i, strerror(-rc));
 			return rc;

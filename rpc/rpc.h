@@ -133,12 +133,17 @@ int rpc_server_listen(struct rpc_server *srv, const struct sockaddr *addr,
 		      size_t nprogs, struct sockaddr_storage *bound);
 
 /*
- * Watch fd (level-triggered, readable) on loop `loop` (0..nloops-1).  The
- * fd stays the caller's; close it only after rpc_server_free().  Call
+ * Watch fd (level-triggered, readable) on loop `loop` (0..nloops-1): fn
+ * runs on that loop whenever fd is readable.  flush, if not NULL, runs on
+ * that loop at the end of every iteration, after the handlers and before
+ * the loop sleeps, and again after any replies it caused were sent: a
+ * lower layer queues its work during the handlers and submits it there
+ * in one batch (io_uring), finishing what is already complete at once.
+ * The fd stays the caller's; close it only after rpc_server_free().  Call
  * before rpc_server_start() (-EBUSY after).  Returns 0 or -errno.
  */
 int rpc_server_watch(struct rpc_server *srv, int loop, int fd,
-		     rpc_watch_fn fn, void *arg);
+		     rpc_watch_fn fn, rpc_watch_fn flush, void *arg);
 
 /* Start the loop threads.  Returns 0 or -errno. */
 int rpc_server_start(struct rpc_server *srv);

@@ -192,7 +192,7 @@ struct rpc_watch {
 	struct rpc_ev ev;
 	struct rpc_watch *next;
 	int fd;
-	rpc_watch_fn fn;
+	rpc_watch_fn fn, flush;
 	void *arg;
 };
 

@@ -640,6 +640,24 @@ static void loop_run_lists(struct rpc_loop *loop)
 	}
 }
 
+/*
+ * The end of an iteration: the watches' flushes (batched submissions,
+ * completions already there) and the lists, until a flush found the
+ * lists empty after it, so nothing a handler queued waits for an event
+ * that will never come.
+ */
+static void loop_finish_iteration(struct rpc_loop *loop)
+{
+	for (;;) {
+		for (struct rpc_watch *w = loop->watches; w; w = w->next)
+			if (w->flush)
+				w->flush(w->arg, loop->idx);
+		if (!loop->resume_head && !loop->flush_head)
+			return;
+		loop_run_lists(loop);
+	}
+}
+
 static void *loop_main(void *arg)
 {
 	struct rpc_loop *loop = arg;
@@ -698,7 +716,7 @@ static void *loop_main(void *arg)
 			}
 			}
 		}
-		loop_run_lists(loop);
+		loop_finish_iteration(loop);
 	}
 	loop_close_listeners(loop);
 	for (c = loop->conns; c; c = next) {
@@ -949,7 +967,7 @@ out_undo:
 }
 
 int rpc_server_watch(struct rpc_server *srv, int loop, int fd,
-		     rpc_watch_fn fn, void *arg)
+		     rpc_watch_fn fn, rpc_watch_fn flush, void *arg)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct rpc_watch *w;
@@ -964,6 +982,7 @@ int rpc_server_watch(struct rpc_server *srv, int loop, int fd,
 	w->ev.kind = RPC_EV_WATCH;
 	w->fd = fd;
 	w->fn = fn;
+	w->flush = flush;
 	w->arg = arg;
 	ev.data.ptr = &w->ev;
 	if (epoll_ctl(srv->loops[loop]->epfd, EPOLL_CTL_ADD, fd, &ev)) {

@@ -135,6 +135,14 @@ static bool run_loops(struct cache *c, int nloops)
 		pfd[i] = (struct pollfd){ .fd = cache_loop_fd(c, i),
 					  .events = POLLIN };
 	while (pending > 0) {
+		/* As an rpc loop does before it sleeps: submit the batch. */
+		for (int i = 0; i < nloops; i++) {
+			polling_loop = i;
+			cache_loop_flush(c, i);
+			polling_loop = -1;
+		}
+		if (pending <= 0)
+			break;
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		if ((t.tv_sec - t0.tv_sec) * 1000 > WAIT_MS)
 			return false;

@@ -718,12 +718,12 @@ static void test_watch(void)
 	struct rpc_config cfg = { .nloops = NLOOPS };
 
 	CU_ASSERT_EQUAL(rpc_server_nloops(srv), NLOOPS);
-	CU_ASSERT_EQUAL(rpc_server_watch(srv, 0, watch_fd, on_watch,
+	CU_ASSERT_EQUAL(rpc_server_watch(srv, 0, watch_fd, on_watch, NULL,
 					 &watch_fd), -EBUSY);
 	CU_ASSERT_FATAL(rpc_server_new(&cfg, &s2) == 0);
 	CU_ASSERT_EQUAL(rpc_server_watch(s2, NLOOPS, watch_fd, on_watch,
-					 &watch_fd), -EINVAL);
-	CU_ASSERT_FATAL(rpc_server_watch(s2, 1, watch_fd, on_watch,
+					 NULL, &watch_fd), -EINVAL);
+	CU_ASSERT_FATAL(rpc_server_watch(s2, 1, watch_fd, on_watch, NULL,
 					 &watch_fd) == 0);
 	CU_ASSERT_FATAL(rpc_server_start(s2) == 0);
 	CU_ASSERT(write(watch_fd, &one, sizeof(one)) == sizeof(one));
