@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cache/cache_int.h"
+#include "common/log.h"
 #include "db/db.h"
 
 #define CACHE_DEFAULT_RING_DEPTH 256
@@ -172,6 +173,23 @@ out_close:
 	return rc;
 }
 
+/* opts.direct on a file system without O_DIRECT: buffered, said once. */
+static void direct_probe(struct cache *c)
+{
+	static const char name[] = ".direct-probe";
+	int fd = openat(c->rootfd, name,
+			O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		log_warn("cache: O_DIRECT refused in the cache directory (%s): "
+			 "cache I/O stays buffered", strerror(errno));
+		c->direct = false;
+		return;
+	}
+	close(fd);
+	unlinkat(c->rootfd, name, 0);
+}
+
 int cache_open(const struct cache_opts *opts, struct store *st,
 	       struct cache **out)
 {
@@ -210,12 +228,15 @@ int cache_open(const struct cache_opts *opts, struct store *st,
 	c->low = c->capacity / 100 * low;
 	c->fetch_threads = opts->fetch_threads > 0 ? opts->fetch_threads
 						   : CACHE_DEFAULT_FETCH_THREADS;
+	c->direct = opts->direct;
 	max_open = opts->max_open ? opts->max_open : CACHE_DEFAULT_MAX_OPEN;
 	c->fdtab_cap = (max_open + CACHE_FDTAB_SHARDS - 1) / CACHE_FDTAB_SHARDS;
 
 	rc = dirs_open(c, opts->dir);
 	if (rc)
 		goto out_free;
+	if (c->direct)
+		direct_probe(c);
 	cache_fdtab_init(c);
 	rc = cache_ents_init(c);
 	if (rc)

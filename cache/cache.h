@@ -55,6 +55,11 @@ struct cache_opts {
 	unsigned max_open;    /* open cache files kept (default 4096; rounded
 				 up to a multiple of 64, exceeded only while
 				 every open file is in use) */
+	bool direct;          /* O_DIRECT for the loops' block-aligned reads
+				 and writes (the page cache is bypassed; the
+				 rest stays buffered, and Linux keeps the two
+				 coherent); writes go through buffers
+				 registered with each ring */
 };
 
 /* What to fetch: the object behind an inode (owned by the caller). */

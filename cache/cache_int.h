@@ -27,6 +27,9 @@
 #define CACHE_ENT_BUCKETS 1024 /* hash chains per shard */
 #define CACHE_FDTAB_SHARDS 64 /* fd table shards, each with its own mutex */
 #define CACHE_FDTAB_BUCKETS 256 /* hash chains per shard */
+#define CACHE_DIO_ALIGN 4096u  /* O_DIRECT: offsets, lengths, memory */
+#define CACHE_DIO_BUFS 16u     /* registered write buffers per loop */
+#define CACHE_DIO_BUF ((size_t)1 << 20) /* ... of this size (wtmax) */
 
 /*
  * One open cache file.  The table holds one reference while the entry is
@@ -37,6 +40,7 @@
 struct cache_fd {
 	uint64_t ino;
 	int fd;
+	int dfd; /* the same file with O_DIRECT (opts.direct), else -1 */
 	atomic_int refs;
 	struct cache_fd *hnext;             /* hash chain */
 	struct cache_fd *lru_prev, *lru_next; /* head = most recently used */
@@ -149,6 +153,11 @@ struct cache_loop {
 	unsigned inflight;  /* CQEs the ring still owes us */
 	unsigned cq_cap;    /* never expect more CQEs than the CQ holds */
 	struct cache_req *backlog_head, *backlog_tail; /* waiting for CQ room */
+	/* opts.direct: buffers registered with the ring, for writes whose
+	 * data is not block-aligned in memory; free ones as a stack. */
+	void *dbuf;         /* CACHE_DIO_BUFS of CACHE_DIO_BUF bytes */
+	unsigned dfree[CACHE_DIO_BUFS];
+	unsigned ndfree;
 	pthread_mutex_t compl_lock;
 	struct cache_compl *compl_head, *compl_tail;
 };
@@ -167,6 +176,7 @@ struct cache {
 	uint64_t capacity, high, low; /* bytes; 0: no limit */
 	int fetch_threads;
 	unsigned fdtab_cap; /* per shard */
+	bool direct;        /* opts.direct */
 
 	int rootfd;
 	int dirfd[CACHE_NDIRS];
@@ -232,8 +242,10 @@ void cache_fdtab_destroy(struct cache *c);
 /* A reference to ino's open file, opening it if needed; -ENODATA if absent. */
 int cache_fd_get(struct cache *c, uint64_t ino, struct cache_fd **out);
 void cache_fd_put(struct cache_fd *f);
-/* Make fd (now owned by the table) ino's file, replacing any entry. */
-void cache_fd_install(struct cache *c, uint64_t ino, int fd);
+/* Make fd (now owned by the table) ino's file, replacing any entry;
+ * name is the file's (for its O_DIRECT twin). */
+void cache_fd_install(struct cache *c, uint64_t ino, int fd,
+		      const char *name);
 /* Remove ino's entry if any. */
 void cache_fd_forget(struct cache *c, uint64_t ino);
 

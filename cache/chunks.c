@@ -516,7 +516,7 @@ static int file_make(struct cache *c, uint64_t ino, uint64_t size)
 		unlinkat(cache_dirfd(c, ino), name, 0);
 		return rc;
 	}
-	cache_fd_install(c, ino, fd);
+	cache_fd_install(c, ino, fd, name);
 	return 0;
 }
 

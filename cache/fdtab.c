@@ -123,7 +123,7 @@ static void fd_put_chain(struct cache_fd *f)
 	}
 }
 
-static struct cache_fd *fd_new(uint64_t ino, int fd, int refs)
+static struct cache_fd *fd_new(uint64_t ino, int fd, int dfd, int refs)
 {
 	struct cache_fd *f = calloc(1, sizeof(*f));
 
@@ -131,8 +131,25 @@ static struct cache_fd *fd_new(uint64_t ino, int fd, int refs)
 		return NULL;
 	f->ino = ino;
 	f->fd = fd;
+	f->dfd = dfd;
 	atomic_init(&f->refs, refs);
 	return f;
+}
+
+/* The O_DIRECT twin of ino's file name (opts.direct), or -1. */
+static int dfd_open(struct cache *c, uint64_t ino, const char *name)
+{
+	if (!c->direct)
+		return -1;
+	return openat(cache_dirfd(c, ino), name,
+		      O_RDWR | O_DIRECT | O_CLOEXEC);
+}
+
+static void fd_close(int fd, int dfd)
+{
+	close(fd);
+	if (dfd >= 0)
+		close(dfd);
 }
 
 void cache_fdtab_init(struct cache *c)
@@ -162,7 +179,7 @@ int cache_fd_get(struct cache *c, uint64_t ino, struct cache_fd **out)
 	struct cache_fdshard *s = fd_shard(c, h);
 	struct cache_fd *f, *victims;
 	char name[CACHE_NAME_MAX];
-	int fd;
+	int fd, dfd;
 
 	for (;;) {
 		pthread_mutex_lock(&s->lock);
@@ -177,25 +194,28 @@ int cache_fd_get(struct cache *c, uint64_t ino, struct cache_fd **out)
 		fd = openat(cache_dirfd(c, ino), name, O_RDWR | O_CLOEXEC);
 		if (fd < 0)
 			return errno == ENOENT ? -ENODATA : -errno;
+		/* Without its twin the file is served buffered. */
+		dfd = dfd_open(c, ino, name);
 		pthread_mutex_lock(&s->lock);
 		if (s->gen != gen) {
 			/* Replaced or dropped while we opened: look again. */
 			pthread_mutex_unlock(&s->lock);
-			close(fd);
+			fd_close(fd, dfd);
 			continue;
 		}
 		f = fd_lookup_locked(s, h, ino);
 		if (f) {
 			/* Another thread opened it first; keep theirs. */
 			pthread_mutex_unlock(&s->lock);
-			close(fd);
+			fd_close(fd, dfd);
 			*out = f;
 			return 0;
 		}
-		f = fd_new(ino, fd, 2); /* the table's and the caller's */
+		/* The table's and the caller's references. */
+		f = fd_new(ino, fd, dfd, 2);
 		if (!f) {
 			pthread_mutex_unlock(&s->lock);
-			close(fd);
+			fd_close(fd, dfd);
 			return -ENOMEM;
 		}
 		victims = fd_insert_locked(c, s, h, f);
@@ -209,7 +229,7 @@ int cache_fd_get(struct cache *c, uint64_t ino, struct cache_fd **out)
 void cache_fd_put(struct cache_fd *f)
 {
 	if (atomic_fetch_sub(&f->refs, 1) == 1) {
-		close(f->fd);
+		fd_close(f->fd, f->dfd);
 		free(f);
 	}
 }
@@ -218,11 +238,13 @@ void cache_fd_put(struct cache_fd *f)
  * Without memory for an entry the old one is still removed and fd closed:
  * the next cache_fd_get() opens the file again, so nothing stale remains.
  */
-void cache_fd_install(struct cache *c, uint64_t ino, int fd)
+void cache_fd_install(struct cache *c, uint64_t ino, int fd,
+		      const char *name)
 {
 	uint64_t h = fd_hash(ino);
 	struct cache_fdshard *s = fd_shard(c, h);
-	struct cache_fd *old, *victims = NULL, *f = fd_new(ino, fd, 1);
+	int dfd = dfd_open(c, ino, name);
+	struct cache_fd *old, *victims = NULL, *f = fd_new(ino, fd, dfd, 1);
 
 	pthread_mutex_lock(&s->lock);
 	s->gen++;
@@ -231,7 +253,7 @@ void cache_fd_install(struct cache *c, uint64_t ino, int fd)
 		victims = fd_insert_locked(c, s, h, f);
 	pthread_mutex_unlock(&s->lock);
 	if (!f)
-		close(fd);
+		fd_close(fd, dfd);
 	if (old)
 		cache_fd_put(old);
 	fd_put_chain(victims);

@@ -25,12 +25,20 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "cache/cache_int.h"
+#include "common/log.h"
 #include "metrics/metrics.h"
 #include "db/db.h"
+
+/* O_DIRECT may take [at, at+len) at mem (NULL: no memory to check). */
+static bool dio_aligned(uint64_t at, size_t len, const void *mem)
+{
+	return !((at | len | (uintptr_t)mem) & (CACHE_DIO_ALIGN - 1));
+}
 
 /* What a CQE completes, kept in the low bits of user_data. */
 enum { TAG_DATA = 0, TAG_FSYNC = 1, TAG_DIRSYNC = 2, TAG_MASK = 3 };
@@ -50,6 +58,8 @@ struct cache_req {
 	struct cache_fd *f;
 	void *buf;
 	int pipe_fd; /* REQ_READ: splice into this pipe instead of buf */
+	bool direct; /* O_DIRECT through f->dfd while aligned (opts.direct) */
+	int dbuf;    /* REQ_WRITE: the registered buffer buf was copied to */
 	size_t len, done_bytes;
 	uint64_t off;
 	bool sync; /* REQ_WRITE: datasync after the data */
@@ -158,21 +168,24 @@ static bool round_submit(struct cache_req *r)
 	r->asked = 0;
 	if (r->op != REQ_SYNC) {
 		size_t left = r->len - r->done_bytes;
+		uint64_t at = r->off + r->done_bytes;
+		char *p = (char *)r->buf + r->done_bytes;
+		/* A short transfer may leave the rest unaligned: buffered. */
+		bool dio = r->direct && dio_aligned(at, left, r->buf ? p : NULL);
+		int fd = dio ? r->f->dfd : r->f->fd;
 
 		r->asked = left > ROUND_MAX ? ROUND_MAX : (unsigned)left;
 		sqe = io_uring_get_sqe(&l->ring);
 		if (r->op == REQ_READ && r->pipe_fd >= 0)
-			io_uring_prep_splice(sqe, r->f->fd,
-					     (int64_t)(r->off + r->done_bytes),
-					     r->pipe_fd, -1, r->asked, 0);
+			io_uring_prep_splice(sqe, fd, (int64_t)at, r->pipe_fd,
+					     -1, r->asked, 0);
 		else if (r->op == REQ_READ)
-			io_uring_prep_read(sqe, r->f->fd,
-					   (char *)r->buf + r->done_bytes,
-					   r->asked, r->off + r->done_bytes);
+			io_uring_prep_read(sqe, fd, p, r->asked, at);
+		else if (dio && r->dbuf >= 0)
+			io_uring_prep_write_fixed(sqe, fd, p, r->asked, at,
+						  r->dbuf);
 		else
-			io_uring_prep_write(sqe, r->f->fd,
-					    (char *)r->buf + r->done_bytes,
-					    r->asked, r->off + r->done_bytes);
+			io_uring_prep_write(sqe, fd, p, r->asked, at);
 		io_uring_sqe_set_data64(sqe, (uintptr_t)r | TAG_DATA);
 		if (r->op == REQ_WRITE && r->sync)
 			prep_fsyncs(r, sqe);
@@ -212,6 +225,14 @@ static void req_release(enum req_op op, struct cache_ent *e, struct cache_fd *f)
 		cache_ent_put(e);
 }
 
+/* Give r's registered buffer back to its loop. */
+static void req_put_dbuf(struct cache_req *r)
+{
+	if (r->dbuf >= 0)
+		r->l->dfree[r->l->ndfree++] = (unsigned)r->dbuf;
+	r->dbuf = -1;
+}
+
 static void req_finish(struct cache_req *r, long result)
 {
 	cache_done_fn done = r->done;
@@ -219,6 +240,7 @@ static void req_finish(struct cache_req *r, long result)
 	bool synced = r->op == REQ_SYNC || (r->op == REQ_WRITE && r->sync);
 	struct cache_compl *n;
 
+	req_put_dbuf(r);
 	if (synced && result >= 0 && (n = malloc(sizeof(*n)))) {
 		struct cache_entshard *s = cache_ent_shard(r->c, r->e->ino);
 		bool waiting;
@@ -379,8 +401,42 @@ void cache_loop_poll(void *cache, int loop)
 static void loop_fini(struct cache_loop *l)
 {
 	io_uring_queue_exit(&l->ring);
+	free(l->dbuf);
 	close(l->efd);
 	pthread_mutex_destroy(&l->compl_lock);
+}
+
+/*
+ * opts.direct: write buffers registered with the ring (the kernel maps
+ * them once, not per write).  Without them (RLIMIT_MEMLOCK, memory) the
+ * writes whose data is not aligned in memory are simply buffered.
+ */
+static void loop_dbufs_init(struct cache *c, struct cache_loop *l)
+{
+	struct iovec iov[CACHE_DIO_BUFS];
+	int rc;
+
+	l->ndfree = 0;
+	if (!c->direct ||
+	    posix_memalign(&l->dbuf, CACHE_DIO_ALIGN,
+			   CACHE_DIO_BUFS * CACHE_DIO_BUF)) {
+		l->dbuf = NULL;
+		return;
+	}
+	for (unsigned i = 0; i < CACHE_DIO_BUFS; i++) {
+		iov[i].iov_base = (char *)l->dbuf + i * CACHE_DIO_BUF;
+		iov[i].iov_len = CACHE_DIO_BUF;
+	}
+	rc = io_uring_register_buffers(&l->ring, iov, CACHE_DIO_BUFS);
+	if (rc) {
+		log_warn("cache: registering O_DIRECT write buffers: %s; "
+			 "unaligned writes stay buffered", strerror(-rc));
+		free(l->dbuf);
+		l->dbuf = NULL;
+		return;
+	}
+	for (unsigned i = 0; i < CACHE_DIO_BUFS; i++)
+		l->dfree[l->ndfree++] = i;
 }
 
 static int loop_init(struct cache *c, struct cache_loop *l)
@@ -398,6 +454,7 @@ static int loop_init(struct cache *c, struct cache_loop *l)
 		goto out_ring;
 	l->cq_cap = l->ring.cq.ring_entries;
 	pthread_mutex_init(&l->compl_lock, NULL);
+	loop_dbufs_init(c, l);
 	return 0;
 
 out_ring:
@@ -585,12 +642,38 @@ static struct cache_req *req_start(struct cache *c, int loop, uint64_t ino,
 	r->c = c;
 	r->l = &c->loops[loop];
 	r->pipe_fd = -1;
+	r->dbuf = -1;
 	r->op = r->rel = op;
 	r->e = e;
 	r->f = f;
 	r->done = done;
 	r->arg = arg;
 	return r;
+}
+
+/* Whether f is opened for O_DIRECT too (opts.direct). */
+static bool f_direct(const struct cache_fd *f)
+{
+	return f->dfd >= 0;
+}
+
+/*
+ * A direct write whose data is not aligned in memory: copy it into one
+ * of the loop's registered buffers, or (none free, too big) stay
+ * buffered.
+ */
+static void dio_bounce(struct cache_req *r)
+{
+	struct cache_loop *l = r->l;
+
+	if (!l->ndfree || r->len > CACHE_DIO_BUF) {
+		r->direct = false;
+		return;
+	}
+	r->dbuf = (int)l->dfree[--l->ndfree];
+	memcpy((char *)l->dbuf + (size_t)r->dbuf * CACHE_DIO_BUF, r->buf,
+	       r->len);
+	r->buf = (char *)l->dbuf + (size_t)r->dbuf * CACHE_DIO_BUF;
 }
 
 /* cache_read() and cache_splice(): into buf, or into pipe_fd if >= 0. */
@@ -618,6 +701,7 @@ static void read_to(struct cache *c, int loop, uint64_t ino, uint64_t off,
 	r->pipe_fd = pipe_fd;
 	r->len = len;
 	r->off = off;
+	r->direct = f_direct(r->f) && dio_aligned(off, len, buf);
 	req_submit(r);
 }
 
@@ -665,6 +749,11 @@ void cache_write(struct cache *c, int loop, uint64_t ino, uint64_t off,
 	r->len = len;
 	r->off = off;
 	r->sync = sync;
+	if (len && f_direct(r->f) && dio_aligned(off, len, NULL)) {
+		r->direct = true;
+		if (!dio_aligned(0, 0, buf))
+			dio_bounce(r);
+	}
 	req_submit(r);
 }
 

@@ -106,6 +106,8 @@ static const struct opt opts[] = {
 	  "dirty data past which writes answer JUKEBOX (default: half the cache size)" },
 	{ "strict-commit", OPT_BOOL, OFF(strict_commit), NULL,
 	  "COMMIT replies only once the data is in the store" },
+	{ "cache-direct", OPT_BOOL, OFF(cache_direct), NULL,
+	  "O_DIRECT for block-aligned cache reads and writes (bypass the page cache)" },
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))

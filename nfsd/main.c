@@ -199,7 +199,8 @@ static int gateway_open_storage(struct gateway *gw)
 				     .nloops = gw->cfg.threads,
 				     .chunk_size = gw->cfg.chunk_size,
 				     .readahead = gw->cfg.readahead,
-				     .capacity = capacity },
+				     .capacity = capacity,
+				     .direct = gw->cfg.cache_direct },
 			     gw->store, &gw->cache))) {
 		log_error("cache %s: %s", path, strerror(-rc));
 		return rc;

@@ -5,7 +5,8 @@
  * Its data is never copied in user space: a big READ moves the cache
  * file's pages into a pipe and from there into the socket (splice), a
  * small one (or one the loop has no pipe for) is read straight into the
- * reply buffer after its head.  Failures go through rpcgen as usual.
+ * reply buffer after its head, page-aligned where the file offset is (so
+ * that --cache-direct can read it with O_DIRECT).  Failures go through rpcgen as usual.
  */
 #include <errno.h>
 #include <string.h>
@@ -85,8 +86,14 @@ void nfs3_proc_read(struct rpc_call *call, void *argp, void *resp)
 	if (count >= NFS3_SPLICE_MIN)
 		pfd = rpc_call_pipe(call, span);
 	st->spliced = pfd >= 0;
-	st->head = rpc_call_body(call, NFS3_XDR_READ_HEAD +
-					       (st->spliced ? 0 : count + 3));
+	/* Page-aligned data can be read with O_DIRECT (--cache-direct). */
+	if (st->spliced)
+		st->head = rpc_call_body(call, NFS3_XDR_READ_HEAD);
+	else if (args->offset % PAGE)
+		st->head = rpc_call_body(call, NFS3_XDR_READ_HEAD + count + 3);
+	else
+		st->head = rpc_call_body_aligned(call, NFS3_XDR_READ_HEAD,
+						 NFS3_XDR_READ_HEAD + count + 3);
 	if (!st->head) {
 		read_fail(st, nfs3_status(-ENOMEM), &attr);
 		return;

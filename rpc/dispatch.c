@@ -70,13 +70,16 @@ static struct rpc_outbuf *outbuf_new(size_t bytes)
 	return rpc_outbuf_new(4 + bytes);
 }
 
-/* Set the record mark: the reply is always one last fragment. */
+/*
+ * Set the record mark: the reply is always one last fragment.  It starts
+ * at data[off] (0, or what rpc_call_body_aligned() skipped).
+ */
 static void outbuf_seal(struct rpc_outbuf *ob, size_t bytes)
 {
 	uint32_t mark = htonl(RPC_LAST_FRAG | (uint32_t)bytes);
 
-	memcpy(ob->data, &mark, 4);
-	ob->len = 4 + bytes;
+	memcpy(ob->data + ob->off, &mark, 4);
+	ob->len = ob->off + 4 + bytes;
 }
 
 static struct rpc_outbuf *outbuf_hdr_only(const struct rpc_reply_hdr *h)
@@ -392,14 +395,38 @@ void rpc_call_fail(struct rpc_call *call, enum accept_stat stat)
 	call_finish(call, ob);
 }
 
+/* Where the results go in the call's body buffer. */
+static uint8_t *body_results(const struct rpc_call *call)
+{
+	return call->body->data + call->body->off + 4 + RPC_REPLY_HDR_SUCCESS;
+}
+
 void *rpc_call_body(struct rpc_call *call, size_t cap)
 {
 	if (!call->body)
 		call->body = outbuf_new(RPC_REPLY_HDR_SUCCESS + cap);
-	else if (call->body->cap < 4 + RPC_REPLY_HDR_SUCCESS + cap)
+	else if (call->body->cap <
+		 call->body->off + 4 + RPC_REPLY_HDR_SUCCESS + cap)
 		return NULL;
-	return call->body ? call->body->data + 4 + RPC_REPLY_HDR_SUCCESS
-			  : NULL;
+	return call->body ? body_results(call) : NULL;
+}
+
+void *rpc_call_body_aligned(struct rpc_call *call, size_t head, size_t cap)
+{
+	struct rpc_outbuf *ob;
+	uintptr_t at;
+
+	if (call->body)
+		return NULL;
+	ob = outbuf_new(RPC_REPLY_HDR_SUCCESS + cap + RPC_BODY_ALIGN);
+	if (!ob)
+		return NULL;
+	/* The reply starts late enough in data[] to put body+head on a
+	 * boundary; the bytes skipped count as sent. */
+	at = (uintptr_t)(ob->data + 4 + RPC_REPLY_HDR_SUCCESS + head);
+	ob->off = (RPC_BODY_ALIGN - at % RPC_BODY_ALIGN) % RPC_BODY_ALIGN;
+	call->body = ob;
+	return body_results(call);
 }
 
 int rpc_call_pipe(struct rpc_call *call, size_t cap)
@@ -425,9 +452,9 @@ static struct rpc_outbuf *body_seal(struct rpc_call *call, size_t len,
 	struct rpc_outbuf *ob = call->body;
 
 	call->body = NULL;
-	rpc_reply_hdr_encode(ob->data + 4, &rh);
+	rpc_reply_hdr_encode(ob->data + ob->off + 4, &rh);
 	outbuf_seal(ob, RPC_REPLY_HDR_SUCCESS + len + payload);
-	ob->len = 4 + RPC_REPLY_HDR_SUCCESS + len;
+	ob->len = ob->off + 4 + RPC_REPLY_HDR_SUCCESS + len;
 	return ob;
 }
 

@@ -302,10 +302,13 @@ void rpc_drc_finish(struct rpc_drc *d, struct rpc_drc_entry *e,
 	struct rpc_drc_shard *s = shard_of(d, e->khash);
 	uint8_t *copy = NULL;
 
-	if (ob && ob->len <= d->shard_bytes - sizeof(*e)) {
-		copy = malloc(ob->len);
+	/* The reply is data[off, len): nothing of it is sent yet. */
+	size_t len = ob ? ob->len - ob->off : 0;
+
+	if (ob && len <= d->shard_bytes - sizeof(*e)) {
+		copy = malloc(len);
 		if (copy)
-			memcpy(copy, ob->data, ob->len);
+			memcpy(copy, ob->data + ob->off, len);
 	}
 	pthread_mutex_lock(&s->lock);
 	if (!copy) {
@@ -314,9 +317,9 @@ void rpc_drc_finish(struct rpc_drc *d, struct rpc_drc_entry *e,
 		entry_remove(s, e);
 		goto out_unlock;
 	}
-	shard_make_room(d, s, 0, ob->len);
+	shard_make_room(d, s, 0, len);
 	e->reply = copy;
-	e->len = ob->len;
+	e->len = len;
 	e->done = true;
 	s->nbytes += e->len;
 	lru_push(s, e);

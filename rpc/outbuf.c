@@ -14,7 +14,7 @@
 #include "rpc/rpc_int.h"
 
 /* data[] capacities of the two pooled sizes; other sizes are malloc'ed. */
-#define OB_SMALL (8192 - sizeof(struct rpc_outbuf))
+#define OB_SMALL (16384 - sizeof(struct rpc_outbuf))
 #define OB_BIG ((size_t)(1u << 20) + (16u << 10))
 /* Buffers each free list keeps at most. */
 #define OB_KEEP_SMALL 256

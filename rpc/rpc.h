@@ -211,6 +211,10 @@ void rpc_call_fail(struct rpc_call *call, enum accept_stat stat);
  * rpc_call_done()/fail()/drop() instead frees the body and the pipe.
  */
 void *rpc_call_body(struct rpc_call *call, size_t cap);
+/* rpc_call_body(), with body + head on a RPC_BODY_ALIGN boundary (O_DIRECT
+ * reads straight into a reply); only as the call's first body. */
+#define RPC_BODY_ALIGN 4096u
+void *rpc_call_body_aligned(struct rpc_call *call, size_t head, size_t cap);
 int rpc_call_pipe(struct rpc_call *call, size_t cap);
 void rpc_call_done_body(struct rpc_call *call, size_t len);
 void rpc_call_done_splice(struct rpc_call *call, size_t len, size_t n);

@@ -181,6 +181,27 @@ static void strv_add(struct strv *sv, const char *fmt, ...)
 	sv->v[sv->n] = NULL;
 }
 
+/*
+ * MAPFS_E2E_GW_ARGS: options (space-separated) every gateway of the run
+ * gets, e.g. "--cache-direct" for the direct-I/O pass of the file store
+ * tests (tests/CMakeLists.txt).
+ */
+static void add_env_args(struct strv *argv)
+{
+	const char *env = getenv("MAPFS_E2E_GW_ARGS");
+	char *copy, *tok, *save = NULL;
+
+	if (!env || !*env)
+		return;
+	copy = strdup(env);
+	if (!copy)
+		abort();
+	for (tok = strtok_r(copy, " ", &save); tok;
+	     tok = strtok_r(NULL, " ", &save))
+		strv_add(argv, "%s", tok);
+	free(copy);
+}
+
 static void strv_free(struct strv *sv)
 {
 	for (size_t i = 0; i < sv->n; i++)
@@ -765,6 +786,7 @@ static void gw_cmdline(struct e2e_gw *gw, const char *bin, struct strv *argv,
 	}
 	for (int i = 0; gw->opts.extra_args && gw->opts.extra_args[i]; i++)
 		strv_add(argv, "%s", gw->opts.extra_args[i]);
+	add_env_args(argv);
 	env_base(env, s3 != NULL);
 	if (s3) {
 		strv_add(env, "AWS_ACCESS_KEY_ID=%s",

@@ -26,7 +26,8 @@
  *    AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY).
  * The gateway gets the credentials in its environment, with instance
  * metadata disabled, no AWS config files and no proxy: it talks to
- * 127.0.0.1 only.
+ * 127.0.0.1 only.  MAPFS_E2E_GW_ARGS adds options to every gateway (the
+ * --cache-direct pass).
  *
  * Every function prints a line saying what went wrong on failure.
  */
