@@ -1000,8 +1000,14 @@ static void test_stop_timeout(void)
 	CU_ASSERT_FATAL(start_server(&s3, &p3) == 0);
 	fd = cli_connect(p3);
 	CU_ASSERT_FATAL(fd >= 0);
-	/* Calls of earlier tests must not finish inside the window below. */
-	while (atomic_load(&W.outstanding) != 0 && waited++ < 5000)
+	/*
+	 * Calls of earlier tests must not finish inside the window below:
+	 * none outstanding, and none between rpc_call_done() and its count
+	 * (outstanding drops before the call is done, done rises after).
+	 */
+	while ((atomic_load(&W.outstanding) != 0 ||
+		atomic_load(&W.finishing) != atomic_load(&W.done)) &&
+	       waited++ < 5000)
 		sleep_ms(2);
 	waited = 0;
 	W.delay_ms = 1000;
