@@ -434,10 +434,19 @@ int cache_write_mark(struct cache *c, uint64_t ino, uint64_t off, uint64_t len,
 		     !(off <= lo && off + len >= hi)))
 			rc = -ENODATA;
 	}
+	/*
+	 * Journaled: only chunks that begin below the store limit.  One
+	 * past it reads from the cache file whatever its record says (a
+	 * hole or bytes written here) and is never fetched, so after a
+	 * crash it needs no record; cache_clean() journals it when an
+	 * upload moves the limit past it.  A new file's writes, and a
+	 * file's growth, touch no LMDB, and their COMMIT waits for none.
+	 */
 	for (uint64_t i = first; !rc && i <= last; i++) {
 		uint8_t st = e->st[i];
 
-		if ((st & (CH_PRESENT | CH_DIRTY)) != (CH_PRESENT | CH_DIRTY))
+		if ((st & (CH_PRESENT | CH_DIRTY)) != (CH_PRESENT | CH_DIRTY) &&
+		    i * c->cs < e->limit)
 			recs[n++] = (struct cache_jrec){
 				.idx = (uint32_t)i,
 				.st = CH_PRESENT | CH_DIRTY };
