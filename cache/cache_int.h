@@ -27,6 +27,7 @@
 #define CACHE_ENT_BUCKETS 1024 /* hash chains per shard */
 #define CACHE_FDTAB_SHARDS 64 /* fd table shards, each with its own mutex */
 #define CACHE_FDTAB_BUCKETS 256 /* hash chains per shard */
+#define CACHE_REQS_KEEP 256   /* finished ring requests kept per loop */
 #define CACHE_DIO_ALIGN 4096u  /* O_DIRECT: offsets, lengths, memory */
 #define CACHE_DIO_BUFS 16u     /* registered write buffers per loop */
 #define CACHE_DIO_BUF ((size_t)1 << 20) /* ... of this size (wtmax) */
@@ -153,6 +154,8 @@ struct cache_loop {
 	unsigned inflight;  /* CQEs the ring still owes us */
 	unsigned cq_cap;    /* never expect more CQEs than the CQ holds */
 	struct cache_req *backlog_head, *backlog_tail; /* waiting for CQ room */
+	struct cache_req *free_reqs; /* finished requests, for reuse */
+	unsigned nfree_reqs;
 	/* opts.direct: buffers registered with the ring, for writes whose
 	 * data is not block-aligned in memory; free ones as a stack. */
 	void *dbuf;         /* CACHE_DIO_BUFS of CACHE_DIO_BUF bytes */

@@ -225,6 +225,35 @@ static void req_release(enum req_op op, struct cache_ent *e, struct cache_fd *f)
 		cache_ent_put(e);
 }
 
+/*
+ * Requests are recycled per loop (made and finished on the loop's own
+ * thread): a cache hit allocates nothing.
+ */
+static struct cache_req *req_alloc(struct cache_loop *l)
+{
+	struct cache_req *r = l->free_reqs;
+
+	if (!r)
+		return calloc(1, sizeof(*r));
+	l->free_reqs = r->next;
+	l->nfree_reqs--;
+	memset(r, 0, sizeof(*r));
+	return r;
+}
+
+static void req_free(struct cache_req *r)
+{
+	struct cache_loop *l = r->l;
+
+	if (l->nfree_reqs >= CACHE_REQS_KEEP) {
+		free(r);
+		return;
+	}
+	r->next = l->free_reqs;
+	l->free_reqs = r;
+	l->nfree_reqs++;
+}
+
 /* Give r's registered buffer back to its loop. */
 static void req_put_dbuf(struct cache_req *r)
 {
@@ -253,7 +282,7 @@ static void req_finish(struct cache_req *r, long result)
 		pthread_mutex_unlock(&s->lock);
 		if (waiting) {
 			req_release(r->rel, r->e, r->f);
-			free(r);
+			req_free(r);
 			return;
 		}
 		result = n->result;
@@ -262,7 +291,7 @@ static void req_finish(struct cache_req *r, long result)
 		result = -ENOMEM;
 	}
 	req_release(r->rel, r->e, r->f);
-	free(r);
+	req_free(r);
 	done(arg, result);
 }
 
@@ -400,8 +429,14 @@ void cache_loop_poll(void *cache, int loop)
 
 static void loop_fini(struct cache_loop *l)
 {
+	struct cache_req *r;
+
 	io_uring_queue_exit(&l->ring);
 	free(l->dbuf);
+	while ((r = l->free_reqs)) {
+		l->free_reqs = r->next;
+		free(r);
+	}
 	close(l->efd);
 	pthread_mutex_destroy(&l->compl_lock);
 }
@@ -633,7 +668,7 @@ static struct cache_req *req_start(struct cache *c, int loop, uint64_t ino,
 		*sync_e = e;
 		return NULL;
 	}
-	r = calloc(1, sizeof(*r));
+	r = req_alloc(&c->loops[loop]);
 	if (!r) {
 		req_release(op, e, f);
 		cache_complete(c, loop, done, arg, -ENOMEM);
@@ -738,7 +773,7 @@ void cache_write(struct cache *c, int loop, uint64_t ino, uint64_t off,
 	/* Nothing to write: only the sync, if any, is left to do. */
 	if (!len && !sync) {
 		req_release(REQ_WRITE, r->e, r->f);
-		free(r);
+		req_free(r);
 		cache_complete(c, loop, done, arg, 0);
 		return;
 	}

@@ -226,28 +226,38 @@ void fs_setattr(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 		const struct timespec *guard_ctime, struct fs_wcc *wcc,
 		fs_done_fn done, void *arg);
 
+/*
+ * Room for one READ, WRITE or COMMIT in flight, kept by the caller (nfsd
+ * has it in the call's state) so that data I/O allocates nothing.  It is
+ * fs's from the call until done runs; its contents are private.
+ */
+struct fs_io {
+	_Alignas(16) unsigned char room[160];
+};
+
 /* READ: *nread bytes into buf; *eof if the read reached the end. */
-void fs_read(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
-	     uint64_t off, size_t count, void *buf, size_t *nread, bool *eof,
-	     struct fs_attr *attr, fs_done_fn done, void *arg);
+void fs_read(struct fs *fs, struct fs_io *io, const struct fs_ctx *ctx,
+	     uint64_t ino, uint64_t off, size_t count, void *buf,
+	     size_t *nread, bool *eof, struct fs_attr *attr, fs_done_fn done,
+	     void *arg);
 
 /*
  * fs_read() into a pipe (the caller's write end, with room for the
  * range's pages) instead of a buffer: the cached pages are moved by
  * reference (cache_splice).  On an error some bytes may be in the pipe.
  */
-void fs_read_splice(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
-		    uint64_t off, size_t count, int pipe_fd, size_t *nread,
-		    bool *eof, struct fs_attr *attr, fs_done_fn done,
-		    void *arg);
+void fs_read_splice(struct fs *fs, struct fs_io *io,
+		    const struct fs_ctx *ctx, uint64_t ino, uint64_t off,
+		    size_t count, int pipe_fd, size_t *nread, bool *eof,
+		    struct fs_attr *attr, fs_done_fn done, void *arg);
 
 /*
  * WRITE all len bytes at off.  *committed says how stable the data is on
  * return (>= stable asked for).  -EAGAIN (retry) while the cache holds
  * opts.max_dirty of dirty data or the store is unreachable; CREATE too.
  */
-void fs_write(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
-	      uint64_t off, const void *data, size_t len,
+void fs_write(struct fs *fs, struct fs_io *io, const struct fs_ctx *ctx,
+	      uint64_t ino, uint64_t off, const void *data, size_t len,
 	      enum fs_stable stable, enum fs_stable *committed,
 	      struct fs_wcc *wcc, fs_done_fn done, void *arg);
 
@@ -256,8 +266,8 @@ void fs_write(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
  * opts.strict_commit: in the store; -EAGAIN if the store cannot take it
  * now).
  */
-void fs_commit(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
-	       struct fs_wcc *wcc, fs_done_fn done, void *arg);
+void fs_commit(struct fs *fs, struct fs_io *io, const struct fs_ctx *ctx,
+	       uint64_t ino, struct fs_wcc *wcc, fs_done_fn done, void *arg);
 
 /*
  * CREATE a regular file.  EXCLUSIVE stores verf: a retry with the same

@@ -36,7 +36,7 @@ struct io_op {
 	int pipe_fd;          /* READ into a pipe, if >= 0 */
 	const void *data;     /* WRITE */
 	enum fs_stable stable;
-	char key[STORE_KEY_MAX + 1];
+	char *key;     /* the store key, built for a fetch (a miss) only */
 	uint64_t size; /* the record's, for a fetch */
 	int tries;
 	bool was_dirty, marked;
@@ -61,10 +61,26 @@ int fs_backpressure(struct fs *fs)
 	return u.dirty >= fs->opts.max_dirty ? -EAGAIN : 0;
 }
 
+_Static_assert(sizeof(struct io_op) <= sizeof(struct fs_io),
+	       "struct fs_io must hold an io_op");
+_Static_assert(_Alignof(struct io_op) <= _Alignof(struct fs_io),
+	       "struct fs_io must align an io_op");
+
+/* The op lives in the caller's room: nothing is allocated per I/O. */
+static struct io_op *io_op_of(struct fs_io *io)
+{
+	return (struct io_op *)(void *)io->room;
+}
+
+/* The end: the op's room is the caller's again once done runs. */
 static void io_free(struct io_op *op, int err)
 {
-	op->done(op->arg, err);
-	free(op);
+	fs_done_fn done = op->done;
+	void *arg = op->arg;
+
+	free(op->key);
+	op->key = NULL;
+	done(arg, err);
 }
 
 /*
@@ -95,8 +111,6 @@ static int io_prepare(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 		goto out_end;
 	op->size = in->size;
 	op->was_dirty = in->flags & FS_F_DIRTY_DATA;
-	/* A dirty file's chunks that were never local are the object's. */
-	rc = fs_key_build(fs, txn, ino, op->key, sizeof(op->key));
 out_end:
 	db_read_end(fs->db, txn);
 	return rc;
@@ -123,9 +137,37 @@ static int fetch_err(struct fs *fs, long res)
 	return queued ? -EAGAIN : (int)res;
 }
 
+/*
+ * The object op's chunks come from, once (a hit never needs it).  A
+ * dirty file's chunks that were never local are its object's too.
+ */
+static int io_key(struct io_op *op)
+{
+	MDB_txn *txn;
+	int rc;
+
+	if (op->key)
+		return 0;
+	op->key = malloc(STORE_KEY_MAX + 1);
+	if (!op->key)
+		return -ENOMEM;
+	rc = db_read_begin(op->fs->db, &txn);
+	if (rc)
+		return rc;
+	rc = fs_key_build(op->fs, txn, op->ino, op->key, STORE_KEY_MAX + 1);
+	db_read_end(op->fs->db, txn);
+	return rc;
+}
+
 /* Fetch what op's range lacks, then done (with for_write: the edges). */
 static void io_fetch(struct io_op *op, bool for_write, cache_done_fn done)
 {
+	int rc = io_key(op);
+
+	if (rc) {
+		done(op, rc);
+		return;
+	}
 	cache_fetch(op->fs->cache, op->loop, op->ino,
 		    &(struct cache_obj){ .key = op->key, .size = op->size },
 		    op->off, op->len, for_write, done, op);
@@ -179,19 +221,16 @@ static void read_start(struct io_op *op)
 }
 
 /* READ (RFC 1813 3.3.6) into buf, or into pipe_fd if >= 0. */
-static void read_begin(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
-		       uint64_t off, size_t count, void *buf, int pipe_fd,
-		       size_t *nread, bool *eof, struct fs_attr *attr,
-		       fs_done_fn done, void *arg)
+static void read_begin(struct fs *fs, struct fs_io *io,
+		       const struct fs_ctx *ctx, uint64_t ino, uint64_t off,
+		       size_t count, void *buf, int pipe_fd, size_t *nread,
+		       bool *eof, struct fs_attr *attr, fs_done_fn done,
+		       void *arg)
 {
-	struct io_op *op = calloc(1, sizeof(*op));
+	struct io_op *op = io_op_of(io);
 	struct fs_inode in;
 	int rc;
 
-	if (!op) {
-		done(arg, -ENOMEM);
-		return;
-	}
 	*op = (struct io_op){ .fs = fs, .loop = ctx->loop, .ino = ino,
 			      .off = off, .len = count, .buf = buf,
 			      .pipe_fd = pipe_fd, .nread = nread, .eof = eof,
@@ -204,21 +243,22 @@ static void read_begin(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	read_start(op);
 }
 
-void fs_read(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
-	     uint64_t off, size_t count, void *buf, size_t *nread, bool *eof,
-	     struct fs_attr *attr, fs_done_fn done, void *arg)
+void fs_read(struct fs *fs, struct fs_io *io, const struct fs_ctx *ctx,
+	     uint64_t ino, uint64_t off, size_t count, void *buf,
+	     size_t *nread, bool *eof, struct fs_attr *attr, fs_done_fn done,
+	     void *arg)
 {
-	read_begin(fs, ctx, ino, off, count, buf, -1, nread, eof, attr, done,
-		   arg);
+	read_begin(fs, io, ctx, ino, off, count, buf, -1, nread, eof, attr,
+		   done, arg);
 }
 
-void fs_read_splice(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
-		    uint64_t off, size_t count, int pipe_fd, size_t *nread,
-		    bool *eof, struct fs_attr *attr, fs_done_fn done,
-		    void *arg)
+void fs_read_splice(struct fs *fs, struct fs_io *io,
+		    const struct fs_ctx *ctx, uint64_t ino, uint64_t off,
+		    size_t count, int pipe_fd, size_t *nread, bool *eof,
+		    struct fs_attr *attr, fs_done_fn done, void *arg)
 {
-	read_begin(fs, ctx, ino, off, count, NULL, pipe_fd, nread, eof, attr,
-		   done, arg);
+	read_begin(fs, io, ctx, ino, off, count, NULL, pipe_fd, nread, eof,
+		   attr, done, arg);
 }
 
 static void write_fetched(void *p, long res);
@@ -303,22 +343,17 @@ static void write_fetched(void *p, long res)
 }
 
 /* WRITE (RFC 1813 3.3.7); the write verifier is nfsd's. */
-void fs_write(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
-	      uint64_t off, const void *data, size_t len,
+void fs_write(struct fs *fs, struct fs_io *io, const struct fs_ctx *ctx,
+	      uint64_t ino, uint64_t off, const void *data, size_t len,
 	      enum fs_stable stable, enum fs_stable *committed,
 	      struct fs_wcc *wcc, fs_done_fn done, void *arg)
 {
-	struct io_op *op;
+	struct io_op *op = io_op_of(io);
 	struct fs_inode in;
 	int rc;
 
 	if (wcc)
 		memset(wcc, 0, sizeof(*wcc));
-	op = calloc(1, sizeof(*op));
-	if (!op) {
-		done(arg, -ENOMEM);
-		return;
-	}
 	*op = (struct io_op){ .fs = fs, .loop = ctx->loop, .ino = ino,
 			      .off = off, .len = len, .data = data,
 			      .stable = stable, .committed = committed,
@@ -378,8 +413,8 @@ static void commit_cb(void *p, long res)
  * dirty file's cache data (and its chunk journal) needs a sync; with
  * strict_commit the file is then uploaded before the reply.
  */
-void fs_commit(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
-	       struct fs_wcc *wcc, fs_done_fn done, void *arg)
+void fs_commit(struct fs *fs, struct fs_io *io, const struct fs_ctx *ctx,
+	       uint64_t ino, struct fs_wcc *wcc, fs_done_fn done, void *arg)
 {
 	struct io_op *op;
 	struct fs_inode in;
@@ -407,11 +442,7 @@ void fs_commit(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 		done(arg, in.type == FS_DIR ? -EISDIR : 0);
 		return;
 	}
-	op = calloc(1, sizeof(*op));
-	if (!op) {
-		done(arg, -ENOMEM);
-		return;
-	}
+	op = io_op_of(io);
 	*op = (struct io_op){ .fs = fs, .loop = ctx->loop, .ino = ino,
 			      .wcc = wcc, .done = done, .arg = arg };
 	if (!(in.flags & FS_F_DIRTY_DATA)) {

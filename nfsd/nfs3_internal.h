@@ -230,6 +230,7 @@ struct nfs3_read_call {
 	struct nfsd *n;
 	struct fs_ctx ctx;
 	uint64_t ino;
+	struct fs_io io;
 	uint8_t *head; /* the reply body: head, then (copied) data */
 	bool spliced;  /* the data went into the call's pipe */
 	size_t nread;
@@ -242,6 +243,7 @@ struct nfs3_write_call {
 	struct rpc_call *call;
 	struct nfsd *n;
 	struct fs_ctx ctx;
+	struct fs_io io;
 	size_t count;
 	enum fs_stable committed;
 	struct fs_wcc wcc;
@@ -252,6 +254,7 @@ struct nfs3_commit_call {
 	struct rpc_call *call;
 	struct nfsd *n;
 	struct fs_ctx ctx;
+	struct fs_io io;
 	struct fs_wcc wcc;
 };
 

@@ -99,11 +99,13 @@ void nfs3_proc_read(struct rpc_call *call, void *argp, void *resp)
 		return;
 	}
 	if (st->spliced)
-		fs_read_splice(st->n->fs, &st->ctx, st->ino, args->offset,
+		fs_read_splice(st->n->fs, &st->io, &st->ctx, st->ino,
+			       args->offset,
 			       count, pfd, &st->nread, &st->eof, &st->attr,
 			       read_done, st);
 	else
-		fs_read(st->n->fs, &st->ctx, st->ino, args->offset, count,
+		fs_read(st->n->fs, &st->io, &st->ctx, st->ino, args->offset,
+			count,
 			st->head + NFS3_XDR_READ_HEAD, &st->nread, &st->eof,
 			&st->attr, read_done, st);
 }

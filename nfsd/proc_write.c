@@ -70,9 +70,9 @@ void nfs3_proc_write(struct rpc_call *call, void *argp, void *resp)
 	/* A short write is legal (3.3.7): the client sends the rest. */
 	st->count = args->count < st->n->wtmax ? args->count : st->n->wtmax;
 	/* stable_how is numbered as enum fs_stable. */
-	fs_write(st->n->fs, &st->ctx, ino, args->offset, args->data.data_val,
-		 st->count, (enum fs_stable)args->stable, &st->committed,
-		 &st->wcc, write_done, st);
+	fs_write(st->n->fs, &st->io, &st->ctx, ino, args->offset,
+		 args->data.data_val, st->count, (enum fs_stable)args->stable,
+		 &st->committed, &st->wcc, write_done, st);
 }
 
 static void commit_finish(struct nfs3_commit_call *st, nfsstat3 status)
@@ -119,5 +119,6 @@ void nfs3_proc_commit(struct rpc_call *call, void *argp, void *resp)
 		commit_finish(st, status);
 		return;
 	}
-	fs_commit(st->n->fs, &st->ctx, ino, &st->wcc, commit_done, st);
+	fs_commit(st->n->fs, &st->io, &st->ctx, ino, &st->wcc, commit_done,
+		  st);
 }

@@ -205,7 +205,7 @@ void rpc_dispatch(struct rpc_conn *conn, uint8_t *rec, size_t len)
 
 	call = call_get(loop);
 	if (!call) {
-		free(rec);
+		rpc_record_free(rec);
 		return;
 	}
 	rc = rpc_callhdr_parse(rec, len, &call->hdr);
@@ -283,7 +283,7 @@ void rpc_dispatch(struct rpc_conn *conn, uint8_t *rec, size_t len)
 out_reply:
 	reply_error(conn, &rh);
 out_drop:
-	free(rec);
+	rpc_record_free(rec);
 	call_put(loop, call);
 }
 
@@ -296,7 +296,7 @@ static void call_release(struct rpc_call *call)
 		xdr_free(proc->decode, call->args);
 	if (proc->encode)
 		xdr_free(proc->encode, call->res);
-	free(call->rec);
+	rpc_record_free(call->rec);
 	call->rec = NULL;
 	if (call->body)
 		rpc_outbuf_free(call->body);

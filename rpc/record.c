@@ -4,13 +4,31 @@
  * A record is a sequence of fragments, each preceded by a 4-byte mark:
  * the top bit says "last fragment", the low 31 bits are its length.  The
  * parser accepts its input split anywhere (down to one byte at a time) and
- * hands out each complete record as one contiguous malloc'ed buffer.
+ * hands out each complete record as one contiguous buffer.
+ *
+ * The buffers are the transport's reply buffers (outbuf.c) used as plain
+ * memory, so on a loop a request, like its reply, comes from the loop's
+ * pool: a GETATTR or a 1 MiB WRITE allocates nothing.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rpc/rpc_int.h"
+
+/* The buffer that holds record bytes at rec. */
+static struct rpc_outbuf *rec_buf(uint8_t *rec)
+{
+	return (struct rpc_outbuf *)(void *)(rec -
+					     offsetof(struct rpc_outbuf, data));
+}
+
+void rpc_record_free(uint8_t *rec)
+{
+	if (rec)
+		rpc_outbuf_free(rec_buf(rec));
+}
 
 void rpc_recparser_init(struct rpc_recparser *p, size_t max_record)
 {
@@ -21,7 +39,7 @@ void rpc_recparser_init(struct rpc_recparser *p, size_t max_record)
 
 void rpc_recparser_free(struct rpc_recparser *p)
 {
-	free(p->buf);
+	rpc_record_free(p->buf);
 	p->buf = NULL;
 	p->len = p->cap = 0;
 }
@@ -45,11 +63,16 @@ static int frag_begin(struct rpc_recparser *p, uint32_t mark)
 	/* +1: an empty record still comes back as a non-NULL buffer. */
 	need = p->len + flen + 1;
 	if (need > p->cap) {
-		nb = realloc(p->buf, need);
-		if (!nb)
+		struct rpc_outbuf *ob = rpc_outbuf_new(need);
+
+		if (!ob)
 			return -ENOMEM;
+		nb = ob->data;
+		if (p->len)
+			memcpy(nb, p->buf, p->len);
+		rpc_record_free(p->buf);
 		p->buf = nb;
-		p->cap = need;
+		p->cap = ob->cap;
 	}
 	return 0;
 }

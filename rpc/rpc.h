@@ -247,11 +247,15 @@ void rpc_recparser_free(struct rpc_recparser *p);
 /*
  * Consume up to len bytes of data.  Returns the number of bytes consumed
  * (>= 0), stopping after the end of a record: then *rec and *reclen give
- * the complete record, which the caller now owns and frees with free().
+ * the complete record, which the caller now owns and frees with
+ * rpc_record_free().
  * Returns -EMSGSIZE if a record exceeds max_record (connection must close).
  */
 ssize_t rpc_recparser_feed(struct rpc_recparser *p, const uint8_t *data,
 			   size_t len, uint8_t **rec, size_t *reclen);
+
+/* Free a record rpc_recparser_feed() handed out (NULL is fine). */
+void rpc_record_free(uint8_t *rec);
 
 /* Call header, exposed for tests and fuzzing. */
 struct rpc_callhdr {

@@ -72,7 +72,9 @@ struct rpc_outbuf {
 	struct rpc_pipe *pipe; /* payload after data[], or NULL */
 	size_t pipe_len;       /* payload bytes still in the pipe */
 	uint8_t tail_len, tail_off; /* zero bytes after the payload */
-	uint8_t data[];
+	/* Aligned as malloc's: records are decoded in place (xdrmem only
+	 * inlines from 4-byte aligned memory). */
+	_Alignas(16) uint8_t data[];
 };
 
 /* Total bytes of ob on the wire that are not sent yet. */

@@ -29,7 +29,7 @@ struct recs {
 static void recs_free(struct recs *r)
 {
 	for (size_t i = 0; i < r->n; i++)
-		free(r->rec[i]);
+		rpc_record_free(r->rec[i]);
 }
 
 static void callhdr_check(const uint8_t *rec, size_t len)
@@ -77,7 +77,7 @@ static void parse_whole(const uint8_t *data, size_t size, size_t max,
 		}
 		FUZZ_CHECK(rl <= max);
 		if (out->n == MAX_RECS) {
-			free(rec);
+			rpc_record_free(rec);
 			break;
 		}
 		out->rec[out->n] = rec;
@@ -102,12 +102,12 @@ static bool record_matches(const struct recs *whole, size_t *i,
 	bool ok;
 
 	if (*i == whole->n) {
-		free(rec);
+		rpc_record_free(rec);
 		return false; /* past what the whole parse kept: stop */
 	}
 	ok = whole->len[*i] == rl && memcmp(whole->rec[*i], rec, rl) == 0;
 	FUZZ_CHECK(ok);
-	free(rec);
+	rpc_record_free(rec);
 	(*i)++;
 	return true;
 }

@@ -15,6 +15,9 @@
 #include "cache/cache.h"
 #include "db/db.h"
 #include "fs/fs.h"
+
+/* The room of the one READ/WRITE/COMMIT a thread has in flight. */
+static _Thread_local struct fs_io io_room;
 #include "s3/store.h"
 
 static char base[] = "/tmp/mapfs-test-fs-XXXXXX";
@@ -204,8 +207,8 @@ static int do_write(uint64_t ino, uint64_t off, const char *s,
 	int rc;
 
 	w_init(&w, 1);
-	fs_write(F.fs, &ROOT, ino, off, s, strlen(s), stable, &committed, &wcc,
-		 w_done, &w);
+	fs_write(F.fs, &io_room, &ROOT, ino, off, s, strlen(s), stable,
+		 &committed, &wcc, w_done, &w);
 	rc = w_wait(&w);
 	if (!rc && (committed < stable || !wcc.before_ok || !wcc.after_ok))
 		return -1000;
@@ -219,7 +222,8 @@ static int do_read_as(const struct fs_ctx *ctx, uint64_t ino, uint64_t off,
 	struct wait w;
 
 	w_init(&w, 1);
-	fs_read(F.fs, ctx, ino, off, len, buf, n, eof, &a, w_done, &w);
+	fs_read(F.fs, &io_room, ctx, ino, off, len, buf, n, eof, &a, w_done,
+		&w);
 	return w_wait(&w);
 }
 
@@ -596,7 +600,7 @@ static void test_io_setattr(void)
 	struct wait w;
 
 	w_init(&w, 1);
-	fs_commit(F.fs, &ROOT, f, &wcc, w_done, &w);
+	fs_commit(F.fs, &io_room, &ROOT, f, &wcc, w_done, &w);
 	CU_ASSERT(w_wait(&w) == 0 && wcc.after_ok);
 	CU_ASSERT(do_mkdir(FS_ROOT_INO, "d", &d) == 0);
 	CU_ASSERT(do_read(d, 0, buf, 10, &n, &eof) == -EISDIR);
@@ -839,7 +843,8 @@ static void test_perms(void)
 	enum fs_stable c;
 
 	w_init(&w, 1);
-	fs_write(F.fs, &o, f, 0, "x", 1, FS_UNSTABLE, &c, NULL, w_done, &w);
+	fs_write(F.fs, &io_room, &o, f, 0, "x", 1, FS_UNSTABLE, &c, NULL,
+		 w_done, &w);
 	CU_ASSERT(w_wait(&w) == -EACCES);
 	CU_ASSERT(do_read_as(&o, f, 0, buf, sizeof(buf), &n, &eof) == 0);
 	CU_ASSERT(fs_access(F.fs, &o, f, 0x3f, &granted, &a) == 0);

@@ -23,6 +23,9 @@
 #include "cache/cache.h"
 #include "db/db.h"
 #include "fs/fs.h"
+
+/* The room of the one READ/WRITE/COMMIT a thread has in flight. */
+static _Thread_local struct fs_io io_room;
 #include "s3/store.h"
 
 #define MIB (1u << 20)
@@ -249,8 +252,8 @@ static int do_write(uint64_t ino, uint64_t off, const void *buf, size_t len)
 	enum fs_stable committed;
 	struct fs_wcc wcc;
 
-	fs_write(fs, &ROOT, ino, off, buf, len, FS_UNSTABLE, &committed, &wcc,
-		 w_done, &w);
+	fs_write(fs, &io_room, &ROOT, ino, off, buf, len, FS_UNSTABLE,
+		 &committed, &wcc, w_done, &w);
 	return w_wait(&w);
 }
 
@@ -482,7 +485,7 @@ static int do_commit(uint64_t ino)
 	struct wait w = WAIT_INIT;
 	struct fs_wcc wcc;
 
-	fs_commit(fs, &ROOT, ino, &wcc, w_done, &w);
+	fs_commit(fs, &io_room, &ROOT, ino, &wcc, w_done, &w);
 	return w_wait(&w);
 }
 
@@ -549,7 +552,8 @@ static int do_read(uint64_t ino, uint64_t off, size_t len, void *buf,
 	struct fs_attr a;
 	bool eof;
 
-	fs_read(fs, &ROOT, ino, off, len, buf, n, &eof, &a, w_done, &w);
+	fs_read(fs, &io_room, &ROOT, ino, off, len, buf, n, &eof, &a, w_done,
+		&w);
 	return w_wait(&w);
 }
 

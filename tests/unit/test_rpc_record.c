@@ -68,7 +68,7 @@ static int feed_all(struct rpc_recparser *p, const uint8_t *s, size_t n,
 static void free_recs(uint8_t **recs, int n)
 {
 	for (int i = 0; i < n; i++)
-		free(recs[i]);
+		rpc_record_free(recs[i]);
 }
 
 static void test_single_fragment(void)
@@ -84,7 +84,7 @@ static void test_single_fragment(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(rec);
 	CU_ASSERT_EQUAL(rl, 5);
 	CU_ASSERT_EQUAL(memcmp(rec, "hello", 5), 0);
-	free(rec);
+	rpc_record_free(rec);
 	/* Nothing buffered: more input starts a new record. */
 	r = rpc_recparser_feed(&p, s, 3, &rec, &rl);
 	CU_ASSERT_EQUAL(r, 3);
@@ -160,17 +160,17 @@ static void test_several_in_one_buffer(void)
 	CU_ASSERT_EQUAL(r, (ssize_t)e1);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(rec);
 	CU_ASSERT(rl == 3 && !memcmp(rec, "one", 3));
-	free(rec);
+	rpc_record_free(rec);
 	r = rpc_recparser_feed(&p, s + e1, n - e1, &rec, &rl);
 	CU_ASSERT_EQUAL(r, (ssize_t)(e2 - e1));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(rec);
 	CU_ASSERT(rl == 4 && !memcmp(rec, "two!", 4));
-	free(rec);
+	rpc_record_free(rec);
 	r = rpc_recparser_feed(&p, s + e2, n - e2, &rec, &rl);
 	CU_ASSERT_EQUAL(r, (ssize_t)(n - e2));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(rec);
 	CU_ASSERT(rl == 5 && !memcmp(rec, "three", 5));
-	free(rec);
+	rpc_record_free(rec);
 	rpc_recparser_free(&p);
 }
 
