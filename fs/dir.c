@@ -190,11 +190,20 @@ int fs_dir_next(struct fs *fs, MDB_txn *txn, uint64_t dir, uint64_t *cookie,
 int fs_lookup(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 	      const char *name, uint64_t *ino, struct fs_attr *attr)
 {
+	return fs_lookup_at(fs, ctx, dir, name, ino, attr, NULL, NULL);
+}
+
+int fs_lookup_at(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
+		 const char *name, uint64_t *ino, struct fs_attr *attr,
+		 struct fs_attr *dir_attr, bool *dir_ok)
+{
 	struct fs_inode d, child;
 	uint64_t found;
 	MDB_txn *txn;
 	int rc = fs_name_check(name, false);
 
+	if (dir_ok)
+		*dir_ok = false;
 	if (rc)
 		return rc == -EINVAL ? -ENOENT : rc;
 	rc = db_read_begin(fs->db, &txn);
@@ -203,6 +212,10 @@ int fs_lookup(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 	rc = fs_inode_get(fs, txn, dir, &d);
 	if (rc)
 		goto out_end;
+	if (dir_attr) {
+		fs_attr_fill(fs, &d, dir_attr);
+		*dir_ok = true;
+	}
 	rc = -ENOTDIR;
 	if (d.type != FS_DIR)
 		goto out_end;

@@ -187,6 +187,15 @@ int fs_revalidate_attr(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 int fs_lookup(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 	      const char *name, uint64_t *ino, struct fs_attr *attr);
 
+/*
+ * fs_lookup(), and dir's attributes from the same snapshot into
+ * *dir_attr (*dir_ok says whether dir could be read: it may be set on an
+ * error too, e.g. -ENOENT), so LOOKUP reads the directory once.
+ */
+int fs_lookup_at(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
+		 const char *name, uint64_t *ino, struct fs_attr *attr,
+		 struct fs_attr *dir_attr, bool *dir_ok);
+
 /* ACCESS: *granted is the subset of want the caller has. */
 int fs_access(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	      uint32_t want, uint32_t *granted, struct fs_attr *attr);

@@ -25,6 +25,7 @@ static void lookup_revalidated(void *arg, int err)
 	const struct fs_attr *dp;
 	const char *name = st->name;
 	uint8_t *p, *end;
+	bool dir_ok = false;
 	uint64_t ino;
 
 	/*
@@ -33,10 +34,13 @@ static void lookup_revalidated(void *arg, int err)
 	 */
 	if (st->dir == st->exp.root && strcmp(name, "..") == 0)
 		name = ".";
+	/* Read with the lookup: revalidation may have changed the dir. */
 	if (err == 0)
-		err = fs_lookup(st->n->fs, &st->ctx, st->dir, name, &ino, &attr);
-	/* Read after the lookup: revalidation may have changed the dir. */
-	dp = fs_getattr(st->n->fs, st->dir, &dir_attr) == 0 ? &dir_attr : NULL;
+		err = fs_lookup_at(st->n->fs, &st->ctx, st->dir, name, &ino,
+				   &attr, &dir_attr, &dir_ok);
+	if (!dir_ok)
+		dir_ok = fs_getattr(st->n->fs, st->dir, &dir_attr) == 0;
+	dp = dir_ok ? &dir_attr : NULL;
 	if (err < 0) {
 		lookup_fail(st, nfs3_status(err), dp);
 		return;
