@@ -129,7 +129,8 @@ static bool_t get_fh(XDR *x, nfs_fh3 *out, char *fh)
 
 	if (!get_opaque(x, NFS3_FHSIZE, &out->data.data_len, &p))
 		return FALSE;
-	memcpy(fh, p, out->data.data_len);
+	if (out->data.data_len) /* an empty handle has no bytes (p NULL) */
+		memcpy(fh, p, out->data.data_len);
 	out->data.data_val = fh;
 	return TRUE;
 }
