@@ -50,6 +50,7 @@ void fs_attr_fill(struct fs *fs, const struct fs_inode *in,
 	out->atime = fs_ns_to_ts(in->atime);
 	out->mtime = fs_ns_to_ts(in->mtime);
 	out->ctime = fs_ns_to_ts(in->ctime);
+	out->listed = fs_listing_fresh(fs, in);
 	if (overlaid(fs, in, &cs)) {
 		out->size = cs.size;
 		out->used = cs.blocks_bytes;

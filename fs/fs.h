@@ -63,6 +63,9 @@ struct fs_attr {
 	uint64_t used; /* bytes of storage used */
 	uint32_t rdev_major, rdev_minor;
 	struct timespec atime, mtime, ctime;
+	/* Directories: listed from the store within --dir-ttl, so
+	 * fs_revalidate() (not forced) would finish at once, with 0. */
+	bool listed;
 };
 
 /* Which fields of struct fs_sattr to set. */

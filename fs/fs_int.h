@@ -126,6 +126,9 @@ uint64_t fs_now_ms(void);
 struct timespec fs_ns_to_ts(int64_t ns);
 int64_t fs_ts_to_ns(const struct timespec *ts);
 
+/* A directory listed from the store within the TTL (revalidate.c). */
+bool fs_listing_fresh(struct fs *fs, const struct fs_inode *in);
+
 /* inode.c: records. */
 int fs_inode_get(struct fs *fs, MDB_txn *txn, uint64_t ino,
 		 struct fs_inode *out);

@@ -437,6 +437,12 @@ static void reval_job(struct fs *fs, void *p)
 }
 
 /* See fs.h: a fresh directory completes inline, else on a worker. */
+bool fs_listing_fresh(struct fs *fs, const struct fs_inode *in)
+{
+	return in->type == FS_DIR && in->listed_at_ms &&
+	       in->listed_at_ms + fs->opts.dir_ttl_ms > fs_now_ms();
+}
+
 void fs_revalidate(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 		   bool force, fs_done_fn done, void *arg)
 {
@@ -455,8 +461,7 @@ void fs_revalidate(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 	db_read_end(fs->db, txn);
 	if (!rc && in.type != FS_DIR)
 		rc = -ENOTDIR;
-	if (rc || (!force && in.listed_at_ms &&
-		   in.listed_at_ms + fs->opts.dir_ttl_ms > fs_now_ms())) {
+	if (rc || (!force && fs_listing_fresh(fs, &in))) {
 		done(arg, rc);
 		return;
 	}

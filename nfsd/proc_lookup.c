@@ -86,8 +86,12 @@ void nfs3_proc_lookup(struct rpc_call *call, void *argp, void *resp)
 		lookup_fail(st, status, &dir_attr);
 		return;
 	}
-	fs_revalidate(st->n->fs, &st->ctx, st->dir, false, lookup_revalidated,
-		      st);
+	/* The handle check just read the directory: fresh, nothing to do. */
+	if (dir_attr.listed)
+		lookup_revalidated(st, 0);
+	else
+		fs_revalidate(st->n->fs, &st->ctx, st->dir, false,
+			      lookup_revalidated, st);
 }
 
 /* READLINK: the target as stored; only symlinks have one (3.3.5). */
