@@ -114,6 +114,54 @@ int store_get(struct store *st, const char *key, uint64_t off, size_t len,
 	return rc;
 }
 
+/* The bounce buffer of a backend without get_stream. */
+#define STREAM_PIECE (1u << 20)
+
+/* get_stream over get: GETs of up to STREAM_PIECE bytes, one at a time. */
+static int get_stream_pieces(struct store *st, const char *key, uint64_t off,
+			     uint64_t len, store_sink_fn sink, void *arg,
+			     uint64_t *got)
+{
+	size_t cap = len < STREAM_PIECE ? (size_t)len : STREAM_PIECE;
+	void *buf = malloc(cap ? cap : 1);
+	int rc = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while (*got < len) {
+		size_t want = len - *got < cap ? (size_t)(len - *got) : cap;
+		size_t n = 0;
+
+		rc = st->ops->get(st, key, off + *got, want, buf, &n);
+		if (!rc && n)
+			rc = sink(arg, buf, n);
+		if (rc)
+			break;
+		*got += n;
+		if (n < want)
+			break; /* the end of the object */
+	}
+	free(buf);
+	return rc;
+}
+
+int store_get_stream(struct store *st, const char *key, uint64_t off,
+		     uint64_t len, store_sink_fn sink, void *arg,
+		     uint64_t *got)
+{
+	int rc;
+
+	*got = 0;
+	if (st->ops->get_stream)
+		rc = st->ops->get_stream(st, key, off, len, sink, arg, got);
+	else if (st->ops->get)
+		rc = get_stream_pieces(st, key, off, len, sink, arg, got);
+	else
+		return -ENOTSUP;
+	metrics_store_op(MET_OP_GET, rc, rc ? 0 : *got);
+	return rc;
+}
+
 int store_put(struct store *st, const char *key, const void *buf, size_t len,
 	      const struct store_meta *meta, struct store_info *out)
 {

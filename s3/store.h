@@ -84,6 +84,21 @@ int store_get(struct store *st, const char *key, uint64_t off, size_t len,
 	      void *buf, size_t *got);
 
 /*
+ * GET bytes [off, off+len) and hand them to sink in order, every byte
+ * exactly once: sink(arg, p, n) with n > 0, p valid only during the
+ * call; a try the backend repeats resumes where the sink left off.  A
+ * non-zero return from sink stops the GET, which returns that value.
+ * *got is the number of bytes handed (less than len only at the end of
+ * the object).  sink may run on a thread of the store's (S3: its I/O
+ * thread, so it must not block for long nor call the store).  Memory
+ * stays bounded whatever len is.
+ */
+typedef int (*store_sink_fn)(void *arg, const void *p, size_t n);
+int store_get_stream(struct store *st, const char *key, uint64_t off,
+		     uint64_t len, store_sink_fn sink, void *arg,
+		     uint64_t *got);
+
+/*
  * PUT a whole object from memory, metadata in the same request.  It
  * replaces any old object atomically (a new etag).  A key ending in '/' is
  * a directory marker: its body must be empty.  out may be NULL.
@@ -150,6 +165,9 @@ struct store_ops {
 	int (*head)(struct store *, const char *, struct store_info *);
 	int (*get)(struct store *, const char *, uint64_t, size_t, void *,
 		   size_t *);
+	/* May be NULL: store.c then GETs into a bounded buffer. */
+	int (*get_stream)(struct store *, const char *, uint64_t, uint64_t,
+			  store_sink_fn, void *, uint64_t *);
 	int (*put)(struct store *, const char *, const void *, size_t,
 		   const struct store_meta *, struct store_info *);
 	int (*put_fd)(struct store *, const char *, int, uint64_t,

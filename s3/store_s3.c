@@ -109,6 +109,8 @@ struct req {
 	void *dst;
 	size_t dst_len;
 	uint64_t dst_skip;
+	store_sink_fn sink; /* instead of dst (s3/http.h) */
+	void *sink_arg;
 	bool error_in_200; /* the operation may answer 200 with an <Error> */
 
 	/* Results. */
@@ -300,6 +302,8 @@ static int req_once(struct store_s3 *s, struct req *r, struct s3_xfer *x)
 	x->dst = r->dst;
 	x->dst_len = r->dst_len;
 	x->dst_skip = r->dst_skip;
+	x->sink = r->sink;
+	x->sink_arg = r->sink_arg;
 	x->on_header = on_header;
 	x->header_arg = &r->rh;
 	err = s3_http_run(s->http, x);
@@ -328,6 +332,8 @@ static int req_result(struct req *r, const struct s3_xfer *x)
 	r->code[0] = '\0';
 	if (x->read_err)
 		return x->read_err;
+	if (x->sink_err)
+		return x->sink_err;
 	if (!x->transport && x->resp.len && (!ok || r->error_in_200))
 		s3_xml_error(x->resp.p, x->resp.len, r->code, msg);
 	return s3_errmap(x->status, r->code, x->transport);
@@ -373,7 +379,8 @@ static int s3_do(struct store_s3 *s, struct req *r)
 			err = req_result(r, &x);
 		if (err == -EAGAIN && strcmp(r->code, "ExpiredToken") == 0)
 			s3_creds_expire(s->creds);
-		if (!s3_err_retryable(err) || r->tries >= RETRY_TRIES ||
+		if (!s3_err_retryable(err) || x.sink_err ||
+		    r->tries >= RETRY_TRIES ||
 		    now_ms() - start > RETRY_BUDGET_MS)
 			break;
 		log_debug("s3: %s %s: %s (%ld %s), retrying", r->method,
@@ -386,7 +393,7 @@ static int s3_do(struct store_s3 *s, struct req *r)
 			  r->method, r->key ? r->key : "(bucket)",
 			  strerror(-err), r->status, r->code, x.transport,
 			  r->tries);
-	r->got = x.dst_got;
+	r->got = r->sink ? x.sink_done : x.dst_got;
 	s3_buf_free(&r->resp);
 	r->resp = x.resp;
 	return err;
@@ -626,6 +633,36 @@ static int s3_get(struct store *st, const char *key, uint64_t off,
 	if (!err)
 		*got = r.got;
 	else if (err == -ERANGE)
+		err = 0; /* at or past the end: 0 bytes, as promised */
+	req_free(&r);
+	return err;
+}
+
+static int s3_get_stream(struct store *st, const char *key, uint64_t off,
+			 uint64_t len, store_sink_fn sink, void *arg,
+			 uint64_t *got)
+{
+	struct req r = { .method = "GET", .key = key, .sink = sink,
+			 .sink_arg = arg };
+	char range[64];
+	int err = key_check(key);
+
+	*got = 0;
+	if (err)
+		return err;
+	if (!len || len > SIZE_MAX) {
+		struct store_info info;
+
+		return len ? -EINVAL : s3_head(st, key, &info);
+	}
+	snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64, off,
+		 off + len - 1);
+	req_hdr(&r, "range", range);
+	r.dst_len = (size_t)len;
+	r.dst_skip = off;
+	err = s3_do(s3_of(st), &r);
+	*got = r.got;
+	if (err == -ERANGE)
 		err = 0; /* at or past the end: 0 bytes, as promised */
 	req_free(&r);
 	return err;
@@ -1332,6 +1369,7 @@ const struct store_ops store_s3_ops = {
 	.close = s3_close,
 	.head = s3_head,
 	.get = s3_get,
+	.get_stream = s3_get_stream,
 	.put = s3_put,
 	.put_fd = s3_put_fd,
 	.mpu_create = s3_mpu_create,

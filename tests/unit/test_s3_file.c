@@ -302,6 +302,65 @@ static void test_get_range(void)
 	fx_close(&f);
 }
 
+/* What a store_get_stream sink saw; it stops the GET past stop_at bytes. */
+struct sinkbuf {
+	char *buf;
+	size_t cap, len, stop_at;
+	int calls;
+};
+
+static int sink_keep(void *arg, const void *p, size_t n)
+{
+	struct sinkbuf *b = arg;
+
+	b->calls++;
+	if (b->len + n > b->cap)
+		return -EOVERFLOW;
+	memcpy(b->buf + b->len, p, n);
+	b->len += n;
+	return b->stop_at && b->len >= b->stop_at ? -ECANCELED : 0;
+}
+
+/* A streamed GET: every byte once, in order, in bounded pieces; a sink
+ * that says stop ends it with its error. */
+static void test_get_stream(void)
+{
+	const size_t size = 3 * (1u << 20) + 12345;
+	char *want = malloc(size), path[800];
+	struct sinkbuf b = { .buf = malloc(size), .cap = size };
+	uint64_t got = 99;
+	struct fx f;
+	int fd;
+
+	fx_open(&f, "stream");
+	for (size_t i = 0; i < size; i++)
+		want[i] = (char)(i * 7 + i / 4096);
+	path_of(&f, "../stream-src.bin", path, sizeof(path));
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	CU_ASSERT_FATAL(fd >= 0 && write(fd, want, size) == (ssize_t)size);
+	CU_ASSERT_FATAL(store_put_fd(f.st, "s", fd, size, NULL, NULL) == 0);
+	close(fd);
+	unlink(path);
+	CU_ASSERT(store_get_stream(f.st, "s", 100, size, sink_keep, &b,
+				   &got) == 0);
+	CU_ASSERT(got == size - 100 && b.len == got);
+	CU_ASSERT(memcmp(b.buf, want + 100, b.len) == 0);
+	CU_ASSERT(b.calls >= 4); /* pieces, never the whole in one buffer */
+	b = (struct sinkbuf){ .buf = b.buf, .cap = size, .stop_at = 1 };
+	CU_ASSERT(store_get_stream(f.st, "s", 0, size, sink_keep, &b, &got) ==
+		  -ECANCELED);
+	CU_ASSERT(b.calls == 1 && got < size);
+	b = (struct sinkbuf){ .buf = b.buf, .cap = size };
+	CU_ASSERT(store_get_stream(f.st, "s", size, 10, sink_keep, &b, &got) ==
+		  0);
+	CU_ASSERT(got == 0 && b.calls == 0);
+	CU_ASSERT(store_get_stream(f.st, "nope", 0, 10, sink_keep, &b, &got) ==
+		  -ENOENT);
+	fx_close(&f);
+	free(want);
+	free(b.buf);
+}
+
 static void test_overwrite_changes_etag(void)
 {
 	struct store_info i1, i2, i3, h;
@@ -914,6 +973,7 @@ int main(void)
 		{ "open and urls", test_open_urls },
 		{ "put/get/head metadata", test_put_get_head_meta },
 		{ "ranged get", test_get_range },
+		{ "streamed get", test_get_stream },
 		{ "overwrite changes etag", test_overwrite_changes_etag },
 		{ "invalid keys", test_invalid_keys },
 		{ "directory markers", test_markers },
