@@ -184,6 +184,11 @@ int store_put_fd(struct store *st, const char *key, int fd, uint64_t len,
 	return rc;
 }
 
+uint64_t store_put_max(struct store *st)
+{
+	return st->ops->put_max ? st->ops->put_max(st) : STORE_PUT_MAX_DEFAULT;
+}
+
 int store_mpu_create(struct store *st, const char *key,
 		     const struct store_meta *meta, char **upload_id)
 {

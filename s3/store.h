@@ -110,6 +110,16 @@ int store_put(struct store *st, const char *key, const void *buf, size_t len,
 int store_put_fd(struct store *st, const char *key, int fd, uint64_t len,
 		 const struct store_meta *meta, struct store_info *out);
 
+/*
+ * The largest object that is best sent as one PUT (store_put_fd);
+ * bigger ones go faster as a multipart upload with parts in parallel.
+ * The backend knows what its requests cost: over a network one stream
+ * is slower than many; on this machine it is not, and a multipart
+ * upload costs the server a second pass over the bytes.
+ */
+#define STORE_PUT_MAX_DEFAULT (64ull << 20)
+uint64_t store_put_max(struct store *st);
+
 /* Multipart upload.  upload_id is a malloc'd string the caller frees. */
 int store_mpu_create(struct store *st, const char *key,
 		     const struct store_meta *meta, char **upload_id);
@@ -189,6 +199,7 @@ struct store_ops {
 	int (*del)(struct store *, const char *);
 	int (*del_many)(struct store *, const char *const *, size_t);
 	int (*statfs)(struct store *, uint64_t *, uint64_t *); /* may be NULL */
+	uint64_t (*put_max)(struct store *); /* NULL: the default */
 };
 
 /* Every backend's struct begins with this. */

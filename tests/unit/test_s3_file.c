@@ -361,6 +361,15 @@ static void test_get_stream(void)
 	free(b.buf);
 }
 
+static void test_put_max(void)
+{
+	struct fx f;
+
+	fx_open(&f, "putmax");
+	CU_ASSERT(store_put_max(f.st) == STORE_PUT_MAX_DEFAULT);
+	fx_close(&f);
+}
+
 static void test_overwrite_changes_etag(void)
 {
 	struct store_info i1, i2, i3, h;
@@ -974,6 +983,7 @@ int main(void)
 		{ "put/get/head metadata", test_put_get_head_meta },
 		{ "ranged get", test_get_range },
 		{ "streamed get", test_get_stream },
+		{ "default PUT size", test_put_max },
 		{ "overwrite changes etag", test_overwrite_changes_etag },
 		{ "invalid keys", test_invalid_keys },
 		{ "directory markers", test_markers },
