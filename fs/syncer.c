@@ -20,8 +20,8 @@
  * SYNC_MIN_QUIET_MS once the cache's dirty data passes half of max_dirty
  * (the size threshold), or at a flush.
  *
- * Data goes up from the cache file: small files with one PUT, large ones
- * as a multipart upload whose parts run in parallel.  A part whose bytes
+ * Data goes up from the cache file: files up to store_put_max() with one
+ * PUT, larger ones as a multipart upload whose parts run in parallel.  A part whose bytes
  * all equal the old object's (no dirty chunk, nothing cut) is copied
  * from it in the store (UploadPartCopy) instead of being fetched and sent
  * again; a backend without part-copy gets the bytes.  Chunks an upload
@@ -36,6 +36,7 @@
  * write in the same tick as the snapshot would otherwise go unnoticed.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,10 +53,11 @@
 #define SYNC_BACKOFF_MAX_MS 10000
 #define SYNC_FLUSH_RETRIES 5
 #define SYNC_FLUSH_IDLE_MAX 500 /* passes without progress: ~10 s */
-#define MPU_THRESHOLD (64ull << 20)
-#define MPU_PART (16ull << 20)
+/* Parts: one per thread while that keeps them within these bounds. */
+#define MPU_PART_MIN (16ull << 20)
+#define MPU_PART_MAX (64ull << 20)
 #define MPU_PARTS_MAX 10000
-#define MPU_THREADS 4
+#define MPU_THREADS 8
 #define SYNC_INODE_TRIES 100 /* ~2 s of passes for one strict COMMIT */
 
 struct sync_item {
@@ -392,12 +394,22 @@ static int put_multipart(struct fs *fs, const struct sync_item *it, int fd,
 			 struct store_info *out)
 {
 	struct mpu m = { .fs = fs, .it = it, .fd = fd, .size = size,
-			 .part = MPU_PART,
 			 .copy_ok = it->in.flags & FS_F_IN_STORE };
 	pthread_t tids[MPU_THREADS];
 	int nthreads = 0, rc;
 	char *upload_id;
 
+	/*
+	 * All threads busy with as few parts as that takes (a store pays
+	 * per request), in whole MiB; small enough that an unchanged part
+	 * is still worth copying in the store rather than sending.
+	 */
+	m.part = ((size + MPU_THREADS - 1) / MPU_THREADS + (1u << 20) - 1) &
+		 ~((1ull << 20) - 1);
+	if (m.part < MPU_PART_MIN)
+		m.part = MPU_PART_MIN;
+	if (m.part > MPU_PART_MAX)
+		m.part = MPU_PART_MAX;
 	while ((size + m.part - 1) / m.part > MPU_PARTS_MAX)
 		m.part *= 2;
 	m.nparts = (int)((size + m.part - 1) / m.part);
@@ -469,7 +481,7 @@ static int upload(struct fs *fs, struct sync_item *it, struct store_info *out)
 		return rc;
 	size = (it->in.flags & FS_F_DIRTY_DATA) && it->have_cs ? it->cs.size
 								: it->in.size;
-	if (size > MPU_THRESHOLD) {
+	if (size > store_put_max(fs->store)) {
 		rc = put_multipart(fs, it, fd, size, &m, out);
 	} else {
 		rc = data_fetch(fs, it, 0, size);
@@ -583,12 +595,15 @@ static int sync_item(struct fs *fs, struct sync_item *it)
 {
 	struct store_info info = { 0 };
 	struct upload_commit uc = { .fs = fs, .it = it, .info = &info };
+	uint64_t t0 = fs_now_ms();
 	int rc = 0;
 
 	if (it->in.ino != FS_ROOT_INO) /* the root has no object */
 		rc = upload(fs, it, &info);
 	if (rc)
 		return rc;
+	log_debug("fs: uploaded %s (%" PRIu64 " bytes) in %" PRIu64 " ms",
+		  it->key, info.size, fs_now_ms() - t0);
 	return db_write(fs->db, upload_commit_apply, &uc);
 }
 
@@ -658,15 +673,21 @@ static int sync_pass(struct fs *fs, bool flushing, uint64_t only,
 static void *syncer_main(void *p)
 {
 	struct fs *fs = p;
+	/* A short upload delay is not rounded up to a whole period. */
+	uint32_t period = fs->opts.upload_delay_ms < SYNC_PERIOD_MS
+				  ? fs->opts.upload_delay_ms
+				  : SYNC_PERIOD_MS;
 
 	/* Under sync_lock: a flush must not start an upload meanwhile. */
 	pthread_mutex_lock(&fs->sync_lock);
 	mpu_recover(fs);
 	pthread_mutex_unlock(&fs->sync_lock);
+	if (period < SYNC_MIN_QUIET_MS)
+		period = SYNC_MIN_QUIET_MS;
 	pthread_mutex_lock(&fs->sync_wlock);
 	while (!fs->sync_stop) {
 		struct timespec ts;
-		uint32_t wait = SYNC_PERIOD_MS + fs->backoff_ms;
+		uint32_t wait = period + fs->backoff_ms;
 		bool progress;
 
 		clock_gettime(CLOCK_REALTIME, &ts);

@@ -343,7 +343,8 @@ static bool store_matches(const char *key, unsigned n, uint64_t off,
 
 /* --- tests -------------------------------------------------------------- */
 
-/* A 200 MiB file written through fs/ goes up in 13 parts of 16 MiB. */
+/* A 200 MiB file written through fs/ goes up in 8 parts of 25 MiB, one
+ * per upload thread. */
 static void test_multipart_200mib(void)
 {
 	uint8_t *buf = malloc(MIB);
@@ -357,7 +358,7 @@ static void test_multipart_200mib(void)
 	}
 	counts_reset();
 	CU_ASSERT(fs_flush(fs) == 0);
-	CU_ASSERT(atomic_load(&cs.parts) == 13);
+	CU_ASSERT(atomic_load(&cs.parts) == 8);
 	CU_ASSERT(atomic_load(&cs.copies) == 0); /* nothing old to copy */
 	CU_ASSERT(atomic_load(&cs.gets) == 0);   /* all of it was local */
 	CU_ASSERT(store_matches("two-hundred", 200, 0, 0, 0));
@@ -365,7 +366,7 @@ static void test_multipart_200mib(void)
 	fx_close();
 }
 
-/* 4 KiB changed in a 200 MiB object: one part sent, twelve copied. */
+/* 4 KiB changed in a 200 MiB object: one part sent, seven copied. */
 static void test_part_copy(void)
 {
 	uint8_t patch[4096];
@@ -380,15 +381,16 @@ static void test_part_copy(void)
 	/* Not local before: only the chunk the write covers in part. */
 	CU_ASSERT(atomic_load(&cs.gets) == 1);
 	CU_ASSERT(fs_flush(fs) == 0);
-	CU_ASSERT(atomic_load(&cs.copies) == 12);
+	CU_ASSERT(atomic_load(&cs.copies) == 7);
 	CU_ASSERT(atomic_load(&cs.parts) == 1);
-	/* The part sent (96..112 MiB) needed its other 15 chunks. */
-	CU_ASSERT(atomic_load(&cs.gets) == 16);
+	/* The part sent (100..125 MiB) needed its other 24 chunks. */
+	CU_ASSERT(atomic_load(&cs.gets) == 25);
 	CU_ASSERT(store_matches("big", 200, off, sizeof(patch), 0xee));
 	fx_close();
 }
 
-/* A store without part-copy: the unchanged parts are sent instead. */
+/* A store without part-copy: the unchanged parts are sent instead
+ * (80 MiB: 5 parts of the smallest size, 16 MiB). */
 static void test_part_copy_fallback(void)
 {
 	uint8_t patch[100];
