@@ -184,6 +184,45 @@ int store_put_fd(struct store *st, const char *key, int fd, uint64_t len,
 	return rc;
 }
 
+int store_mpu_list(struct store *st, const char *prefix,
+		   struct store_upload **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (!st->ops->mpu_list)
+		return -ENOTSUP;
+	return store_counted(MET_OP_MPU, st->ops->mpu_list(st, prefix, out, n));
+}
+
+void store_uploads_free(struct store_upload *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].key);
+		free(v[i].upload_id);
+	}
+	free(v);
+}
+
+/* Append (key, id) to *v (*n of them), copying both.  0 or -ENOMEM. */
+int store_uploads_add(struct store_upload **v, size_t *n, const char *key,
+		      const char *upload_id)
+{
+	struct store_upload *nv = realloc(*v, (*n + 1) * sizeof(**v));
+
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	nv[*n].key = strdup(key);
+	nv[*n].upload_id = strdup(upload_id);
+	if (!nv[*n].key || !nv[*n].upload_id) {
+		free(nv[*n].key);
+		free(nv[*n].upload_id);
+		return -ENOMEM;
+	}
+	(*n)++;
+	return 0;
+}
+
 uint64_t store_put_max(struct store *st)
 {
 	return st->ops->put_max ? st->ops->put_max(st) : STORE_PUT_MAX_DEFAULT;

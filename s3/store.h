@@ -141,6 +141,23 @@ int store_mpu_complete(struct store *st, const char *key,
 		       char (*etags)[STORE_ETAG_MAX], struct store_info *out);
 int store_mpu_abort(struct store *st, const char *key, const char *upload_id);
 
+/* A multipart upload in progress (store_mpu_list). */
+struct store_upload {
+	char *key;       /* malloc'd, owned by the array */
+	char *upload_id; /* malloc'd, owned by the array */
+};
+
+/*
+ * Every multipart upload in progress whose key starts with prefix, over
+ * all pages: *out (malloc'd; NULL and *n 0 when there are none or on an
+ * error) is freed with store_uploads_free().  An upload created by a request whose answer was
+ * lost is here too, so a caller can find (and abort) uploads it never
+ * learnt the id of.  -ENOTSUP if the backend cannot list them.
+ */
+int store_mpu_list(struct store *st, const char *prefix,
+		   struct store_upload **out, size_t *n);
+void store_uploads_free(struct store_upload *v, size_t n);
+
 /*
  * List one page of keys starting with prefix.  With delimiter '/', keys
  * with a further '/' after the prefix are rolled up into common prefixes.
@@ -192,6 +209,8 @@ struct store_ops {
 	int (*mpu_complete)(struct store *, const char *, const char *, int,
 			    char (*)[STORE_ETAG_MAX], struct store_info *);
 	int (*mpu_abort)(struct store *, const char *, const char *);
+	int (*mpu_list)(struct store *, const char *, struct store_upload **,
+			size_t *);
 	int (*list)(struct store *, const char *, char, const char *, unsigned,
 		    struct store_page *);
 	int (*copy)(struct store *, const char *, const char *,

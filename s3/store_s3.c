@@ -1261,23 +1261,30 @@ out:
 }
 
 /*
- * Abort uploads under our prefix that are older than MPU_STALE_S: what a
- * crash left behind.  Younger ones may be resumed by the uploader.  A
- * server without ListMultipartUploads (s3rver) is left alone.
+ * ListMultipartUploads of every page under our prefix + prefix: fn(arg,
+ * store key, upload) for each of ours (its key under our prefix and
+ * valid); a non-zero return stops the walk with it.  -ENOTSUP when the
+ * server cannot list them (s3rver).
  */
-static void abort_stale_uploads(struct store_s3 *s)
+static int uploads_walk(struct store_s3 *s, const char *prefix,
+			int (*fn)(void *arg, const char *key,
+				  const struct s3_upload *u),
+			void *arg)
 {
-	int64_t cutoff = ((int64_t)time(NULL) - MPU_STALE_S) * 1000000000;
 	char *kmark = NULL, *imark = NULL;
-	size_t aborted = 0;
+	struct s3_buf full = { 0 };
 	int err;
 
+	s3_buf_str(&full, s->prefix);
+	s3_buf_str(&full, prefix);
+	if (s3_buf_err(&full))
+		return -ENOMEM;
 	do {
 		struct req r = { .method = "GET" };
 		struct s3_uploads u;
 
 		req_query(&r, "uploads", NULL);
-		req_query(&r, "prefix", s->prefix);
+		req_query(&r, "prefix", full.p);
 		if (kmark)
 			req_query(&r, "key-marker", kmark);
 		if (imark)
@@ -1291,31 +1298,92 @@ static void abort_stale_uploads(struct store_s3 *s)
 		kmark = imark = NULL;
 		if (err)
 			break;
-		for (size_t i = 0; i < u.n; i++) {
+		for (size_t i = 0; !err && i < u.n; i++) {
 			const char *k = u.v[i].key + strlen(s->prefix);
 
 			if (strncmp(u.v[i].key, s->prefix, strlen(s->prefix)) ||
-			    !u.v[i].initiated_ns || u.v[i].initiated_ns > cutoff ||
 			    key_check(k))
 				continue;
-			if (s3_mpu_abort(&s->base, k, u.v[i].upload_id) == 0)
-				aborted++;
+			err = fn(arg, k, &u.v[i]);
 		}
-		if (u.truncated) {
+		if (!err && u.truncated) {
 			kmark = u.next_key;
 			imark = u.next_id;
 			u.next_key = u.next_id = NULL;
 		}
 		s3_xml_uploads_free(&u);
 	} while (kmark);
+	s3_buf_free(&full);
+	return err;
+}
+
+struct stale {
+	struct store_s3 *s;
+	int64_t cutoff;
+	size_t aborted;
+};
+
+static int stale_abort(void *arg, const char *key, const struct s3_upload *u)
+{
+	struct stale *st = arg;
+
+	if (u->initiated_ns && u->initiated_ns <= st->cutoff &&
+	    s3_mpu_abort(&st->s->base, key, u->upload_id) == 0)
+		st->aborted++;
+	return 0;
+}
+
+/*
+ * Abort uploads under our prefix that are older than MPU_STALE_S: what a
+ * crash left behind.  Younger ones may be resumed by the uploader.  A
+ * server without ListMultipartUploads (s3rver) is left alone.
+ */
+static void abort_stale_uploads(struct store_s3 *s)
+{
+	struct stale st = {
+		.s = s,
+		.cutoff = ((int64_t)time(NULL) - MPU_STALE_S) * 1000000000,
+	};
+	int err = uploads_walk(s, "", stale_abort, &st);
+
 	if (err == -ENOTSUP)
 		log_info("s3: server cannot list multipart uploads; stale ones "
 			 "are not cleaned up");
 	else if (err)
 		log_warn("s3: listing stale multipart uploads: %s",
 			 strerror(-err));
-	if (aborted)
-		log_info("s3: aborted %zu stale multipart upload(s)", aborted);
+	if (st.aborted)
+		log_info("s3: aborted %zu stale multipart upload(s)", st.aborted);
+}
+
+struct upload_list {
+	struct store_upload *v;
+	size_t n;
+};
+
+static int upload_keep(void *arg, const char *key, const struct s3_upload *u)
+{
+	struct upload_list *l = arg;
+
+	return store_uploads_add(&l->v, &l->n, key, u->upload_id);
+}
+
+static int s3_mpu_list(struct store *st, const char *prefix,
+		       struct store_upload **out, size_t *n)
+{
+	struct upload_list l = { 0 };
+	int err;
+
+	if (!prefix || strlen(prefix) > STORE_KEY_MAX)
+		return -EINVAL;
+	err = uploads_walk(s3_of(st), prefix, upload_keep, &l);
+	if (err) {
+		store_uploads_free(l.v, l.n);
+		return err;
+	}
+	*out = l.v;
+	*n = l.n;
+	return 0;
 }
 
 static uint64_t s3_put_max(struct store *st)
@@ -1413,6 +1481,7 @@ const struct store_ops store_s3_ops = {
 	.mpu_part_copy = s3_mpu_part_copy,
 	.mpu_complete = s3_mpu_complete,
 	.mpu_abort = s3_mpu_abort,
+	.mpu_list = s3_mpu_list,
 	.list = s3_list,
 	.copy = s3_copy,
 	.del = s3_del,

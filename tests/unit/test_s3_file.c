@@ -780,6 +780,40 @@ static void test_mpu_abort(void)
 	fx_close(&f);
 }
 
+/* Uploads in progress are listed by key prefix, ids as create gave. */
+static void test_mpu_list(void)
+{
+	struct store_upload *v;
+	char *a, *b, *c;
+	struct fx f;
+	size_t n;
+
+	fx_open(&f, "mpulist");
+	CU_ASSERT(store_mpu_list(f.st, "", &v, &n) == 0 && n == 0 && !v);
+	CU_ASSERT_FATAL(store_mpu_create(f.st, "d/x", NULL, &a) == 0);
+	CU_ASSERT_FATAL(store_mpu_create(f.st, "d/x", NULL, &b) == 0);
+	CU_ASSERT_FATAL(store_mpu_create(f.st, "e", NULL, &c) == 0);
+	CU_ASSERT(store_mpu_list(f.st, "d/", &v, &n) == 0 && n == 2);
+	for (size_t i = 0; i < n; i++)
+		CU_ASSERT(!strcmp(v[i].key, "d/x") &&
+			  (!strcmp(v[i].upload_id, a) ||
+			   !strcmp(v[i].upload_id, b)));
+	store_uploads_free(v, n);
+	CU_ASSERT(store_mpu_abort(f.st, "d/x", a) == 0);
+	CU_ASSERT(store_mpu_list(f.st, "", &v, &n) == 0 && n == 2);
+	store_uploads_free(v, n);
+	CU_ASSERT(store_mpu_list(f.st, "d/x", &v, &n) == 0 && n == 1 &&
+		  !strcmp(v[0].upload_id, b));
+	store_uploads_free(v, n);
+	CU_ASSERT(store_mpu_abort(f.st, "d/x", b) == 0);
+	CU_ASSERT(store_mpu_abort(f.st, "e", c) == 0);
+	CU_ASSERT(store_mpu_list(f.st, "", &v, &n) == 0 && n == 0);
+	free(a);
+	free(b);
+	free(c);
+	fx_close(&f);
+}
+
 static void test_delete_many(void)
 {
 	static const char *const keys[] = { "dm/a", "dm/b", "dm/absent",
@@ -993,6 +1027,7 @@ int main(void)
 		{ "copy", test_copy },
 		{ "multipart", test_multipart },
 		{ "multipart abort", test_mpu_abort },
+		{ "multipart list", test_mpu_list },
 		{ "delete many", test_delete_many },
 		{ "file written by hand", test_hand_written_file },
 		{ "symlinks not followed", test_symlinks_not_followed },

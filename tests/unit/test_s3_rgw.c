@@ -310,7 +310,8 @@ static void test_multipart(void)
 	char etags[3][STORE_ETAG_MAX], bad[2][STORE_ETAG_MAX];
 	struct store_info info;
 	char *id = NULL, *id2 = NULL;
-	size_t got;
+	struct store_upload *ups;
+	size_t got, nups;
 	int fd;
 
 	CU_ASSERT_FATAL(data && back);
@@ -343,7 +344,14 @@ static void test_multipart(void)
 	id2 = NULL;
 
 	CU_ASSERT(store_mpu_create(st, "mp/gone", NULL, &id2) == 0);
+	/* Listed by key prefix (ours only), until aborted. */
+	CU_ASSERT(store_mpu_list(st, "mp/go", &ups, &nups) == 0 && nups == 1 &&
+		  !strcmp(ups[0].key, "mp/gone") &&
+		  !strcmp(ups[0].upload_id, id2));
+	store_uploads_free(ups, nups);
 	CU_ASSERT(store_mpu_abort(st, "mp/gone", id2) == 0);
+	CU_ASSERT(store_mpu_list(st, "mp/go", &ups, &nups) == 0 && nups == 0);
+	store_uploads_free(ups, nups);
 	CU_ASSERT(store_mpu_part(st, "mp/gone", id2, 1, fd, 0, 10, etags[2]) ==
 		  -ENOENT);
 	CU_ASSERT(store_mpu_abort(st, "mp/gone", id2) == -ENOENT);
