@@ -484,11 +484,10 @@ static void test_kill9_loop(void)
 		}
 	}
 	/*
-	 * Uploads the gateway journaled are aborted at its start (unit test
-	 * test_fs_upload: mpu_recover).  One created in the store by a kill
-	 * just before its journal entry committed is unknown to us: without
-	 * a ListMultipartUploads in the store API it stays (S3's lifecycle
-	 * rule AbortIncompleteMultipartUpload reaps those); count them.
+	 * Uploads the gateway journaled are aborted at its start, and so is
+	 * one created in the store by a kill just before its id was
+	 * journaled (unit test test_fs_upload: mpu_recover, mpu_lost_create).
+	 * Files still going up may hold one now: only counted.
 	 */
 	fprintf(stderr, "  multipart uploads left open: %d\n",
 		open_uploads(&gw));
