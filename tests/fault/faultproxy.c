@@ -150,6 +150,8 @@ static bool chance(struct proxy *px)
 
 static void buf_add(struct buf *b, const void *p, size_t n)
 {
+	if (!n)
+		return; /* b->p may still be NULL: no memcpy to it */
 	if (b->len + n > b->cap) {
 		size_t cap = b->cap ? b->cap : 4096;
 
