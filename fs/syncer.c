@@ -21,12 +21,13 @@
  * (the size threshold), or at a flush.
  *
  * Data goes up from the cache file: files up to store_put_max() with one
- * PUT, larger ones as a multipart upload whose parts run in parallel.  A part whose bytes
- * all equal the old object's (no dirty chunk, nothing cut) is copied
- * from it in the store (UploadPartCopy) instead of being fetched and sent
- * again; a backend without part-copy gets the bytes.  Chunks an upload
- * needs that are not local are fetched first, part by part, so memory
- * holds at most one chunk per fetch worker, never the file.
+ * PUT, larger ones as a multipart upload whose parts run in parallel.  A
+ * part whose bytes all equal the old object's (no dirty chunk, nothing
+ * cut) is copied from it in the store (UploadPartCopy) instead of being
+ * fetched and sent again; a backend without part-copy gets the bytes.
+ * Chunks an upload needs that are not local are fetched first, part by
+ * part, so memory holds at most one chunk per fetch worker, never the
+ * file.
  *
  * A multipart upload is journaled (db "mpu") before its first part and
  * forgotten after it is completed or aborted, so the uploads a crash cut

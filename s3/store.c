@@ -191,7 +191,8 @@ int store_mpu_list(struct store *st, const char *prefix,
 	*n = 0;
 	if (!st->ops->mpu_list)
 		return -ENOTSUP;
-	return store_counted(MET_OP_MPU, st->ops->mpu_list(st, prefix, out, n));
+	return store_counted(MET_OP_MPU,
+			     st->ops->mpu_list(st, prefix, out, n));
 }
 
 void store_uploads_free(struct store_upload *v, size_t n)
