@@ -22,6 +22,7 @@
 #      through a fresh gateway, small-file creates), and on s3rver the same
 #      file-level workloads through s3fs-fuse (dd, xargs -P);
 #   5. the medians per item, the ratios, and the issue's targets, met or not.
+# With --only-s3, steps 1-3 are skipped: no namespace, no ganesha, no limits.
 # Ctrl-C or any failure stops everything it started (only its own PIDs, its
 # own namespace, its own mounts) and removes the work dir (--keep keeps it).
 # Installs what is missing (apt: nfs-ganesha nfs-ganesha-vfs rpcbind iperf3
@@ -49,6 +50,7 @@ usage() {
 	  --gw PATH           mapfs-gw binary (build/mapfs-gw)
 	  --bench PATH        mapfs-bench binary (build/bench/mapfs-bench)
 	  --no-s3             skip the S3 part;  --no-rgw: skip radosgw only
+	  --only-s3           only the S3 part (no ganesha, no namespace, no limits)
 	  --rgw               radosgw too (after --quick, which leaves it out)
 	  --no-limits         skip iperf3 and fio
 	  --no-install        never run apt-get / npm
@@ -60,7 +62,7 @@ usage() {
 ROUNDS=3 DURATION=3 BIG=1G IOFILE=256M SMALLN=500 S3SIZE=256M S3SMALLN=200
 BTHREADS=1 GWTHREADS=2 PARENT=/var/tmp IPERF_S=5 FIO_S=5 FIO_SIZE=1G
 GW=$ROOT/build/mapfs-gw BENCH=$ROOT/build/bench/mapfs-bench
-DO_S3=1 DO_RGW=1 DO_LIMITS=1 DO_INSTALL=1 JSON_OUT='' KEEP=0
+DO_NFS=1 DO_S3=1 DO_RGW=1 DO_LIMITS=1 DO_INSTALL=1 JSON_OUT='' KEEP=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rounds) ROUNDS=$2; shift ;;
@@ -79,6 +81,7 @@ while [ $# -gt 0 ]; do
 	--gw) GW=$2; shift ;;
 	--bench) BENCH=$2; shift ;;
 	--no-s3) DO_S3=0 ;;
+	--only-s3) DO_NFS=0 DO_S3=1 DO_LIMITS=0 ;;
 	--no-rgw) DO_RGW=0 ;;
 	--rgw) DO_RGW=1 ;;
 	--no-limits) DO_LIMITS=0 ;;
@@ -110,7 +113,9 @@ S3BYTES=$(bytes_of "$S3SIZE")
 # ---------------------------------------------------------------- install
 install_deps() {
 	local want=() p
-	for p in nfs-ganesha nfs-ganesha-vfs rpcbind iperf3 fio python3 curl iproute2; do
+	local base=(python3 curl iproute2)
+	[ $DO_NFS = 0 ] || base+=(nfs-ganesha nfs-ganesha-vfs rpcbind iperf3 fio)
+	for p in "${base[@]}"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || want+=("$p")
 	done
 	if [ $DO_S3 = 1 ]; then
@@ -207,15 +212,18 @@ LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 		"$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) RAM,"\
 		"kernel $(uname -r)"
 	echo "disk: $(df -h --output=source,fstype,size "$WORK" | tail -n1 | tr -s ' ') (work dir $WORK)"
-	echo "ganesha: $(ganesha.nfsd -v 2>&1 | sed -n 's/.*Release = //p' | head -n1)," \
+	echo "ganesha: $([ $DO_NFS = 0 ] && echo 'not run' ||
+		ganesha.nfsd -v 2>&1 | sed -n 's/.*Release = //p' | head -n1)," \
 		"mapfs-gw: $("$GW" --version 2>&1 | head -n1) ($(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'))"
 	echo "load average at start: $LOAD0"
 } | tee "$WORK/machine.txt" >&2
 
 # ---------------------------------------------------------------- the namespace
-ip netns add "$NS"
-NS_MADE=1
-ip netns exec "$NS" ip link set lo up
+if [ $DO_NFS = 1 ]; then
+	ip netns add "$NS"
+	NS_MADE=1
+	ip netns exec "$NS" ip link set lo up
+fi
 nsx() { ip netns exec "$NS" "$@"; }
 
 wait_listen() { # PORT... inside the namespace, up to 30 s
@@ -301,12 +309,14 @@ stop_mapfs() { # SIGTERM: finishes in-flight work, flushes the journal
 	GWPID=
 }
 
-log "starting nfs-ganesha and mapfs-gw in network namespace $NS"
-start_ganesha
-mkdir -p "$WORK/mapfs/state" "$WORK/mapfs/store"
-LAUNCH="ip netns exec $NS" start_mapfs "$WORK/mapfs/gw.log" --state "$WORK/mapfs/state" \
-	--store "file://$WORK/mapfs/store"
-MAPFS_URL=$GWURL
+if [ $DO_NFS = 1 ]; then
+	log "starting nfs-ganesha and mapfs-gw in network namespace $NS"
+	start_ganesha
+	mkdir -p "$WORK/mapfs/state" "$WORK/mapfs/store"
+	LAUNCH="ip netns exec $NS" start_mapfs "$WORK/mapfs/gw.log" --state "$WORK/mapfs/state" \
+		--store "file://$WORK/mapfs/store"
+	MAPFS_URL=$GWURL
+fi
 
 # ---------------------------------------------------------------- limits
 limits() {
@@ -380,6 +390,7 @@ run_group() { # SERIES URL GROUP ROUND
 }
 
 for r in $(seq "$ROUNDS"); do
+	[ $DO_NFS = 1 ] || break
 	for g in "${GROUPS_[@]}"; do
 		if [ $((r % 2)) = 1 ]; then order="mapfs ganesha"; else order="ganesha mapfs"; fi
 		for s in $order; do
@@ -602,8 +613,9 @@ for item, label in labels:
     r = ratio(a, b)
     rows.append([label, fmt(a, u), fmt(b, u), f"{r:.2f}x" if r else "-",
                  len(vals.get(("nfs", "mapfs", item), [])), len(vals.get(("nfs", "ganesha", item), []))])
-print("mapfs-gw (file store) vs nfs-ganesha (FSAL_VFS), medians:")
-table(["item", "mapfs-gw", "ganesha", "mapfs/ganesha", "n mapfs", "n ganesha"], rows)
+if rows:
+    print("mapfs-gw (file store) vs nfs-ganesha (FSAL_VFS), medians:")
+    table(["item", "mapfs-gw", "ganesha", "mapfs/ganesha", "n mapfs", "n ganesha"], rows)
 
 rows = []
 for ser, item, label in [("iperf3", "loopback-tcp", "loopback TCP, iperf3, 1 stream"),

@@ -80,7 +80,10 @@ struct cache_compl {
 enum {
 	CH_PRESENT = 1u << 0, /* its bytes are in the cache file */
 	CH_DIRTY = 1u << 1,   /* written here, not yet in the store */
-	CH_BUSY = 1u << 2,    /* a fetch or an eviction owns it: wait */
+	CH_BUSY = 1u << 2,    /* a fetch or an eviction owns it: wait.  A
+				 fetched chunk is PRESENT (readable) and still
+				 BUSY until its bytes are durable and its
+				 record is journaled (settle.c) */
 	CH_REF = 1u << 3,     /* CLOCK: used since the hand last passed */
 };
 
@@ -209,10 +212,18 @@ struct cache {
 	pthread_cond_t task_cond;
 	pthread_cond_t fetch_idle; /* signalled when ntasks drops to 0 */
 	struct cache_task *queue_head, *queue_tail;
-	unsigned ntasks; /* queued or running */
+	unsigned ntasks; /* queued, running or settling */
 	bool workers_stop;
 	struct cache_worker *workers;
 	int nworkers;
+	uint32_t get_chunks; /* most chunks one GET fetches */
+
+	/* settle.c: fetched chunks waiting to be made durable. */
+	pthread_mutex_t settle_lock;
+	pthread_cond_t settle_cond;
+	struct cache_task *settle_head, *settle_tail;
+	bool settle_stop, settle_started;
+	pthread_t settler;
 
 	/* evict.c */
 	pthread_mutex_t evict_lock;
@@ -359,7 +370,7 @@ int cache_fetch_init(struct cache *c);
 void cache_fetch_destroy(struct cache *c);
 /* What a kick collected under a shard lock, to hand out after it. */
 struct cache_kick {
-	struct cache_task *tasks;
+	struct cache_task *tasks, *tasks_last; /* in the order added */
 	struct cache_compl *done;
 };
 /*
@@ -371,11 +382,32 @@ struct cache_kick {
 void cache_kick_locked(struct cache *c, struct cache_ent *e,
 		       struct cache_kick *k);
 void cache_kick_finish(struct cache *c, struct cache_kick *k);
-/* Queue a fetch of chunk i of e into k (sets BUSY).  Call locked. */
+/*
+ * Queue a fetch of chunk i of e into k, after the ones queued before
+ * (sets BUSY).  Call locked.  Workers join the tasks of consecutive
+ * chunks queued one behind the other into one GET.
+ */
 void cache_task_add_locked(struct cache_ent *e, uint64_t i,
 			   struct cache_kick *k);
 /* Answer every waiter of a dead entry with res (-EAGAIN). */
 void cache_waiters_fail(struct cache *c, struct cache_wait *w, long res);
+/* n tasks (queued, run or settled) are finished: ntasks goes down. */
+void cache_tasks_finished(struct cache *c, unsigned n);
+
+/*
+ * settle.c: landed chunks become durable.  Fetched chunks are readable
+ * (PRESENT) as soon as their bytes are in the cache file, but stay BUSY
+ * (no write, no eviction) until one thread, batching many chunks into
+ * one fdatasync per file, has made their bytes durable and journaled
+ * them present: a present record never points at bytes a crash can
+ * lose, and no fetch waits for the disk.  cache_settle_add takes the
+ * list of tasks (each holding its entry) whose chunks landed; it counts
+ * them finished (cache_tasks_finished) once they are settled.
+ */
+int cache_settle_start(struct cache *c);
+/* Settle what is queued, then stop the thread. */
+void cache_settle_stop(struct cache *c);
+void cache_settle_add(struct cache *c, struct cache_task *list);
 
 /* evict.c: start the evictor thread (only with a capacity), stop it. */
 int cache_evict_start(struct cache *c);

@@ -12,9 +12,10 @@
  * the order they were made in memory (they are queued under the shard
  * lock), so the journal replays them in order.  The rules that make a
  * crash safe:
- *   - a fetched chunk is marked present only after its bytes (and the
- *     file's name) are fsynced, so a present record never points at
- *     missing data; a lost present record only costs a second fetch;
+ *   - a fetched chunk is journaled present only after its bytes (and
+ *     the file's name) are fsynced (settle.c), so a present record never
+ *     points at missing data; a lost present record only costs a second
+ *     fetch.  Memory may be ahead: a landed chunk is readable at once;
  *   - an evicted chunk's record is deleted, durably, before the hole is
  *     punched (evict.c);
  *   - a truncate cuts the file before it journals the new limit, and the
@@ -329,7 +330,7 @@ static void chunk_span(const struct cache *c, uint64_t off, uint64_t len,
 static void ra_update_locked(struct cache *c, struct cache_ent *e,
 			     uint64_t off, uint64_t end, struct cache_kick *k)
 {
-	uint64_t stop;
+	uint64_t stop, want = 0, batch;
 
 	if (c->ra_max < c->cs || !e->key || off == e->ra_last)
 		return; /* off again: the retry of a read that missed */
@@ -347,6 +348,19 @@ static void ra_update_locked(struct cache *c, struct cache_ent *e,
 	stop = end + e->ra_win;
 	if (stop > e->limit)
 		stop = e->limit;
+	/*
+	 * Chunks go out in runs of a whole GET (fetch.c joins them), not one
+	 * by one as the window slides: a store pays per request.  Only the
+	 * end of the object, or a window smaller than a GET, asks for less.
+	 */
+	for (uint64_t i = end / c->cs; i * c->cs < stop; i++)
+		if (!cache_chunk_readable(c, e, i) &&
+		    !(i < e->nst && (e->st[i] & CH_BUSY)))
+			want++;
+	batch = e->ra_win / c->cs < c->get_chunks ? e->ra_win / c->cs
+						  : c->get_chunks;
+	if (!want || (want < batch && stop < e->limit))
+		return;
 	for (uint64_t i = end / c->cs; i * c->cs < stop; i++)
 		if (!cache_chunk_readable(c, e, i) &&
 		    !(i < e->nst && (e->st[i] & CH_BUSY)))

@@ -8,15 +8,20 @@
  * so a second waiter (or readahead) for it waits instead of fetching it
  * again: two readers of one missing chunk cause one GET.  The tasks of
  * all inodes share one FIFO, so the chunks of a big fetch run in parallel
- * on all workers.  A chunk is GET only up to the entry's store limit, so
- * a file smaller than a chunk is fetched whole, in one request.
+ * on all workers.  A worker takes the tasks of consecutive chunks queued
+ * one behind the other (up to get_chunks of them) into one ranged GET: a
+ * store pays per request, so readahead asks for runs of that size.  A
+ * chunk is GET only up to the entry's store limit, so a file smaller
+ * than a chunk is fetched whole, in one request.
  *
- * A worker writes the chunk into the cache file, fdatasyncs it (and the
- * file's name), and only then marks it present and journals that, so a
- * present record never outlives its data.  Every state change of an
- * entry is followed by a "kick": waiters that have what they need are
- * answered (each on its own loop), and chunks they still lack that no one
- * is fetching get tasks.
+ * The GET streams into the worker's one-chunk buffer; each chunk, once
+ * whole, is written into the cache file and marked present at once (its
+ * waiters go on while the rest of the run still streams), but stays BUSY
+ * until settle.c has made it durable and journaled it: a present record
+ * never outlives its data, and no fetch waits for the disk.  Every state
+ * change of an entry is followed by a "kick": waiters that have what
+ * they need are answered (each on its own loop), and chunks they still
+ * lack that no one is fetching get tasks.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +35,14 @@
 #include "metrics/metrics.h"
 #include "common/log.h"
 #include "s3/store.h"
+
+static bool chunk_busy_at(const struct cache_ent *e, uint64_t i)
+{
+	return i < e->nst && (e->st[i] & CH_BUSY);
+}
+
+/* The largest GET: past it a store's per-request cost hardly shows. */
+#define FETCH_GET_MAX (16ull << 20)
 
 struct cache_worker {
 	struct cache *c;
@@ -56,6 +69,18 @@ static uint64_t chunk_store_len(const struct cache *c,
 	return e->limit - off < c->cs ? e->limit - off : c->cs;
 }
 
+/*
+ * Must w wait for chunk i's BUSY to clear?  A reader need not wait for a
+ * chunk that is readable already (fetched, settling); a writer must:
+ * cache_write_mark() refuses BUSY chunks.
+ */
+static bool wait_busy(const struct cache *c, const struct cache_ent *e,
+		      const struct cache_wait *w, uint64_t i)
+{
+	return chunk_busy_at(e, i) &&
+	       (w->for_write || !cache_chunk_readable(c, e, i));
+}
+
 /* Does w still need chunk i fetched (not just waited for)? */
 static bool wait_needs(const struct cache *c, const struct cache_ent *e,
 		       const struct cache_wait *w, uint64_t i)
@@ -66,11 +91,6 @@ static bool wait_needs(const struct cache *c, const struct cache_ent *e,
 		return false;
 	/* A write covering every stored byte of the chunk replaces it. */
 	return !(w->for_write && w->wr_off <= lo && w->wr_end >= lo + need);
-}
-
-static bool chunk_busy(const struct cache_ent *e, uint64_t i)
-{
-	return i < e->nst && (e->st[i] & CH_BUSY);
 }
 
 void cache_task_add_locked(struct cache_ent *e, uint64_t i,
@@ -92,8 +112,12 @@ void cache_task_add_locked(struct cache_ent *e, uint64_t i,
 	t->epoch = e->epoch;
 	cache_ent_get(e);
 	e->st[i] |= CH_BUSY;
-	t->next = k->tasks;
-	k->tasks = t;
+	t->next = NULL;
+	if (k->tasks_last)
+		k->tasks_last->next = t;
+	else
+		k->tasks = t;
+	k->tasks_last = t;
 }
 
 void cache_kick_locked(struct cache *c, struct cache_ent *e,
@@ -106,18 +130,18 @@ void cache_kick_locked(struct cache *c, struct cache_ent *e,
 		bool waiting = false;
 		long res = 0;
 
-		while (w->cur <= w->last && !chunk_busy(e, w->cur) &&
+		while (w->cur <= w->last && !wait_busy(c, e, w, w->cur) &&
 		       !wait_needs(c, e, w, w->cur))
 			w->cur++;
 		for (uint64_t i = w->cur; i <= w->last; i++) {
-			if (chunk_busy(e, i)) {
+			if (wait_busy(c, e, w, i)) {
 				waiting = true;
 				continue;
 			}
 			if (!wait_needs(c, e, w, i))
 				continue;
 			cache_task_add_locked(e, i, k);
-			if (chunk_busy(e, i))
+			if (chunk_busy_at(e, i))
 				waiting = true;
 			else
 				res = -ENOMEM; /* no task could be made */
@@ -169,6 +193,7 @@ void cache_kick_finish(struct cache *c, struct cache_kick *k)
 		compl_deliver(c, n);
 	}
 	k->tasks = NULL;
+	k->tasks_last = NULL;
 	k->done = NULL;
 }
 
@@ -205,50 +230,61 @@ static void fail_chunk_locked(struct cache *c, struct cache_ent *e,
 	}
 }
 
-/* GET chunk t->idx and land it; 0, -errno, or 1 if it became void. */
-static int task_fetch(struct cache *c, struct cache_task *t, void *buf)
+/*
+ * One GET of the consecutive chunks [first, first + n) of e: the tasks
+ * of the run, and what of it has landed.  The sink fills buf with one
+ * chunk at a time and lands each as soon as it is whole.
+ */
+struct run {
+	struct cache *c;
+	struct cache_ent *e;
+	struct cache_fd *f; /* e's file, taken before e was seen live */
+	uint64_t epoch;
+	uint64_t first;
+	uint32_t n, landed; /* chunks in the run, chunks landed */
+	uint64_t want;      /* store bytes of chunk first + landed, 0:
+			       not looked up yet */
+	size_t fill;        /* of which buf holds this many */
+	char *buf;          /* one chunk */
+};
+
+/* Store bytes of the run's chunks [first, first + n), under e's lock. */
+static uint64_t run_store_len(const struct run *r)
 {
-	struct cache_ent *e = t->ent;
+	uint64_t len = 0;
+
+	for (uint32_t j = 0; j < r->n; j++)
+		len += chunk_store_len(r->c, r->e, r->first + j);
+	return len;
+}
+
+/*
+ * Write the chunk in r->buf into the cache file and make it readable
+ * (present, still BUSY until settled).  0, -errno, or 1 if the entry
+ * went dead or was truncated meanwhile (nothing may land any more).
+ */
+static int run_land(struct run *r)
+{
+	struct cache *c = r->c;
+	struct cache_ent *e = r->e;
 	struct cache_entshard *s = cache_ent_shard(c, e->ino);
-	uint64_t off = (uint64_t)t->idx * c->cs, len;
-	struct cache_fd *f;
-	size_t got = 0, put = 0;
+	uint64_t i = r->first + r->landed, off = i * c->cs;
+	struct cache_kick k = { 0 };
+	size_t put = 0;
 	uint64_t wseq;
 	struct stat sb;
 	bool void_;
-	int rc;
+	int rc = 0;
 
-	pthread_mutex_lock(&s->lock);
-	void_ = e->dead || e->epoch != t->epoch;
-	len = chunk_store_len(c, e, t->idx);
-	pthread_mutex_unlock(&s->lock);
-	if (void_)
-		return 1;
-	if (len == 0)
-		return 0; /* past the limit now: readable as it is */
-	atomic_fetch_add(&c->gets, 1);
-	/* Tests count these lines: a GET is what a warm cache must avoid. */
-	log_debug("cache: GET %s @%" PRIu64 " +%" PRIu64, t->key, off, len);
-	rc = store_get(c->st, t->key, off, (size_t)len, buf, &got);
-	/* Shorter than the limit says: the object changed under us. */
-	if (!rc && got != len)
-		rc = -EIO;
-	if (rc)
-		return rc;
-	/* The fd first: one taken before the entry is seen live is of the
-	 * entry's own file (a replacement marks it dead first). */
-	rc = cache_fd_get(c, e->ino, &f);
-	if (rc)
-		return rc == -ENODATA ? 1 : rc;
 	pthread_mutex_lock(&e->land_lock);
 	pthread_mutex_lock(&s->lock);
-	void_ = e->dead || e->epoch != t->epoch;
+	void_ = e->dead || e->epoch != r->epoch;
 	pthread_mutex_unlock(&s->lock);
 	wseq = atomic_load(&e->wseq);
-	if (!void_ && fstat(f->fd, &sb) < 0)
+	if (!void_ && fstat(r->f->fd, &sb) < 0)
 		rc = -errno;
-	while (!void_ && !rc && put < len) {
-		ssize_t n = pwrite(f->fd, (char *)buf + put, len - put,
+	while (!void_ && !rc && put < r->fill) {
+		ssize_t n = pwrite(r->f->fd, r->buf + put, r->fill - put,
 				   (off_t)(off + put));
 
 		if (n < 0 && errno != EINTR)
@@ -262,56 +298,155 @@ static int task_fetch(struct cache *c, struct cache_task *t, void *buf)
 	 * meanwhile (then its mtime is the right one).
 	 */
 	if (!void_ && !rc && atomic_load(&e->wseq) == wseq &&
-	    futimens(f->fd, (struct timespec[2]){ { .tv_nsec = UTIME_OMIT },
-						  sb.st_mtim }) < 0)
+	    futimens(r->f->fd, (struct timespec[2]){ { .tv_nsec = UTIME_OMIT },
+						     sb.st_mtim }) < 0)
 		rc = -errno;
 	if (!void_)
 		cache_ent_touched(e);
 	pthread_mutex_unlock(&e->land_lock);
-	if (!void_ && !rc)
-		rc = cache_sync_blocking(c, f);
-	cache_fd_put(f);
-	return void_ ? 1 : rc;
+	if (void_)
+		return 1;
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&s->lock);
+	if (!e->dead && e->epoch == r->epoch && chunk_store_len(c, e, i)) {
+		cache_chunk_set_locked(c, e, i, e->st[i] | CH_PRESENT | CH_REF);
+		metrics_inc(MET_CACHE_FETCHES); /* metrics */
+		metrics_add(MET_CACHE_FETCH_BYTES, r->fill);
+		cache_kick_locked(c, e, &k);
+	}
+	pthread_mutex_unlock(&s->lock);
+	cache_kick_finish(c, &k);
+	r->landed++;
+	r->fill = 0;
+	r->want = 0;
+	return 0;
 }
 
-static void task_run(struct cache *c, struct cache_task *t, void *buf)
+/* store_sink_fn: bytes of the run, in order; lands each whole chunk. */
+static int run_sink(void *arg, const void *p, size_t n)
 {
-	struct cache_ent *e = t->ent;
-	struct cache_entshard *s = cache_ent_shard(c, e->ino);
-	struct cache_kick k = { 0 };
-	int rc = task_fetch(c, t, buf);
-	uint64_t i = t->idx;
+	struct run *r = arg;
+	struct cache_entshard *s = cache_ent_shard(r->c, r->e->ino);
 
-	if (rc < 0 && rc != -ENOENT && rc != -EAGAIN)
-		log_warn("cache: fetch of inode %" PRIu64 " chunk %" PRIu64
-			 " failed: %s", e->ino, i, strerror(-rc));
-	pthread_mutex_lock(&s->lock);
-	if (rc == 0 && !e->dead && e->epoch == t->epoch) {
-		struct cache_jrec rec = { .idx = t->idx, .st = CH_PRESENT };
+	while (n) {
+		size_t take;
+		int rc;
 
-		if (chunk_store_len(c, e, i)) {
-			cache_chunk_set_locked(c, e, i,
-					       (e->st[i] & ~CH_BUSY) |
-						       CH_PRESENT | CH_REF);
-			cache_journal(c, e, e->ino, false, false, 0, &rec, 1);
-			metrics_inc(MET_CACHE_FETCHES); /* metrics */
-			metrics_add(MET_CACHE_FETCH_BYTES, chunk_store_len(c, e, i));
-		} else {
-			e->st[i] &= (uint8_t)~CH_BUSY;
+		if (!r->want) { /* a new chunk starts */
+			if (r->landed == r->n)
+				return -EIO; /* more than asked for */
+			pthread_mutex_lock(&s->lock);
+			r->want = chunk_store_len(r->c, r->e,
+						  r->first + r->landed);
+			pthread_mutex_unlock(&s->lock);
+			if (!r->want)
+				return -ECANCELED; /* cut meanwhile */
 		}
-	} else {
-		e->st[i] &= (uint8_t)~CH_BUSY;
+		take = r->want - r->fill < n ? (size_t)(r->want - r->fill) : n;
+		memcpy(r->buf + r->fill, p, take);
+		r->fill += take;
+		p = (const char *)p + take;
+		n -= take;
+		if (r->fill < r->want)
+			continue;
+		rc = run_land(r);
+		if (rc)
+			return rc > 0 ? -ECANCELED : rc;
+	}
+	return 0;
+}
+
+/*
+ * GET the run of tasks (consecutive chunks of one entry and epoch) and
+ * land it.  Chunks that landed go to settle.c with their tasks; the
+ * others are given back (BUSY cleared), their waiters answered with the
+ * error.  Frees or hands on every task.
+ */
+static void run_fetch(struct cache *c, struct cache_task *tasks, uint32_t n,
+		      void *buf)
+{
+	struct cache_ent *e = tasks->ent;
+	struct cache_entshard *s = cache_ent_shard(c, e->ino);
+	struct run r = { .c = c, .e = e, .epoch = tasks->epoch,
+			 .first = tasks->idx, .n = n, .buf = buf };
+	struct cache_kick k = { 0 };
+	struct cache_task *t, *settle = NULL;
+	uint64_t len = 0, got = 0;
+	bool void_;
+	int rc = 0;
+
+	pthread_mutex_lock(&s->lock);
+	void_ = e->dead || e->epoch != r.epoch;
+	if (!void_)
+		len = run_store_len(&r);
+	pthread_mutex_unlock(&s->lock);
+	/* The fd first: one taken before the entry is seen live is of the
+	 * entry's own file (a replacement marks it dead first). */
+	if (!void_ && len) {
+		rc = cache_fd_get(c, e->ino, &r.f);
+		if (rc == -ENODATA)
+			void_ = true;
+	}
+	if (!void_ && !rc && len) {
+		atomic_fetch_add(&c->gets, 1);
+		/* Tests count these lines: a GET is what a warm cache must
+		 * avoid. */
+		log_debug("cache: GET %s @%" PRIu64 " +%" PRIu64, tasks->key,
+			  r.first * c->cs, len);
+		rc = store_get_stream(c->st, tasks->key, r.first * c->cs, len,
+				      run_sink, &r, &got);
+		if (rc == -ECANCELED)
+			rc = 0, void_ = true;
+		/* Shorter than the limit says: the object changed under us. */
+		else if (!rc && got != len)
+			rc = -EIO;
+	}
+	if (r.f)
+		cache_fd_put(r.f);
+	if (rc < 0 && rc != -ENOENT && rc != -EAGAIN)
+		log_warn("cache: fetch of inode %" PRIu64 " chunks %" PRIu64
+			 "+%" PRIu32 " failed: %s", e->ino, r.first, n,
+			 strerror(-rc));
+	/* The landed chunks settle (they stay BUSY until then). */
+	for (uint32_t j = 0; j < r.landed; j++) {
+		t = tasks;
+		tasks = t->next;
+		t->next = settle;
+		settle = t;
+	}
+	pthread_mutex_lock(&s->lock);
+	for (t = tasks; t; t = t->next) {
+		e->st[t->idx] &= (uint8_t)~CH_BUSY;
 		if (rc < 0)
-			fail_chunk_locked(c, e, i, rc, &k);
+			fail_chunk_locked(c, e, t->idx, rc, &k);
 	}
 	if (!e->dead)
 		cache_kick_locked(c, e, &k);
 	pthread_mutex_unlock(&s->lock);
 	cache_kick_finish(c, &k);
-	cache_evict_poke(c);
-	cache_ent_put(e);
-	free(t->key);
-	free(t);
+	if (settle)
+		cache_settle_add(c, settle);
+	n -= r.landed;
+	while (tasks) {
+		t = tasks;
+		tasks = t->next;
+		cache_ent_put(t->ent);
+		free(t->key);
+		free(t);
+	}
+	cache_tasks_finished(c, n);
+}
+
+void cache_tasks_finished(struct cache *c, unsigned n)
+{
+	if (!n)
+		return;
+	pthread_mutex_lock(&c->fetch_lock);
+	c->ntasks -= n;
+	if (c->ntasks == 0)
+		pthread_cond_broadcast(&c->fetch_idle);
+	pthread_mutex_unlock(&c->fetch_lock);
 }
 
 static void *worker_main(void *p)
@@ -321,7 +456,8 @@ static void *worker_main(void *p)
 
 	pthread_mutex_lock(&c->fetch_lock);
 	for (;;) {
-		struct cache_task *t = c->queue_head;
+		struct cache_task *t = c->queue_head, *last;
+		uint32_t n = 1;
 
 		if (!t) {
 			if (c->workers_stop)
@@ -329,14 +465,20 @@ static void *worker_main(void *p)
 			pthread_cond_wait(&c->task_cond, &c->fetch_lock);
 			continue;
 		}
-		c->queue_head = t->next;
+		/* The tasks queued right behind it that continue its run. */
+		for (last = t; n < c->get_chunks && last->next &&
+			       last->next->ent == t->ent &&
+			       last->next->epoch == t->epoch &&
+			       last->next->idx == last->idx + 1;
+		     last = last->next)
+			n++;
+		c->queue_head = last->next;
 		if (!c->queue_head)
 			c->queue_tail = NULL;
+		last->next = NULL;
 		pthread_mutex_unlock(&c->fetch_lock);
-		task_run(c, t, wk->buf);
+		run_fetch(c, t, n, wk->buf);
 		pthread_mutex_lock(&c->fetch_lock);
-		if (--c->ntasks == 0)
-			pthread_cond_broadcast(&c->fetch_idle);
 	}
 	pthread_mutex_unlock(&c->fetch_lock);
 	return NULL;
@@ -455,14 +597,22 @@ void cache_fetch(struct cache *c, int loop, uint64_t ino,
 
 int cache_fetch_init(struct cache *c)
 {
+	uint64_t get = c->ra_max / (uint64_t)c->fetch_threads;
 	int i, rc;
 
+	/* A full readahead window is in flight as one GET per worker. */
+	if (get > FETCH_GET_MAX)
+		get = FETCH_GET_MAX;
+	c->get_chunks = get > c->cs ? (uint32_t)(get / c->cs) : 1;
 	c->workers = calloc((size_t)c->fetch_threads, sizeof(*c->workers));
 	if (!c->workers)
 		return -ENOMEM;
 	pthread_mutex_init(&c->fetch_lock, NULL);
 	pthread_cond_init(&c->fetch_idle, NULL);
 	pthread_cond_init(&c->task_cond, NULL);
+	rc = cache_settle_start(c);
+	if (rc)
+		goto out_workers;
 	for (i = 0; i < c->fetch_threads; i++) {
 		struct cache_worker *wk = &c->workers[i];
 
@@ -486,7 +636,10 @@ out_workers:
 	return rc;
 }
 
-/* Runs the queue dry first: a queued task holds an entry reference. */
+/*
+ * Runs the queue dry first (a queued task holds an entry reference),
+ * settling included: settling kicks waiters, which may queue tasks.
+ */
 void cache_fetch_destroy(struct cache *c)
 {
 	pthread_mutex_lock(&c->fetch_lock);
@@ -499,6 +652,7 @@ void cache_fetch_destroy(struct cache *c)
 		pthread_join(c->workers[i].tid, NULL);
 		free(c->workers[i].buf);
 	}
+	cache_settle_stop(c);
 	pthread_cond_destroy(&c->task_cond);
 	pthread_cond_destroy(&c->fetch_idle);
 	pthread_mutex_destroy(&c->fetch_lock);

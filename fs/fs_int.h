@@ -93,7 +93,7 @@ struct fs {
 	struct cache *cache;
 	struct store *store;
 	MDB_dbi dbi_inodes, dbi_dirents, dbi_cookies, dbi_keys, dbi_meta,
-		dbi_pending, dbi_work, dbi_mpu;
+		dbi_pending, dbi_work, dbi_mpu, dbi_mpu_intent;
 	/* Handed out before the create commits (so the cache file exists
 	 * first); the apply persists meta.next_ino past it. */
 	atomic_uint_fast64_t next_ino;

@@ -57,7 +57,8 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 	    (rc = db_dbi(db, "meta", 0, &fs->dbi_meta)) ||
 	    (rc = db_dbi(db, "pending", MDB_INTEGERKEY, &fs->dbi_pending)) ||
 	    (rc = db_dbi(db, "work", MDB_INTEGERKEY, &fs->dbi_work)) ||
-	    (rc = db_dbi(db, "mpu", 0, &fs->dbi_mpu)))
+	    (rc = db_dbi(db, "mpu", 0, &fs->dbi_mpu)) ||
+	    (rc = db_dbi(db, "mpu_intent", 0, &fs->dbi_mpu_intent)))
 		goto out_free;
 	rc = db_write(db, open_init_apply, fs);
 	if (rc)

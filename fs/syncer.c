@@ -20,22 +20,30 @@
  * SYNC_MIN_QUIET_MS once the cache's dirty data passes half of max_dirty
  * (the size threshold), or at a flush.
  *
- * Data goes up from the cache file: small files with one PUT, large ones
- * as a multipart upload whose parts run in parallel.  A part whose bytes
- * all equal the old object's (no dirty chunk, nothing cut) is copied
- * from it in the store (UploadPartCopy) instead of being fetched and sent
- * again; a backend without part-copy gets the bytes.  Chunks an upload
- * needs that are not local are fetched first, part by part, so memory
- * holds at most one chunk per fetch worker, never the file.
+ * Data goes up from the cache file: files up to store_put_max() with one
+ * PUT, larger ones as a multipart upload whose parts run in parallel.  A
+ * part whose bytes all equal the old object's (no dirty chunk, nothing
+ * cut) is copied from it in the store (UploadPartCopy) instead of being
+ * fetched and sent again; a backend without part-copy gets the bytes.
+ * Chunks an upload needs that are not local are fetched first, part by
+ * part, so memory holds at most one chunk per fetch worker, never the
+ * file.
  *
  * A multipart upload is journaled (db "mpu") before its first part and
  * forgotten after it is completed or aborted, so the uploads a crash cut
  * short are aborted when the syncer starts again; the file is still
- * dirty, so its upload is simply made again.  Files must be quiet for
+ * dirty, so its upload is simply made again.  The id is only known once
+ * CreateMultipartUpload answered, so an intent (db "mpu_intent", the
+ * key) is journaled before it and replaced by the id in one transaction:
+ * an intent still there means an upload of that key may exist that we
+ * never learnt the id of (a crash in between, or a lost answer).  Such
+ * uploads are found with ListMultipartUploads and aborted, at start and
+ * before the key's next multipart upload.  Files must be quiet for
  * SYNC_MIN_QUIET_MS even when flushing: ctime ticks are coarse, and a
  * write in the same tick as the snapshot would otherwise go unnoticed.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,10 +60,11 @@
 #define SYNC_BACKOFF_MAX_MS 10000
 #define SYNC_FLUSH_RETRIES 5
 #define SYNC_FLUSH_IDLE_MAX 500 /* passes without progress: ~10 s */
-#define MPU_THRESHOLD (64ull << 20)
-#define MPU_PART (16ull << 20)
+/* Parts: one per thread while that keeps them within these bounds. */
+#define MPU_PART_MIN (16ull << 20)
+#define MPU_PART_MAX (64ull << 20)
 #define MPU_PARTS_MAX 10000
-#define MPU_THREADS 4
+#define MPU_THREADS 8
 #define SYNC_INODE_TRIES 100 /* ~2 s of passes for one strict COMMIT */
 
 struct sync_item {
@@ -257,13 +266,126 @@ struct mpu_rec {
 	const char *id, *key;
 };
 
+/* The upload's id in, its key's intent out. */
 static int mpu_rec_put_apply(MDB_txn *txn, void *arg)
 {
 	struct mpu_rec *r = arg;
 	MDB_val k = { strlen(r->id), (void *)r->id };
 	MDB_val v = { strlen(r->key), (void *)r->key };
+	int rc = mdb_put(txn, r->fs->dbi_mpu, &k, &v, 0);
 
-	return db_err(mdb_put(txn, r->fs->dbi_mpu, &k, &v, 0));
+	if (!rc)
+		rc = mdb_del(txn, r->fs->dbi_mpu_intent, &v, NULL);
+	return rc == MDB_NOTFOUND ? 0 : db_err(rc);
+}
+
+static int mpu_intent_put_apply(MDB_txn *txn, void *arg)
+{
+	struct mpu_rec *r = arg;
+	MDB_val k = { strlen(r->key), (void *)r->key }, v = { 0, "" };
+
+	return db_err(mdb_put(txn, r->fs->dbi_mpu_intent, &k, &v, 0));
+}
+
+static int mpu_intent_del_apply(MDB_txn *txn, void *arg)
+{
+	struct mpu_rec *r = arg;
+	MDB_val k = { strlen(r->key), (void *)r->key };
+	int rc = mdb_del(txn, r->fs->dbi_mpu_intent, &k, NULL);
+
+	return rc == MDB_NOTFOUND ? 0 : db_err(rc);
+}
+
+/* Is there a record of key (not NUL-terminated: klen bytes) in dbi? */
+static bool rec_exists(struct fs *fs, MDB_dbi dbi, const char *key,
+		       size_t klen)
+{
+	MDB_val k = { klen, (void *)key }, v;
+	MDB_txn *txn;
+	bool found;
+
+	if (db_read_begin(fs->db, &txn))
+		return true; /* cannot tell: keep what might be ours */
+	found = mdb_get(txn, dbi, &k, &v) == 0;
+	db_read_end(fs->db, txn);
+	return found;
+}
+
+/*
+ * If key has an intent, abort the uploads of key the store has that are
+ * not journaled by id (those are another path's: mpu_recover aborts
+ * them), then drop the intent.  A store that cannot list uploads
+ * (s3rver) cannot show them: the intent is dropped.  0, or the error
+ * that keeps the intent for later.
+ */
+static int mpu_intent_settle(struct fs *fs, const char *key)
+{
+	struct store_upload *v;
+	size_t n;
+	int rc;
+
+	if (!rec_exists(fs, fs->dbi_mpu_intent, key, strlen(key)))
+		return 0;
+	rc = store_mpu_list(fs->store, key, &v, &n); /* none on error */
+	if (rc == -ENOTSUP) {
+		log_info("fs: %s: the store cannot list multipart uploads; one "
+			 "a crash hid from us is not aborted", key);
+		rc = 0;
+	}
+	if (rc)
+		return rc;
+	for (size_t i = 0; !rc && i < n; i++) {
+		if (strcmp(v[i].key, key) ||
+		    rec_exists(fs, fs->dbi_mpu, v[i].upload_id,
+			       strlen(v[i].upload_id)))
+			continue;
+		rc = store_mpu_abort(fs->store, key, v[i].upload_id);
+		if (rc == -ENOENT)
+			rc = 0;
+		if (!rc)
+			log_info("fs: aborted an upload of %s we never learnt "
+				 "the id of", key);
+	}
+	store_uploads_free(v, n);
+	if (!rc)
+		rc = db_write(fs->db, mpu_intent_del_apply,
+			      &(struct mpu_rec){ fs, NULL, key });
+	return rc;
+}
+
+/* Settle every intent a crash left (syncer start); stops at an error. */
+static void mpu_intents_recover(struct fs *fs)
+{
+	char key[STORE_KEY_MAX + 2];
+
+	for (;;) {
+		MDB_cursor *cur;
+		MDB_txn *txn;
+		MDB_val k, v;
+		int rc, mrc = MDB_NOTFOUND;
+
+		if (db_read_begin(fs->db, &txn))
+			return;
+		if (!mdb_cursor_open(txn, fs->dbi_mpu_intent, &cur)) {
+			mrc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+			if (!mrc && k.mv_size >= sizeof(key))
+				mrc = MDB_BAD_VALSIZE;
+			if (!mrc) {
+				memcpy(key, k.mv_data, k.mv_size);
+				key[k.mv_size] = '\0';
+			}
+			mdb_cursor_close(cur);
+		}
+		db_read_end(fs->db, txn);
+		if (mrc)
+			return;
+		rc = mpu_intent_settle(fs, key);
+		if (rc) {
+			log_warn("fs: uploads of %s we may not know of: %s "
+				 "(kept)", key, strerror(-rc));
+			return;
+		}
+	}
 }
 
 static int mpu_rec_del_apply(MDB_txn *txn, void *arg)
@@ -276,11 +398,11 @@ static int mpu_rec_del_apply(MDB_txn *txn, void *arg)
 }
 
 /*
- * Abort the multipart uploads a crash left behind (syncer start).  One
- * that the store no longer knows (-ENOENT) was completed or aborted
- * before the crash and is just forgotten.
+ * Abort the journaled multipart uploads a crash left behind.  One that
+ * the store no longer knows (-ENOENT) was completed or aborted before the
+ * crash and is just forgotten.
  */
-static void mpu_recover(struct fs *fs)
+static void mpu_ids_recover(struct fs *fs)
 {
 	char id[512], key[STORE_KEY_MAX + 2];
 	MDB_cursor *cur;
@@ -319,6 +441,13 @@ static void mpu_recover(struct fs *fs)
 			     &(struct mpu_rec){ fs, id, key }))
 			return;
 	}
+}
+
+/* What a crash left of multipart uploads (syncer start). */
+static void mpu_recover(struct fs *fs)
+{
+	mpu_ids_recover(fs);
+	mpu_intents_recover(fs);
 }
 
 /* One multipart upload, its parts shared out to MPU_THREADS threads. */
@@ -392,21 +521,37 @@ static int put_multipart(struct fs *fs, const struct sync_item *it, int fd,
 			 struct store_info *out)
 {
 	struct mpu m = { .fs = fs, .it = it, .fd = fd, .size = size,
-			 .part = MPU_PART,
 			 .copy_ok = it->in.flags & FS_F_IN_STORE };
 	pthread_t tids[MPU_THREADS];
 	int nthreads = 0, rc;
 	char *upload_id;
 
+	/*
+	 * All threads busy with as few parts as that takes (a store pays
+	 * per request), in whole MiB; small enough that an unchanged part
+	 * is still worth copying in the store rather than sending.
+	 */
+	m.part = ((size + MPU_THREADS - 1) / MPU_THREADS + (1u << 20) - 1) &
+		 ~((1ull << 20) - 1);
+	if (m.part < MPU_PART_MIN)
+		m.part = MPU_PART_MIN;
+	if (m.part > MPU_PART_MAX)
+		m.part = MPU_PART_MAX;
 	while ((size + m.part - 1) / m.part > MPU_PARTS_MAX)
 		m.part *= 2;
 	m.nparts = (int)((size + m.part - 1) / m.part);
 	m.etags = calloc((size_t)m.nparts, sizeof(*m.etags));
 	if (!m.etags)
 		return -ENOMEM;
-	rc = store_mpu_create(fs->store, it->key, meta, &upload_id);
+	/* Uploads of an earlier try we never learnt the id of go first. */
+	rc = mpu_intent_settle(fs, it->key);
+	if (!rc)
+		rc = db_write(fs->db, mpu_intent_put_apply,
+			      &(struct mpu_rec){ fs, NULL, it->key });
+	if (!rc)
+		rc = store_mpu_create(fs->store, it->key, meta, &upload_id);
 	if (rc)
-		goto out_free;
+		goto out_free; /* an intent left is settled before a retry */
 	rc = db_write(fs->db, mpu_rec_put_apply,
 		      &(struct mpu_rec){ fs, upload_id, it->key });
 	if (rc) {
@@ -469,7 +614,7 @@ static int upload(struct fs *fs, struct sync_item *it, struct store_info *out)
 		return rc;
 	size = (it->in.flags & FS_F_DIRTY_DATA) && it->have_cs ? it->cs.size
 								: it->in.size;
-	if (size > MPU_THRESHOLD) {
+	if (size > store_put_max(fs->store)) {
 		rc = put_multipart(fs, it, fd, size, &m, out);
 	} else {
 		rc = data_fetch(fs, it, 0, size);
@@ -583,12 +728,15 @@ static int sync_item(struct fs *fs, struct sync_item *it)
 {
 	struct store_info info = { 0 };
 	struct upload_commit uc = { .fs = fs, .it = it, .info = &info };
+	uint64_t t0 = fs_now_ms();
 	int rc = 0;
 
 	if (it->in.ino != FS_ROOT_INO) /* the root has no object */
 		rc = upload(fs, it, &info);
 	if (rc)
 		return rc;
+	log_debug("fs: uploaded %s (%" PRIu64 " bytes) in %" PRIu64 " ms",
+		  it->key, info.size, fs_now_ms() - t0);
 	return db_write(fs->db, upload_commit_apply, &uc);
 }
 
@@ -658,15 +806,21 @@ static int sync_pass(struct fs *fs, bool flushing, uint64_t only,
 static void *syncer_main(void *p)
 {
 	struct fs *fs = p;
+	/* A short upload delay is not rounded up to a whole period. */
+	uint32_t period = fs->opts.upload_delay_ms < SYNC_PERIOD_MS
+				  ? fs->opts.upload_delay_ms
+				  : SYNC_PERIOD_MS;
 
 	/* Under sync_lock: a flush must not start an upload meanwhile. */
 	pthread_mutex_lock(&fs->sync_lock);
 	mpu_recover(fs);
 	pthread_mutex_unlock(&fs->sync_lock);
+	if (period < SYNC_MIN_QUIET_MS)
+		period = SYNC_MIN_QUIET_MS;
 	pthread_mutex_lock(&fs->sync_wlock);
 	while (!fs->sync_stop) {
 		struct timespec ts;
-		uint32_t wait = SYNC_PERIOD_MS + fs->backoff_ms;
+		uint32_t wait = period + fs->backoff_ms;
 		bool progress;
 
 		clock_gettime(CLOCK_REALTIME, &ts);

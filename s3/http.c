@@ -70,6 +70,33 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud)
 	long status = 0;
 
 	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (x->sink && status >= 200 && status < 300) {
+		size_t skip = 0;
+
+		if (status == 200)
+			skip = x->dst_skip < len ? (size_t)x->dst_skip : len;
+		x->dst_skip -= skip;
+		take = len - skip;
+		if (take > x->dst_len - x->dst_got)
+			take = x->dst_len - x->dst_got;
+		/* Bytes an earlier run of the request handed already. */
+		if (x->dst_got < x->sink_done) {
+			uint64_t seen = x->sink_done - x->dst_got;
+			size_t drop = seen < take ? (size_t)seen : take;
+
+			x->dst_got += drop;
+			skip += drop;
+			take -= drop;
+		}
+		if (take) {
+			x->sink_err = x->sink(x->sink_arg, p + skip, take);
+			if (x->sink_err)
+				return 0;
+			x->dst_got += take;
+			x->sink_done += take;
+		}
+		return len;
+	}
 	if (x->dst && status >= 200 && status < 300) {
 		size_t skip = 0;
 
@@ -324,6 +351,7 @@ int s3_http_run(struct s3_http *h, struct s3_xfer *x)
 	x->status = 0;
 	x->dst_got = 0;
 	x->read_err = 0;
+	x->sink_err = 0;
 	x->sent = 0;
 	x->done = false;
 	x->next = NULL;

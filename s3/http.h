@@ -40,6 +40,17 @@ struct s3_xfer {
 	void *dst;
 	size_t dst_len;
 	uint64_t dst_skip;
+	/*
+	 * Instead of dst: a 2xx body (up to dst_len bytes, dst_skip as
+	 * above) is handed to sink, in the I/O thread.  sink_done counts
+	 * the bytes it took over every run of this xfer (the caller zeroes
+	 * it once), so a run that repeats the request skips what was
+	 * handed before.  A non-zero return from sink ends the transfer
+	 * and is kept in sink_err.
+	 */
+	int (*sink)(void *arg, const void *p, size_t n);
+	void *sink_arg;
+	uint64_t sink_done;
 	/* Called in the I/O thread for each response header line. */
 	void (*on_header)(void *arg, const char *name, size_t nlen,
 			  const char *value, size_t vlen);
@@ -56,6 +67,7 @@ struct s3_xfer {
 	size_t dst_got;
 	struct s3_buf resp;
 	int read_err; /* -errno from reading body_fd, if that failed */
+	int sink_err; /* what sink returned, if it stopped the transfer */
 
 	/* Engine-private. */
 	pthread_cond_t done_cv;

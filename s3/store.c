@@ -114,6 +114,54 @@ int store_get(struct store *st, const char *key, uint64_t off, size_t len,
 	return rc;
 }
 
+/* The bounce buffer of a backend without get_stream. */
+#define STREAM_PIECE (1u << 20)
+
+/* get_stream over get: GETs of up to STREAM_PIECE bytes, one at a time. */
+static int get_stream_pieces(struct store *st, const char *key, uint64_t off,
+			     uint64_t len, store_sink_fn sink, void *arg,
+			     uint64_t *got)
+{
+	size_t cap = len < STREAM_PIECE ? (size_t)len : STREAM_PIECE;
+	void *buf = malloc(cap ? cap : 1);
+	int rc = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while (*got < len) {
+		size_t want = len - *got < cap ? (size_t)(len - *got) : cap;
+		size_t n = 0;
+
+		rc = st->ops->get(st, key, off + *got, want, buf, &n);
+		if (!rc && n)
+			rc = sink(arg, buf, n);
+		if (rc)
+			break;
+		*got += n;
+		if (n < want)
+			break; /* the end of the object */
+	}
+	free(buf);
+	return rc;
+}
+
+int store_get_stream(struct store *st, const char *key, uint64_t off,
+		     uint64_t len, store_sink_fn sink, void *arg,
+		     uint64_t *got)
+{
+	int rc;
+
+	*got = 0;
+	if (st->ops->get_stream)
+		rc = st->ops->get_stream(st, key, off, len, sink, arg, got);
+	else if (st->ops->get)
+		rc = get_stream_pieces(st, key, off, len, sink, arg, got);
+	else
+		return -ENOTSUP;
+	metrics_store_op(MET_OP_GET, rc, rc ? 0 : *got);
+	return rc;
+}
+
 int store_put(struct store *st, const char *key, const void *buf, size_t len,
 	      const struct store_meta *meta, struct store_info *out)
 {
@@ -134,6 +182,51 @@ int store_put_fd(struct store *st, const char *key, int fd, uint64_t len,
 
 	metrics_store_op(MET_OP_PUT, rc, rc ? 0 : len);
 	return rc;
+}
+
+int store_mpu_list(struct store *st, const char *prefix,
+		   struct store_upload **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (!st->ops->mpu_list)
+		return -ENOTSUP;
+	return store_counted(MET_OP_MPU,
+			     st->ops->mpu_list(st, prefix, out, n));
+}
+
+void store_uploads_free(struct store_upload *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].key);
+		free(v[i].upload_id);
+	}
+	free(v);
+}
+
+/* Append (key, id) to *v (*n of them), copying both.  0 or -ENOMEM. */
+int store_uploads_add(struct store_upload **v, size_t *n, const char *key,
+		      const char *upload_id)
+{
+	struct store_upload *nv = realloc(*v, (*n + 1) * sizeof(**v));
+
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	nv[*n].key = strdup(key);
+	nv[*n].upload_id = strdup(upload_id);
+	if (!nv[*n].key || !nv[*n].upload_id) {
+		free(nv[*n].key);
+		free(nv[*n].upload_id);
+		return -ENOMEM;
+	}
+	(*n)++;
+	return 0;
+}
+
+uint64_t store_put_max(struct store *st)
+{
+	return st->ops->put_max ? st->ops->put_max(st) : STORE_PUT_MAX_DEFAULT;
 }
 
 int store_mpu_create(struct store *st, const char *key,

@@ -84,6 +84,21 @@ int store_get(struct store *st, const char *key, uint64_t off, size_t len,
 	      void *buf, size_t *got);
 
 /*
+ * GET bytes [off, off+len) and hand them to sink in order, every byte
+ * exactly once: sink(arg, p, n) with n > 0, p valid only during the
+ * call; a try the backend repeats resumes where the sink left off.  A
+ * non-zero return from sink stops the GET, which returns that value.
+ * *got is the number of bytes handed (less than len only at the end of
+ * the object).  sink may run on a thread of the store's (S3: its I/O
+ * thread, so it must not block for long nor call the store).  Memory
+ * stays bounded whatever len is.
+ */
+typedef int (*store_sink_fn)(void *arg, const void *p, size_t n);
+int store_get_stream(struct store *st, const char *key, uint64_t off,
+		     uint64_t len, store_sink_fn sink, void *arg,
+		     uint64_t *got);
+
+/*
  * PUT a whole object from memory, metadata in the same request.  It
  * replaces any old object atomically (a new etag).  A key ending in '/' is
  * a directory marker: its body must be empty.  out may be NULL.
@@ -94,6 +109,16 @@ int store_put(struct store *st, const char *key, const void *buf, size_t len,
 /* PUT a whole object from bytes [0, len) of an open file. */
 int store_put_fd(struct store *st, const char *key, int fd, uint64_t len,
 		 const struct store_meta *meta, struct store_info *out);
+
+/*
+ * The largest object that is best sent as one PUT (store_put_fd);
+ * bigger ones go faster as a multipart upload with parts in parallel.
+ * The backend knows what its requests cost: over a network one stream
+ * is slower than many; on this machine it is not, and a multipart
+ * upload costs the server a second pass over the bytes.
+ */
+#define STORE_PUT_MAX_DEFAULT (64ull << 20)
+uint64_t store_put_max(struct store *st);
 
 /* Multipart upload.  upload_id is a malloc'd string the caller frees. */
 int store_mpu_create(struct store *st, const char *key,
@@ -115,6 +140,23 @@ int store_mpu_complete(struct store *st, const char *key,
 		       const char *upload_id, int nparts,
 		       char (*etags)[STORE_ETAG_MAX], struct store_info *out);
 int store_mpu_abort(struct store *st, const char *key, const char *upload_id);
+
+/* A multipart upload in progress (store_mpu_list). */
+struct store_upload {
+	char *key;       /* malloc'd, owned by the array */
+	char *upload_id; /* malloc'd, owned by the array */
+};
+
+/*
+ * Every multipart upload in progress whose key starts with prefix, over
+ * all pages: *out (malloc'd; NULL and *n 0 when there are none or on an
+ * error) is freed with store_uploads_free().  An upload created by a request whose answer was
+ * lost is here too, so a caller can find (and abort) uploads it never
+ * learnt the id of.  -ENOTSUP if the backend cannot list them.
+ */
+int store_mpu_list(struct store *st, const char *prefix,
+		   struct store_upload **out, size_t *n);
+void store_uploads_free(struct store_upload *v, size_t n);
 
 /*
  * List one page of keys starting with prefix.  With delimiter '/', keys
@@ -150,6 +192,9 @@ struct store_ops {
 	int (*head)(struct store *, const char *, struct store_info *);
 	int (*get)(struct store *, const char *, uint64_t, size_t, void *,
 		   size_t *);
+	/* May be NULL: store.c then GETs into a bounded buffer. */
+	int (*get_stream)(struct store *, const char *, uint64_t, uint64_t,
+			  store_sink_fn, void *, uint64_t *);
 	int (*put)(struct store *, const char *, const void *, size_t,
 		   const struct store_meta *, struct store_info *);
 	int (*put_fd)(struct store *, const char *, int, uint64_t,
@@ -164,6 +209,8 @@ struct store_ops {
 	int (*mpu_complete)(struct store *, const char *, const char *, int,
 			    char (*)[STORE_ETAG_MAX], struct store_info *);
 	int (*mpu_abort)(struct store *, const char *, const char *);
+	int (*mpu_list)(struct store *, const char *, struct store_upload **,
+			size_t *);
 	int (*list)(struct store *, const char *, char, const char *, unsigned,
 		    struct store_page *);
 	int (*copy)(struct store *, const char *, const char *,
@@ -171,6 +218,7 @@ struct store_ops {
 	int (*del)(struct store *, const char *);
 	int (*del_many)(struct store *, const char *const *, size_t);
 	int (*statfs)(struct store *, uint64_t *, uint64_t *); /* may be NULL */
+	uint64_t (*put_max)(struct store *); /* NULL: the default */
 };
 
 /* Every backend's struct begins with this. */

@@ -13,4 +13,9 @@ extern const struct store_ops store_file_ops;
 /* "s3://bucket[/prefix]": objects in an S3 bucket, over libcurl. */
 extern const struct store_ops store_s3_ops;
 
+/* For the backends' mpu_list: append a copy of (key, upload_id) to the
+ * array *v of *n uploads.  0 or -ENOMEM (the array stays as it was). */
+int store_uploads_add(struct store_upload **v, size_t *n, const char *key,
+		      const char *upload_id);
+
 #endif

@@ -1263,6 +1263,49 @@ static int file_mpu_abort(struct store *st, const char *key,
 	return err;
 }
 
+/* Uploads are directories ROOT/.mapfs-mpu/<id> with the key in an xattr. */
+static int file_mpu_list(struct store *st, const char *prefix,
+			 struct store_upload **out, size_t *n)
+{
+	struct store_file *sf = sf_of(st);
+	struct store_upload *v = NULL;
+	char key[STORE_KEY_MAX + 1];
+	struct dirent *de;
+	size_t nv = 0, plen;
+	DIR *d;
+	int err;
+
+	if (!prefix || (plen = strlen(prefix)) > STORE_KEY_MAX)
+		return -EINVAL;
+	err = dir_scan(sf->mpu_fd, &d);
+	if (err)
+		return err;
+	while (!err && (de = readdir(d))) {
+		ssize_t klen;
+		int ufd;
+
+		/* Not an upload (".", "..", a half-made one): skip it. */
+		if (!upload_id_ok(de->d_name) ||
+		    dir_step(sf->mpu_fd, de->d_name, 0, &ufd))
+			continue;
+		klen = fgetxattr(ufd, XA_MPU_KEY, key, sizeof(key) - 1);
+		close(ufd);
+		if (klen < 0 || (size_t)klen < plen)
+			continue;
+		key[klen] = '\0';
+		if (!strncmp(key, prefix, plen))
+			err = store_uploads_add(&v, &nv, key, de->d_name);
+	}
+	closedir(d);
+	if (err) {
+		store_uploads_free(v, nv);
+		return err;
+	}
+	*out = v;
+	*n = nv;
+	return 0;
+}
+
 /* ---- listing ---------------------------------------------------------------
  *
  * The key set is every regular file ("d/f") and every directory ("d/")
@@ -1648,6 +1691,7 @@ const struct store_ops store_file_ops = {
 	.mpu_part_copy = file_mpu_part_copy,
 	.mpu_complete = file_mpu_complete,
 	.mpu_abort = file_mpu_abort,
+	.mpu_list = file_mpu_list,
 	.list = file_list,
 	.copy = file_copy,
 	.del = file_del,

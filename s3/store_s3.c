@@ -58,6 +58,16 @@
 #define COPY_MAX (5ull << 30) /* CopyObject's limit; above: part copies */
 #define COPY_PART (1ull << 30)
 #define MPU_STALE_S (24 * 3600) /* our uploads older than this are debris */
+/*
+ * One PUT up to this size when the server is on this machine: there is
+ * no per-connection bandwidth for parallel parts to add up, they only
+ * share the server's CPUs, and completing a multipart upload costs some
+ * servers a second pass over the bytes (s3rver copies every part into
+ * the object: a 256 MiB file took 2.9 s as 8 parallel parts, 1.5 s as
+ * one PUT here; radosgw: one 1 GiB PUT 155-200 MB/s, 8 parallel PUTs
+ * 129 MiB/s, see ../shared/s3/README.md and bench/RESULTS.md).
+ */
+#define LOOPBACK_PUT_MAX (1ull << 30)
 #define RETRY_TRIES 6
 #define RETRY_BUDGET_MS 20000
 #define RETRY_BASE_MS 100
@@ -77,6 +87,7 @@ struct store_s3 {
 	char *origin;   /* "https://host[:port]" the URLs start with */
 	char *host;     /* the Host header */
 	char *path;     /* encoded path before the key: "" or "/bucket" */
+	uint64_t put_max; /* store_put_max() */
 };
 
 static struct store_s3 *s3_of(struct store *st)
@@ -109,6 +120,8 @@ struct req {
 	void *dst;
 	size_t dst_len;
 	uint64_t dst_skip;
+	store_sink_fn sink; /* instead of dst (s3/http.h) */
+	void *sink_arg;
 	bool error_in_200; /* the operation may answer 200 with an <Error> */
 
 	/* Results. */
@@ -300,6 +313,8 @@ static int req_once(struct store_s3 *s, struct req *r, struct s3_xfer *x)
 	x->dst = r->dst;
 	x->dst_len = r->dst_len;
 	x->dst_skip = r->dst_skip;
+	x->sink = r->sink;
+	x->sink_arg = r->sink_arg;
 	x->on_header = on_header;
 	x->header_arg = &r->rh;
 	err = s3_http_run(s->http, x);
@@ -328,6 +343,8 @@ static int req_result(struct req *r, const struct s3_xfer *x)
 	r->code[0] = '\0';
 	if (x->read_err)
 		return x->read_err;
+	if (x->sink_err)
+		return x->sink_err;
 	if (!x->transport && x->resp.len && (!ok || r->error_in_200))
 		s3_xml_error(x->resp.p, x->resp.len, r->code, msg);
 	return s3_errmap(x->status, r->code, x->transport);
@@ -373,7 +390,8 @@ static int s3_do(struct store_s3 *s, struct req *r)
 			err = req_result(r, &x);
 		if (err == -EAGAIN && strcmp(r->code, "ExpiredToken") == 0)
 			s3_creds_expire(s->creds);
-		if (!s3_err_retryable(err) || r->tries >= RETRY_TRIES ||
+		if (!s3_err_retryable(err) || x.sink_err ||
+		    r->tries >= RETRY_TRIES ||
 		    now_ms() - start > RETRY_BUDGET_MS)
 			break;
 		log_debug("s3: %s %s: %s (%ld %s), retrying", r->method,
@@ -386,7 +404,7 @@ static int s3_do(struct store_s3 *s, struct req *r)
 			  r->method, r->key ? r->key : "(bucket)",
 			  strerror(-err), r->status, r->code, x.transport,
 			  r->tries);
-	r->got = x.dst_got;
+	r->got = r->sink ? x.sink_done : x.dst_got;
 	s3_buf_free(&r->resp);
 	r->resp = x.resp;
 	return err;
@@ -626,6 +644,36 @@ static int s3_get(struct store *st, const char *key, uint64_t off,
 	if (!err)
 		*got = r.got;
 	else if (err == -ERANGE)
+		err = 0; /* at or past the end: 0 bytes, as promised */
+	req_free(&r);
+	return err;
+}
+
+static int s3_get_stream(struct store *st, const char *key, uint64_t off,
+			 uint64_t len, store_sink_fn sink, void *arg,
+			 uint64_t *got)
+{
+	struct req r = { .method = "GET", .key = key, .sink = sink,
+			 .sink_arg = arg };
+	char range[64];
+	int err = key_check(key);
+
+	*got = 0;
+	if (err)
+		return err;
+	if (!len || len > SIZE_MAX) {
+		struct store_info info;
+
+		return len ? -EINVAL : s3_head(st, key, &info);
+	}
+	snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64, off,
+		 off + len - 1);
+	req_hdr(&r, "range", range);
+	r.dst_len = (size_t)len;
+	r.dst_skip = off;
+	err = s3_do(s3_of(st), &r);
+	*got = r.got;
+	if (err == -ERANGE)
 		err = 0; /* at or past the end: 0 bytes, as promised */
 	req_free(&r);
 	return err;
@@ -1092,6 +1140,24 @@ static bool host_is_literal(const char *hostport)
 	return strcmp(h, "localhost") == 0 || inet_pton(AF_INET, h, a) == 1;
 }
 
+/* 127.0.0.0/8, ::1 or localhost: a server on this machine. */
+static bool host_is_loopback(const char *hostport)
+{
+	char h[256];
+	const char *end;
+	struct in_addr a4;
+
+	if (!strncmp(hostport, "[::1]", 5))
+		return true;
+	end = strchr(hostport, ':');
+	hdr_copy(h, sizeof(h), hostport,
+		 end ? (size_t)(end - hostport) : strlen(hostport));
+	if (!strcasecmp(h, "localhost"))
+		return true;
+	return inet_pton(AF_INET, h, &a4) == 1 &&
+	       (ntohl(a4.s_addr) >> 24) == 127;
+}
+
 /* Split "s3://bucket/pre/fix" into bucket and "pre/fix/". */
 static int url_parse(struct store_s3 *s, const char *url)
 {
@@ -1163,6 +1229,8 @@ static int endpoint_setup(struct store_s3 *s, const struct store_opts *o)
 	}
 	path_style = o->s3_path_style || !bucket_dns_ok(s->bucket) ||
 		     host_is_literal(hostport);
+	s->put_max = host_is_loopback(hostport) ? LOOPBACK_PUT_MAX
+						: STORE_PUT_MAX_DEFAULT;
 	if (path_style) {
 		s->host = hostport;
 		s3_buf_add(&b, ep.p, (size_t)(hs - ep.p));
@@ -1193,23 +1261,30 @@ out:
 }
 
 /*
- * Abort uploads under our prefix that are older than MPU_STALE_S: what a
- * crash left behind.  Younger ones may be resumed by the uploader.  A
- * server without ListMultipartUploads (s3rver) is left alone.
+ * ListMultipartUploads of every page under our prefix + prefix: fn(arg,
+ * store key, upload) for each of ours (its key under our prefix and
+ * valid); a non-zero return stops the walk with it.  -ENOTSUP when the
+ * server cannot list them (s3rver).
  */
-static void abort_stale_uploads(struct store_s3 *s)
+static int uploads_walk(struct store_s3 *s, const char *prefix,
+			int (*fn)(void *arg, const char *key,
+				  const struct s3_upload *u),
+			void *arg)
 {
-	int64_t cutoff = ((int64_t)time(NULL) - MPU_STALE_S) * 1000000000;
 	char *kmark = NULL, *imark = NULL;
-	size_t aborted = 0;
+	struct s3_buf full = { 0 };
 	int err;
 
+	s3_buf_str(&full, s->prefix);
+	s3_buf_str(&full, prefix);
+	if (s3_buf_err(&full))
+		return -ENOMEM;
 	do {
 		struct req r = { .method = "GET" };
 		struct s3_uploads u;
 
 		req_query(&r, "uploads", NULL);
-		req_query(&r, "prefix", s->prefix);
+		req_query(&r, "prefix", full.p);
 		if (kmark)
 			req_query(&r, "key-marker", kmark);
 		if (imark)
@@ -1223,31 +1298,97 @@ static void abort_stale_uploads(struct store_s3 *s)
 		kmark = imark = NULL;
 		if (err)
 			break;
-		for (size_t i = 0; i < u.n; i++) {
+		for (size_t i = 0; !err && i < u.n; i++) {
 			const char *k = u.v[i].key + strlen(s->prefix);
 
 			if (strncmp(u.v[i].key, s->prefix, strlen(s->prefix)) ||
-			    !u.v[i].initiated_ns || u.v[i].initiated_ns > cutoff ||
 			    key_check(k))
 				continue;
-			if (s3_mpu_abort(&s->base, k, u.v[i].upload_id) == 0)
-				aborted++;
+			err = fn(arg, k, &u.v[i]);
 		}
-		if (u.truncated) {
+		if (!err && u.truncated) {
 			kmark = u.next_key;
 			imark = u.next_id;
 			u.next_key = u.next_id = NULL;
 		}
 		s3_xml_uploads_free(&u);
 	} while (kmark);
+	s3_buf_free(&full);
+	return err;
+}
+
+struct stale {
+	struct store_s3 *s;
+	int64_t cutoff;
+	size_t aborted;
+};
+
+static int stale_abort(void *arg, const char *key, const struct s3_upload *u)
+{
+	struct stale *st = arg;
+
+	if (u->initiated_ns && u->initiated_ns <= st->cutoff &&
+	    s3_mpu_abort(&st->s->base, key, u->upload_id) == 0)
+		st->aborted++;
+	return 0;
+}
+
+/*
+ * Abort uploads under our prefix that are older than MPU_STALE_S: what a
+ * crash left behind.  Younger ones may be resumed by the uploader.  A
+ * server without ListMultipartUploads (s3rver) is left alone.
+ */
+static void abort_stale_uploads(struct store_s3 *s)
+{
+	struct stale st = {
+		.s = s,
+		.cutoff = ((int64_t)time(NULL) - MPU_STALE_S) * 1000000000,
+	};
+	int err = uploads_walk(s, "", stale_abort, &st);
+
 	if (err == -ENOTSUP)
 		log_info("s3: server cannot list multipart uploads; stale ones "
 			 "are not cleaned up");
 	else if (err)
 		log_warn("s3: listing stale multipart uploads: %s",
 			 strerror(-err));
-	if (aborted)
-		log_info("s3: aborted %zu stale multipart upload(s)", aborted);
+	if (st.aborted)
+		log_info("s3: aborted %zu stale multipart upload(s)", st.aborted);
+}
+
+struct upload_list {
+	struct store_upload *v;
+	size_t n;
+};
+
+static int upload_keep(void *arg, const char *key, const struct s3_upload *u)
+{
+	struct upload_list *l = arg;
+
+	return store_uploads_add(&l->v, &l->n, key, u->upload_id);
+}
+
+static int s3_mpu_list(struct store *st, const char *prefix,
+		       struct store_upload **out, size_t *n)
+{
+	struct upload_list l = { 0 };
+	int err;
+
+	if (!prefix || strlen(prefix) > STORE_KEY_MAX)
+		return -EINVAL;
+	err = uploads_walk(s3_of(st), prefix, upload_keep, &l);
+	if (err) {
+		store_uploads_free(l.v, l.n);
+		return err;
+	}
+	*out = l.v;
+	*n = l.n;
+	return 0;
+}
+
+static uint64_t s3_put_max(struct store *st)
+{
+	return s3_of(st)->put_max;
 }
 
 static void s3_close(struct store *st)
@@ -1332,6 +1473,7 @@ const struct store_ops store_s3_ops = {
 	.close = s3_close,
 	.head = s3_head,
 	.get = s3_get,
+	.get_stream = s3_get_stream,
 	.put = s3_put,
 	.put_fd = s3_put_fd,
 	.mpu_create = s3_mpu_create,
@@ -1339,9 +1481,11 @@ const struct store_ops store_s3_ops = {
 	.mpu_part_copy = s3_mpu_part_copy,
 	.mpu_complete = s3_mpu_complete,
 	.mpu_abort = s3_mpu_abort,
+	.mpu_list = s3_mpu_list,
 	.list = s3_list,
 	.copy = s3_copy,
 	.del = s3_del,
 	.del_many = s3_del_many,
 	.statfs = NULL, /* a bucket has no capacity */
+	.put_max = s3_put_max,
 };

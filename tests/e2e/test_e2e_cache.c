@@ -1,10 +1,11 @@
 /*
  * tests/e2e/test_e2e_cache.c - the cache engine through a real gateway.
  *
- *  - cold vs warm read of a 256 MiB object: the cold read makes one GET
- *    per 1 MiB chunk, and after a restart the warm read makes none (the
- *    gateway logs every GET at debug level; the lines are counted), and
- *    the gateway's peak RSS stays far below the file's size;
+ *  - cold vs warm read of a 256 MiB object: the cold read GETs every
+ *    byte once, in GETs of several chunks, and after a restart the warm
+ *    read makes none (the gateway logs every GET with its length at debug
+ *    level; the lines are counted and summed), and the gateway's peak RSS
+ *    stays far below the file's size;
  *  - reading three times --cache-size keeps `du` of the cache directory
  *    under the limit (plus one chunk of slack for the one in flight);
  *  - a kill -9 loop under write load, 20 rounds, each killed at a random
@@ -162,6 +163,26 @@ static unsigned long peak_rss_kib(pid_t pid)
 	return kib;
 }
 
+/* Bytes of the GETs the gateway logged ("cache: GET key @off +len"). */
+static uint64_t log_get_bytes(const struct e2e_gw *gw)
+{
+	FILE *f = fopen(gw->log, "r");
+	char line[4096];
+	uint64_t total = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		const char *plus = strstr(line, GET_LINE) ? strrchr(line, '+')
+							   : NULL;
+
+		if (plus)
+			total += strtoull(plus + 1, NULL, 10);
+	}
+	fclose(f);
+	return total;
+}
+
 /* --- cold vs warm ------------------------------------------------------- */
 
 static void test_cold_warm_256mib(void)
@@ -198,8 +219,11 @@ static void test_cold_warm_256mib(void)
 		E2E_CHECK(rss && rss < 128 * 1024, "peak RSS %lu KiB for a "
 			  "256 MiB read, want < 128 MiB", rss);
 	cold = e2e_gw_log_count(&gw, GET_LINE);
-	E2E_CHECK(cold == 256, "cold read: %d GETs, want 256 (one per chunk)",
-		  cold);
+	E2E_CHECK(log_get_bytes(&gw) == size,
+		  "cold read: GETs of %llu bytes, want each byte once",
+		  (unsigned long long)log_get_bytes(&gw));
+	/* Readahead asks for runs of chunks, not one chunk per request. */
+	E2E_CHECK(cold > 0 && cold < 256 / 2, "cold read: %d GETs", cold);
 
 	E2E_REQUIRE(e2e_gw_stop(&gw) == 0, "SIGTERM");
 	E2E_REQUIRE(e2e_gw_restart(&gw) == 0, "restart");
@@ -460,11 +484,10 @@ static void test_kill9_loop(void)
 		}
 	}
 	/*
-	 * Uploads the gateway journaled are aborted at its start (unit test
-	 * test_fs_upload: mpu_recover).  One created in the store by a kill
-	 * just before its journal entry committed is unknown to us: without
-	 * a ListMultipartUploads in the store API it stays (S3's lifecycle
-	 * rule AbortIncompleteMultipartUpload reaps those); count them.
+	 * Uploads the gateway journaled are aborted at its start, and so is
+	 * one created in the store by a kill just before its id was
+	 * journaled (unit test test_fs_upload: mpu_recover, mpu_lost_create).
+	 * Files still going up may hold one now: only counted.
 	 */
 	fprintf(stderr, "  multipart uploads left open: %d\n",
 		open_uploads(&gw));

@@ -31,8 +31,11 @@
  *
  * --mode sets the mode at start, in the same words.  Requests and
  * responses are parsed only as far as needed to find their boundaries
- * (Content-Length); a chunked message, or a response with no length, is
- * forwarded raw to the end of its connection.  A 503 for a request with
+ * (Content-Length, or the chunks of a chunked response, which is never
+ * cut: radosgw sends its listings so, and a connection that went raw
+ * after one could no longer have its later answers cut); a chunked
+ * request, or a response with no length, is forwarded raw to the end of
+ * its connection.  A 503 for a request with
  * "Expect: 100-continue" goes instead of the 100 and the connection is
  * closed after it, since the client will not send the body; any other
  * refused request has its body read and dropped, then gets its 503 on a
@@ -78,7 +81,8 @@ struct buf {
 };
 
 enum req_state { RQ_HEAD, RQ_BODY, RQ_DROP, RQ_RAW };
-enum resp_state { RS_HEAD, RS_BODY, RS_RAW, RS_CUT };
+enum resp_state { RS_HEAD, RS_BODY, RS_RAW, RS_CUT,
+		  RS_CHUNK_SIZE, RS_CHUNK_DATA, RS_CHUNK_TRAILER };
 
 struct conn {
 	bool used;
@@ -87,7 +91,8 @@ struct conn {
 	struct buf rq, rs;      /* message heads being gathered */
 	enum req_state rqs;
 	enum resp_state rss;
-	uint64_t rq_left, rs_left; /* body bytes left of the current message */
+	uint64_t rq_left, rs_left; /* body bytes left of the current message
+				      (of a chunk and its CRLF, chunked) */
 	char methods[METHODS_MAX][8]; /* FIFO: what each response answers */
 	int mfirst, mcount;
 	bool close_after;       /* close the client once to_c is written */
@@ -145,6 +150,8 @@ static bool chance(struct proxy *px)
 
 static void buf_add(struct buf *b, const void *p, size_t n)
 {
+	if (!n)
+		return; /* b->p may still be NULL: no memcpy to it */
 	if (b->len + n > b->cap) {
 		size_t cap = b->cap ? b->cap : 4096;
 
@@ -436,7 +443,11 @@ static void resp_head(struct proxy *px, struct conn *c, size_t hlen)
 		c->rss = RS_HEAD;
 		return;
 	}
-	if (how <= 0) {
+	if (how < 0) {
+		c->rss = RS_CHUNK_SIZE;
+		return;
+	}
+	if (how == 0) {
 		c->rss = RS_RAW;
 		return;
 	}
@@ -475,6 +486,47 @@ static void resp_feed(struct proxy *px, struct conn *c, const char *p,
 			if (!c->rs_left)
 				c->rss = RS_HEAD;
 			break;
+		case RS_CHUNK_DATA:
+			take = n < c->rs_left ? n : (size_t)c->rs_left;
+			buf_add(&c->to_c, p, take);
+			c->rs_left -= take;
+			p += take;
+			n -= take;
+			if (!c->rs_left)
+				c->rss = RS_CHUNK_SIZE;
+			break;
+		case RS_CHUNK_SIZE:
+		case RS_CHUNK_TRAILER: {
+			/* One line (a chunk's size, or a trailer line). */
+			const char *nl = memchr(p, '\n', n);
+
+			take = nl ? (size_t)(nl - p) + 1 : n;
+			buf_add(&c->rs, p, take);
+			buf_add(&c->to_c, p, take);
+			p += take;
+			n -= take;
+			if (!nl) {
+				if (c->rs.len > HDR_MAX) {
+					c->rss = RS_RAW;
+					c->rs.len = 0;
+				}
+				break;
+			}
+			if (c->rss == RS_CHUNK_TRAILER) {
+				/* The empty line ends the message. */
+				if (c->rs.len <= 2)
+					c->rss = RS_HEAD;
+			} else {
+				buf_add(&c->rs, "", 1);
+				c->rs_left = strtoull(c->rs.p, NULL, 16);
+				c->rss = c->rs_left ? RS_CHUNK_DATA
+						    : RS_CHUNK_TRAILER;
+				if (c->rs_left)
+					c->rs_left += 2; /* CRLF after it */
+			}
+			c->rs.len = 0;
+			break;
+		}
 		case RS_HEAD:
 			buf_add(&c->rs, p, n);
 			n = 0;

@@ -3,11 +3,12 @@
  * fetched, a small file in one GET, one GET for two readers of a chunk,
  * a warm restart that downloads nothing (256 MiB, GETs counted),
  * read-modify-write of partial chunks, truncation and the store limit,
- * the dirty journal across a restart, readahead, and eviction keeping
- * the disk usage under the capacity.
+ * the dirty journal across a restart, readahead in runs of whole GETs,
+ * and eviction keeping the disk usage under the capacity.
  *
  * The store is a real local directory seen through a wrapper that counts
- * GETs and can hold them at a gate, so every claim is checked by counts.
+ * GETs (and their bytes) and can hold them at a gate, so every claim is
+ * checked by counts.
  */
 #include <CUnit/Basic.h>
 #include <dirent.h>
@@ -38,24 +39,53 @@ static struct db *db;
 static struct {
 	struct store base;
 	atomic_int gets;
+	atomic_uint_fast64_t bytes, most; /* GET bytes, the largest GET */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool gate_closed;
 	int entered;
 } cs = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 
-static int cs_get(struct store *st, const char *key, uint64_t off, size_t len,
-		  void *buf, size_t *got)
+/* One GET of len bytes: counted, and held while the gate is closed. */
+static void cs_enter(uint64_t len)
 {
-	(void)st;
+	uint64_t most = atomic_load(&cs.most);
+
 	atomic_fetch_add(&cs.gets, 1);
+	atomic_fetch_add(&cs.bytes, len);
+	while (len > most &&
+	       !atomic_compare_exchange_weak(&cs.most, &most, len))
+		;
 	pthread_mutex_lock(&cs.lock);
 	cs.entered++;
 	pthread_cond_broadcast(&cs.cond);
 	while (cs.gate_closed)
 		pthread_cond_wait(&cs.cond, &cs.lock);
 	pthread_mutex_unlock(&cs.lock);
+}
+
+static int cs_get(struct store *st, const char *key, uint64_t off, size_t len,
+		  void *buf, size_t *got)
+{
+	(void)st;
+	cs_enter(len);
 	return store_get(inner, key, off, len, buf, got);
+}
+
+static int cs_get_stream(struct store *st, const char *key, uint64_t off,
+			 uint64_t len, store_sink_fn sink, void *arg,
+			 uint64_t *got)
+{
+	(void)st;
+	cs_enter(len);
+	return store_get_stream(inner, key, off, len, sink, arg, got);
+}
+
+static void counts_reset(void)
+{
+	atomic_store(&cs.gets, 0);
+	atomic_store(&cs.bytes, 0);
+	atomic_store(&cs.most, 0);
 }
 
 static void cs_close(struct store *st)
@@ -67,6 +97,7 @@ static const struct store_ops cs_ops = {
 	.scheme = "count",
 	.close = cs_close,
 	.get = cs_get,
+	.get_stream = cs_get_stream,
 };
 
 static void gate(bool closed)
@@ -235,7 +266,7 @@ static void test_partial_read(void)
 	uint8_t *buf = malloc(MIB);
 
 	put_obj("eight", 8 * MIB, 100);
-	atomic_store(&cs.gets, 0);
+	counts_reset();
 	CU_ASSERT(read_through(c, 1, "eight", 8 * MIB, 5 * MIB + 4096, 4096,
 			       buf) == 4096);
 	CU_ASSERT(atomic_load(&cs.gets) == 1); /* chunk 5, nothing else */
@@ -259,7 +290,7 @@ static void test_small_file_whole(void)
 	fill(want, sizeof(want), 7);
 	CU_ASSERT_FATAL(store_put(inner, "small", want, sizeof(want), NULL,
 				  NULL) == 0);
-	atomic_store(&cs.gets, 0);
+	counts_reset();
 	CU_ASSERT(read_through(c, 2, "small", sizeof(want), 50000, 10, got) ==
 		  10);
 	CU_ASSERT(rd(c, 2, 0, sizeof(got), got) == (long)sizeof(got));
@@ -295,7 +326,7 @@ static void test_one_get_per_chunk(void)
 	uint8_t *chunk = malloc(MIB);
 
 	put_obj("shared", 4 * MIB, 300);
-	atomic_store(&cs.gets, 0);
+	counts_reset();
 	gate(true);
 	pthread_create(&ta, NULL, reader_main, &a);
 	CU_ASSERT_FATAL(gate_wait(1));
@@ -335,7 +366,7 @@ static void test_warm_restart_256mib(void)
 	uint8_t *buf = malloc(MIB);
 
 	put_obj("big256", size, 1000);
-	atomic_store(&cs.gets, 0);
+	counts_reset();
 	for (uint64_t off = 0; off < size; off += MIB) {
 		CU_ASSERT(read_through(c, 4, "big256", size, off, MIB, buf) ==
 			  MIB);
@@ -343,13 +374,13 @@ static void test_warm_restart_256mib(void)
 			expect_chunk(buf, off / MIB, 1000, MIB);
 	}
 	fetch_idle(c);
-	CU_ASSERT(atomic_load(&cs.gets) == 256); /* each chunk once */
+	CU_ASSERT(atomic_load(&cs.bytes) == size); /* each chunk once */
 	cache_close(c);
 
 	c = open_cache(16 * MIB, 0);
 	cache_usage(c, &u);
 	CU_ASSERT(u.used == size && u.dirty == 0);
-	atomic_store(&cs.gets, 0);
+	counts_reset();
 	for (uint64_t off = 0; off < size; off += MIB) {
 		CU_ASSERT(rd(c, 4, off, MIB, buf) == MIB);
 		if (off % (32 * MIB) == 16 * MIB)
@@ -372,7 +403,7 @@ static void test_write_rmw(void)
 
 	put_obj("rmw", 4 * MIB, 400);
 	memset(patch, 0xab, 2 * MIB);
-	atomic_store(&cs.gets, 0);
+	counts_reset();
 	/* [1.5 MiB, 2.5 MiB): chunks 1 and 2 in part. */
 	CU_ASSERT(fetch(c, 5, "rmw", 4 * MIB, MIB + MIB / 2, MIB, true) == 0);
 	CU_ASSERT(atomic_load(&cs.gets) == 2);
@@ -411,7 +442,7 @@ static void test_truncate_limit(void)
 	uint8_t *buf = malloc(3 * MIB), *zero = calloc(1, 3 * MIB);
 
 	put_obj("cut", 3 * MIB, 500);
-	atomic_store(&cs.gets, 0);
+	counts_reset();
 	CU_ASSERT(fetch(c, 6, "cut", 3 * MIB, 0, 0, false) == 0); /* local */
 	CU_ASSERT(cache_is_local(c, 6) && atomic_load(&cs.gets) == 0);
 	CU_ASSERT(cache_truncate(c, 6, MIB + 100) == 0);
@@ -502,7 +533,7 @@ static void test_readahead(void)
 	int misses = 0;
 
 	put_obj("seq", 32 * MIB, 600);
-	atomic_store(&cs.gets, 0);
+	counts_reset();
 	for (uint64_t off = 0; off < 32 * MIB; off += MIB) {
 		if (rd(c, 8, off, MIB, buf) == -ENODATA)
 			misses++;
@@ -512,10 +543,10 @@ static void test_readahead(void)
 		fetch_idle(c); /* the readahead lands before the next read */
 	}
 	CU_ASSERT(misses == 1); /* only the first read waited */
-	CU_ASSERT(atomic_load(&cs.gets) == 32);
+	CU_ASSERT(atomic_load(&cs.bytes) == 32 * MIB);
 	/* Random reads get no readahead. */
 	put_obj("rand", 32 * MIB, 700);
-	atomic_store(&cs.gets, 0);
+	counts_reset();
 	for (int i = 0; i < 4; i++) {
 		uint64_t off = (uint64_t)((i * 13 + 5) % 32) * MIB;
 
@@ -525,6 +556,32 @@ static void test_readahead(void)
 	}
 	CU_ASSERT(atomic_load(&cs.gets) == 4);
 	CU_ASSERT(cache_drop(c, 8) == 0 && cache_drop(c, 9) == 0);
+	free(buf);
+	cache_close(c);
+}
+
+/*
+ * A sequential reader's readahead goes out in runs of whole GETs: with a
+ * 32 MiB window and 4 workers, GETs of 8 chunks (a store pays per
+ * request), each chunk still fetched once.
+ */
+static void test_readahead_runs(void)
+{
+	struct cache *c = open_cache(32 * MIB, 0);
+	uint8_t *buf = malloc(MIB);
+
+	put_obj("runs", 64 * MIB, 800);
+	counts_reset();
+	for (uint64_t off = 0; off < 64 * MIB; off += MIB) {
+		CU_ASSERT(read_through(c, 10, "runs", 64 * MIB, off, MIB,
+				       buf) == MIB);
+		expect_chunk(buf, off / MIB, 800, MIB);
+	}
+	fetch_idle(c);
+	CU_ASSERT(atomic_load(&cs.bytes) == 64 * MIB);
+	CU_ASSERT(atomic_load(&cs.most) == 8 * MIB);
+	CU_ASSERT(atomic_load(&cs.gets) <= 16); /* 64 one chunk at a time */
+	CU_ASSERT(cache_drop(c, 10) == 0);
 	free(buf);
 	cache_close(c);
 }
@@ -615,6 +672,7 @@ int main(void)
 	CU_add_test(s, "truncate_limit", test_truncate_limit);
 	CU_add_test(s, "dirty_journal", test_dirty_journal);
 	CU_add_test(s, "readahead", test_readahead);
+	CU_add_test(s, "readahead_runs", test_readahead_runs);
 	CU_add_test(s, "evict_capacity", test_evict_capacity);
 	CU_add_test(s, "chunk_size_fixed", test_chunk_size_fixed);
 	CU_basic_set_mode(CU_BRM_VERBOSE);

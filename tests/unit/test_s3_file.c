@@ -302,6 +302,74 @@ static void test_get_range(void)
 	fx_close(&f);
 }
 
+/* What a store_get_stream sink saw; it stops the GET past stop_at bytes. */
+struct sinkbuf {
+	char *buf;
+	size_t cap, len, stop_at;
+	int calls;
+};
+
+static int sink_keep(void *arg, const void *p, size_t n)
+{
+	struct sinkbuf *b = arg;
+
+	b->calls++;
+	if (b->len + n > b->cap)
+		return -EOVERFLOW;
+	memcpy(b->buf + b->len, p, n);
+	b->len += n;
+	return b->stop_at && b->len >= b->stop_at ? -ECANCELED : 0;
+}
+
+/* A streamed GET: every byte once, in order, in bounded pieces; a sink
+ * that says stop ends it with its error. */
+static void test_get_stream(void)
+{
+	const size_t size = 3 * (1u << 20) + 12345;
+	char *want = malloc(size), path[800];
+	struct sinkbuf b = { .buf = malloc(size), .cap = size };
+	uint64_t got = 99;
+	struct fx f;
+	int fd;
+
+	fx_open(&f, "stream");
+	for (size_t i = 0; i < size; i++)
+		want[i] = (char)(i * 7 + i / 4096);
+	path_of(&f, "../stream-src.bin", path, sizeof(path));
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	CU_ASSERT_FATAL(fd >= 0 && write(fd, want, size) == (ssize_t)size);
+	CU_ASSERT_FATAL(store_put_fd(f.st, "s", fd, size, NULL, NULL) == 0);
+	close(fd);
+	unlink(path);
+	CU_ASSERT(store_get_stream(f.st, "s", 100, size, sink_keep, &b,
+				   &got) == 0);
+	CU_ASSERT(got == size - 100 && b.len == got);
+	CU_ASSERT(memcmp(b.buf, want + 100, b.len) == 0);
+	CU_ASSERT(b.calls >= 4); /* pieces, never the whole in one buffer */
+	b = (struct sinkbuf){ .buf = b.buf, .cap = size, .stop_at = 1 };
+	CU_ASSERT(store_get_stream(f.st, "s", 0, size, sink_keep, &b, &got) ==
+		  -ECANCELED);
+	CU_ASSERT(b.calls == 1 && got < size);
+	b = (struct sinkbuf){ .buf = b.buf, .cap = size };
+	CU_ASSERT(store_get_stream(f.st, "s", size, 10, sink_keep, &b, &got) ==
+		  0);
+	CU_ASSERT(got == 0 && b.calls == 0);
+	CU_ASSERT(store_get_stream(f.st, "nope", 0, 10, sink_keep, &b, &got) ==
+		  -ENOENT);
+	fx_close(&f);
+	free(want);
+	free(b.buf);
+}
+
+static void test_put_max(void)
+{
+	struct fx f;
+
+	fx_open(&f, "putmax");
+	CU_ASSERT(store_put_max(f.st) == STORE_PUT_MAX_DEFAULT);
+	fx_close(&f);
+}
+
 static void test_overwrite_changes_etag(void)
 {
 	struct store_info i1, i2, i3, h;
@@ -712,6 +780,40 @@ static void test_mpu_abort(void)
 	fx_close(&f);
 }
 
+/* Uploads in progress are listed by key prefix, ids as create gave. */
+static void test_mpu_list(void)
+{
+	struct store_upload *v;
+	char *a, *b, *c;
+	struct fx f;
+	size_t n;
+
+	fx_open(&f, "mpulist");
+	CU_ASSERT(store_mpu_list(f.st, "", &v, &n) == 0 && n == 0 && !v);
+	CU_ASSERT_FATAL(store_mpu_create(f.st, "d/x", NULL, &a) == 0);
+	CU_ASSERT_FATAL(store_mpu_create(f.st, "d/x", NULL, &b) == 0);
+	CU_ASSERT_FATAL(store_mpu_create(f.st, "e", NULL, &c) == 0);
+	CU_ASSERT(store_mpu_list(f.st, "d/", &v, &n) == 0 && n == 2);
+	for (size_t i = 0; i < n; i++)
+		CU_ASSERT(!strcmp(v[i].key, "d/x") &&
+			  (!strcmp(v[i].upload_id, a) ||
+			   !strcmp(v[i].upload_id, b)));
+	store_uploads_free(v, n);
+	CU_ASSERT(store_mpu_abort(f.st, "d/x", a) == 0);
+	CU_ASSERT(store_mpu_list(f.st, "", &v, &n) == 0 && n == 2);
+	store_uploads_free(v, n);
+	CU_ASSERT(store_mpu_list(f.st, "d/x", &v, &n) == 0 && n == 1 &&
+		  !strcmp(v[0].upload_id, b));
+	store_uploads_free(v, n);
+	CU_ASSERT(store_mpu_abort(f.st, "d/x", b) == 0);
+	CU_ASSERT(store_mpu_abort(f.st, "e", c) == 0);
+	CU_ASSERT(store_mpu_list(f.st, "", &v, &n) == 0 && n == 0);
+	free(a);
+	free(b);
+	free(c);
+	fx_close(&f);
+}
+
 static void test_delete_many(void)
 {
 	static const char *const keys[] = { "dm/a", "dm/b", "dm/absent",
@@ -914,6 +1016,8 @@ int main(void)
 		{ "open and urls", test_open_urls },
 		{ "put/get/head metadata", test_put_get_head_meta },
 		{ "ranged get", test_get_range },
+		{ "streamed get", test_get_stream },
+		{ "default PUT size", test_put_max },
 		{ "overwrite changes etag", test_overwrite_changes_etag },
 		{ "invalid keys", test_invalid_keys },
 		{ "directory markers", test_markers },
@@ -923,6 +1027,7 @@ int main(void)
 		{ "copy", test_copy },
 		{ "multipart", test_multipart },
 		{ "multipart abort", test_mpu_abort },
+		{ "multipart list", test_mpu_list },
 		{ "delete many", test_delete_many },
 		{ "file written by hand", test_hand_written_file },
 		{ "symlinks not followed", test_symlinks_not_followed },
