@@ -486,6 +486,7 @@ static void test_dirty_journal(void)
 	put_obj("dj", 3 * MIB, 900);
 	CU_ASSERT_FATAL(read_through(c, 7, "dj", 3 * MIB, 2 * MIB, 5, back) ==
 			5);
+	fetch_idle(c); /* settled: a fetched chunk is BUSY until journaled */
 	CU_ASSERT(wr(c, 7, 2 * MIB, "dirty", 5, true) == 5);
 	CU_ASSERT(wr(c, 7, 4 * MIB, "grow!", 5, true) == 5);
 	cache_usage(c, &u);
