@@ -502,7 +502,7 @@ s3_mapfs() {
 	# Cold read: a second gateway with an empty cache, same bucket.
 	LAUNCH='' start_mapfs "$st-b.log" --state "$st-b" "${sargs[@]}"
 	S3GW_PID=$GWPID
-	if "$BENCH" -p 1 -q 16 --items read-big --reuse --big-file-size "$S3SIZE" \
+	if "$BENCH" -p 1 -q 16 --items read-big --reuse --keep --big-file-size "$S3SIZE" \
 		--dir "up-r$2" --json "$GWURL" >"$out-read.json" 2>"$out-read.err"; then
 		rec s3 "$1" cold-read "$2" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["items"][0]["value"])' "$out-read.json")" MiB/s
 	else
