@@ -123,6 +123,13 @@ struct fs {
 /* Time now, ns since the epoch / ms. */
 int64_t fs_now_ns(void);
 uint64_t fs_now_ms(void);
+/*
+ * The same, to the clock tick (a few ms), for TTL checks on the hot path
+ * (LOOKUP, GETATTR): a fifth of the cost.  Never for times that are
+ * compared with each other for order (listing starts, upload times): two
+ * within one tick would be equal.
+ */
+uint64_t fs_now_coarse_ms(void);
 struct timespec fs_ns_to_ts(int64_t ns);
 int64_t fs_ts_to_ns(const struct timespec *ts);
 

@@ -32,12 +32,12 @@ int64_t fs_now_ns(void)
 	return fs_ts_to_ns(&ts);
 }
 
-/*
- * For TTLs and quiet times, counted in seconds: the coarse clock (a tick,
- * a few ms) costs a fifth of a precise one, and LOOKUP and GETATTR of a
- * directory ask it on every call.
- */
 uint64_t fs_now_ms(void)
+{
+	return (uint64_t)fs_now_ns() / 1000000u;
+}
+
+uint64_t fs_now_coarse_ms(void)
 {
 	struct timespec ts;
 

@@ -439,8 +439,10 @@ static void reval_job(struct fs *fs, void *p)
 /* See fs.h: a fresh directory completes inline, else on a worker. */
 bool fs_listing_fresh(struct fs *fs, const struct fs_inode *in)
 {
+	/* A TTL of 0 is always stale, however the coarse clock lags. */
 	return in->type == FS_DIR && in->listed_at_ms &&
-	       in->listed_at_ms + fs->opts.dir_ttl_ms > fs_now_ms();
+	       fs->opts.dir_ttl_ms &&
+	       in->listed_at_ms + fs->opts.dir_ttl_ms > fs_now_coarse_ms();
 }
 
 void fs_revalidate(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
@@ -496,7 +498,8 @@ int fs_revalidate_attr(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	if (!rc && ino != FS_ROOT_INO && !(in.flags & FS_F_DIRTY) &&
 	    (in.flags & FS_F_IN_STORE) &&
 	    fs_inode_get(fs, txn, in.parent, &parent) == 0)
-		stale = parent.listed_at_ms + ttl <= fs_now_ms();
+		stale = !ttl ||
+			parent.listed_at_ms + ttl <= fs_now_coarse_ms();
 	db_read_end(fs->db, txn);
 	if (rc || !stale)
 		return rc;
