@@ -169,7 +169,7 @@ static bool round_submit(struct cache_req *r)
 	if (r->op != REQ_SYNC) {
 		size_t left = r->len - r->done_bytes;
 		uint64_t at = r->off + r->done_bytes;
-		char *p = (char *)r->buf + r->done_bytes;
+		char *p = r->buf ? (char *)r->buf + r->done_bytes : NULL;
 		/* A short transfer may leave the rest unaligned: buffered. */
 		bool dio = r->direct && dio_aligned(at, left, r->buf ? p : NULL);
 		int fd = dio ? r->f->dfd : r->f->fd;
