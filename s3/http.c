@@ -63,6 +63,26 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 	return size * n;
 }
 
+/*
+ * Of len body bytes just received, the ones the caller asked for: *skip
+ * leading bytes are before the range (a 206 starts at the range; a 200 is
+ * the whole object), and bytes past dst_len are dropped.
+ */
+static size_t range_take(struct s3_xfer *x, long status, size_t len,
+			 size_t *skip)
+{
+	size_t take;
+
+	*skip = 0;
+	if (status == 200)
+		*skip = x->dst_skip < len ? (size_t)x->dst_skip : len;
+	x->dst_skip -= *skip;
+	take = len - *skip;
+	if (take > x->dst_len - x->dst_got)
+		take = x->dst_len - x->dst_got;
+	return take;
+}
+
 static size_t on_write(char *p, size_t size, size_t n, void *ud)
 {
 	struct s3_xfer *x = ud;
@@ -71,14 +91,9 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud)
 
 	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
 	if (x->sink && status >= 200 && status < 300) {
-		size_t skip = 0;
+		size_t skip;
 
-		if (status == 200)
-			skip = x->dst_skip < len ? (size_t)x->dst_skip : len;
-		x->dst_skip -= skip;
-		take = len - skip;
-		if (take > x->dst_len - x->dst_got)
-			take = x->dst_len - x->dst_got;
+		take = range_take(x, status, len, &skip);
 		/* Bytes an earlier run of the request handed already. */
 		if (x->dst_got < x->sink_done) {
 			uint64_t seen = x->sink_done - x->dst_got;
@@ -98,16 +113,9 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud)
 		return len;
 	}
 	if (x->dst && status >= 200 && status < 300) {
-		size_t skip = 0;
+		size_t skip;
 
-		/* A 206 starts at the range; a 200 is the whole object. */
-		if (status == 200)
-			skip = x->dst_skip < len ? (size_t)x->dst_skip : len;
-
-		x->dst_skip -= skip;
-		take = len - skip;
-		if (take > x->dst_len - x->dst_got)
-			take = x->dst_len - x->dst_got;
+		take = range_take(x, status, len, &skip);
 		memcpy((char *)x->dst + x->dst_got, p + skip, take);
 		x->dst_got += take;
 		return len; /* bytes past what was asked for are dropped */
