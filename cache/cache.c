@@ -237,6 +237,9 @@ int cache_open(const struct cache_opts *opts, struct store *st,
 		goto out_free;
 	if (c->direct)
 		direct_probe(c);
+	rc = cache_spare_init(c);
+	if (rc)
+		goto out_spare;
 	cache_fdtab_init(c);
 	rc = cache_ents_init(c);
 	if (rc)
@@ -266,6 +269,8 @@ out_ents:
 	cache_ents_destroy(c);
 out_fdtab:
 	cache_fdtab_destroy(c);
+out_spare:
+	cache_spare_destroy(c);
 	dirs_close(c);
 out_free:
 	free(c);
@@ -284,6 +289,7 @@ void cache_close(struct cache *c)
 	db_write(c->db, NULL, NULL);
 	cache_ents_destroy(c);
 	cache_fdtab_destroy(c);
+	cache_spare_destroy(c);
 	dirs_close(c);
 	free(c);
 }
@@ -293,7 +299,7 @@ void cache_close(struct cache *c)
  * and its chunks out of the counters; answers its waiters -EAGAIN.
  * Under attach_lock.
  */
-static void ent_retire(struct cache *c, uint64_t ino)
+static struct cache_ent *ent_retire_hold(struct cache *c, uint64_t ino)
 {
 	struct cache_entshard *s = cache_ent_shard(c, ino);
 	struct cache_wait *w = NULL;
@@ -309,6 +315,13 @@ static void ent_retire(struct cache *c, uint64_t ino)
 	}
 	pthread_mutex_unlock(&s->lock);
 	cache_waiters_fail(c, w, -EAGAIN);
+	return e; /* the table's reference, now the caller's */
+}
+
+static void ent_retire(struct cache *c, uint64_t ino)
+{
+	struct cache_ent *e = ent_retire_hold(c, ino);
+
 	if (e)
 		cache_ent_put(e);
 }
@@ -479,13 +492,25 @@ int cache_set_mtime(struct cache *c, uint64_t ino, const struct timespec *mt)
 int cache_drop(struct cache *c, uint64_t ino)
 {
 	char name[CACHE_NAME_MAX];
+	struct cache_ent *e;
 	int rc = 0;
 
 	cache_name(ino, name);
 	pthread_mutex_lock(&c->attach_lock);
-	ent_retire(c, ino);
+	e = ent_retire_hold(c, ino);
 	/* After the retire, in journal order: a header never outlives it. */
 	cache_journal(c, NULL, ino, true, false, 0, NULL, 0);
+	/* Emptied and kept for the next new file when nothing can touch it
+	 * any more (spare.c); the name is gone either way. */
+	if (cache_spare_give(c, cache_dirfd(c, ino), name, ino, e)) {
+		cache_dir_changed(c, ino);
+		pthread_mutex_unlock(&c->attach_lock);
+		if (e)
+			cache_ent_put(e);
+		return 0;
+	}
+	if (e)
+		cache_ent_put(e);
 	/* Unlink before forgetting: a racing open then fails (fdtab.c). */
 	if (unlinkat(cache_dirfd(c, ino), name, 0) < 0) {
 		if (errno != ENOENT)
@@ -514,12 +539,26 @@ int cache_open_fd(struct cache *c, uint64_t ino, int *fd)
 
 	if (!cache_is_local(c, ino))
 		return -ENODATA;
+	/* Registered before the open: a drop that renames the file away
+	 * after this sees it, one before makes the open fail (spare.c). */
+	rc = cache_priv_add(c, ino);
+	if (rc)
+		return rc;
 	cache_name(ino, name);
 	rc = openat(cache_dirfd(c, ino), name, O_RDONLY | O_CLOEXEC);
-	if (rc < 0)
-		return errno == ENOENT ? -ENODATA : -errno;
+	if (rc < 0) {
+		rc = errno == ENOENT ? -ENODATA : -errno;
+		cache_priv_del(c, ino);
+		return rc;
+	}
 	*fd = rc;
 	return 0;
+}
+
+void cache_close_fd(struct cache *c, uint64_t ino, int fd)
+{
+	close(fd);
+	cache_priv_del(c, ino);
 }
 
 bool cache_range_clean(struct cache *c, uint64_t ino, uint64_t off,

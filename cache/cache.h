@@ -227,10 +227,12 @@ int cache_drop(struct cache *c, uint64_t ino);
 bool cache_is_local(struct cache *c, uint64_t ino);
 
 /*
- * Open ino's local data read-only for an upload; the caller closes *fd.
- * Only readable chunks hold the file's data (cache_fetch the rest).
- * -ENODATA if not local.
+ * Open ino's local data read-only for an upload; the caller closes *fd
+ * with cache_close_fd() (until then a cache_drop() never hands the file
+ * to a new inode).  Only readable chunks hold the file's data
+ * (cache_fetch the rest).  -ENODATA if not local.
  */
 int cache_open_fd(struct cache *c, uint64_t ino, int *fd);
+void cache_close_fd(struct cache *c, uint64_t ino, int fd);
 
 #endif

@@ -23,6 +23,7 @@
 
 #define CACHE_NDIRS 256       /* shard directories XX = low byte of ino */
 #define CACHE_NAME_MAX 24     /* "INO": 16 hex digits */
+#define CACHE_SPARE_MAX 4096  /* emptied cache files kept for reuse */
 #define CACHE_ENT_SHARDS 64   /* chunk-state table shards */
 #define CACHE_ENT_BUCKETS 1024 /* hash chains per shard */
 #define CACHE_FDTAB_SHARDS 64 /* fd table shards, each with its own mutex */
@@ -225,6 +226,16 @@ struct cache {
 	bool settle_stop, settle_started;
 	pthread_t settler;
 
+	/* spare.c: emptied cache files to reuse (ids of spare/s<id>), and
+	 * the inodes uploads hold cache_open_fd() descriptors of. */
+	pthread_mutex_t spare_lock;
+	int sparefd;
+	uint32_t spare[CACHE_SPARE_MAX];
+	unsigned nspare;
+	uint32_t spare_next;
+	uint64_t *priv;
+	size_t npriv, priv_cap;
+
 	/* evict.c */
 	pthread_mutex_t evict_lock;
 	pthread_cond_t evict_wake;
@@ -262,6 +273,25 @@ void cache_fd_install(struct cache *c, uint64_t ino, int fd,
 		      const char *name);
 /* Remove ino's entry if any. */
 void cache_fd_forget(struct cache *c, uint64_t ino);
+/* The same, handing the table's reference on the removed entry (or NULL)
+ * to the caller, who puts it. */
+struct cache_fd *cache_fd_forget_take(struct cache *c, uint64_t ino);
+
+/* spare.c: recycled cache files (see there); the pool is per cache. */
+int cache_spare_init(struct cache *c);
+void cache_spare_destroy(struct cache *c);
+/* Rename a spare into dirfd/name and open it, empty with fresh times:
+ * an fd, -ENOENT if the pool is empty, or -errno. */
+int cache_spare_take(struct cache *c, int dirfd, const char *name);
+/* For cache_drop (attach_lock held): move dirfd/name (ino's file, whose
+ * retired entry e the caller still references, or NULL) out of its name,
+ * into the pool if nothing can touch it any more, else unlinked; its fd
+ * table entry is forgotten.  false: nothing done (no room, no file). */
+bool cache_spare_give(struct cache *c, int dirfd, const char *name,
+		      uint64_t ino, struct cache_ent *e);
+/* Uploads' descriptors (cache_open_fd): a file one holds is not reused. */
+int cache_priv_add(struct cache *c, uint64_t ino);
+void cache_priv_del(struct cache *c, uint64_t ino);
 
 /* ring.c: loops. */
 int cache_loops_init(struct cache *c);

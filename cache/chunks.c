@@ -523,14 +523,20 @@ static int file_make(struct cache *c, uint64_t ino, uint64_t size)
 	int fd;
 
 	cache_name(ino, name);
-	/* Unlink first: an fd still open on the old file keeps writing to
-	 * that one, never into the new file. */
-	if (unlinkat(cache_dirfd(c, ino), name, 0) && errno != ENOENT)
-		return -errno;
-	fd = openat(cache_dirfd(c, ino), name,
-		    O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
+	/* A recycled file when there is one (spare.c): no inode to make. */
+	fd = cache_spare_take(c, cache_dirfd(c, ino), name);
+	if (fd == -ENOENT) {
+		/* Unlink first: an fd still open on the old file keeps
+		 * writing to that one, never into the new file. */
+		if (unlinkat(cache_dirfd(c, ino), name, 0) && errno != ENOENT)
+			return -errno;
+		fd = openat(cache_dirfd(c, ino), name,
+			    O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return -errno;
+	} else if (fd < 0) {
+		return fd;
+	}
 	cache_dir_changed(c, ino);
 	if (size && ftruncate(fd, (off_t)size) < 0) {
 		int rc = -errno;

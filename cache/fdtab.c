@@ -259,7 +259,7 @@ void cache_fd_install(struct cache *c, uint64_t ino, int fd,
 	fd_put_chain(victims);
 }
 
-void cache_fd_forget(struct cache *c, uint64_t ino)
+struct cache_fd *cache_fd_forget_take(struct cache *c, uint64_t ino)
 {
 	uint64_t h = fd_hash(ino);
 	struct cache_fdshard *s = fd_shard(c, h);
@@ -269,6 +269,13 @@ void cache_fd_forget(struct cache *c, uint64_t ino)
 	s->gen++;
 	old = fd_unlink_locked(s, h, ino);
 	pthread_mutex_unlock(&s->lock);
+	return old;
+}
+
+void cache_fd_forget(struct cache *c, uint64_t ino)
+{
+	struct cache_fd *old = cache_fd_forget_take(c, ino);
+
 	if (old)
 		cache_fd_put(old);
 }

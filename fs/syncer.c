@@ -621,7 +621,7 @@ static int upload(struct fs *fs, struct sync_item *it, struct store_info *out)
 		if (!rc)
 			rc = store_put_fd(fs->store, it->key, fd, size, &m, out);
 	}
-	close(fd);
+	cache_close_fd(fs->cache, it->in.ino, fd);
 	return rc;
 }
 

@@ -445,7 +445,7 @@ static void test_fetch_5mib(void)
 	memset(back, 0, len);
 	CU_ASSERT(pread(fd, back, len, 0) == (ssize_t)len);
 	CU_ASSERT(memcmp(back, data, len) == 0);
-	close(fd);
+	cache_close_fd(c, 50, fd);
 
 	/* Local now: completes on the loop without a GET. */
 	pending = 1;
@@ -606,7 +606,7 @@ static void test_attrs_and_drop(void)
 	snprintf(path, sizeof(path), "%s/ff/00000000000002ff", cache_dir);
 	CU_ASSERT(access(path, F_OK) < 0 && errno == ENOENT);
 	CU_ASSERT(cache_drop(c, 0x2ff) == 0); /* already gone: fine */
-	close(fd);
+	cache_close_fd(c, 0x2ff, fd);
 	cache_close(c);
 }
 
@@ -712,6 +712,126 @@ static void test_fd_bound(void)
 	cache_close(c);
 }
 
+/* The inode behind ino's cache file (0 if there is none). */
+static ino_t file_ino(uint64_t ino)
+{
+	char path[400];
+	struct stat sb;
+
+	snprintf(path, sizeof(path), "%s/%02x/%016llx", cache_dir,
+		 (unsigned)(ino & 0xff), (unsigned long long)ino);
+	return stat(path, &sb) == 0 ? sb.st_ino : 0;
+}
+
+/*
+ * A dropped file nothing holds is emptied and becomes the next new file
+ * (no inode made or freed); one an upload or an I/O still holds is
+ * unlinked, and what it writes never shows in a new file; spares left by
+ * a crash are emptied, and doubly linked ones are not reused.
+ */
+static void test_spare(void)
+{
+	struct cache *c = open_cache(1, 0, 0);
+	uint8_t data[8192], back[8192];
+	char spare[300], path[400];
+	struct cache_stat st;
+	struct cache_fd *f;
+	time_t t0 = time(NULL);
+	ino_t was;
+	int fd;
+
+	snprintf(spare, sizeof(spare), "%s/spare", cache_dir);
+	fill(data, sizeof(data), 7);
+	CU_ASSERT_FATAL(count_entries(spare) == 0);
+
+	/* Idle: recycled, and the next file is it, empty and new. */
+	CU_ASSERT_FATAL(cache_create(c, 0x301) == 0);
+	CU_ASSERT(sync_write(c, 0x301, 0, data, sizeof(data), true) ==
+		  (long)sizeof(data));
+	CU_ASSERT(cache_set_mtime(c, 0x301,
+				  &(struct timespec){ 1000000000, 0 }) == 0);
+	was = file_ino(0x301);
+	CU_ASSERT_FATAL(was != 0);
+	CU_ASSERT(cache_drop(c, 0x301) == 0);
+	CU_ASSERT(file_ino(0x301) == 0 && !cache_is_local(c, 0x301));
+	CU_ASSERT(count_entries(spare) == 1);
+	CU_ASSERT_FATAL(cache_create(c, 0x402) == 0);
+	CU_ASSERT(file_ino(0x402) == was);
+	CU_ASSERT(count_entries(spare) == 0);
+	CU_ASSERT(cache_stat(c, 0x402, &st) == 0 && st.size == 0 &&
+		  st.blocks_bytes == 0 && st.mtime.tv_sec >= t0);
+	CU_ASSERT(sync_read(c, 0x402, 0, sizeof(back), back) == 0);
+
+	/* An upload's fd: not reused, and it still reads the old bytes. */
+	CU_ASSERT(sync_write(c, 0x402, 0, data, sizeof(data), false) ==
+		  (long)sizeof(data));
+	CU_ASSERT_FATAL(cache_open_fd(c, 0x402, &fd) == 0);
+	CU_ASSERT(cache_drop(c, 0x402) == 0);
+	CU_ASSERT(count_entries(spare) == 0);
+	memset(back, 0, sizeof(back));
+	CU_ASSERT(pread(fd, back, sizeof(back), 0) == (ssize_t)sizeof(data));
+	CU_ASSERT(memcmp(back, data, sizeof(data)) == 0);
+	cache_close_fd(c, 0x402, fd);
+	CU_ASSERT_FATAL(cache_create(c, 0x503) == 0);
+
+	/* An I/O in flight (it holds the table's fd): not reused, and its
+	 * late write lands in the orphan, never in the next new file. */
+	CU_ASSERT_FATAL(cache_fd_get(c, 0x503, &f) == 0);
+	CU_ASSERT(cache_drop(c, 0x503) == 0);
+	CU_ASSERT(count_entries(spare) == 0);
+	CU_ASSERT(pwrite(f->fd, data, sizeof(data), 0) == (ssize_t)sizeof(data));
+	cache_fd_put(f);
+	CU_ASSERT_FATAL(cache_create(c, 0x604) == 0);
+	CU_ASSERT(cache_stat(c, 0x604, &st) == 0 && st.size == 0);
+	/* Idle once its journal entry is durable (a pending one holds it). */
+	CU_ASSERT(sync_write(c, 0x604, 0, data, 1, true) == 1);
+	CU_ASSERT(cache_drop(c, 0x604) == 0);
+	CU_ASSERT(count_entries(spare) == 1);
+	cache_close(c);
+
+	/* After a crash: a spare with data (dropped, not yet emptied), a
+	 * spare that is also a live file's name (a rename half-written by a
+	 * file system without a journal), junk. */
+	snprintf(path, sizeof(path), "%s/s900", spare);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT(write(fd, data, 100) == 100);
+	close(fd);
+	{
+		char live[400];
+
+		snprintf(live, sizeof(live), "%s/live", cache_dir);
+		fd = open(live, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		CU_ASSERT_FATAL(fd >= 0);
+		CU_ASSERT(write(fd, data, 100) == 100);
+		close(fd);
+		snprintf(path, sizeof(path), "%s/s901", spare);
+		CU_ASSERT_FATAL(link(live, path) == 0);
+		snprintf(path, sizeof(path), "%s/junk", spare);
+		fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		CU_ASSERT_FATAL(fd >= 0);
+		close(fd);
+		c = open_cache(1, 0, 0);
+		/* s901 and junk go; s900 and the spare from before stay. */
+		CU_ASSERT(count_entries(spare) == 2);
+		CU_ASSERT(access(path, F_OK) < 0);
+		CU_ASSERT(stat(live, &(struct stat){ 0 }) == 0);
+		fd = open(live, O_RDONLY | O_CLOEXEC);
+		CU_ASSERT(fd >= 0 && read(fd, back, sizeof(back)) == 100);
+		close(fd);
+		unlink(live);
+	}
+	/* Either one taken is empty and new. */
+	for (uint64_t ino = 0x705; ino <= 0x706; ino++) {
+		CU_ASSERT_FATAL(cache_create(c, ino) == 0);
+		CU_ASSERT(cache_stat(c, ino, &st) == 0 && st.size == 0 &&
+			  st.mtime.tv_sec >= t0);
+		CU_ASSERT(sync_read(c, ino, 0, sizeof(back), back) == 0);
+	}
+	CU_ASSERT(count_entries(spare) == 0);
+	cache_close(c);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -748,6 +868,7 @@ int main(void)
 	CU_add_test(s, "reopen", test_reopen);
 	CU_add_test(s, "fd_bound", test_fd_bound);
 	CU_add_test(s, "direct", test_direct);
+	CU_add_test(s, "spare", test_spare);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = CU_get_number_of_failures();
