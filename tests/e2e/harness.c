@@ -1321,12 +1321,16 @@ struct e2e_rpc *e2e_rpc_open(int port, int program, int version)
 	return r;
 }
 
-/* A socket bound to src:src_port (see e2e_rpc_open_from); -1 on error. */
-static int bound_socket(const char *src, int src_port)
+/*
+ * A socket bound to src:src_port (see e2e_rpc_open_from), or for
+ * src_port < 0 to the first free reserved port from *next on (*next is
+ * left past it); -1 on error.
+ */
+static int bound_socket(const char *src, int src_port, int *next)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-	int port = src_port < 0 ? 600 : src_port;
+	int port = src_port < 0 ? *next : src_port;
 
 	if (fd < 0 || inet_pton(AF_INET, src, &sin.sin_addr) != 1) {
 		say("socket for %s: %s", src, strerror(errno));
@@ -1337,8 +1341,10 @@ static int bound_socket(const char *src, int src_port)
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	for (;;) {
 		sin.sin_port = htons((uint16_t)port);
-		if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0)
+		if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0) {
+			*next = port + 1;
 			return fd;
+		}
 		if (src_port >= 0 || errno != EADDRINUSE || ++port >= 1024)
 			break;
 	}
@@ -1357,13 +1363,27 @@ struct e2e_rpc *e2e_rpc_open_from(const char *src, int src_port, int port,
 
 	if (!r)
 		return NULL;
-	fd = bound_socket(src, src_port);
 	dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&dst, sizeof(dst))) {
+	/* Tests run in parallel and bind the same source addresses: a port
+	 * another test's connection holds (or left in TIME_WAIT) binds with
+	 * SO_REUSEADDR but cannot connect; any reserved port will do. */
+	for (int next = 600;;) {
+		fd = bound_socket(src, src_port, &next);
+		if (fd < 0 || !connect(fd, (struct sockaddr *)&dst, sizeof(dst)))
+			break;
+		if (src_port >= 0 || errno != EADDRNOTAVAIL || next >= 1024) {
+			int err = errno;
+
+			close(fd);
+			fd = -1;
+			errno = err;
+			break;
+		}
+		close(fd);
+	}
+	if (fd < 0) {
 		say("connect from %s to port %d: %s", src, port,
 		    strerror(errno));
-		if (fd >= 0)
-			close(fd);
 		e2e_rpc_close(r);
 		return NULL;
 	}
