@@ -259,6 +259,23 @@ static uint64_t run_store_len(const struct run *r)
 }
 
 /*
+ * One pwrite of [p, p+len) at off into f's file: through its O_DIRECT
+ * twin (opts.direct: fetched data bypasses the page cache as the rest of
+ * the cache does) for the block-aligned head, the unaligned tail
+ * buffered.  Bytes written or -1 (errno).
+ */
+static ssize_t land_write(const struct cache_fd *f, const char *p, size_t len,
+			  uint64_t off)
+{
+	size_t head = len & ~(size_t)(CACHE_DIO_ALIGN - 1);
+
+	if (f->dfd >= 0 && head &&
+	    !((off | (uintptr_t)p) & (CACHE_DIO_ALIGN - 1)))
+		return pwrite(f->dfd, p, head, (off_t)off);
+	return pwrite(f->fd, p, len, (off_t)off);
+}
+
+/*
  * Write the chunk in r->buf into the cache file and make it readable
  * (present, still BUSY until settled).  0, -errno, or 1 if the entry
  * went dead or was truncated meanwhile (nothing may land any more).
@@ -284,8 +301,8 @@ static int run_land(struct run *r)
 	if (!void_ && fstat(r->f->fd, &sb) < 0)
 		rc = -errno;
 	while (!void_ && !rc && put < r->fill) {
-		ssize_t n = pwrite(r->f->fd, r->buf + put, r->fill - put,
-				   (off_t)(off + put));
+		ssize_t n = land_write(r->f, r->buf + put, r->fill - put,
+				       off + put);
 
 		if (n < 0 && errno != EINTR)
 			rc = -errno;
@@ -617,7 +634,9 @@ int cache_fetch_init(struct cache *c)
 		struct cache_worker *wk = &c->workers[i];
 
 		wk->c = c;
-		wk->buf = malloc(c->cs);
+		/* Aligned for land_write's O_DIRECT. */
+		if (posix_memalign(&wk->buf, CACHE_DIO_ALIGN, c->cs))
+			wk->buf = NULL;
 		if (!wk->buf) {
 			rc = -ENOMEM;
 			goto out_workers;

@@ -355,6 +355,26 @@ static void test_direct(void)
 	cache_read(c, 0, 0x77, 7, 3, back, on_done, &r[5]);
 	CU_ASSERT_FATAL(run_loops(c, 1));
 	CU_ASSERT(r[5].result == 3 && memcmp(back, img + 7, 3) == 0);
+
+	/* Fetched data lands around the page cache too, but its tail. */
+	{
+		size_t len = 2 * MIB + 123;
+		struct cache_obj obj = { "direct-odd", len };
+		struct res f = { 0 };
+
+		fill(img, len, 9);
+		CU_ASSERT_FATAL(store_put(inner, obj.key, img, len, NULL,
+					  NULL) == 0);
+		cache_fetch(c, -1, 0x78, &obj, 0, FULL, false, on_done, &f);
+		CU_ASSERT(f.calls == 1 && f.result == 0);
+		snprintf(path, sizeof(path), "%s/78/0000000000000078",
+			 cache_dir);
+		CU_ASSERT_EQUAL(resident(path, 0, 2 * MIB), 0);
+		CU_ASSERT_EQUAL(resident(path, 2 * MIB, 4096), 1);
+		memset(back, 0xee, 3 * MIB);
+		CU_ASSERT(sync_read(c, 0x78, 0, len, back) == (long)len);
+		CU_ASSERT(memcmp(back, img, len) == 0);
+	}
 	cache_close(c);
 	free(a);
 	free(b);
