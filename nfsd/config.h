@@ -29,6 +29,7 @@ struct config {
 	char *s3_region;
 	bool s3_path_style;
 	int s3_max_requests;
+	uint64_t multipart_threshold; /* 0: the store's choice */
 	uint32_t default_uid, default_gid; /* objects without metadata */
 	uint32_t max_record;      /* largest RPC record accepted, bytes */
 	uint32_t max_inflight;    /* outstanding calls per connection */

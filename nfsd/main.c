@@ -176,7 +176,8 @@ static int gateway_open_storage(struct gateway *gw)
 				.s3_endpoint = gw->cfg.s3_endpoint,
 				.s3_region = gw->cfg.s3_region,
 				.s3_path_style = gw->cfg.s3_path_style,
-				.s3_max_requests = gw->cfg.s3_max_requests },
+				.s3_max_requests = gw->cfg.s3_max_requests,
+				.put_max = gw->cfg.multipart_threshold },
 			&gw->store);
 	if (rc) {
 		log_error("store %s: %s", gw->cfg.store, strerror(-rc));

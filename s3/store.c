@@ -59,6 +59,7 @@ int store_open(const struct store_opts *opts, struct store **out)
 	if (err)
 		return err;
 	st->ops = ops;
+	st->put_max = opts->put_max;
 	st->url = strdup(opts->url);
 	if (!st->url) {
 		ops->close(st);
@@ -226,6 +227,8 @@ int store_uploads_add(struct store_upload **v, size_t *n, const char *key,
 
 uint64_t store_put_max(struct store *st)
 {
+	if (st->put_max)
+		return st->put_max;
 	return st->ops->put_max ? st->ops->put_max(st) : STORE_PUT_MAX_DEFAULT;
 }
 

@@ -61,6 +61,9 @@ struct store_opts {
 				    the profile's region, "us-east-1" */
 	bool s3_path_style;      /* force path-style addressing */
 	int s3_max_requests;     /* requests in flight, default 64 */
+	/* Largest object sent as one PUT (store_put_max); 0: the backend's
+	 * choice. */
+	uint64_t put_max;
 };
 
 struct store;
@@ -113,9 +116,10 @@ int store_put_fd(struct store *st, const char *key, int fd, uint64_t len,
 /*
  * The largest object that is best sent as one PUT (store_put_fd);
  * bigger ones go faster as a multipart upload with parts in parallel.
- * The backend knows what its requests cost: over a network one stream
- * is slower than many; on this machine it is not, and a multipart
- * upload costs the server a second pass over the bytes.
+ * store_opts.put_max if it was set, else the backend's choice: it knows
+ * what its requests cost (over a network one stream is slower than many;
+ * on this machine it is not, and a multipart upload costs the server a
+ * second pass over the bytes).
  */
 #define STORE_PUT_MAX_DEFAULT (64ull << 20)
 uint64_t store_put_max(struct store *st);
@@ -225,6 +229,7 @@ struct store_ops {
 struct store {
 	const struct store_ops *ops;
 	char *url;
+	uint64_t put_max; /* store_opts.put_max; 0: ops->put_max decides */
 };
 
 #endif

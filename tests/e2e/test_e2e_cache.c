@@ -406,7 +406,11 @@ static void writer_child(const struct e2e_gw *gw, int round, int first,
 
 static void test_kill9_loop(void)
 {
-	static const char *const gw_args[] = { "--upload-delay", "0", NULL };
+	/* The file store takes any file in one PUT: a threshold makes the
+	 * 65 MiB files multipart uploads, to be killed in the middle of. */
+	static const char *const gw_args[] = { "--upload-delay", "0",
+					       "--multipart-threshold", "64M",
+					       NULL };
 	struct e2e_gw gw;
 	unsigned rnd = (unsigned)e2e_now_ms();
 	struct nfs_context *nfs;

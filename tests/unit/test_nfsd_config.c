@@ -38,6 +38,7 @@ static void test_defaults(void)
 	CU_ASSERT(c.nfs_port == 2049 && c.mount_port == 20048);
 	CU_ASSERT(c.threads >= 1);
 	CU_ASSERT(!c.no_rpcbind && !c.foreground);
+	CU_ASSERT(c.multipart_threshold == 0); /* the store's choice */
 	config_free(&c);
 }
 
@@ -49,7 +50,8 @@ static void test_file_then_cli(void)
 			  "no-rpcbind = yes\ns3-region = eu-west-1\n";
 	struct config c;
 	char *argv[] = { "mapfs-gw", "--config", path, "--nfs-port", "0",
-			 "--threads", "3", NULL };
+			 "--threads", "3", "--multipart-threshold", "96M",
+			 NULL };
 
 	CU_ASSERT_FATAL(fd >= 0);
 	CU_ASSERT_FATAL(write(fd, ini, strlen(ini)) == (ssize_t)strlen(ini));
@@ -60,6 +62,7 @@ static void test_file_then_cli(void)
 	CU_ASSERT(c.threads == 3);
 	CU_ASSERT(c.no_rpcbind);
 	CU_ASSERT_STRING_EQUAL(c.s3_region, "eu-west-1");
+	CU_ASSERT(c.multipart_threshold == 96ull << 20);
 	config_free(&c);
 	unlink(path);
 }

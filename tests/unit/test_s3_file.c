@@ -361,12 +361,22 @@ static void test_get_stream(void)
 	free(b.buf);
 }
 
+/* One PUT whatever the size (multipart costs a second copy here),
+ * unless the opener set a threshold. */
 static void test_put_max(void)
 {
+	struct store_opts o = { .put_max = 64ull << 20 };
+	char url[700];
+	struct store *st;
 	struct fx f;
 
 	fx_open(&f, "putmax");
-	CU_ASSERT(store_put_max(f.st) == STORE_PUT_MAX_DEFAULT);
+	CU_ASSERT(store_put_max(f.st) == UINT64_MAX);
+	snprintf(url, sizeof(url), "file://%s", f.root);
+	o.url = url;
+	CU_ASSERT_FATAL(store_open(&o, &st) == 0);
+	CU_ASSERT(store_put_max(st) == 64ull << 20);
+	store_close(st);
 	fx_close(&f);
 }
 
