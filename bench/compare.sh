@@ -390,21 +390,11 @@ run_group() { # SERIES URL GROUP ROUND
 	fi
 }
 
-# This machine is a VM whose host backs guest memory on first touch: the
-# first server to fill the page cache pays for it (write-big ran 2x
-# slower on never-touched memory), so touch most free memory once first.
-prefault_ram() {
-	python3 - <<'PY' || log "could not pre-fault memory"
-import mmap
-avail = [int(l.split()[1]) for l in open("/proc/meminfo") if l.startswith("MemAvailable:")][0] * 1024
-n = int(avail * 0.7) & ~4095
-m = mmap.mmap(-1, n)
-for off in range(0, n, 4096):
-    m[off] = 1
-m.close()
-PY
-}
-[ $DO_NFS = 1 ] && prefault_ram
+# No pre-faulting of memory: on a VM with free page reporting (virtio
+# balloon; /sys/module/page_reporting) freed guest pages go back to the
+# host within seconds, and the next touch faults them in again, so
+# touching memory beforehand buys nothing (bench/RESULTS.md).  Whoever
+# fills the page cache with new pages pays ~5 us per 4 KiB there.
 
 for r in $(seq "$ROUNDS"); do
 	[ $DO_NFS = 1 ] || break
