@@ -156,6 +156,7 @@ struct rpc_conn {
 	size_t pend_off, pend_len;
 	struct rpc_outbuf *out_head, **out_tail;
 	size_t out_bytes;
+	uint32_t out_new;  /* replies queued since the last flush */
 	struct sockaddr_storage peer;
 	/* Timeouts (loop clock, ms): last byte read; start of the record
 	 * being read, while rec_open; last progress of the output queue. */
