@@ -578,6 +578,26 @@ bool cache_range_clean(struct cache *c, uint64_t ino, uint64_t off,
 	return clean;
 }
 
+bool cache_range_local(struct cache *c, uint64_t ino, uint64_t off,
+		       uint64_t len)
+{
+	struct cache_entshard *s = cache_ent_shard(c, ino);
+	struct cache_ent *e;
+	bool local;
+
+	pthread_mutex_lock(&s->lock);
+	e = cache_ent_find_locked(s, ino);
+	local = e != NULL;
+	for (uint64_t i = off / c->cs; local && len &&
+				       i <= (off + len - 1) / c->cs; i++) {
+		if (i * c->cs >= e->limit)
+			break; /* this chunk and all after it: written here */
+		local = cache_chunk_readable(c, e, i);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return local;
+}
+
 int cache_clean(struct cache *c, MDB_txn *txn, uint64_t ino, uint64_t wseq,
 		uint64_t size)
 {

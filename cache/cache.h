@@ -185,6 +185,14 @@ bool cache_range_clean(struct cache *c, uint64_t ino, uint64_t off,
 		       uint64_t len);
 
 /*
+ * True if bytes [off, off+len) of ino can be read from the cache file
+ * now (every chunk present or past the store limit), so an upload needs
+ * no fetch.  False for an inode that is not local.
+ */
+bool cache_range_local(struct cache *c, uint64_t ino, uint64_t off,
+		       uint64_t len);
+
+/*
  * The upload of ino's data as of cache_stat().wseq == wseq reached the
  * store as an object of size bytes: clear the dirty chunks and make size
  * the store limit, in txn (the caller's LMDB write txn; call it last in

@@ -21,7 +21,8 @@
  * (the size threshold), or at a flush.
  *
  * Data goes up from the cache file: files up to store_put_max() with one
- * PUT, larger ones as a multipart upload whose parts run in parallel.  A
+ * PUT (past STORE_PUT_MAX_DEFAULT only if all of it is local), larger
+ * ones as a multipart upload whose parts run in parallel.  A
  * part whose bytes all equal the old object's (no dirty chunk, nothing
  * cut) is copied from it in the store (UploadPartCopy) instead of being
  * fetched and sent again; a backend without part-copy gets the bytes.
@@ -614,7 +615,15 @@ static int upload(struct fs *fs, struct sync_item *it, struct store_info *out)
 		return rc;
 	size = (it->in.flags & FS_F_DIRTY_DATA) && it->have_cs ? it->cs.size
 								: it->in.size;
-	if (size > store_put_max(fs->store)) {
+	/*
+	 * One PUT up to the store's cut, but past the default one only for
+	 * data that is all here: a rewrite of a big object that is mostly
+	 * in the store goes as parts the store copies itself, instead of
+	 * coming into the cache whole first.
+	 */
+	if (size > store_put_max(fs->store) ||
+	    (size > STORE_PUT_MAX_DEFAULT &&
+	     !cache_range_local(fs->cache, it->in.ino, 0, size))) {
 		rc = put_multipart(fs, it, fd, size, &m, out);
 	} else {
 		rc = data_fetch(fs, it, 0, size);

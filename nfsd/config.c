@@ -75,7 +75,7 @@ static const struct opt opts[] = {
 	{ "s3-max-requests", OPT_INT, OFF(s3_max_requests), "N",
 	  "S3 requests in flight (default 64)" },
 	{ "multipart-threshold", OPT_SIZE, OFF(multipart_threshold), "SIZE",
-	  "files larger than this go up as a multipart upload with parallel parts (default: 64M on S3, 1G on an S3 endpoint on this machine, never on file://)" },
+	  "files larger than this go up as a multipart upload with parallel parts (default: 64M on S3, 1G on an S3 endpoint on this machine, no limit on file://; past 64M only files all in the cache go as one PUT)" },
 	{ "default-uid", OPT_U32, OFF(default_uid), "UID",
 	  "owner of objects that carry no metadata (default 0)" },
 	{ "default-gid", OPT_U32, OFF(default_gid), "GID",

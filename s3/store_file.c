@@ -1679,9 +1679,10 @@ out_close_dir:
 }
 
 /*
- * Every object in one PUT: the parts of a multipart upload are copied
- * once into the upload and again at completion, one disk and one page
- * cache for both passes, so parallel parts only double the work.
+ * Any size in one PUT: the parts of a multipart upload are copied once
+ * into the upload and again at completion, one disk and one page cache
+ * for both passes, so parallel parts only double the work.  (fs/ still
+ * sends parts for a big file that is not all in its cache.)
  */
 static uint64_t file_put_max(struct store *st)
 {

@@ -225,6 +225,7 @@ static void fx_open(uint64_t max_dirty)
 				   &cs.base, &cache) == 0);
 	CU_ASSERT_FATAL(fs_start(max_dirty) == 0);
 	cs.no_part_copy = cs.fail_mpu = cs.down = cs.lose_create = false;
+	cs.base.put_max = 0;
 }
 
 static void fx_close(void)
@@ -407,6 +408,43 @@ static void test_part_copy(void)
 	/* The part sent (100..125 MiB) needed its other 24 chunks. */
 	CU_ASSERT(atomic_load(&cs.gets) == 25);
 	CU_ASSERT(store_matches("big", 200, off, sizeof(patch), 0xee));
+	fx_close();
+}
+
+/*
+ * A store that takes 1 GiB in one PUT (the file store, loopback S3): a
+ * new 200 MiB file goes in one PUT, but a 4 KiB change of a 200 MiB
+ * object that is not local goes as parts again (seven copied), instead
+ * of fetching the 199 MiB it lacks into the cache first.
+ */
+static void test_put_max_local_only(void)
+{
+	uint8_t *buf = malloc(MIB), patch[4096];
+	uint64_t ino, off = 100ull * MIB + 12345;
+
+	fx_open(0);
+	cs.base.put_max = 1ull << 30;
+	CU_ASSERT_FATAL(do_create("new", &ino) == 0);
+	for (unsigned i = 0; i < 200; i++) {
+		pattern(buf, i);
+		CU_ASSERT_FATAL(do_write(ino, (uint64_t)i * MIB, buf, MIB) == 0);
+	}
+	counts_reset();
+	CU_ASSERT(fs_flush(fs) == 0);
+	CU_ASSERT(atomic_load(&cs.puts) == 1 && atomic_load(&cs.parts) == 0);
+	CU_ASSERT(store_matches("new", 200, 0, 0, 0));
+
+	put_pattern("old", 200);
+	CU_ASSERT_FATAL(do_lookup("old", &ino) == 0);
+	memset(patch, 0xee, sizeof(patch));
+	CU_ASSERT_FATAL(do_write(ino, off, patch, sizeof(patch)) == 0);
+	counts_reset();
+	CU_ASSERT(fs_flush(fs) == 0);
+	CU_ASSERT(atomic_load(&cs.puts) == 0);
+	CU_ASSERT(atomic_load(&cs.copies) == 7 && atomic_load(&cs.parts) == 1);
+	CU_ASSERT(atomic_load(&cs.gets) == 24);
+	CU_ASSERT(store_matches("old", 200, off, sizeof(patch), 0xee));
+	free(buf);
 	fx_close();
 }
 
@@ -646,6 +684,7 @@ int main(void)
 	CU_add_test(s, "multipart_200mib", test_multipart_200mib);
 	CU_add_test(s, "part_copy", test_part_copy);
 	CU_add_test(s, "part_copy_fallback", test_part_copy_fallback);
+	CU_add_test(s, "put_max_local_only", test_put_max_local_only);
 	CU_add_test(s, "max_dirty", test_max_dirty);
 	CU_add_test(s, "mpu_recover", test_mpu_recover);
 	CU_add_test(s, "mpu_lost_create", test_mpu_lost_create);
