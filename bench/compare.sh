@@ -460,6 +460,18 @@ s3_raw() {
 	for i in 0 1 2 3 4 5 6 7; do s3c -o /dev/null -X DELETE "$S3URL/raw/r$2-$i" || true; done
 }
 
+# s3_bench SERIES ROUND ITEM UNIT OUT MAPFS-BENCH-ARGS...: one mapfs-bench
+# run (-p 1 -q 16) against $GWURL; records its first item's value as ITEM.
+s3_bench() {
+	local ser=$1 rnd=$2 item=$3 unit=$4 out=$5
+	shift 5
+	if "$BENCH" -p 1 -q 16 "$@" --json "$GWURL" >"$out.json" 2>"$out.err"; then
+		rec s3 "$ser" "$item" "$rnd" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["items"][0]["value"])' "$out.json")" "$unit"
+	else
+		log "$ser: $item failed: $(tail -n 3 "$out.err")"
+	fi
+}
+
 # s3_mapfs SERIES ROUND: mapfs-gw on the store: upload, cold read, small files.
 s3_mapfs() {
 	local st=$WORK/$1-r$2 key t0 t1 len i out=$WORK/bench-$1-r$2
@@ -493,25 +505,13 @@ s3_mapfs() {
 	# Cold read: a second gateway with an empty cache, same bucket.
 	LAUNCH='' start_mapfs "$st-b.log" --state "$st-b" "${sargs[@]}"
 	S3GW_PID=$GWPID
-	if "$BENCH" -p 1 -q 16 --items read-big --reuse --keep --big-file-size "$S3SIZE" \
-		--dir "up-r$2" --json "$GWURL" >"$out-read.json" 2>"$out-read.err"; then
-		rec s3 "$1" cold-read "$2" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["items"][0]["value"])' "$out-read.json")" MiB/s
-	else
-		log "$1: cold read-big failed: $(tail -n 3 "$out-read.err")"
-	fi
+	s3_bench "$1" "$2" cold-read MiB/s "$out-read" --items read-big --reuse --keep \
+		--big-file-size "$S3SIZE" --dir "up-r$2"
 	# Warm read: the same file again, now from the cache.
-	if "$BENCH" -p 1 -q 16 --items read-big --reuse --keep --big-file-size "$S3SIZE" \
-		--dir "up-r$2" --json "$GWURL" >"$out-warm.json" 2>"$out-warm.err"; then
-		rec s3 "$1" warm-read "$2" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["items"][0]["value"])' "$out-warm.json")" MiB/s
-	else
-		log "$1: warm read-big failed: $(tail -n 3 "$out-warm.err")"
-	fi
-	if "$BENCH" -p 1 -q 16 --items write-small --small-file-count "$S3SMALLN" \
-		--dir "small-r$2" --json "$GWURL" >"$out-small.json" 2>"$out-small.err"; then
-		rec s3 "$1" small-create "$2" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["items"][0]["value"])' "$out-small.json")" files/s
-	else
-		log "$1: write-small failed: $(tail -n 3 "$out-small.err")"
-	fi
+	s3_bench "$1" "$2" warm-read MiB/s "$out-warm" --items read-big --reuse --keep \
+		--big-file-size "$S3SIZE" --dir "up-r$2"
+	s3_bench "$1" "$2" small-create files/s "$out-small" --items write-small \
+		--small-file-count "$S3SMALLN" --dir "small-r$2"
 	stop_mapfs
 	# Cold read again with --cache-direct (a third, empty cache): the
 	# fetched data bypasses the page cache, whose fresh pages cost more
@@ -520,12 +520,8 @@ s3_mapfs() {
 	mkdir -p "$st-c"
 	LAUNCH='' start_mapfs "$st-c.log" --state "$st-c" --cache-direct "${sargs[@]}"
 	S3GW_PID=$GWPID
-	if "$BENCH" -p 1 -q 16 --items read-big --reuse --big-file-size "$S3SIZE" \
-		--dir "up-r$2" --json "$GWURL" >"$out-direct.json" 2>"$out-direct.err"; then
-		rec s3 "$1" cold-read-direct "$2" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["items"][0]["value"])' "$out-direct.json")" MiB/s
-	else
-		log "$1: cold read-big with --cache-direct failed: $(tail -n 3 "$out-direct.err")"
-	fi
+	s3_bench "$1" "$2" cold-read-direct MiB/s "$out-direct" --items read-big --reuse \
+		--big-file-size "$S3SIZE" --dir "up-r$2"
 	stop_mapfs
 	S3GW_PID=
 }

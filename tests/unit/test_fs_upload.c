@@ -335,6 +335,20 @@ static void put_pattern(const char *key, unsigned n)
 	free(buf);
 }
 
+/* Create name through fs/ and write n MiB of the pattern into it. */
+static void create_pattern(const char *name, unsigned n, uint64_t *ino)
+{
+	uint8_t *buf = malloc(MIB);
+
+	CU_ASSERT_FATAL(buf && do_create(name, ino) == 0);
+	for (unsigned i = 0; i < n; i++) {
+		pattern(buf, i);
+		CU_ASSERT_FATAL(do_write(*ino, (uint64_t)i * MIB, buf, MIB) ==
+				0);
+	}
+	free(buf);
+}
+
 /*
  * The store's object is n MiB of the pattern, except len bytes of byte
  * value patch at off (len 0: none).
@@ -369,22 +383,16 @@ static bool store_matches(const char *key, unsigned n, uint64_t off,
  * per upload thread. */
 static void test_multipart_200mib(void)
 {
-	uint8_t *buf = malloc(MIB);
 	uint64_t ino;
 
 	fx_open(0);
-	CU_ASSERT_FATAL(do_create("two-hundred", &ino) == 0);
-	for (unsigned i = 0; i < 200; i++) {
-		pattern(buf, i);
-		CU_ASSERT_FATAL(do_write(ino, (uint64_t)i * MIB, buf, MIB) == 0);
-	}
+	create_pattern("two-hundred", 200, &ino);
 	counts_reset();
 	CU_ASSERT(fs_flush(fs) == 0);
 	CU_ASSERT(atomic_load(&cs.parts) == 8);
 	CU_ASSERT(atomic_load(&cs.copies) == 0); /* nothing old to copy */
 	CU_ASSERT(atomic_load(&cs.gets) == 0);   /* all of it was local */
 	CU_ASSERT(store_matches("two-hundred", 200, 0, 0, 0));
-	free(buf);
 	fx_close();
 }
 
@@ -419,16 +427,12 @@ static void test_part_copy(void)
  */
 static void test_put_max_local_only(void)
 {
-	uint8_t *buf = malloc(MIB), patch[4096];
+	uint8_t patch[4096];
 	uint64_t ino, off = 100ull * MIB + 12345;
 
 	fx_open(0);
 	cs.base.put_max = 1ull << 30;
-	CU_ASSERT_FATAL(do_create("new", &ino) == 0);
-	for (unsigned i = 0; i < 200; i++) {
-		pattern(buf, i);
-		CU_ASSERT_FATAL(do_write(ino, (uint64_t)i * MIB, buf, MIB) == 0);
-	}
+	create_pattern("new", 200, &ino);
 	counts_reset();
 	CU_ASSERT(fs_flush(fs) == 0);
 	CU_ASSERT(atomic_load(&cs.puts) == 1 && atomic_load(&cs.parts) == 0);
@@ -444,7 +448,6 @@ static void test_put_max_local_only(void)
 	CU_ASSERT(atomic_load(&cs.copies) == 7 && atomic_load(&cs.parts) == 1);
 	CU_ASSERT(atomic_load(&cs.gets) == 24);
 	CU_ASSERT(store_matches("old", 200, off, sizeof(patch), 0xee));
-	free(buf);
 	fx_close();
 }
 
@@ -513,15 +516,10 @@ static int mpu_pending(void)
  * next start, and the file still goes up. */
 static void test_mpu_recover(void)
 {
-	uint8_t *buf = malloc(MIB);
 	uint64_t ino;
 
 	fx_open(0);
-	CU_ASSERT_FATAL(do_create("cut-short", &ino) == 0);
-	for (unsigned i = 0; i < 70; i++) {
-		pattern(buf, i);
-		CU_ASSERT_FATAL(do_write(ino, (uint64_t)i * MIB, buf, MIB) == 0);
-	}
+	create_pattern("cut-short", 70, &ino);
 	cs.fail_mpu = true;
 	CU_ASSERT(fs_flush(fs) == -EAGAIN);
 	CU_ASSERT(mpu_pending() > 0);
@@ -534,7 +532,6 @@ static void test_mpu_recover(void)
 		usleep(10000);
 	CU_ASSERT(mpu_pending() == 0);
 	CU_ASSERT(store_matches("cut-short", 70, 0, 0, 0));
-	free(buf);
 	fx_close();
 }
 
@@ -547,15 +544,10 @@ static void test_mpu_recover(void)
  */
 static void test_mpu_lost_create(void)
 {
-	uint8_t *buf = malloc(MIB);
 	uint64_t ino;
 
 	fx_open(0);
-	CU_ASSERT_FATAL(do_create("lost-id", &ino) == 0);
-	for (unsigned i = 0; i < 70; i++) {
-		pattern(buf, i);
-		CU_ASSERT_FATAL(do_write(ino, (uint64_t)i * MIB, buf, MIB) == 0);
-	}
+	create_pattern("lost-id", 70, &ino);
 	cs.lose_create = true;
 	CU_ASSERT(fs_flush(fs) == -EAGAIN); /* tried a few times */
 	CU_ASSERT(mpu_pending() == 1);
@@ -565,7 +557,6 @@ static void test_mpu_lost_create(void)
 	CU_ASSERT(fs_flush(fs) == 0);
 	CU_ASSERT(mpu_pending() == 0);
 	CU_ASSERT(store_matches("lost-id", 70, 0, 0, 0));
-	free(buf);
 	fx_close();
 }
 
@@ -582,18 +573,13 @@ static int do_commit(uint64_t ino)
  * (the upload delay of an hour would keep it out otherwise). */
 static void test_strict_commit(void)
 {
-	uint8_t *buf = malloc(MIB);
 	struct store_info info;
 	uint64_t ino, ino2;
 
 	strict = true;
 	fx_open(0);
 	strict = false;
-	CU_ASSERT_FATAL(do_create("strict", &ino) == 0);
-	for (unsigned i = 0; i < 3; i++) {
-		pattern(buf, i);
-		CU_ASSERT_FATAL(do_write(ino, (uint64_t)i * MIB, buf, MIB) == 0);
-	}
+	create_pattern("strict", 3, &ino);
 	CU_ASSERT(store_head(inner, "strict", &info) == -ENOENT);
 	CU_ASSERT(do_commit(ino) == 0);
 	CU_ASSERT(store_matches("strict", 3, 0, 0, 0));
@@ -601,7 +587,6 @@ static void test_strict_commit(void)
 	CU_ASSERT_FATAL(do_create("empty", &ino2) == 0);
 	CU_ASSERT(do_commit(ino2) == 0);
 	CU_ASSERT(store_head(inner, "empty", &info) == 0 && info.size == 0);
-	free(buf);
 	fx_close();
 }
 
