@@ -20,6 +20,7 @@
 #ifndef MAPFS_ADMIN_H
 #define MAPFS_ADMIN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct fs;
@@ -47,6 +48,7 @@ struct admin_stats {
 	int dirty_err; /* of fs_dirty_stat(); the fields below are 0 then */
 	uint64_t dirty_files, dirty_bytes, pending_ops;
 	double upload_lag_s;
+	bool store_down; /* store_down(): writes answer JUKEBOX meanwhile */
 };
 
 /* Fill *st now (walks the cache directory and the dirty inodes). */
@@ -54,7 +56,8 @@ void admin_stats_get(const struct admin_ctx *ctx, struct admin_stats *st);
 
 /*
  * A metrics_collect_fn (arg: the struct admin_ctx): uptime, clients,
- * cache size, dirty files and bytes, queued store work, upload lag.
+ * cache size, dirty files and bytes, queued store work, upload lag,
+ * whether the store answers.
  */
 void admin_metrics_collect(void *arg, struct metrics_buf *b);
 

@@ -278,6 +278,9 @@ static void cmd_status(struct admin *a, int fd)
 	else
 		admin_send(fd, "> store: ok (%" PRIu64 " ms)", mono_ms() - t0);
 	store_page_free(&page);
+	admin_send(fd, "> store_state: %s",
+		   store_down(a->ctx.store) ? "down (writes answer JUKEBOX)"
+					    : "up");
 	admin_send(fd, "ok");
 }
 

@@ -12,6 +12,7 @@
 #include "fs/fs.h"
 #include "metrics/metrics.h"
 #include "nfsd/nfsd.h"
+#include "s3/store.h"
 
 void admin_stats_get(const struct admin_ctx *ctx, struct admin_stats *st)
 {
@@ -26,6 +27,7 @@ void admin_stats_get(const struct admin_ctx *ctx, struct admin_stats *st)
 	pthread_mutex_unlock(&ctx->nfsd->mounts_lock);
 	st->cache_err = admin_dir_usage(ctx->cache_dir, &st->cache_bytes,
 					&st->cache_files);
+	st->store_down = ctx->store && store_down(ctx->store);
 	st->dirty_err = fs_dirty_stat(ctx->fs, &ds);
 	if (st->dirty_err)
 		return;
@@ -59,6 +61,10 @@ void admin_metrics_collect(void *arg, struct metrics_buf *b)
 				  "Files in the cache directory", "",
 				  (double)st.cache_files);
 	}
+	metrics_buf_gauge(b, "mapfs_store_up",
+			  "1 while the store answers, 0 from the first request "
+			  "it left unanswered (writes answer JUKEBOX) until it "
+			  "answers again", "", st.store_down ? 0 : 1);
 	if (st.dirty_err)
 		return;
 	metrics_buf_gauge(b, "mapfs_dirty_files",

@@ -114,9 +114,6 @@ struct fs {
 	bool sync_stop;
 	bool sync_started;
 	uint32_t backoff_ms;
-	/* The syncer's last store operation failed with -EAGAIN (store
-	 * unreachable or throttling): new data is refused until one works. */
-	atomic_bool store_down;
 	pthread_t syncer;
 };
 

@@ -53,7 +53,7 @@ int fs_backpressure(struct fs *fs)
 {
 	struct cache_usage u;
 
-	if (atomic_load(&fs->store_down))
+	if (store_down(fs->store))
 		return -EAGAIN;
 	if (!fs->opts.max_dirty)
 		return 0;

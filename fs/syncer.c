@@ -16,6 +16,11 @@
  * upload of a file that changed meanwhile is simply repeated.  Cleaning
  * also clears the dirty chunks in cache/, in the same transaction.
  *
+ * While store_down() (any operation of the gateway saw the store stop
+ * answering), passes stop and a probe runs every SYNC_PROBE_MS instead;
+ * the first answer starts a pass at once, without the backoff that
+ * failed passes otherwise build up.
+ *
  * A file goes up once it has been quiet for upload_delay, or for only
  * SYNC_MIN_QUIET_MS once the cache's dirty data passes half of max_dirty
  * (the size threshold), or at a flush.
@@ -59,6 +64,8 @@
 #define SYNC_MIN_QUIET_MS 50
 #define SYNC_BATCH 256
 #define SYNC_BACKOFF_MAX_MS 10000
+/* While the store is down, one store_probe() per this, and no pass. */
+#define SYNC_PROBE_MS 1000
 #define SYNC_FLUSH_RETRIES 5
 #define SYNC_FLUSH_IDLE_MAX 500 /* passes without progress: ~10 s */
 /* Parts: one per thread while that keeps them within these bounds. */
@@ -770,7 +777,6 @@ static int sync_pass(struct fs *fs, bool flushing, uint64_t only,
 		return rc;
 	for (size_t i = 0; i < s.npend; i++) {
 		rc = run_pending(fs, &s.pend[i]);
-		atomic_store(&fs->store_down, rc == -EAGAIN);
 		if (rc) {
 			/* Later work must not overtake this record. */
 			log_debug("fs: store %s %s: %s",
@@ -796,8 +802,6 @@ static int sync_pass(struct fs *fs, bool flushing, uint64_t only,
 		    now - it->quiet_since < delay * 1000000)
 			continue;
 		rc = sync_item(fs, it);
-		if (rc != -ENODATA)
-			atomic_store(&fs->store_down, rc == -EAGAIN);
 		if (rc == -ENODATA)
 			continue; /* its cache file is being set up: later */
 		if (rc) {
@@ -829,7 +833,8 @@ static void *syncer_main(void *p)
 	pthread_mutex_lock(&fs->sync_wlock);
 	while (!fs->sync_stop) {
 		struct timespec ts;
-		uint32_t wait = period + fs->backoff_ms;
+		bool down = store_down(fs->store);
+		uint32_t wait = down ? SYNC_PROBE_MS : period + fs->backoff_ms;
 		bool progress;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -843,12 +848,17 @@ static void *syncer_main(void *p)
 		if (fs->sync_stop)
 			break;
 		pthread_mutex_unlock(&fs->sync_wlock);
+		if (down && store_probe(fs->store)) {
+			/* Still down: no pass (it could only fail). */
+			pthread_mutex_lock(&fs->sync_wlock);
+			continue;
+		}
 		pthread_mutex_lock(&fs->sync_lock);
 		int rc = sync_pass(fs, false, 0, &progress);
 
 		pthread_mutex_unlock(&fs->sync_lock);
 		pthread_mutex_lock(&fs->sync_wlock);
-		if (rc) {
+		if (rc && !store_down(fs->store)) {
 			fs->backoff_ms = fs->backoff_ms ? fs->backoff_ms * 2 : 200;
 			if (fs->backoff_ms > SYNC_BACKOFF_MAX_MS)
 				fs->backoff_ms = SYNC_BACKOFF_MAX_MS;

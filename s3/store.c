@@ -6,9 +6,12 @@
 #include "s3/store_backends.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "common/log.h"
 #include "metrics/metrics.h"
 
 /*
@@ -87,21 +90,89 @@ const char *store_url(const struct store *st)
 	return st->url;
 }
 
+static int64_t store_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Whether rc says something of the store's health: -EAGAIN is the
+ * backend's "not answering" once its retries are used up; 0 and the
+ * errors the server itself answers (no such key, denied, ...) say it is
+ * up.  Out of memory, a cancel or an interrupt say nothing either way.
+ */
+static bool store_rc_up(int rc)
+{
+	return rc != -EAGAIN && rc != -ENOMEM && rc != -ECANCELED &&
+	       rc != -EINTR;
+}
+
+/*
+ * Fold one operation's result into store_down(), logging the changes
+ * (once per outage: the first -EAGAIN and the first answer after it).
+ */
+static void store_health(struct store *st, int rc)
+{
+	int64_t since = atomic_load_explicit(&st->down_since_ms,
+					     memory_order_relaxed);
+
+	if (rc == -EAGAIN && !since) {
+		int64_t now = store_now_ms();
+
+		if (atomic_compare_exchange_strong(&st->down_since_ms, &since,
+						   now))
+			log_warn("store %s: not answering; what needs it waits "
+				 "(clients retry) until it does",
+				 st->url ? st->url : "");
+	} else if (since && store_rc_up(rc)) {
+		since = atomic_exchange(&st->down_since_ms, 0);
+		if (since)
+			log_info("store %s: answering again after %lld ms",
+				 st->url ? st->url : "",
+				 (long long)(store_now_ms() - since));
+	}
+}
+
 /*
  * The wrappers below forward to the backend; a missing op is ENOTSUP.
- * Each counts itself in the metrics, whichever backend runs it.
+ * Each counts itself in the metrics and in the store's health,
+ * whichever backend runs it.
  */
-static int store_counted(enum metrics_store_op op, int rc)
+static int store_done(struct store *st, enum metrics_store_op op, int rc,
+		      uint64_t bytes)
 {
-	metrics_store_op(op, rc, 0);
+	metrics_store_op(op, rc, bytes);
+	store_health(st, rc);
 	return rc;
+}
+
+static int store_counted(struct store *st, enum metrics_store_op op, int rc)
+{
+	return store_done(st, op, rc, 0);
+}
+
+bool store_down(const struct store *st)
+{
+	return atomic_load_explicit(&st->down_since_ms,
+				    memory_order_relaxed) != 0;
+}
+
+int store_probe(struct store *st)
+{
+	struct store_info info;
+	int rc = store_head(st, STORE_PROBE_KEY, &info);
+
+	return store_rc_up(rc) ? 0 : rc;
 }
 
 int store_head(struct store *st, const char *key, struct store_info *out)
 {
 	if (!st->ops->head)
 		return -ENOTSUP;
-	return store_counted(MET_OP_HEAD, st->ops->head(st, key, out));
+	return store_counted(st, MET_OP_HEAD, st->ops->head(st, key, out));
 }
 
 int store_get(struct store *st, const char *key, uint64_t off, size_t len,
@@ -111,8 +182,7 @@ int store_get(struct store *st, const char *key, uint64_t off, size_t len,
 		return -ENOTSUP;
 	int rc = st->ops->get(st, key, off, len, buf, got);
 
-	metrics_store_op(MET_OP_GET, rc, rc || !got ? 0 : *got);
-	return rc;
+	return store_done(st, MET_OP_GET, rc, rc || !got ? 0 : *got);
 }
 
 /* The bounce buffer of a backend without get_stream. */
@@ -159,8 +229,7 @@ int store_get_stream(struct store *st, const char *key, uint64_t off,
 		rc = get_stream_pieces(st, key, off, len, sink, arg, got);
 	else
 		return -ENOTSUP;
-	metrics_store_op(MET_OP_GET, rc, rc ? 0 : *got);
-	return rc;
+	return store_done(st, MET_OP_GET, rc, rc ? 0 : *got);
 }
 
 int store_put(struct store *st, const char *key, const void *buf, size_t len,
@@ -170,8 +239,7 @@ int store_put(struct store *st, const char *key, const void *buf, size_t len,
 		return -ENOTSUP;
 	int rc = st->ops->put(st, key, buf, len, meta, out);
 
-	metrics_store_op(MET_OP_PUT, rc, rc ? 0 : len);
-	return rc;
+	return store_done(st, MET_OP_PUT, rc, rc ? 0 : len);
 }
 
 int store_put_fd(struct store *st, const char *key, int fd, uint64_t len,
@@ -181,8 +249,7 @@ int store_put_fd(struct store *st, const char *key, int fd, uint64_t len,
 		return -ENOTSUP;
 	int rc = st->ops->put_fd(st, key, fd, len, meta, out);
 
-	metrics_store_op(MET_OP_PUT, rc, rc ? 0 : len);
-	return rc;
+	return store_done(st, MET_OP_PUT, rc, rc ? 0 : len);
 }
 
 int store_mpu_list(struct store *st, const char *prefix,
@@ -192,7 +259,7 @@ int store_mpu_list(struct store *st, const char *prefix,
 	*n = 0;
 	if (!st->ops->mpu_list)
 		return -ENOTSUP;
-	return store_counted(MET_OP_MPU,
+	return store_counted(st, MET_OP_MPU,
 			     st->ops->mpu_list(st, prefix, out, n));
 }
 
@@ -237,7 +304,7 @@ int store_mpu_create(struct store *st, const char *key,
 {
 	if (!st->ops->mpu_create)
 		return -ENOTSUP;
-	return store_counted(MET_OP_MPU, st->ops->mpu_create(st, key, meta, upload_id));
+	return store_counted(st, MET_OP_MPU, st->ops->mpu_create(st, key, meta, upload_id));
 }
 
 int store_mpu_part(struct store *st, const char *key, const char *upload_id,
@@ -249,8 +316,7 @@ int store_mpu_part(struct store *st, const char *key, const char *upload_id,
 	int rc = st->ops->mpu_part(st, key, upload_id, partno, fd, off, len,
 				 etag);
 
-	metrics_store_op(MET_OP_MPU, rc, rc ? 0 : len);
-	return rc;
+	return store_done(st, MET_OP_MPU, rc, rc ? 0 : len);
 }
 
 int store_mpu_part_copy(struct store *st, const char *key,
@@ -259,7 +325,7 @@ int store_mpu_part_copy(struct store *st, const char *key,
 {
 	if (!st->ops->mpu_part_copy)
 		return -ENOTSUP;
-	return store_counted(MET_OP_MPU, st->ops->mpu_part_copy(st, key, upload_id, partno, src, off,
+	return store_counted(st, MET_OP_MPU, st->ops->mpu_part_copy(st, key, upload_id, partno, src, off,
 				      len, etag));
 }
 
@@ -269,14 +335,14 @@ int store_mpu_complete(struct store *st, const char *key,
 {
 	if (!st->ops->mpu_complete)
 		return -ENOTSUP;
-	return store_counted(MET_OP_MPU, st->ops->mpu_complete(st, key, upload_id, nparts, etags, out));
+	return store_counted(st, MET_OP_MPU, st->ops->mpu_complete(st, key, upload_id, nparts, etags, out));
 }
 
 int store_mpu_abort(struct store *st, const char *key, const char *upload_id)
 {
 	if (!st->ops->mpu_abort)
 		return -ENOTSUP;
-	return store_counted(MET_OP_MPU, st->ops->mpu_abort(st, key, upload_id));
+	return store_counted(st, MET_OP_MPU, st->ops->mpu_abort(st, key, upload_id));
 }
 
 int store_list(struct store *st, const char *prefix, char delimiter,
@@ -284,7 +350,7 @@ int store_list(struct store *st, const char *prefix, char delimiter,
 {
 	if (!st->ops->list)
 		return -ENOTSUP;
-	return store_counted(MET_OP_LIST, st->ops->list(st, prefix, delimiter, token, max_keys, out));
+	return store_counted(st, MET_OP_LIST, st->ops->list(st, prefix, delimiter, token, max_keys, out));
 }
 
 /* Free everything a backend put in page (all malloc'd) and zero it. */
@@ -309,21 +375,21 @@ int store_copy(struct store *st, const char *src, const char *dst,
 {
 	if (!st->ops->copy)
 		return -ENOTSUP;
-	return store_counted(MET_OP_COPY, st->ops->copy(st, src, dst, meta, out));
+	return store_counted(st, MET_OP_COPY, st->ops->copy(st, src, dst, meta, out));
 }
 
 int store_delete(struct store *st, const char *key)
 {
 	if (!st->ops->del)
 		return -ENOTSUP;
-	return store_counted(MET_OP_DELETE, st->ops->del(st, key));
+	return store_counted(st, MET_OP_DELETE, st->ops->del(st, key));
 }
 
 int store_delete_many(struct store *st, const char *const *keys, size_t n)
 {
 	if (!st->ops->del_many)
 		return -ENOTSUP;
-	return store_counted(MET_OP_DELETE, st->ops->del_many(st, keys, n));
+	return store_counted(st, MET_OP_DELETE, st->ops->del_many(st, keys, n));
 }
 
 int store_statfs(struct store *st, uint64_t *total_bytes, uint64_t *avail_bytes)

@@ -75,6 +75,24 @@ void store_close(struct store *st);
 /* Human-readable URL of the store (owned by st). */
 const char *store_url(const struct store *st);
 
+/*
+ * Whether the store is down: its last operation that said anything of
+ * its health got -EAGAIN (the backend's retries used up); the next one
+ * that gets an answer (a success, no such key, denied, ...) clears it.
+ * Transitions are logged once per outage.  Lock-free; any thread.
+ */
+bool store_down(const struct store *st);
+
+/* The key store_probe() HEADs: not expected to exist (404 is an answer). */
+#define STORE_PROBE_KEY ".mapfs-gw-probe"
+
+/*
+ * One cheap request (HEAD of STORE_PROBE_KEY) to learn whether the store
+ * answers: 0 if it did (whatever it said), -EAGAIN if not.  Updates
+ * store_down() like any operation.
+ */
+int store_probe(struct store *st);
+
 /* HEAD: size, etag, metadata.  -ENOENT if the key is absent. */
 int store_head(struct store *st, const char *key, struct store_info *out);
 
@@ -230,6 +248,9 @@ struct store {
 	const struct store_ops *ops;
 	char *url;
 	uint64_t put_max; /* store_opts.put_max; 0: ops->put_max decides */
+	/* store_down(): 0 while it answers, else CLOCK_MONOTONIC ms of the
+	 * first -EAGAIN of this outage (a backend's open may set it). */
+	_Atomic int64_t down_since_ms;
 };
 
 #endif

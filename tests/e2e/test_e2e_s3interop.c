@@ -580,9 +580,11 @@ static void test_s3_down(void)
 	e2e_fill(cached, len, 1);
 	e2e_fill(uncached, len, 2);
 	e2e_fill(pending, len, 3);
-	/* Uploads wait 4 s: pending.bin is still only on the gateway when
-	 * the server goes down. */
-	env_start(&E, "4");
+	/* Uploads wait 8 s: pending.bin is still only on the gateway when
+	 * the server goes down, and its upload is not tried before the
+	 * FILE_SYNC WRITE below (the miss alone must tell the store is
+	 * down). */
+	env_start(&E, "8");
 
 	fc = create_file(E.r, &E.root, "cached.bin", 0644);
 	E2E_STATUS("WRITE+COMMIT cached.bin",
@@ -615,6 +617,8 @@ static void test_s3_down(void)
 	}
 	fprintf(stderr, "  miss answered in %llu ms\n",
 		(unsigned long long)(e2e_now_ms() - t0));
+	/* The miss found the store down: from now on new data waits, even
+	 * though no upload has failed yet (pending.bin's is not due). */
 	{
 		WRITE3res w;
 
@@ -656,6 +660,10 @@ static void test_s3_down(void)
 			usleep(500000);
 	} while (st == NFS3ERR_JUKEBOX && e2e_now_ms() - t0 < UPLOAD_MS);
 	E2E_STATUS("READ uncached.bin (S3 back)", st, NFS3_OK);
+	E2E_CHECK(e2e_gw_log_count(&E.gw, "not answering;") >= 1 &&
+			  e2e_gw_log_count(&E.gw, "answering again") >= 1,
+		  "the log does not say when the store stopped and started "
+		  "answering");
 
 	/* Nothing acknowledged is lost. */
 	e2e_s3_key(&E.gw, "pending.bin", key, sizeof(key));

@@ -47,12 +47,18 @@ static struct {
 	bool no_part_copy;
 	bool fail_mpu; /* complete and abort answer -EAGAIN (a crash) */
 	bool lose_create; /* the upload is made, its answer lost: -EAGAIN */
-	bool down;     /* every PUT answers -EAGAIN (store unreachable) */
+	/* every PUT answers -EAGAIN (store unreachable); with all_down,
+	 * every HEAD and GET too */
+	bool down, all_down;
+	atomic_int heads;
 } cs;
 
 static int c_head(struct store *s, const char *k, struct store_info *o)
 {
 	(void)s;
+	atomic_fetch_add(&cs.heads, 1);
+	if (cs.all_down)
+		return -EAGAIN;
 	return store_head(inner, k, o);
 }
 
@@ -61,6 +67,8 @@ static int c_get(struct store *s, const char *k, uint64_t off, size_t len,
 {
 	(void)s;
 	atomic_fetch_add(&cs.gets, 1);
+	if (cs.all_down)
+		return -EAGAIN;
 	return store_get(inner, k, off, len, buf, got);
 }
 
@@ -225,7 +233,9 @@ static void fx_open(uint64_t max_dirty)
 				   &cs.base, &cache) == 0);
 	CU_ASSERT_FATAL(fs_start(max_dirty) == 0);
 	cs.no_part_copy = cs.fail_mpu = cs.down = cs.lose_create = false;
+	cs.all_down = false;
 	cs.base.put_max = 0;
+	atomic_store(&cs.base.down_since_ms, 0);
 }
 
 static void fx_close(void)
@@ -609,6 +619,48 @@ static void test_store_down(void)
 	fx_close();
 }
 
+static int do_read(uint64_t ino, uint64_t off, size_t len, void *buf,
+		   size_t *n);
+
+/*
+ * Any store operation that finds the store down (here a fetch for a
+ * READ miss, no upload at all) makes new data wait at once; once the
+ * store is back, the syncer's probe lets it in again without any upload
+ * or flush to find out.  (Before, only a failed upload set it: a WRITE
+ * right after a failed miss was accepted.)
+ */
+static void test_store_down_probe(void)
+{
+	char buf[4096];
+	uint64_t ino, ino2;
+	size_t n;
+	int i;
+
+	fx_open(0);
+	counts_reset();
+	put_pattern("remote", 1);
+	CU_ASSERT_FATAL(do_lookup("remote", &ino) == 0);
+	cs.down = cs.all_down = true;
+	CU_ASSERT(do_read(ino, 0, sizeof(buf), buf, &n) == -EAGAIN);
+	CU_ASSERT(store_down(&cs.base));
+	CU_ASSERT(do_create("during", &ino2) == -EAGAIN);
+	/* The syncer probes (a HEAD) about every second while down. */
+	atomic_store(&cs.heads, 0);
+	for (i = 0; i < 40 && atomic_load(&cs.heads) < 2; i++)
+		usleep(100000);
+	CU_ASSERT(atomic_load(&cs.heads) >= 2);
+	CU_ASSERT(store_down(&cs.base));
+	cs.down = cs.all_down = false;
+	for (i = 0; i < 40 && store_down(&cs.base); i++)
+		usleep(100000);
+	CU_ASSERT(!store_down(&cs.base));
+	CU_ASSERT(atomic_load(&cs.puts) == 0); /* no upload told it */
+	CU_ASSERT(do_create("during", &ino2) == 0);
+	CU_ASSERT(do_read(ino, 0, sizeof(buf), buf, &n) == 0 &&
+		  n == sizeof(buf));
+	fx_close();
+}
+
 static int do_rename(const char *from, const char *to)
 {
 	struct wait w = WAIT_INIT;
@@ -675,6 +727,7 @@ int main(void)
 	CU_add_test(s, "mpu_lost_create", test_mpu_lost_create);
 	CU_add_test(s, "strict_commit", test_strict_commit);
 	CU_add_test(s, "store_down", test_store_down);
+	CU_add_test(s, "store_down_probe", test_store_down_probe);
 	CU_add_test(s, "rename_partial", test_rename_partial);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
