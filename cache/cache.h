@@ -123,6 +123,20 @@ void cache_loop_poll(void *cache, int loop); /* matches rpc_watch_fn */
 void cache_loop_flush(void *cache, int loop); /* matches rpc_watch_fn */
 
 /*
+ * Keep every chunk of ino from eviction until cache_unpin() (the entry is
+ * made if missing, like cache_fetch() with an object of size bytes).  For
+ * an upload: it reads the cache file for bytes that replace the store's,
+ * and a chunk punched under it would read as zeros while its only other
+ * copy is the object being replaced.  Pin first, then cache_fetch() what
+ * is not local: a chunk being evicted at the pin is waited for and
+ * fetched again.  0 or -errno; *out is the caller's to unpin.
+ */
+struct cache_pin;
+int cache_pin(struct cache *c, uint64_t ino, uint64_t size,
+	      struct cache_pin **out);
+void cache_unpin(struct cache_pin *p);
+
+/*
  * Read up to len bytes at off from inode ino's local data into buf (owned
  * by the caller, valid until done).  done(arg, bytes read, 0 at EOF) or
  * -ENODATA when a chunk of the range is not readable (cache_fetch it,

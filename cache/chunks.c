@@ -407,6 +407,35 @@ void cache_read_unpin(struct cache_ent *e)
 	cache_ent_put(e);
 }
 
+/* A pin is its entry, referenced and counted in pins. */
+struct cache_pin {
+	struct cache_ent e;
+};
+
+int cache_pin(struct cache *c, uint64_t ino, uint64_t size,
+	      struct cache_pin **out)
+{
+	struct cache_entshard *s = cache_ent_shard(c, ino);
+	struct cache_ent *e;
+	int rc = cache_ent_attach(c, ino, size, &e);
+
+	if (rc)
+		return rc;
+	/* Under the lock: a sweep of e either marked its victims BUSY
+	 * already (cache_fetch waits for them) or sees the pin. */
+	pthread_mutex_lock(&s->lock);
+	atomic_fetch_add(&e->pins, 1);
+	pthread_mutex_unlock(&s->lock);
+	*out = (struct cache_pin *)(void *)e;
+	return 0;
+}
+
+void cache_unpin(struct cache_pin *p)
+{
+	if (p)
+		cache_read_unpin(&p->e);
+}
+
 int cache_write_mark(struct cache *c, uint64_t ino, uint64_t off, uint64_t len,
 		     struct cache_ent **out)
 {

@@ -33,7 +33,9 @@
  * fetched and sent again; a backend without part-copy gets the bytes.
  * Chunks an upload needs that are not local are fetched first, part by
  * part, so memory holds at most one chunk per fetch worker, never the
- * file.
+ * file; from before that fetch until the bytes are sent the file's
+ * chunks are pinned against eviction (a punched chunk would go up as
+ * zeros over the only other copy of its bytes).
  *
  * A multipart upload is journaled (db "mpu") before its first part and
  * forgotten after it is completed or aborted, so the uploads a crash cut
@@ -258,14 +260,28 @@ static void meta_of(const struct sync_item *it, struct store_meta *m)
 }
 
 /* Make bytes [off, off+len) of the item's cache file readable. */
-static int data_fetch(struct fs *fs, const struct sync_item *it, uint64_t off,
-		      uint64_t len)
+/*
+ * Make [off, off + len) of it's file local for an upload that reads it
+ * from the cache file, and keep it so (*pin, for cache_unpin) until the
+ * read is done: a chunk evicted meanwhile would go up as zeros, over the
+ * only other copy of its bytes.
+ */
+static int data_fetch_pinned(struct fs *fs, const struct sync_item *it,
+			     uint64_t off, uint64_t len,
+			     struct cache_pin **pin)
 {
 	long res = 0;
+	int rc = cache_pin(fs->cache, it->in.ino, it->in.size, pin);
 
+	if (rc)
+		return rc;
 	cache_fetch(fs->cache, -1, it->in.ino,
 		    &(struct cache_obj){ .key = it->key, .size = it->in.size },
 		    off, len, false, sync_res_done, &res);
+	if (res) {
+		cache_unpin(*pin);
+		*pin = NULL;
+	}
 	return (int)res;
 }
 
@@ -479,6 +495,7 @@ static int mpu_one(struct mpu *m, int i)
 {
 	uint64_t off = (uint64_t)i * m->part;
 	uint64_t len = m->size - off < m->part ? m->size - off : m->part;
+	struct cache_pin *pin;
 	int rc;
 
 	if (m->copy_ok &&
@@ -495,10 +512,12 @@ static int mpu_one(struct mpu *m, int i)
 			return rc;
 		}
 	}
-	rc = data_fetch(m->fs, m->it, off, len);
-	if (!rc)
+	rc = data_fetch_pinned(m->fs, m->it, off, len, &pin);
+	if (!rc) {
 		rc = store_mpu_part(m->fs->store, m->it->key, m->upload_id,
 				    i + 1, m->fd, off, len, m->etags[i]);
+		cache_unpin(pin);
+	}
 	return rc;
 }
 
@@ -633,9 +652,14 @@ static int upload(struct fs *fs, struct sync_item *it, struct store_info *out)
 	     !cache_range_local(fs->cache, it->in.ino, 0, size))) {
 		rc = put_multipart(fs, it, fd, size, &m, out);
 	} else {
-		rc = data_fetch(fs, it, 0, size);
-		if (!rc)
-			rc = store_put_fd(fs->store, it->key, fd, size, &m, out);
+		struct cache_pin *pin;
+
+		rc = data_fetch_pinned(fs, it, 0, size, &pin);
+		if (!rc) {
+			rc = store_put_fd(fs->store, it->key, fd, size, &m,
+					  out);
+			cache_unpin(pin);
+		}
 	}
 	cache_close_fd(fs->cache, it->in.ino, fd);
 	return rc;

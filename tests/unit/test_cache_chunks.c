@@ -634,6 +634,56 @@ static void test_evict_capacity(void)
 	cache_close(c);
 }
 
+/* Bytes of ino's first n chunks that read as local now (-ENODATA: not). */
+static int chunks_local(struct cache *c, uint64_t ino, int n, uint8_t *buf)
+{
+	int local = 0;
+
+	for (int i = 0; i < n; i++)
+		local += rd(c, ino, (uint64_t)i * MIB, MIB, buf) == MIB;
+	return local;
+}
+
+/*
+ * A pinned file keeps its clean chunks while reads of 4x the capacity
+ * evict everything else (an upload reads them from the cache file: a
+ * punched one would go up as zeros); unpinned, they go like the rest.
+ */
+static void test_pin_evict(void)
+{
+	const uint64_t cap = 8 * MIB, other = 32 * MIB;
+	struct cache *c = open_cache(1, cap);
+	uint8_t *buf = malloc(MIB);
+	struct cache_pin *pin;
+
+	put_obj("pinned", 4 * MIB, 900);
+	put_obj("other", other, 901);
+	CU_ASSERT_FATAL(cache_pin(c, 20, 4 * MIB, &pin) == 0);
+	CU_ASSERT_FATAL(fetch(c, 20, "pinned", 4 * MIB, 0, 4 * MIB, false) ==
+			0);
+	for (uint64_t off = 0; off < other; off += MIB) {
+		CU_ASSERT(read_through(c, 21, "other", other, off, MIB, buf) ==
+			  MIB);
+		usleep(20000); /* the evictor runs behind */
+	}
+	CU_ASSERT(chunks_local(c, 20, 4, buf) == 4);
+	for (int i = 0; i < 4; i++) {
+		CU_ASSERT(rd(c, 20, (uint64_t)i * MIB, MIB, buf) == MIB);
+		expect_chunk(buf, (uint64_t)i, 900, MIB);
+	}
+	cache_unpin(pin);
+	for (int round = 0; round < 2; round++)
+		for (uint64_t off = 0; off < other; off += MIB) {
+			CU_ASSERT(read_through(c, 21, "other", other, off,
+					       MIB, buf) == MIB);
+			usleep(20000);
+		}
+	CU_ASSERT(chunks_local(c, 20, 4, buf) < 4);
+	CU_ASSERT(cache_drop(c, 20) == 0 && cache_drop(c, 21) == 0);
+	free(buf);
+	cache_close(c);
+}
+
 /* Records made with one chunk size are never read with another. */
 static void test_chunk_size_fixed(void)
 {
@@ -675,6 +725,7 @@ int main(void)
 	CU_add_test(s, "readahead", test_readahead);
 	CU_add_test(s, "readahead_runs", test_readahead_runs);
 	CU_add_test(s, "evict_capacity", test_evict_capacity);
+	CU_add_test(s, "pin_evict", test_pin_evict);
 	CU_add_test(s, "chunk_size_fixed", test_chunk_size_fixed);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
