@@ -259,10 +259,9 @@ static void meta_of(const struct sync_item *it, struct store_meta *m)
 				  .symlink = it->in.type == FS_LNK };
 }
 
-/* Make bytes [off, off+len) of the item's cache file readable. */
 /*
- * Make [off, off + len) of it's file local for an upload that reads it
- * from the cache file, and keep it so (*pin, for cache_unpin) until the
+ * Make [off, off + len) of the item's cache file local for an upload that
+ * reads it from there, and keep it so (*pin, for cache_unpin) until the
  * read is done: a chunk evicted meanwhile would go up as zeros, over the
  * only other copy of its bytes.
  */
