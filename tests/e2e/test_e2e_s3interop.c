@@ -660,10 +660,18 @@ static void test_s3_down(void)
 			usleep(500000);
 	} while (st == NFS3ERR_JUKEBOX && e2e_now_ms() - t0 < UPLOAD_MS);
 	E2E_STATUS("READ uncached.bin (S3 back)", st, NFS3_OK);
+	/* The READ can be answered from the first chunks a GET lands,
+	 * before the GET returns and the store is seen answering: wait. */
+	t0 = e2e_now_ms();
+	while (e2e_gw_log_count(&E.gw, "answering again") < 1 &&
+	       e2e_now_ms() - t0 < SEE_MS)
+		usleep(100000);
 	E2E_CHECK(e2e_gw_log_count(&E.gw, "not answering;") >= 1 &&
 			  e2e_gw_log_count(&E.gw, "answering again") >= 1,
 		  "the log does not say when the store stopped and started "
-		  "answering");
+		  "answering (%d and %d lines)",
+		  e2e_gw_log_count(&E.gw, "not answering;"),
+		  e2e_gw_log_count(&E.gw, "answering again"));
 
 	/* Nothing acknowledged is lost. */
 	e2e_s3_key(&E.gw, "pending.bin", key, sizeof(key));
