@@ -5,9 +5,18 @@
  * The bottom room: every other room may log; it depends on nothing.  One
  * write(2) per line, so lines from many threads never interleave.  Never
  * pass secrets (keys, signatures, credentials) to these functions.
+ *
+ * Lines are escaped after formatting: control bytes become \xNN and a
+ * backslash \\, so strings a client sent (names, paths) may be passed
+ * as they are.  Lines a remote host can cause at will go through
+ * log_host(), which is rate-limited per host.
  */
 #ifndef MAPFS_LOG_H
 #define MAPFS_LOG_H
+
+#include <stdbool.h>
+
+struct sockaddr_storage;
 
 enum log_level { LOG_LVL_ERROR = 0, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 
@@ -34,6 +43,20 @@ int log_enabled(enum log_level lvl);
 
 void log_msg(enum log_level lvl, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* Text of peer's address ("10.0.0.5", "fd00::1") in buf; returns buf. */
+#define LOG_ADDR_MAX 64
+const char *log_addr(const struct sockaddr_storage *peer,
+		     char buf[LOG_ADDR_MAX]);
+
+/*
+ * log_msg() for a line a remote host caused (a refused call, a bad
+ * request): at most 5 lines per host and 50 over all hosts every 10 s;
+ * the next line a host gets out after some were dropped says how many
+ * (and mapfs_log_lines_dropped_total counts them).
+ */
+void log_host(enum log_level lvl, const struct sockaddr_storage *peer,
+	      const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #define log_error(...) log_msg(LOG_LVL_ERROR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_LVL_WARN, __VA_ARGS__)

@@ -28,7 +28,13 @@
 	X(CONN_CLOSED, "mapfs_connections_closed_total", "",                   \
 	  "Client TCP connections closed")                                     \
 	X(CONN_REFUSED, "mapfs_connections_refused_total", "",                 \
-	  "Connections closed at once over --max-connections")                 \
+	  "Connections closed at once over --max-connections or a host's limit") \
+	X(LOG_DROPPED, "mapfs_log_lines_dropped_total", "",                    \
+	  "Log lines a remote host caused, dropped by the per-host rate limit") \
+	X(KEYS_SKIPPED, "mapfs_store_keys_skipped_total", "",                  \
+	  "Listed object keys that no file name can stand for (NUL, empty, . or .. segment, too long, the store's own)") \
+	X(UPLOAD_FAILURES, "mapfs_upload_failures_total", "",                  \
+	  "Uploads that failed with an error retrying cannot fix (the file stays dirty and is retried with backoff)") \
 	X(NFS_READ_BYTES, "mapfs_nfs_bytes_total", "dir=\"read\"",             \
 	  "File data moved by NFS READ and WRITE")                              \
 	X(NFS_WRITE_BYTES, "mapfs_nfs_bytes_total", "dir=\"write\"", "")       \
