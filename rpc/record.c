@@ -9,6 +9,12 @@
  * The buffers are the transport's reply buffers (outbuf.c) used as plain
  * memory, so on a loop a request, like its reply, comes from the loop's
  * pool: a GETATTR or a 1 MiB WRITE allocates nothing.
+ *
+ * A buffer grows with the bytes that really arrived, not with what a
+ * record mark announces: a fragment starts in a small buffer and gets
+ * one of its full size only once the small one is full, so a socket that
+ * announced a big record and went quiet (or trickles) holds kilobytes,
+ * not a megabyte.  A big WRITE pays one copy of the small buffer.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -44,37 +50,47 @@ void rpc_recparser_free(struct rpc_recparser *p)
 	p->len = p->cap = 0;
 }
 
+/* What the first buffer of a record asks for: a pool's small buffer. */
+#define REC_SMALL 8192
+
+/*
+ * Room in the buffer for n more bytes of the current fragment (and the
+ * byte that keeps an empty record's buffer non-NULL): a small buffer
+ * while the record is small so far, else one for the whole fragment.
+ */
+static int rec_room(struct rpc_recparser *p, size_t n)
+{
+	size_t want = p->len + n + 1, full = p->len + p->frag_left + 1;
+	struct rpc_outbuf *ob;
+
+	if (want <= p->cap)
+		return 0;
+	ob = rpc_outbuf_new(want <= REC_SMALL && full > REC_SMALL ? REC_SMALL
+								  : full);
+	if (!ob)
+		return -ENOMEM;
+	if (p->len)
+		memcpy(ob->data, p->buf, p->len);
+	rpc_record_free(p->buf);
+	p->buf = ob->data;
+	p->cap = ob->cap;
+	return 0;
+}
+
 /*
  * A new fragment of flen bytes starts: check the record limit before any
- * byte of it arrives (so a huge mark is refused at once) and size the
- * buffer for the whole fragment, so its bytes are copied exactly once.
+ * byte of it arrives, so a huge mark is refused at once.
  */
 static int frag_begin(struct rpc_recparser *p, uint32_t mark)
 {
 	uint32_t flen = mark & RPC_FRAG_LEN_MASK;
-	size_t need;
-	uint8_t *nb;
 
 	if (flen > p->max_record || p->len > p->max_record - flen)
 		return -EMSGSIZE;
 	p->frag_left = flen;
 	p->last_frag = (mark & RPC_LAST_FRAG) != 0;
 	p->in_header = false;
-	/* +1: an empty record still comes back as a non-NULL buffer. */
-	need = p->len + flen + 1;
-	if (need > p->cap) {
-		struct rpc_outbuf *ob = rpc_outbuf_new(need);
-
-		if (!ob)
-			return -ENOMEM;
-		nb = ob->data;
-		if (p->len)
-			memcpy(nb, p->buf, p->len);
-		rpc_record_free(p->buf);
-		p->buf = nb;
-		p->cap = ob->cap;
-	}
-	return 0;
+	return rec_room(p, 0);
 }
 
 ssize_t rpc_recparser_feed(struct rpc_recparser *p, const uint8_t *data,
@@ -111,6 +127,9 @@ ssize_t rpc_recparser_feed(struct rpc_recparser *p, const uint8_t *data,
 			n = p->frag_left;
 			if (n > len - off)
 				n = len - off;
+			rc = rec_room(p, n);
+			if (rc)
+				return rc;
 			memcpy(p->buf + p->len, data + off, n);
 			p->len += n;
 			p->frag_left -= (uint32_t)n;
@@ -136,8 +155,13 @@ bool rpc_recparser_window(struct rpc_recparser *p, uint8_t **win,
 {
 	if (p->in_header || !p->frag_left)
 		return false;
+	/* A full small buffer: this is when the fragment's one is made. */
+	if (p->len + 1 >= p->cap && rec_room(p, p->frag_left))
+		return false;
 	*win = p->buf + p->len;
-	*winlen = p->frag_left;
+	*winlen = p->cap - p->len - 1;
+	if (*winlen > p->frag_left)
+		*winlen = p->frag_left;
 	return true;
 }
 

@@ -92,8 +92,8 @@ struct rpc_program {
  * record it started is not complete after record_timeout_ms of reading
  * (slowloris), or when its queued replies make no progress for
  * min(write_timeout_ms, idle_timeout_ms) (a client that stopped reading).
- * Timeouts are checked about once a second.  Over max_conns a new
- * connection is accepted and closed at once.
+ * Timeouts are checked about once a second.  Over max_conns, or over
+ * its host's limit, a new connection is accepted and closed at once.
  */
 struct rpc_config {
 	int nloops;             /* event loops (threads); 1..1024 */
@@ -101,6 +101,14 @@ struct rpc_config {
 				   0 = 1 MiB + 64 KiB */
 	uint32_t max_inflight;  /* outstanding calls per connection; 0 = 128 */
 	uint32_t max_conns;     /* open connections per server, 0 = unlimited */
+	/* Open connections one client address may hold: host_limit(ctx,
+	 * peer, loop) when set (e.g. fewer for hosts no export admits; it
+	 * runs on the accepting loop), else max_conns_per_host; 0 =
+	 * unlimited. */
+	uint32_t max_conns_per_host;
+	uint32_t (*host_limit)(void *ctx, const struct sockaddr_storage *peer,
+			       int loop);
+	void *host_limit_ctx;
 	uint32_t idle_timeout_ms;   /* 0 = never */
 	uint32_t record_timeout_ms; /* 0 = 60 s */
 	uint32_t write_timeout_ms;  /* 0 = 60 s */

@@ -233,10 +233,23 @@ struct rpc_loop {
 	struct rpc_call *cq_head, **cq_tail;
 };
 
+/*
+ * Open connections per client host (hosts.c); any thread.  take counts
+ * one more for peer's address unless it holds limit already (0: no
+ * limit): false then.  put gives one back.
+ */
+struct rpc_hosts;
+int rpc_hosts_new(struct rpc_hosts **out);
+void rpc_hosts_free(struct rpc_hosts *h);
+bool rpc_hosts_take(struct rpc_hosts *h, const struct sockaddr_storage *peer,
+		    uint32_t limit);
+void rpc_hosts_put(struct rpc_hosts *h, const struct sockaddr_storage *peer);
+
 struct rpc_server {
 	struct rpc_config cfg;
 	struct rpc_loop **loops;
 	struct rpc_listener *listeners;
+	struct rpc_hosts *hosts;
 	atomic_uint nconns;
 	atomic_llong conn_warn_ms; /* last "connection limit" warning */
 	atomic_uint conn_refused;  /* refused since that warning */

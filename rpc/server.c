@@ -161,6 +161,7 @@ static void conn_close(struct rpc_conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	atomic_fetch_sub(&loop->srv->nconns, 1);
+	rpc_hosts_put(loop->srv->hosts, &c->peer);
 	rpc_conn_unref(c);
 }
 
@@ -463,6 +464,29 @@ static void conn_refused(struct rpc_loop *loop)
 		 RPC_CONN_WARN_MS / 1000);
 }
 
+/*
+ * Count a new connection against its host's limit: false (counted as
+ * refused, logged per host) when the host holds its limit already.
+ */
+static bool host_admit(struct rpc_loop *loop,
+		       const struct sockaddr_storage *peer)
+{
+	struct rpc_server *srv = loop->srv;
+	uint32_t limit = srv->cfg.host_limit ?
+				 srv->cfg.host_limit(srv->cfg.host_limit_ctx,
+						     peer, loop->idx) :
+				 srv->cfg.max_conns_per_host;
+	char a[LOG_ADDR_MAX];
+
+	if (rpc_hosts_take(srv->hosts, peer, limit))
+		return true;
+	metrics_inc(MET_CONN_REFUSED);
+	log_host(LOG_LVL_WARN, peer,
+		 "rpc: %s holds its limit of %u connections; a new one was "
+		 "closed at once", log_addr(peer, a), limit);
+	return false;
+}
+
 static void lsock_accept(struct rpc_loop *loop, struct rpc_lsock *ls)
 {
 	struct rpc_server *srv = loop->srv;
@@ -488,6 +512,11 @@ static void lsock_accept(struct rpc_loop *loop, struct rpc_lsock *ls)
 			atomic_fetch_sub(&srv->nconns, 1);
 			close(fd);
 			conn_refused(loop);
+			continue;
+		}
+		if (!host_admit(loop, &peer)) {
+			atomic_fetch_sub(&srv->nconns, 1);
+			close(fd);
 			continue;
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -519,6 +548,7 @@ out_close:
 		log_warn("rpc: cannot set up a connection: %s",
 			 strerror(errno));
 		atomic_fetch_sub(&srv->nconns, 1);
+		rpc_hosts_put(srv->hosts, &peer);
 		close(fd);
 	}
 }
@@ -861,7 +891,8 @@ int rpc_server_new(const struct rpc_config *cfg, struct rpc_server **out)
 		return rc;
 	}
 	srv->loops = calloc((size_t)cfg->nloops, sizeof(*srv->loops));
-	if (!srv->loops) {
+	if (!srv->loops || rpc_hosts_new(&srv->hosts)) {
+		free(srv->loops);
 		rpc_drc_free(srv->drc);
 		free(srv);
 		return -ENOMEM;
@@ -1082,9 +1113,12 @@ void rpc_server_free(struct rpc_server *srv)
 			if (srv->loops[i] && !loop_free(srv->loops[i]))
 				leaked = true;
 	}
-	/* An unfinished call still holds its DRC entry. */
-	if (!leaked)
+	/* An unfinished call still holds its DRC entry (and its
+	 * connection its host's count). */
+	if (!leaked) {
 		rpc_drc_free(srv->drc);
+		rpc_hosts_free(srv->hosts);
+	}
 	while ((lis = srv->listeners)) {
 		srv->listeners = lis->next;
 		free(lis);

@@ -1,0 +1,118 @@
+/*
+ * rpc/hosts.c - open connections per client host, so that one host
+ * cannot take every connection slot of the server.
+ *
+ * Accepts and closes are not the hot path (a client keeps its
+ * connection), so one mutex over a chained hash is enough.  A host's
+ * record goes with its last connection.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpc/rpc_int.h"
+
+#define HOSTS_BUCKETS 1024
+
+struct host {
+	struct host *next;
+	uint8_t addr[16];
+	uint32_t conns;
+};
+
+struct rpc_hosts {
+	pthread_mutex_t mu;
+	struct host *buckets[HOSTS_BUCKETS];
+};
+
+int rpc_hosts_new(struct rpc_hosts **out)
+{
+	struct rpc_hosts *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return -ENOMEM;
+	pthread_mutex_init(&h->mu, NULL);
+	*out = h;
+	return 0;
+}
+
+void rpc_hosts_free(struct rpc_hosts *h)
+{
+	if (!h)
+		return;
+	for (size_t i = 0; i < HOSTS_BUCKETS; i++)
+		while (h->buckets[i]) {
+			struct host *x = h->buckets[i];
+
+			h->buckets[i] = x->next;
+			free(x);
+		}
+	pthread_mutex_destroy(&h->mu);
+	free(h);
+}
+
+/* A host's address as 16 bytes (IPv4 as IPv4-mapped) and its bucket. */
+static struct host **host_find(struct rpc_hosts *h,
+			       const struct sockaddr_storage *peer,
+			       uint8_t key[16])
+{
+	struct host **pp;
+	uint32_t x = 2166136261u;
+
+	memset(key, 0, 16);
+	if (peer->ss_family == AF_INET6) {
+		memcpy(key, &((const struct sockaddr_in6 *)peer)->sin6_addr, 16);
+	} else if (peer->ss_family == AF_INET) {
+		key[10] = key[11] = 0xff;
+		memcpy(key + 12, &((const struct sockaddr_in *)peer)->sin_addr,
+		       4);
+	}
+	for (int i = 0; i < 16; i++)
+		x = (x ^ key[i]) * 16777619u;
+	for (pp = &h->buckets[x % HOSTS_BUCKETS]; *pp; pp = &(*pp)->next)
+		if (!memcmp((*pp)->addr, key, 16))
+			break;
+	return pp;
+}
+
+bool rpc_hosts_take(struct rpc_hosts *h, const struct sockaddr_storage *peer,
+		    uint32_t limit)
+{
+	uint8_t key[16];
+	struct host **pp, *x;
+	bool ok = false;
+
+	pthread_mutex_lock(&h->mu);
+	pp = host_find(h, peer, key);
+	x = *pp;
+	if (!x && (x = calloc(1, sizeof(*x)))) {
+		memcpy(x->addr, key, 16);
+		*pp = x;
+	}
+	if (x && (!limit || x->conns < limit)) {
+		x->conns++;
+		ok = true;
+	}
+	if (x && !x->conns) {
+		*pp = x->next;
+		free(x);
+	}
+	pthread_mutex_unlock(&h->mu);
+	return ok;
+}
+
+void rpc_hosts_put(struct rpc_hosts *h, const struct sockaddr_storage *peer)
+{
+	uint8_t key[16];
+	struct host **pp, *x;
+
+	pthread_mutex_lock(&h->mu);
+	pp = host_find(h, peer, key);
+	if ((x = *pp) && !--x->conns) {
+		*pp = x->next;
+		free(x);
+	}
+	pthread_mutex_unlock(&h->mu);
+}
