@@ -49,7 +49,7 @@ static const struct opt opts[] = {
 	{ "export", OPT_STR, OFF(export_path), "PATH",
 	  "exported path (default /mapfs)" },
 	{ "exports", OPT_STR, OFF(exports_file), "FILE",
-	  "who may mount what, exports(5) syntax; without the file, --export goes to everyone rw (default /etc/mapfs-gw/exports)" },
+	  "who may mount what, exports(5) syntax; it must exist (default: none, --export to this host only)" },
 	{ "threads", OPT_INT, OFF(threads), "N",
 	  "event loops, one per core (default: online CPUs)" },
 	{ "no-rpcbind", OPT_BOOL, OFF(no_rpcbind), NULL,
@@ -86,6 +86,10 @@ static const struct opt opts[] = {
 	  "outstanding calls per connection (default 128, 1..65536)" },
 	{ "max-connections", OPT_U32, OFF(max_connections), "N",
 	  "open client connections; more are closed at once (default 4096)" },
+	{ "max-connections-per-host", OPT_U32, OFF(max_connections_per_host), "N",
+	  "open connections one client address may hold (default: max-connections / 16, at least 64); a host no export admits gets at most 4" },
+	{ "max-locks-per-host", OPT_U32, OFF(max_locks_per_host), "N",
+	  "locks, share reservations and blocked lock requests one client address may hold (default 16384)" },
 	{ "idle-timeout", OPT_MS, OFF(idle_timeout_ms), "SECONDS",
 	  "close a connection idle this long, 0 never (default 300)" },
 	{ "nlm-port", OPT_PORT, OFF(nlm_port), "N",
@@ -332,6 +336,18 @@ static int config_validate(struct config *cfg, FILE *err)
 		fprintf(err, "mapfs-gw: invalid value '0' for max-connections (at least 1)\n");
 		return -EINVAL;
 	}
+	/* A 16th of the total, but never below 64 (or the total). */
+	if (!cfg->max_connections_per_host) {
+		uint32_t n = cfg->max_connections / 16, floor = 64;
+
+		if (floor > cfg->max_connections)
+			floor = cfg->max_connections;
+		cfg->max_connections_per_host = n > floor ? n : floor;
+	}
+	if (cfg->max_locks_per_host < 1) {
+		fprintf(err, "mapfs-gw: invalid value '0' for max-locks-per-host (at least 1)\n");
+		return -EINVAL;
+	}
 	if (log_parse_target(cfg->log_target, &tgt)) {
 		fprintf(err, "mapfs-gw: invalid value '%s' for log-target (stderr or syslog)\n",
 			cfg->log_target);
@@ -369,7 +385,6 @@ static int config_defaults(struct config *cfg)
 		.nfs_port = 2049,
 		.mount_port = 20048,
 		.export_path = strdup("/mapfs"),
-		.exports_file = strdup("/etc/mapfs-gw/exports"),
 		.threads = n > 0 ? (int)n : 1,
 		.log_level = strdup("info"),
 		.log_target = strdup("stderr"),
@@ -379,6 +394,7 @@ static int config_defaults(struct config *cfg)
 		.max_record = (1u << 20) + (64u << 10),
 		.max_inflight = 128,
 		.max_connections = 4096,
+		.max_locks_per_host = 16384,
 		.idle_timeout_ms = 300000,
 		.grace_ms = 45000,
 		.nlm_client_rpcbind_port = 111,
@@ -387,7 +403,7 @@ static int config_defaults(struct config *cfg)
 		.cache_size_pct = 80,
 	};
 	return cfg->state && cfg->bind && cfg->export_path &&
-			       cfg->exports_file && cfg->log_level &&
+			       cfg->log_level &&
 			       cfg->log_target ?
 		       0 : -ENOMEM;
 }

@@ -16,7 +16,7 @@ struct config {
 	int nfs_port;      /* 0 = pick a free port */
 	int mount_port;
 	char *export_path; /* e.g. /mapfs */
-	char *exports_file; /* exports(5) table; default /etc/mapfs-gw/exports */
+	char *exports_file; /* exports(5) table; NULL: this host only */
 	int threads;       /* event loops; default = online CPUs */
 	bool no_rpcbind;
 	bool foreground;
@@ -34,6 +34,8 @@ struct config {
 	uint32_t max_record;      /* largest RPC record accepted, bytes */
 	uint32_t max_inflight;    /* outstanding calls per connection */
 	uint32_t max_connections; /* open connections, all ports together */
+	uint32_t max_connections_per_host; /* per client address; 0: a 16th */
+	uint32_t max_locks_per_host; /* NLM locks+shares+waiters per address */
 	uint32_t idle_timeout_ms; /* 0 = never close idle connections */
 	int nlm_port;        /* NLM + NSM; 0 = pick a free port */
 	uint32_t grace_ms;   /* after start only lock reclaims are granted */

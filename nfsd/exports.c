@@ -38,6 +38,7 @@ struct parser {
 	const char *p, *end;
 	const char *file;
 	unsigned line;
+	unsigned flags; /* EXPORTS_PARSE_* */
 	const char *base;
 	struct exports *t;
 	char *err;
@@ -349,6 +350,9 @@ static int parse_host(struct parser *ps, unsigned line, const char *spec,
 		return perr(ps, line,
 			    "'%s': wildcards and netgroups are not supported",
 			    spec);
+	if (ps->flags & EXPORTS_PARSE_NO_RESOLVE)
+		return perr(ps, line, "'%s': host names are not resolved here",
+			    spec);
 	rc = getaddrinfo(spec, NULL, &hints, &res);
 	if (rc)
 		return perr(ps, line, "cannot resolve host '%s': %s", spec,
@@ -554,13 +558,13 @@ static struct exports *table_new(const char *base)
 	return t;
 }
 
-int exports_parse(const char *text, size_t len, const char *file,
-		  const char *base, struct exports **out, char *err,
-		  size_t errcap)
+int exports_parse_flags(const char *text, size_t len, const char *file,
+			const char *base, unsigned flags, struct exports **out,
+			char *err, size_t errcap)
 {
 	struct parser ps = {
 		.p = text, .end = text + len, .file = file, .line = 1,
-		.err = err, .errcap = errcap,
+		.flags = flags, .err = err, .errcap = errcap,
 	};
 	char *tok = malloc(EXPORTS_TOKEN_MAX);
 	int rc = 0;
@@ -590,6 +594,13 @@ out_free:
 	free(tok);
 	exports_free(ps.t);
 	return rc;
+}
+
+int exports_parse(const char *text, size_t len, const char *file,
+		  const char *base, struct exports **out, char *err,
+		  size_t errcap)
+{
+	return exports_parse_flags(text, len, file, base, 0, out, err, errcap);
 }
 
 int exports_load(const char *path, const char *base, struct exports **out,
@@ -627,35 +638,17 @@ int exports_load(const char *path, const char *base, struct exports **out,
 	return rc;
 }
 
-int exports_default(const char *base, struct exports **out)
+int exports_localhost(const char *base, struct exports **out)
 {
-	struct exports *t = table_new(base);
-	struct exports_entry *e;
-	struct exports_rule *r;
+	static const char opts[] = "(rw,no_root_squash,insecure)";
+	char text[EXPORTS_PATH_MAX + 2 * sizeof(opts) + 32], err[256];
+	int n = snprintf(text, sizeof(text), "\"%s\" 127.0.0.1%s ::1%s\n",
+			 base, opts, opts);
 
-	if (!t)
-		return -ENOMEM;
-	e = t->entries = calloc(1, sizeof(*e));
-	if (!e)
-		goto out_free;
-	t->n = 1;
-	r = e->rules = calloc(1, sizeof(*r));
-	e->path = strdup(t->base);
-	if (!r || !e->path)
-		goto out_free;
-	e->nrules = 1;
-	e->below = e->path + strlen(e->path);
-	r->spec = strdup("*");
-	if (!r->spec)
-		goto out_free;
-	r->any = true;
-	r->flags = EXPORTS_RW;
-	r->anonuid = r->anongid = EXPORTS_ANON_DEFAULT;
-	*out = t;
-	return 0;
-out_free:
-	exports_free(t);
-	return -ENOMEM;
+	if (n < 0 || (size_t)n >= sizeof(text))
+		return -ENAMETOOLONG;
+	return exports_parse(text, (size_t)n, "(localhost default)", base, out,
+			     err, sizeof(err));
 }
 
 int exports_set_ids(struct exports *t, const struct handle_key *key,

@@ -82,6 +82,13 @@ int exports_parse(const char *text, size_t len, const char *file,
 		  const char *base, struct exports **out, char *err,
 		  size_t errcap);
 
+/* exports_parse() with flags: EXPORTS_PARSE_NO_RESOLVE makes a host
+ * name an error instead of a lookup (the fuzz target: no DNS). */
+#define EXPORTS_PARSE_NO_RESOLVE 1u
+int exports_parse_flags(const char *text, size_t len, const char *file,
+			const char *base, unsigned flags, struct exports **out,
+			char *err, size_t errcap);
+
 /*
  * exports_parse() of a file.  -ENOENT (err says so) when it does not
  * exist, so that the caller can decide what that means.
@@ -89,8 +96,12 @@ int exports_parse(const char *text, size_t len, const char *file,
 int exports_load(const char *path, const char *base, struct exports **out,
 		 char *err, size_t errcap);
 
-/* base to every client, rw, no_root_squash, insecure.  0 or -ENOMEM. */
-int exports_default(const char *base, struct exports **out);
+/*
+ * The table of a gateway given no exports file: base to this host only
+ * (127.0.0.1 and ::1), rw, no_root_squash, insecure: the administrator's
+ * own machine.  0 or -errno.
+ */
+int exports_localhost(const char *base, struct exports **out);
 
 /*
  * Give every export its id: a MAC of its path under key, so it is stable

@@ -225,10 +225,12 @@ static int gateway_open_storage(struct gateway *gw)
 }
 
 /*
- * Read the exports file into *out.  At start a missing file means the
- * single export of before: --export to everyone (warned about, and
- * documented in docs/SECURITY.md); on reload it is an error, so that
- * deleting the file never opens the gateway up.  Logs what failed.
+ * Read the exports file into *out.  With no file configured the gateway
+ * serves this host only (said at start); a file that is named but
+ * missing or unreadable is an error, at start (exit 2) as on reload (the
+ * table in force stays), so a typo never opens the gateway up.  A file
+ * that exports nothing is warned about: every client is refused.  Logs
+ * what failed.
  */
 static int gateway_exports_read(const struct gateway *gw, bool at_start,
 				struct exports **out)
@@ -236,21 +238,28 @@ static int gateway_exports_read(const struct gateway *gw, bool at_start,
 	char err[512];
 	int rc;
 
-	rc = exports_load(gw->cfg.exports_file, gw->cfg.export_path, out, err,
-			  sizeof(err));
-	if (rc == -ENOENT && at_start) {
-		log_warn("%s does not exist: exporting %s to every client "
-			 "(rw,no_root_squash,insecure); write an exports file "
-			 "to restrict it", gw->cfg.exports_file,
-			 gw->cfg.export_path);
-		rc = exports_default(gw->cfg.export_path, out);
+	if (!gw->cfg.exports_file) {
+		if (at_start)
+			log_warn("no exports file (--exports): %s is exported "
+				 "to this host only (127.0.0.1 and ::1, "
+				 "rw,no_root_squash,insecure); name an exports "
+				 "file to serve other hosts",
+				 gw->cfg.export_path);
+		rc = exports_localhost(gw->cfg.export_path, out);
 		if (rc)
 			log_error("exports: %s", strerror(-rc));
 		return rc;
 	}
-	if (rc)
+	rc = exports_load(gw->cfg.exports_file, gw->cfg.export_path, out, err,
+			  sizeof(err));
+	if (rc) {
 		log_error("exports: %s", err);
-	return rc;
+		return rc;
+	}
+	if (!(*out)->n)
+		log_warn("%s exports nothing: every client is refused until "
+			 "it names an export", gw->cfg.exports_file);
+	return 0;
 }
 
 /*
@@ -291,7 +300,8 @@ static void gateway_exports_reload(struct gateway *gw)
 	n = t->n;
 	nfsd_exports_set(&gw->nfsd, t);
 	log_info("SIGHUP: %zu export%s from %s", n, n == 1 ? "" : "s",
-		 gw->cfg.exports_file);
+		 gw->cfg.exports_file ? gw->cfg.exports_file
+				      : "the localhost default");
 }
 
 static int gateway_open_nfsd(struct gateway *gw)
@@ -333,7 +343,8 @@ static int gateway_open_nfsd(struct gateway *gw)
 static int gateway_open_nlm(struct gateway *gw)
 {
 	int rc = nlm_open(&(struct nlm_opts){
-				  .key = &gw->nfsd.key,
+				  .nfsd = &gw->nfsd,
+				  .host_max = gw->cfg.max_locks_per_host,
 				  .state_dir = gw->cfg.state,
 				  .grace_ms = gw->cfg.grace_ms,
 				  .client_rpcbind_port =
@@ -345,13 +356,34 @@ static int gateway_open_nlm(struct gateway *gw)
 	return rc;
 }
 
+/* A host no export admits may ask NULL and EXPORT, nothing else. */
+#define REFUSED_HOST_CONNS 4
+
+/* Connections a client address may hold (rpc's host_limit, on a loop). */
+static uint32_t gateway_host_limit(void *ctx,
+				   const struct sockaddr_storage *peer,
+				   int loop)
+{
+	struct gateway *gw = ctx;
+	uint32_t lim = gw->cfg.max_connections_per_host;
+
+	if (lim > REFUSED_HOST_CONNS &&
+	    !nfsd_client_admitted(&gw->nfsd, peer, loop))
+		lim = REFUSED_HOST_CONNS;
+	return lim;
+}
+
 static int gateway_listen(struct gateway *gw)
 {
-	struct rpc_config rcfg = { .nloops = gw->cfg.threads,
-				   .max_record = gw->cfg.max_record,
-				   .max_inflight = gw->cfg.max_inflight,
-				   .max_conns = gw->cfg.max_connections,
-				   .idle_timeout_ms = gw->cfg.idle_timeout_ms };
+	struct rpc_config rcfg = {
+		.nloops = gw->cfg.threads,
+		.max_record = gw->cfg.max_record,
+		.max_inflight = gw->cfg.max_inflight,
+		.max_conns = gw->cfg.max_connections,
+		.max_conns_per_host = gw->cfg.max_connections_per_host,
+		.host_limit = gateway_host_limit,
+		.host_limit_ctx = gw,
+		.idle_timeout_ms = gw->cfg.idle_timeout_ms };
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int rc;

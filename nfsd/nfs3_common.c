@@ -22,10 +22,10 @@ nfsstat3 nfs3_status(int err)
  * The export half of a handle check, with the table pinned: which
  * export, whether this client may use it, and as whom.
  */
-static nfsstat3 nfs3_export_check(struct rpc_call *call, uint32_t export_id,
-				  struct nfs3_export *exp, struct fs_ctx *ctx)
+static nfsstat3 nfs3_export_check(struct nfsd *n, struct rpc_call *call,
+				  uint32_t export_id, struct nfs3_export *exp,
+				  struct fs_ctx *ctx)
 {
-	struct nfsd *n = rpc_call_ctx(call);
 	const struct sockaddr_storage *peer = rpc_call_peer(call);
 	const struct exports_rule *r;
 	struct exports_entry *e;
@@ -64,11 +64,12 @@ out_unpin:
 	return status;
 }
 
-nfsstat3 nfs3_fh_verify(struct rpc_call *call, const nfs_fh3 *fh,
-			struct nfs3_export *exp, struct fs_ctx *ctx,
-			uint64_t *ino, struct fs_attr *attr)
+/* nfs3_fh_verify() for a call of any program served with n's exports. */
+static nfsstat3 fh_verify(struct nfsd *n, struct rpc_call *call,
+			  const nfs_fh3 *fh, struct nfs3_export *exp,
+			  struct fs_ctx *ctx, uint64_t *ino,
+			  struct fs_attr *attr)
 {
-	struct nfsd *n = rpc_call_ctx(call);
 	uint32_t export_id, gen;
 	nfsstat3 status;
 	int err;
@@ -76,7 +77,7 @@ nfsstat3 nfs3_fh_verify(struct rpc_call *call, const nfs_fh3 *fh,
 	if (handle_decode(&n->key, fh->data.data_val, fh->data.data_len,
 			  &export_id, ino, &gen) < 0)
 		return NFS3ERR_BADHANDLE;
-	status = nfs3_export_check(call, export_id, exp, ctx);
+	status = nfs3_export_check(n, call, export_id, exp, ctx);
 	if (status != NFS3_OK)
 		return status;
 	err = fs_getattr(n->fs, *ino, attr);
@@ -88,6 +89,50 @@ nfsstat3 nfs3_fh_verify(struct rpc_call *call, const nfs_fh3 *fh,
 	if (attr->gen != gen)
 		return NFS3ERR_STALE;
 	return NFS3_OK;
+}
+
+nfsstat3 nfs3_fh_verify(struct rpc_call *call, const nfs_fh3 *fh,
+			struct nfs3_export *exp, struct fs_ctx *ctx,
+			uint64_t *ino, struct fs_attr *attr)
+{
+	return fh_verify(rpc_call_ctx(call), call, fh, exp, ctx, ino, attr);
+}
+
+int nfsd_fh_check(struct nfsd *n, struct rpc_call *call, const void *fh,
+		  size_t len, uint64_t *ino)
+{
+	nfs_fh3 h = { .data = { .data_len = (u_int)len,
+				.data_val = (char *)(uintptr_t)fh } };
+	struct nfs3_export exp;
+	struct fs_attr attr;
+	struct fs_ctx ctx;
+
+	switch (fh_verify(n, call, &h, &exp, &ctx, ino, &attr)) {
+	case NFS3_OK:
+		return 0;
+	case NFS3ERR_BADHANDLE:
+		return -EBADF;
+	case NFS3ERR_STALE:
+		return -ESTALE;
+	case NFS3ERR_PERM:
+		return -EPERM;
+	case NFS3ERR_ACCES:
+		return -EACCES;
+	default:
+		return -EIO;
+	}
+}
+
+bool nfsd_client_admitted(struct nfsd *n, const struct sockaddr_storage *peer,
+			  int loop)
+{
+	struct exports *t = exports_pin(&n->exports, loop);
+	bool ok = false;
+
+	for (size_t i = 0; t && !ok && i < t->n; i++)
+		ok = exports_match(&t->entries[i], peer) != NULL;
+	exports_unpin(&n->exports, loop);
+	return ok;
 }
 
 bool nfs3_fh_make(const struct nfsd *n, uint32_t export_id,

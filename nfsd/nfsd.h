@@ -68,6 +68,26 @@ void nfsd_exports_set(struct nfsd *n, struct exports *t);
  */
 uint64_t nfsd_export_root(struct nfsd *n, struct exports_entry *e, int loop);
 
+/*
+ * The checks of every NFS call, for a handle another program (NLM) was
+ * given with call: its MAC, its export in the current table, a rule of
+ * that export admitting the caller, the rule's secure port, the inode
+ * with the handle's generation.  0 with *ino; -EBADF (not a handle of
+ * ours), -ESTALE (export or inode gone), -EACCES (no rule admits the
+ * caller), -EPERM (a secure rule, an unprivileged port), -EIO.  Runs
+ * inline on the call's loop.
+ */
+int nfsd_fh_check(struct nfsd *n, struct rpc_call *call, const void *fh,
+		  size_t len, uint64_t *ino);
+
+/*
+ * Whether some rule of some export admits peer: the client check of
+ * calls that carry no handle (NLM FREE_ALL, NSM).  loop: the caller's
+ * event loop, or -1 off the loops.
+ */
+bool nfsd_client_admitted(struct nfsd *n, const struct sockaddr_storage *peer,
+			  int loop);
+
 /* The NFS v3 program (100003/3) with ctx = n. */
 struct rpc_program nfsd_program(struct nfsd *n);
 

@@ -7,19 +7,39 @@
  * range splits at most one lock in two and needs at most one allocation,
  * made before anything changes.  Lists are short in practice (a file is
  * locked by few owners), so they are plain linked lists.
+ *
+ * Per-host bound: every reference to a kept owner (a lock, a queued
+ * request, a share) is charged to the owner's host in a table of hosts
+ * under its own mutex (taken inside a shard's, never around one).  A
+ * request that would add to a host at its bound is refused before
+ * anything changes; releases are never refused.
  */
 #include "nlm/lock.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #define SHARD_BUCKETS 256
+#define HOST_BUCKETS 1024
+
+struct nlm_table;
+
+/* What one host holds: the references of its kept owners. */
+struct hostc {
+	struct hostc *next;
+	struct nlm_table *t;
+	struct nlm_host host;
+	size_t n; /* under t->hosts_mu */
+};
 
 /* A kept owner, shared by the locks, requests and shares it made. */
 struct own {
 	unsigned refs; /* under the shard's mutex */
+	struct hostc *hc;
 	int32_t svid;
 	uint32_t ohlen;
 	char *caller;   /* points into data, after the oh bytes */
@@ -63,6 +83,9 @@ struct shard {
 
 struct nlm_table {
 	struct nlm_table_ops ops;
+	size_t host_max;
+	pthread_mutex_t hosts_mu;
+	struct hostc *hosts[HOST_BUCKETS];
 	unsigned nshards;
 	struct shard shards[];
 };
@@ -113,26 +136,121 @@ static bool overlap(uint64_t s1, uint64_t e1, uint64_t s2, uint64_t e2)
 	return s1 <= e2 && s2 <= e1;
 }
 
+void nlm_host_of(const struct sockaddr_storage *ss, struct nlm_host *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (ss->ss_family == AF_INET6) {
+		memcpy(out->addr, &((const struct sockaddr_in6 *)ss)->sin6_addr,
+		       16);
+	} else if (ss->ss_family == AF_INET) {
+		out->addr[10] = out->addr[11] = 0xff;
+		memcpy(out->addr + 12,
+		       &((const struct sockaddr_in *)ss)->sin_addr, 4);
+	}
+}
+
+static bool host_eq(const struct nlm_host *a, const struct nlm_host *b)
+{
+	return !memcmp(a->addr, b->addr, sizeof(a->addr));
+}
+
+static struct hostc **host_bucket(struct nlm_table *t, const struct nlm_host *h)
+{
+	uint64_t x = 0;
+
+	for (int i = 0; i < 16; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, h->addr + i, 8);
+		x = ino_mix(x ^ w);
+	}
+	return &t->hosts[x % HOST_BUCKETS];
+}
+
+/* The host's record with one more reference charged; NULL: no memory. */
+static struct hostc *host_charge(struct nlm_table *t, const struct nlm_host *h)
+{
+	struct hostc **b, *c;
+
+	pthread_mutex_lock(&t->hosts_mu);
+	b = host_bucket(t, h);
+	for (c = *b; c && !host_eq(&c->host, h); c = c->next)
+		;
+	if (!c && (c = calloc(1, sizeof(*c)))) {
+		c->t = t;
+		c->host = *h;
+		c->next = *b;
+		*b = c;
+	}
+	if (c)
+		c->n++;
+	pthread_mutex_unlock(&t->hosts_mu);
+	return c;
+}
+
+/* One reference less; the record goes with the host's last one. */
+static void host_release(struct hostc *c)
+{
+	struct nlm_table *t = c->t;
+	struct hostc **pp;
+
+	pthread_mutex_lock(&t->hosts_mu);
+	if (!--c->n) {
+		for (pp = host_bucket(t, &c->host); *pp != c; pp = &(*pp)->next)
+			;
+		*pp = c->next;
+		free(c);
+	}
+	pthread_mutex_unlock(&t->hosts_mu);
+}
+
+size_t nlm_table_host_count(struct nlm_table *t, const struct nlm_host *h)
+{
+	struct hostc *c;
+	size_t n = 0;
+
+	pthread_mutex_lock(&t->hosts_mu);
+	for (c = *host_bucket(t, h); c && !host_eq(&c->host, h); c = c->next)
+		;
+	if (c)
+		n = c->n;
+	pthread_mutex_unlock(&t->hosts_mu);
+	return n;
+}
+
+/* -ENOLCK when the owner's host may not hold one more thing. */
+static int host_room(struct nlm_table *t, const struct nlm_owner *w)
+{
+	return nlm_table_host_count(t, &w->host) >= t->host_max ? -ENOLCK : 0;
+}
+
 static bool own_is(const struct own *o, const struct nlm_owner *w)
 {
 	return o->svid == w->svid && o->ohlen == w->ohlen &&
+	       host_eq(&o->hc->host, &w->host) &&
 	       !memcmp(o->data, w->oh, w->ohlen) && !strcmp(o->caller, w->caller);
 }
 
-/* For shares: the owner is (caller, oh), without svid. */
+/* For shares: the owner is (host, caller, oh), without svid. */
 static bool own_same_share(const struct own *o, const struct nlm_owner *w)
 {
-	return o->ohlen == w->ohlen && !memcmp(o->data, w->oh, w->ohlen) &&
+	return o->ohlen == w->ohlen && host_eq(&o->hc->host, &w->host) &&
+	       !memcmp(o->data, w->oh, w->ohlen) &&
 	       !strcmp(o->caller, w->caller);
 }
 
-static struct own *own_new(const struct nlm_owner *w)
+static struct own *own_new(struct nlm_table *t, const struct nlm_owner *w)
 {
 	size_t clen = strlen(w->caller);
 	struct own *o = malloc(sizeof(*o) + w->ohlen + clen + 1);
 
 	if (!o)
 		return NULL;
+	o->hc = host_charge(t, &w->host);
+	if (!o->hc) {
+		free(o);
+		return NULL;
+	}
 	o->refs = 1;
 	o->svid = w->svid;
 	o->ohlen = w->ohlen;
@@ -142,8 +260,16 @@ static struct own *own_new(const struct nlm_owner *w)
 	return o;
 }
 
+/* One more reference to o (under its shard's mutex). */
+static void own_ref(struct own *o)
+{
+	o->refs++;
+	host_charge(o->hc->t, &o->hc->host);
+}
+
 static void own_put(struct own *o)
 {
+	host_release(o->hc);
 	if (!--o->refs)
 		free(o);
 }
@@ -152,8 +278,8 @@ static void desc_of(const struct own *o, bool excl, uint64_t off,
 		    uint64_t len, struct nlm_lockdesc *d)
 {
 	*d = (struct nlm_lockdesc){
-		.owner = { .caller = o->caller, .oh = o->data,
-			   .ohlen = o->ohlen, .svid = o->svid },
+		.owner = { .host = o->hc->host, .caller = o->caller,
+			   .oh = o->data, .ohlen = o->ohlen, .svid = o->svid },
 		.excl = excl, .off = off, .len = len };
 }
 
@@ -239,7 +365,7 @@ static bool range_remove(struct file *f, const struct own *o, uint64_t start,
 			*spare = NULL;
 			*tail = *l;
 			tail->start = end + 1;
-			tail->own->refs++;
+			own_ref(tail->own);
 			l->end = start - 1;
 			l->next = tail;
 			pp = &tail->next;
@@ -303,7 +429,7 @@ static void lock_install(struct file *f, struct own *o, uint64_t start,
 		own_put(l->own);
 		free(l);
 	}
-	o->refs++;
+	own_ref(o);
 	*new = (struct lk){ .next = f->locks, .own = o, .start = start,
 			    .end = end, .excl = excl };
 	f->locks = new;
@@ -319,8 +445,9 @@ static void waiters_wake(struct file *f, struct pending *p)
 	struct waiter **pp = &f->waiters, *w;
 
 	while ((w = *pp)) {
-		struct nlm_owner o = { w->own->caller, w->own->data,
-				       w->own->ohlen, w->own->svid };
+		struct nlm_owner o = { w->own->hc->host, w->own->caller,
+				       w->own->data, w->own->ohlen,
+				       w->own->svid };
 		struct lk *new, *spare;
 
 		if (conflict_find(f, &o, w->start, w->end, w->excl)) {
@@ -380,8 +507,8 @@ static void pending_run(struct nlm_table *t, struct shard *s,
 	}
 }
 
-int nlm_table_new(unsigned shard_bits, const struct nlm_table_ops *ops,
-		  struct nlm_table **out)
+int nlm_table_new(unsigned shard_bits, size_t host_max,
+		  const struct nlm_table_ops *ops, struct nlm_table **out)
 {
 	unsigned n = 1u << (shard_bits > 12 ? 12 : shard_bits);
 	struct nlm_table *t = calloc(1, sizeof(*t) + n * sizeof(t->shards[0]));
@@ -389,6 +516,8 @@ int nlm_table_new(unsigned shard_bits, const struct nlm_table_ops *ops,
 	if (!t)
 		return -ENOMEM;
 	t->ops = *ops;
+	t->host_max = host_max;
+	pthread_mutex_init(&t->hosts_mu, NULL);
 	t->nshards = n;
 	for (unsigned i = 0; i < n; i++)
 		pthread_mutex_init(&t->shards[i].mu, NULL);
@@ -435,6 +564,7 @@ void nlm_table_free(struct nlm_table *t)
 		}
 		pthread_mutex_destroy(&s->mu);
 	}
+	pthread_mutex_destroy(&t->hosts_mu);
 	free(t);
 }
 
@@ -459,8 +589,9 @@ int nlm_table_test(struct nlm_table *t, uint64_t ino,
 }
 
 /* Queue a blocking request on f (which has a conflict).  Under s->mu. */
-static int waiter_queue(struct file *f, const struct nlm_lockdesc *lk,
-			uint64_t start, uint64_t end, void *arg)
+static int waiter_queue(struct nlm_table *t, struct file *f,
+			const struct nlm_lockdesc *lk, uint64_t start,
+			uint64_t end, void *arg)
 {
 	struct waiter **pp, *w;
 	struct own *o;
@@ -474,8 +605,8 @@ static int waiter_queue(struct file *f, const struct nlm_lockdesc *lk,
 		return -ENOMEM;
 	o = own_on_file(f, &lk->owner);
 	if (o)
-		o->refs++;
-	else if (!(o = own_new(&lk->owner))) {
+		own_ref(o);
+	else if (!(o = own_new(t, &lk->owner))) {
 		free(w);
 		return -ENOMEM;
 	}
@@ -506,8 +637,10 @@ int nlm_table_lock(struct nlm_table *t, uint64_t ino,
 		rc = -ENOMEM;
 		goto out_unlock;
 	}
+	if ((rc = host_room(t, &lk->owner)))
+		goto out_trim;
 	if (conflict_find(f, &lk->owner, start, end, lk->excl)) {
-		rc = block_arg ? waiter_queue(f, lk, start, end, block_arg) :
+		rc = block_arg ? waiter_queue(t, f, lk, start, end, block_arg) :
 				 -EAGAIN;
 		goto out_trim;
 	}
@@ -515,9 +648,9 @@ int nlm_table_lock(struct nlm_table *t, uint64_t ino,
 	spare = malloc(sizeof(*spare));
 	o = own_on_file(f, &lk->owner);
 	if (o)
-		o->refs++;
+		own_ref(o);
 	else
-		o = own_new(&lk->owner);
+		o = own_new(t, &lk->owner);
 	if (!new || !spare || !o) {
 		free(new);
 		if (o)
@@ -612,6 +745,8 @@ int nlm_table_share(struct nlm_table *t, uint64_t ino,
 		rc = -ENOMEM;
 		goto out_unlock;
 	}
+	if ((rc = host_room(t, owner)))
+		goto out_trim;
 	for (h = f->shares; h; h = h->next) {
 		if (own_same_share(h->own, owner)) {
 			mine = h;
@@ -624,7 +759,7 @@ int nlm_table_share(struct nlm_table *t, uint64_t ino,
 	}
 	if (!mine) {
 		mine = calloc(1, sizeof(*mine));
-		if (!mine || !(mine->own = own_new(owner))) {
+		if (!mine || !(mine->own = own_new(t, owner))) {
 			free(mine);
 			rc = -ENOMEM;
 			goto out_trim;
@@ -664,9 +799,17 @@ void nlm_table_unshare(struct nlm_table *t, uint64_t ino,
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* Whether o is caller's from host (NULL: any). */
+static bool own_of_caller(const struct own *o, const char *caller,
+			  const struct nlm_host *host)
+{
+	return !strcmp(o->caller, caller) &&
+	       (!host || host_eq(&o->hc->host, host));
+}
+
 /* Remove caller's locks, shares and requests from f.  Under s->mu. */
 static size_t file_free_caller(struct file *f, const char *caller,
-			       struct pending *p)
+			       const struct nlm_host *host, struct pending *p)
 {
 	struct lk **lp = &f->locks, *l;
 	struct waiter **wp = &f->waiters, *w;
@@ -674,7 +817,7 @@ static size_t file_free_caller(struct file *f, const char *caller,
 	size_t n = 0;
 
 	while ((l = *lp)) {
-		if (strcmp(l->own->caller, caller)) {
+		if (!own_of_caller(l->own, caller, host)) {
 			lp = &l->next;
 			continue;
 		}
@@ -684,7 +827,7 @@ static size_t file_free_caller(struct file *f, const char *caller,
 		n++;
 	}
 	while ((w = *wp)) {
-		if (strcmp(w->own->caller, caller)) {
+		if (!own_of_caller(w->own, caller, host)) {
 			wp = &w->next;
 			continue;
 		}
@@ -694,7 +837,7 @@ static size_t file_free_caller(struct file *f, const char *caller,
 		n++;
 	}
 	while ((h = *hp)) {
-		if (strcmp(h->own->caller, caller)) {
+		if (!own_of_caller(h->own, caller, host)) {
 			hp = &h->next;
 			continue;
 		}
@@ -706,7 +849,8 @@ static size_t file_free_caller(struct file *f, const char *caller,
 	return n;
 }
 
-size_t nlm_table_free_all(struct nlm_table *t, const char *caller)
+size_t nlm_table_free_all(struct nlm_table *t, const char *caller,
+			  const struct nlm_host *host)
 {
 	size_t n = 0;
 
@@ -724,7 +868,7 @@ size_t nlm_table_free_all(struct nlm_table *t, const char *caller)
 
 				fnext = f->next;
 				pending_init(&p);
-				k = file_free_caller(f, caller, &p);
+				k = file_free_caller(f, caller, host, &p);
 				if (!k)
 					continue;
 				n += k;

@@ -8,8 +8,12 @@
  * table).  The table is sharded by inode: every shard has its own mutex,
  * so lock traffic on different files does not contend.
  *
- * An owner is (caller name, svid, owner handle): the client's host name,
- * its process-ish id and its opaque owner bytes.  Locks of one owner never
+ * An owner is (host address, caller name, svid, owner handle): where the
+ * calls come from, the client's host name, its process-ish id and its
+ * opaque owner bytes.  The address is part of it so that no other host
+ * can name (and release) a client's locks by sending its name, svid and
+ * owner bytes; a host holds at most the table's per-host bound of locks,
+ * shares and queued requests together.  Locks of one owner never
  * conflict with each other; a new lock of an owner replaces what that
  * owner held in the range (upgrade, downgrade), and adjacent or
  * overlapping ranges of the same type merge, as fcntl(2) does locally.
@@ -24,8 +28,19 @@
 
 #define NLM_OH_MAX 1024 /* owner handle bytes (MAXNETOBJ_SZ) */
 
+struct sockaddr_storage;
+
+/* A client host: its address, IPv4 as IPv4-mapped IPv6 (::ffff:a.b.c.d). */
+struct nlm_host {
+	uint8_t addr[16];
+};
+
+/* The host of a peer address (its port is not part of it). */
+void nlm_host_of(const struct sockaddr_storage *ss, struct nlm_host *out);
+
 /* A view of an owner; the table copies what it keeps. */
 struct nlm_owner {
+	struct nlm_host host;
 	const char *caller;
 	const void *oh;
 	uint32_t ohlen;
@@ -65,9 +80,13 @@ struct nlm_table_ops {
 
 struct nlm_table;
 
-/* A new empty table with 2^shard_bits shards.  Returns 0 or -errno. */
-int nlm_table_new(unsigned shard_bits, const struct nlm_table_ops *ops,
-		  struct nlm_table **out);
+/*
+ * A new empty table with 2^shard_bits shards, where one host may hold at
+ * most host_max locks, shares and queued requests together.  Returns 0
+ * or -errno.
+ */
+int nlm_table_new(unsigned shard_bits, size_t host_max,
+		  const struct nlm_table_ops *ops, struct nlm_table **out);
 
 /* Free the table; queued requests are handed to ops->drop first. */
 void nlm_table_free(struct nlm_table *t);
@@ -86,7 +105,8 @@ int nlm_table_test(struct nlm_table *t, uint64_t ino,
  * block_arg is the table's until ops->grant or ops->drop hands it back;
  * -EALREADY when the same request (owner, range, type) is already
  * queued: block_arg stays the caller's.  -EINVAL for a range that ends
- * before it starts, -ENOMEM.
+ * before it starts, -ENOLCK when the owner's host is at its bound,
+ * -ENOMEM.
  */
 int nlm_table_lock(struct nlm_table *t, uint64_t ino,
 		   const struct nlm_lockdesc *lk, void *block_arg);
@@ -111,7 +131,8 @@ int nlm_table_cancel(struct nlm_table *t, uint64_t ino,
  * DOS share reservation of (caller, oh) on ino: access is what the owner
  * does (bit 1 read, bit 2 write), deny what it forbids others.  An owner
  * that already has a share on ino has it replaced.  Returns 0, or
- * -EAGAIN when another owner's share conflicts, -ENOMEM.
+ * -EAGAIN when another owner's share conflicts, -ENOLCK (the host is at
+ * its bound), -ENOMEM.
  */
 int nlm_table_share(struct nlm_table *t, uint64_t ino,
 		    const struct nlm_owner *owner, unsigned access,
@@ -122,12 +143,17 @@ void nlm_table_unshare(struct nlm_table *t, uint64_t ino,
 		       const struct nlm_owner *owner);
 
 /*
- * Forget everything of host caller (it restarted, or said FREE_ALL):
- * its locks and shares are released, its queued requests dropped, and
- * others' queued requests granted where they now can be.  Returns the
- * number of locks, shares and requests removed.
+ * Forget everything of caller (it restarted, or said FREE_ALL) that came
+ * from host (NULL: from any address): its locks and shares are released,
+ * its queued requests dropped, and others' queued requests granted where
+ * they now can be.  Returns the number of locks, shares and requests
+ * removed.
  */
-size_t nlm_table_free_all(struct nlm_table *t, const char *caller);
+size_t nlm_table_free_all(struct nlm_table *t, const char *caller,
+			  const struct nlm_host *host);
+
+/* What host holds now: locks, shares and queued requests together. */
+size_t nlm_table_host_count(struct nlm_table *t, const struct nlm_host *host);
 
 /* Counts over the whole table (for tests and logs). */
 void nlm_table_count(struct nlm_table *t, size_t *locks, size_t *waiters,

@@ -51,7 +51,8 @@ int nlm_open(const struct nlm_opts *opts, struct nlm **out)
 	    (rc = nsm_state_bump(n)))
 		goto fail;
 	ops.ctx = n;
-	if ((rc = nlm_table_new(NLM_SHARD_BITS, &ops, &n->table)))
+	if ((rc = nlm_table_new(NLM_SHARD_BITS, opts->host_max, &ops,
+				&n->table)))
 		goto fail;
 	if ((rc = nlm_cb_start(opts->client_rpcbind_port, &n->cb)))
 		goto fail;

@@ -5,7 +5,11 @@
  *
  * Locks are kept in memory by this gateway only (nlm/lock.h): clients of
  * one gateway see each other's locks; clients of another gateway on the
- * same bucket do not.  After a restart the gateway's NSM state number goes
+ * same bucket do not.  Every call passes the same client check as NFS:
+ * a handle's export must admit the caller (secure port included), and a
+ * lock belongs to the address it was taken from.  NSM's SM_MON, UNMON
+ * and UNMON_ALL are for the local host only; an SM_NOTIFY releases only
+ * what the notifying address holds (any, from the local host).  After a restart the gateway's NSM state number goes
  * up, the clients that held locks are sent SM_NOTIFY, and for a grace
  * period only their reclaims are granted.
  */
@@ -14,7 +18,7 @@
 
 #include <stdint.h>
 
-#include "nfsd/handle.h"
+#include "nfsd/nfsd.h"
 #include "rpc/rpc.h"
 
 #define NLM_PROG 100021
@@ -23,7 +27,10 @@
 #define NSM_VERS1 1
 
 struct nlm_opts {
-	const struct handle_key *key; /* the NFS handles' secret */
+	/* NFS's exports and handles: every call passes nfsd's client
+	 * checks (nfsd_fh_check, nfsd_client_admitted). */
+	struct nfsd *nfsd;
+	size_t host_max;              /* locks+shares+waiters per host */
 	const char *state_dir;        /* NSM state and client list go in nsm/ */
 	uint32_t grace_ms;            /* reclaims only, after start */
 	uint16_t client_rpcbind_port; /* where clients' rpcbind listens; 111 */

@@ -31,6 +31,7 @@ struct nlm_block {
 /* A granted request in flight to the client, to undo if it is refused. */
 struct nlm_grant {
 	struct nlm *n;
+	struct nlm_host host;
 	uint64_t ino;
 	bool excl;
 	uint64_t off, len;
@@ -54,21 +55,33 @@ static bool in_grace(const struct nlm *n)
 }
 
 /*
- * The inode a handle names: 0, or -ESTALE (not one of ours).  Locks are
- * per inode whichever export the handle came through; the MAC proves this
- * gateway made it, and who may reach the file is NFS's to enforce.
+ * The inode a handle names, for this caller: NFS's own checks (MAC,
+ * export, a rule admitting the caller, its secure port, generation), so
+ * a host refused by the exports cannot lock, test or unlock through a
+ * leaked handle.  Locks are per inode whichever export the handle came
+ * through.  0, -ESTALE, or -EACCES/-EPERM (refused).
  */
-static int fh_ino(const struct nlm *n, const nlm4_netobj *fh, uint64_t *ino)
+static int fh_ino(struct rpc_call *call, const nlm4_netobj *fh, uint64_t *ino)
 {
-	uint32_t eid, gen;
+	struct nlm *n = rpc_call_ctx(call);
+	int rc = nfsd_fh_check(n->opts.nfsd, call, fh->nlm4_netobj_val,
+			       fh->nlm4_netobj_len, ino);
 
-	if (handle_decode(n->opts.key, fh->nlm4_netobj_val, fh->nlm4_netobj_len,
-			  &eid, ino, &gen))
-		return -ESTALE;
-	return 0;
+	if (rc == -EACCES || rc == -EPERM) {
+		char a[LOG_ADDR_MAX];
+
+		log_host(LOG_LVL_WARN, rpc_call_peer(call),
+			 "nlm: call from %s refused: %s",
+			 log_addr(rpc_call_peer(call), a),
+			 rc == -EPERM ? "source port is not below 1024"
+				      : "no export rule admits it");
+	}
+	return rc == -EBADF ? -ESTALE : rc;
 }
 
-static void desc_of(const nlm4_lock *l, bool excl, struct nlm_lockdesc *d)
+/* The lock's owner: the caller's address, name, svid and owner bytes. */
+static void desc_of(struct rpc_call *call, const nlm4_lock *l, bool excl,
+		    struct nlm_lockdesc *d)
 {
 	*d = (struct nlm_lockdesc){
 		.owner = { .caller = l->caller_name ? l->caller_name : "",
@@ -76,6 +89,7 @@ static void desc_of(const nlm4_lock *l, bool excl, struct nlm_lockdesc *d)
 			   .ohlen = l->oh.nlm4_netobj_len,
 			   .svid = l->svid },
 		.excl = excl, .off = l->l_offset, .len = l->l_len };
+	nlm_host_of(rpc_call_peer(call), &d->owner.host);
 }
 
 static void cookie_move(nlm4_netobj *to, nlm4_netobj *from)
@@ -98,6 +112,7 @@ static nlm4_stats stat_of(int rc)
 	case -ESTALE:
 		return NLM4_STALE_FH;
 	case -ENOMEM:
+	case -ENOLCK: /* the host's bound */
 		return NLM4_DENIED_NOLOCKS;
 	default:
 		return NLM4_FAILED;
@@ -123,7 +138,7 @@ static void nlm_test(struct rpc_call *call, nlm4_testargs *a, nlm4_testres *r)
 	int rc;
 
 	cookie_move(&r->cookie, &a->cookie);
-	if ((rc = fh_ino(n, &a->alock.fh, &ino))) {
+	if ((rc = fh_ino(call, &a->alock.fh, &ino))) {
 		r->test_stat.stat = stat_of(rc);
 		return;
 	}
@@ -131,7 +146,7 @@ static void nlm_test(struct rpc_call *call, nlm4_testargs *a, nlm4_testres *r)
 		r->test_stat.stat = NLM4_DENIED_GRACE_PERIOD;
 		return;
 	}
-	desc_of(&a->alock, a->exclusive, &d);
+	desc_of(call, &a->alock, a->exclusive, &d);
 	rc = nlm_table_test(n->table, ino, &d, &h);
 	r->test_stat.stat = stat_of(rc);
 	if (rc != -EAGAIN)
@@ -162,7 +177,7 @@ static void nlm_lock(struct rpc_call *call, nlm4_lockargs *a, nlm4_res *r,
 	int rc;
 
 	cookie_move(&r->cookie, &a->cookie);
-	if ((rc = fh_ino(n, &a->alock.fh, &ino))) {
+	if ((rc = fh_ino(call, &a->alock.fh, &ino))) {
 		r->stat = stat_of(rc);
 		return;
 	}
@@ -170,9 +185,13 @@ static void nlm_lock(struct rpc_call *call, nlm4_lockargs *a, nlm4_res *r,
 		r->stat = NLM4_DENIED_GRACE_PERIOD;
 		return;
 	}
-	if (monitor && a->alock.caller_name)
-		nsm_client_note(n, a->alock.caller_name, rpc_call_peer(call));
-	desc_of(&a->alock, a->exclusive, &d);
+	if (monitor && a->alock.caller_name &&
+	    (rc = nsm_client_note(n, a->alock.caller_name,
+				  rpc_call_peer(call)))) {
+		r->stat = stat_of(rc);
+		return;
+	}
+	desc_of(call, &a->alock, a->exclusive, &d);
 	if (a->block && monitor) {
 		b = malloc(sizeof(*b));
 		if (!b) {
@@ -197,11 +216,11 @@ static void nlm_cancel(struct rpc_call *call, nlm4_cancargs *a, nlm4_res *r)
 	int rc;
 
 	cookie_move(&r->cookie, &a->cookie);
-	if ((rc = fh_ino(n, &a->alock.fh, &ino))) {
+	if ((rc = fh_ino(call, &a->alock.fh, &ino))) {
 		r->stat = stat_of(rc);
 		return;
 	}
-	desc_of(&a->alock, a->exclusive, &d);
+	desc_of(call, &a->alock, a->exclusive, &d);
 	/* As knfsd: DENIED when no such request was waiting. */
 	r->stat = nlm_table_cancel(n->table, ino, &d) ? NLM4_DENIED :
 							 NLM4_GRANTED;
@@ -216,11 +235,11 @@ static void nlm_unlock(struct rpc_call *call, nlm4_unlockargs *a,
 	int rc;
 
 	cookie_move(&r->cookie, &a->cookie);
-	if ((rc = fh_ino(n, &a->alock.fh, &ino))) {
+	if ((rc = fh_ino(call, &a->alock.fh, &ino))) {
 		r->stat = stat_of(rc);
 		return;
 	}
-	desc_of(&a->alock, false, &d);
+	desc_of(call, &a->alock, false, &d);
 	r->stat = stat_of(nlm_table_unlock(n->table, ino, &d));
 }
 
@@ -328,11 +347,13 @@ static void proc_unlock_msg(struct rpc_call *call, void *args, void *res)
 	msg_reply(call, NLMPROC4_UNLOCK_RES, (xdrproc_t)xdr_nlm4_res, &r);
 }
 
-static void share_owner(const nlm4_share *s, struct nlm_owner *o)
+static void share_owner(struct rpc_call *call, const nlm4_share *s,
+			struct nlm_owner *o)
 {
 	*o = (struct nlm_owner){ .caller = s->caller_name ? s->caller_name : "",
 				 .oh = s->oh.nlm4_netobj_val,
 				 .ohlen = s->oh.nlm4_netobj_len };
+	nlm_host_of(rpc_call_peer(call), &o->host);
 }
 
 static void proc_share(struct rpc_call *call, void *args, void *res)
@@ -345,18 +366,20 @@ static void proc_share(struct rpc_call *call, void *args, void *res)
 	int rc;
 
 	cookie_move(&r->cookie, &a->cookie);
-	if ((rc = fh_ino(n, &a->share.fh, &ino)))
+	if ((rc = fh_ino(call, &a->share.fh, &ino)))
 		r->stat = stat_of(rc);
 	else if (in_grace(n) && !a->reclaim)
 		r->stat = NLM4_DENIED_GRACE_PERIOD;
 	else {
-		share_owner(&a->share, &o);
-		if (a->share.caller_name)
-			nsm_client_note(n, a->share.caller_name,
-					rpc_call_peer(call));
-		r->stat = stat_of(nlm_table_share(n->table, ino, &o,
-						  (unsigned)a->share.access,
-						  (unsigned)a->share.mode));
+		share_owner(call, &a->share, &o);
+		rc = a->share.caller_name ?
+			     nsm_client_note(n, a->share.caller_name,
+					     rpc_call_peer(call)) : 0;
+		if (!rc)
+			rc = nlm_table_share(n->table, ino, &o,
+					     (unsigned)a->share.access,
+					     (unsigned)a->share.mode);
+		r->stat = stat_of(rc);
 	}
 	rpc_call_done(call);
 }
@@ -371,10 +394,10 @@ static void proc_unshare(struct rpc_call *call, void *args, void *res)
 	int rc;
 
 	cookie_move(&r->cookie, &a->cookie);
-	if ((rc = fh_ino(n, &a->share.fh, &ino))) {
+	if ((rc = fh_ino(call, &a->share.fh, &ino))) {
 		r->stat = stat_of(rc);
 	} else {
-		share_owner(&a->share, &o);
+		share_owner(call, &a->share, &o);
 		nlm_table_unshare(n->table, ino, &o);
 		r->stat = NLM4_GRANTED;
 	}
@@ -388,10 +411,18 @@ static void proc_free_all(struct rpc_call *call, void *args, void *res)
 	size_t k;
 
 	(void)res;
-	if (a->name) {
-		k = nlm_table_free_all(n->table, a->name);
-		nsm_client_forget(n, a->name);
-		log_info("nlm: FREE_ALL from %s released %zu locks", a->name, k);
+	/* Only what this address holds: a name alone proves nothing. */
+	if (a->name && nfsd_client_admitted(n->opts.nfsd, rpc_call_peer(call),
+					    rpc_call_loop(call))) {
+		struct nlm_host h;
+		char addr[LOG_ADDR_MAX];
+
+		nlm_host_of(rpc_call_peer(call), &h);
+		k = nlm_table_free_all(n->table, a->name, &h);
+		nsm_client_forget(n, a->name, &h);
+		log_host(LOG_LVL_INFO, rpc_call_peer(call),
+			 "nlm: FREE_ALL from %s (%s) released %zu locks",
+			 a->name, log_addr(rpc_call_peer(call), addr), k);
 	}
 	rpc_call_done(call);
 }
@@ -406,8 +437,9 @@ static void granted_done(void *arg, int err, void *res)
 		  err ? strerror(-err) : "answer", err ? 0 : (int)r->stat);
 	if (!err && r->stat != NLM4_GRANTED) {
 		struct nlm_lockdesc d = {
-			.owner = { .caller = g->caller, .oh = g->oh,
-				   .ohlen = g->ohlen, .svid = g->svid },
+			.owner = { .host = g->host, .caller = g->caller,
+				   .oh = g->oh, .ohlen = g->ohlen,
+				   .svid = g->svid },
 			.excl = g->excl, .off = g->off, .len = g->len };
 
 		log_debug("nlm: client refused GRANTED (%d); unlocking",
@@ -445,7 +477,8 @@ void nlm_block_granted(void *ctx, uint64_t ino, const struct nlm_lockdesc *lk,
 				 .done = granted_done, .arg = g };
 
 	if (g) {
-		*g = (struct nlm_grant){ .n = n, .ino = ino, .excl = lk->excl,
+		*g = (struct nlm_grant){ .n = n, .host = lk->owner.host,
+					 .ino = ino, .excl = lk->excl,
 					 .off = lk->off, .len = lk->len,
 					 .svid = lk->owner.svid,
 					 .ohlen = lk->owner.ohlen };

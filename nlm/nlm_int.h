@@ -84,12 +84,23 @@ int nlm_cb_queue(struct nlm_cb *cb, const struct nlm_cb_call *c);
 /* Read, bump and persist the state number in n->state_dir. */
 int nsm_state_bump(struct nlm *n);
 
-/* Remember caller (at peer) as a client to notify after a restart. */
-void nsm_client_note(struct nlm *n, const char *caller,
-		     const struct sockaddr_storage *peer);
+/*
+ * Remember caller (at peer) as a client to notify after a restart.
+ * 0, or -ENOLCK when peer's address has too many names recorded (its
+ * lock must be refused: a restart could not tell it), -ENOMEM.
+ */
+int nsm_client_note(struct nlm *n, const char *caller,
+		    const struct sockaddr_storage *peer);
 
-/* Forget caller (it freed its locks, or told us it restarted). */
-void nsm_client_forget(struct nlm *n, const char *caller);
+/*
+ * Forget caller's records from host (NULL: from any address): it freed
+ * its locks, or told us it restarted.  Returns the records dropped.
+ */
+size_t nsm_client_forget(struct nlm *n, const char *caller,
+			 const struct nlm_host *host);
+
+/* Whether peer is this host's own statd/lockd: 127.0.0.1 or ::1. */
+bool nsm_peer_local(const struct sockaddr_storage *peer);
 
 /* Queue SM_NOTIFY to every client the previous run recorded. */
 void nsm_notify_clients(struct nlm *n);

@@ -6,16 +6,22 @@
  * granted, so a client can tell this run from the last.
  *
  * Clients: the first lock or share of a host in a run writes
- * STATE/nsm/clients/<hex of its name> holding the address it called
- * from.  At the next start every recorded host is sent SM_NOTIFY (its
- * statd then has its lockd reclaim during the grace period) and its
- * record goes once the notify got through and the host has not locked
- * again meanwhile.  A host that says FREE_ALL, or whose own statd tells
- * us it restarted (SM_NOTIFY to us), loses its locks and its record.
+ * STATE/nsm/clients/<hex of its name>-<hex of its address> holding the
+ * address it called from as text (records of older versions are named by
+ * the name alone).  At the next start every recorded host is sent
+ * SM_NOTIFY (its statd then has its lockd reclaim during the grace
+ * period) and its record goes once the notify got through and the host
+ * has not locked again meanwhile.  A host that says FREE_ALL, or whose
+ * own statd tells us it restarted (SM_NOTIFY to us), loses its locks and
+ * its record: what that name holds from that address only, so nobody
+ * releases another host's locks by sending its name.  One address has
+ * at most NSM_NAMES_PER_HOST names recorded.
  *
  * SM_MON registrations (someone asks to hear when a host restarts) are
  * kept in memory; when that host's SM_NOTIFY arrives, each registrant is
  * called back with its my_id procedure, as statd does for its lockd.
+ * SM_MON, UNMON and UNMON_ALL are the local host's (a lockd asks its own
+ * statd): from anywhere else they fail.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -32,15 +38,37 @@
 
 #define NSM_NOTIFY_TRIES 5
 #define NSM_MON_MAX 1024 /* registrations kept: callers choose the names */
+#define NSM_NAMES_PER_HOST 16 /* client names one address may record */
+#define NSM_CLIENTS_MAX 65536 /* records over all hosts */
 
 struct nlm_client {
 	struct nlm_client *next;
+	struct nlm_host host;
 	char *name;
 };
+
+static bool host_eq(const struct nlm_host *a, const struct nlm_host *b)
+{
+	return !memcmp(a->addr, b->addr, sizeof(a->addr));
+}
+
+bool nsm_peer_local(const struct sockaddr_storage *peer)
+{
+	struct nlm_host h, lo6 = { .addr = { [15] = 1 } };
+
+	nlm_host_of(peer, &h);
+	/* ::1, and 127.0.0.1 as IPv4-mapped: the local statd's and lockd's
+	 * address (other loopback addresses may stand for other hosts). */
+	struct nlm_host lo4 = { .addr = { [10] = 0xff, [11] = 0xff,
+					  [12] = 127, [15] = 1 } };
+
+	return host_eq(&h, &lo6) || host_eq(&h, &lo4);
+}
 
 /* A client record being notified: removed once the notify got through. */
 struct nsm_notify_ctx {
 	struct nlm *n;
+	struct nlm_host host;
 	char *name;
 	char path[];
 };
@@ -93,42 +121,60 @@ int nsm_state_bump(struct nlm *n)
 	return rc;
 }
 
-/* "STATE/nsm/clients/<hex of name>" into buf. */
-static int client_path(const struct nlm *n, const char *name, char *buf,
-		       size_t cap)
+/* "STATE/nsm/clients/<hex of name>-<hex of host>" into buf. */
+static int client_path(const struct nlm *n, const char *name,
+		       const struct nlm_host *host, char *buf, size_t cap)
 {
 	size_t len = strlen(name), off;
 	int k = snprintf(buf, cap, "%s/clients/", n->state_dir);
 
-	if (k < 0 || (size_t)k + 2 * len + 1 > cap)
+	if (k < 0 || (size_t)k + 2 * len + 1 + 32 + 1 > cap)
 		return -ENAMETOOLONG;
 	off = (size_t)k;
 	for (size_t i = 0; i < len; i++)
 		off += (size_t)snprintf(buf + off, cap - off, "%02x",
 					(unsigned char)name[i]);
+	buf[off++] = '-';
+	for (size_t i = 0; i < sizeof(host->addr); i++)
+		off += (size_t)snprintf(buf + off, cap - off, "%02x",
+					host->addr[i]);
 	return 0;
 }
 
-void nsm_client_note(struct nlm *n, const char *caller,
-		     const struct sockaddr_storage *peer)
+int nsm_client_note(struct nlm *n, const char *caller,
+		    const struct sockaddr_storage *peer)
 {
 	char path[4200], host[INET6_ADDRSTRLEN + 2] = "";
+	size_t same_host = 0, all = 0;
 	struct nlm_client *c;
+	struct nlm_host h;
 	const void *a;
-	int rc;
+	int rc = 0;
 
+	nlm_host_of(peer, &h);
 	pthread_mutex_lock(&n->clients_lock);
-	for (c = n->clients; c; c = c->next)
+	for (c = n->clients; c; c = c->next, all++) {
+		if (!host_eq(&c->host, &h))
+			continue;
 		if (!strcmp(c->name, caller))
 			goto out_unlock;
+		same_host++;
+	}
 	/* Host names are at most 255 bytes; longer ones are not recorded. */
-	if (strlen(caller) > 255 || client_path(n, caller, path, sizeof(path)))
+	if (strlen(caller) > 255 || client_path(n, caller, &h, path,
+						sizeof(path)))
 		goto out_unlock;
+	if (same_host >= NSM_NAMES_PER_HOST || all >= NSM_CLIENTS_MAX) {
+		rc = -ENOLCK;
+		goto out_unlock;
+	}
 	c = malloc(sizeof(*c));
 	if (!c || !(c->name = strdup(caller))) {
 		free(c);
+		rc = -ENOMEM;
 		goto out_unlock;
 	}
+	c->host = h;
 	c->next = n->clients;
 	n->clients = c;
 	a = peer->ss_family == AF_INET6 ?
@@ -141,30 +187,53 @@ void nsm_client_note(struct nlm *n, const char *caller,
 	 * after must still find this host to notify.  Once per host a run.
 	 */
 	rc = write_file(path, host);
-	if (rc)
+	if (rc) {
 		log_warn("nsm: cannot record client %s: %s", caller,
 			 strerror(-rc));
+		rc = 0; /* the lock is still good for this run */
+	}
 out_unlock:
 	pthread_mutex_unlock(&n->clients_lock);
+	return rc;
 }
 
-void nsm_client_forget(struct nlm *n, const char *caller)
+/* Remove the record file of (caller, host), in either naming. */
+static void client_unlink(struct nlm *n, const char *caller,
+			  const struct nlm_host *host)
 {
-	struct nlm_client **pp, *c;
 	char path[4200];
 
+	if (!client_path(n, caller, host, path, sizeof(path)))
+		unlink(path);
+	/* An older version's record: the name alone. */
+	if (!client_path(n, caller, host, path, sizeof(path))) {
+		*strrchr(path, '-') = '\0';
+		unlink(path);
+	}
+}
+
+size_t nsm_client_forget(struct nlm *n, const char *caller,
+			 const struct nlm_host *host)
+{
+	struct nlm_client **pp, *c;
+	size_t k = 0;
+
 	pthread_mutex_lock(&n->clients_lock);
-	for (pp = &n->clients; (c = *pp); pp = &c->next)
-		if (!strcmp(c->name, caller))
-			break;
-	if (c) {
+	for (pp = &n->clients; (c = *pp);) {
+		if (strcmp(c->name, caller) || (host && !host_eq(&c->host, host))) {
+			pp = &c->next;
+			continue;
+		}
 		*pp = c->next;
+		client_unlink(n, c->name, &c->host);
 		free(c->name);
 		free(c);
+		k++;
 	}
-	if (!client_path(n, caller, path, sizeof(path)))
-		unlink(path);
+	if (host)
+		client_unlink(n, caller, host);
 	pthread_mutex_unlock(&n->clients_lock);
+	return k;
 }
 
 static void notify_done(void *arg, int err, void *res)
@@ -174,12 +243,17 @@ static void notify_done(void *arg, int err, void *res)
 
 	(void)res;
 	if (!err) {
+		char path[4200];
+
 		pthread_mutex_lock(&x->n->clients_lock);
 		for (c = x->n->clients; c; c = c->next)
-			if (!strcmp(c->name, x->name))
+			if (!strcmp(c->name, x->name) && host_eq(&c->host, &x->host))
 				break;
-		/* A host that locked again in this run keeps its record. */
-		if (!c)
+		/* A host that locked again in this run keeps its record (an
+		 * older version's record was replaced by one in the new
+		 * naming then). */
+		if (!c || client_path(x->n, c->name, &c->host, path,
+				      sizeof(path)) || strcmp(path, x->path))
 			unlink(x->path);
 		pthread_mutex_unlock(&x->n->clients_lock);
 		log_info("nsm: notified %s of state %d", x->name, x->n->state);
@@ -192,13 +266,15 @@ static void notify_done(void *arg, int err, void *res)
 static void notify_one(struct nlm *n, const char *dir, const char *leaf)
 {
 	char name[256], buf[INET6_ADDRSTRLEN + 2] = "";
-	size_t len = strlen(leaf), plen;
+	const char *dash = strchr(leaf, '-');
+	size_t len = dash ? (size_t)(dash - leaf) : strlen(leaf), plen;
 	struct sockaddr_storage ss = { 0 };
 	struct nsm_notify_ctx *x;
 	sm_stat_chge args;
 	ssize_t r;
 	int fd;
 
+	/* "NAME" (older versions) or "NAME-HOST", both in hex. */
 	if (len % 2 || len / 2 >= sizeof(name) || strchr(leaf, '.'))
 		return;
 	for (size_t i = 0; i < len / 2; i++) {
@@ -209,7 +285,7 @@ static void notify_one(struct nlm *n, const char *dir, const char *leaf)
 		name[i] = (char)v;
 	}
 	name[len / 2] = 0;
-	plen = strlen(dir) + 1 + len + 1;
+	plen = strlen(dir) + 1 + strlen(leaf) + 1;
 	x = malloc(sizeof(*x) + plen);
 	if (!x)
 		return;
@@ -231,6 +307,7 @@ static void notify_one(struct nlm *n, const char *dir, const char *leaf)
 		return;
 	}
 	x->n = n;
+	nlm_host_of(&ss, &x->host);
 	args = (sm_stat_chge){ .mon_name = n->hostname, .state = n->state };
 	if (nlm_cb_queue(n->cb, &(struct nlm_cb_call){
 				 .addr = ss, .prog = NSM_PROG,
@@ -298,13 +375,36 @@ static void proc_null(struct rpc_call *call, void *args, void *res)
 	rpc_call_done(call);
 }
 
+/*
+ * The client check of NSM: calls from this host, or (local_only false)
+ * from a host some export admits.  Refusals are logged per host.
+ */
+static bool nsm_caller_ok(struct rpc_call *call, const char *proc,
+			  bool local_only)
+{
+	struct nlm *n = rpc_call_ctx(call);
+	const struct sockaddr_storage *peer = rpc_call_peer(call);
+	char a[LOG_ADDR_MAX];
+
+	if (nsm_peer_local(peer) ||
+	    (!local_only && nfsd_client_admitted(n->opts.nfsd, peer,
+						 rpc_call_loop(call))))
+		return true;
+	log_host(LOG_LVL_WARN, peer, "nsm: %s from %s refused: %s", proc,
+		 log_addr(peer, a),
+		 local_only ? "only this host may ask"
+			    : "no export rule admits it");
+	return false;
+}
+
 static void proc_stat(struct rpc_call *call, void *args, void *res)
 {
 	struct nlm *n = rpc_call_ctx(call);
 	sm_stat_res *r = res;
 
 	(void)args;
-	r->res_stat = stat_succ;
+	r->res_stat = nsm_caller_ok(call, "STAT", false) ? stat_succ
+							 : stat_fail;
 	r->state = n->state;
 	rpc_call_done(call);
 }
@@ -319,7 +419,8 @@ static void proc_mon(struct rpc_call *call, void *args, void *res)
 
 	r->state = n->state;
 	r->res_stat = stat_fail;
-	if (!a->mon_id.mon_name || !a->mon_id.my_id.my_name)
+	if (!a->mon_id.mon_name || !a->mon_id.my_id.my_name ||
+	    !nsm_caller_ok(call, "MON", true))
 		goto out;
 	pthread_mutex_lock(&n->clients_lock);
 	for (pp = &n->mons; (m = *pp); pp = &m->next, count++)
@@ -375,7 +476,7 @@ static void proc_unmon(struct rpc_call *call, void *args, void *res)
 	sm_mon_id *a = args;
 	sm_stat *r = res;
 
-	if (a->mon_name)
+	if (a->mon_name && nsm_caller_ok(call, "UNMON", true))
 		mon_remove(n, a->mon_name, &a->my_id);
 	r->state = n->state;
 	rpc_call_done(call);
@@ -386,26 +487,45 @@ static void proc_unmon_all(struct rpc_call *call, void *args, void *res)
 	struct nlm *n = rpc_call_ctx(call);
 	sm_stat *r = res;
 
-	mon_remove(n, NULL, args);
+	if (nsm_caller_ok(call, "UNMON_ALL", true))
+		mon_remove(n, NULL, args);
 	r->state = n->state;
 	rpc_call_done(call);
 }
 
-/* A host tells us it restarted: its locks are void; tell registrants. */
+/*
+ * A host tells us it restarted: its locks are void; tell registrants.
+ * Honoured from this host (every lock of the name) or from an address
+ * the name holds locks or a record from (what that address holds): a
+ * notify from anywhere else releases nothing of another host's.
+ */
 static void proc_notify(struct rpc_call *call, void *args, void *res)
 {
 	struct nlm *n = rpc_call_ctx(call);
+	const struct sockaddr_storage *peer = rpc_call_peer(call);
 	sm_stat_chge *a = args;
+	bool local = nsm_peer_local(peer);
+	char addr[LOG_ADDR_MAX];
 	struct nsm_mon *m;
-	size_t k;
+	struct nlm_host h;
+	size_t k, recs;
 
 	(void)res;
 	if (!a->mon_name)
 		goto out;
-	k = nlm_table_free_all(n->table, a->mon_name);
-	nsm_client_forget(n, a->mon_name);
-	log_info("nsm: %s restarted (state %d): released %zu locks",
-		 a->mon_name, a->state, k);
+	nlm_host_of(peer, &h);
+	k = nlm_table_free_all(n->table, a->mon_name, local ? NULL : &h);
+	recs = nsm_client_forget(n, a->mon_name, local ? NULL : &h);
+	if (!local && !k && !recs) {
+		log_host(LOG_LVL_WARN, peer,
+			 "nsm: SM_NOTIFY for %s from %s ignored: that host "
+			 "holds nothing from this address", a->mon_name,
+			 log_addr(peer, addr));
+		goto out;
+	}
+	log_host(LOG_LVL_INFO, peer,
+		 "nsm: %s restarted (state %d, from %s): released %zu locks",
+		 a->mon_name, a->state, log_addr(peer, addr), k);
 	pthread_mutex_lock(&n->clients_lock);
 	for (m = n->mons; m; m = m->next) {
 		nlm4_sm_status st = { .mon_name = a->mon_name,

@@ -54,18 +54,26 @@ uint64_t e2e_now_ms(void)
 /* ------------------------------------------------------------------ */
 /* The gateway process                                                 */
 
-int e2e_gw_log_count(const struct e2e_gw *gw, const char *needle)
+int e2e_log_count(const char *path, const char *needle, bool at_start)
 {
-	FILE *f = fopen(gw->log, "r");
+	FILE *f = fopen(path, "r");
 	char line[4096];
 	int n = 0;
 
 	if (!f)
 		return -1;
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, needle) != NULL;
+	while (fgets(line, sizeof(line), f)) {
+		const char *hit = strstr(line, needle);
+
+		n += hit && (!at_start || hit == line);
+	}
 	fclose(f);
 	return n;
+}
+
+int e2e_gw_log_count(const struct e2e_gw *gw, const char *needle)
+{
+	return e2e_log_count(gw->log, needle, false);
 }
 
 void e2e_gw_dump_log(const struct e2e_gw *gw)

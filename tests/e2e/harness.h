@@ -34,6 +34,7 @@
 #ifndef MAPFS_E2E_HARNESS_H
 #define MAPFS_E2E_HARNESS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -161,6 +162,12 @@ int e2e_gw_kill9(struct e2e_gw *gw);
 
 /* 1 if the process is still running, 0 if it exited (it is reaped). */
 int e2e_gw_alive(struct e2e_gw *gw);
+
+/*
+ * Lines of the log file at path that contain needle (at_start: that
+ * begin with it); -1 if it cannot be read.
+ */
+int e2e_log_count(const char *path, const char *needle, bool at_start);
 
 /* How many lines of the gateway's log (all runs) contain needle; -1 if
  * the log cannot be read. */

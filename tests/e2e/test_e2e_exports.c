@@ -580,45 +580,110 @@ static void test_sighup_reload(void)
 }
 
 /* A bad file at start: exit 2, and the message names file and line. */
-static void test_bad_file_exit2(void)
+/*
+ * Start the gateway on exports file path (NULL: no --exports) expecting
+ * it to exit: its status, its stderr in err[cap].
+ */
+static int gw_exit_status(const char *path, char *err, size_t cap)
 {
-	char bad[160], state[160], errf[160], line[512] = "";
+	char state[160], errf[160];
 	const char *bin = getenv("MAPFS_GW");
 	FILE *f;
 	pid_t pid;
 	int st;
 
 	E2E_REQUIRE(bin != NULL, "MAPFS_GW");
-	snprintf(bad, sizeof(bad), "%s/bad", dir);
 	snprintf(state, sizeof(state), "%s/state", dir);
 	snprintf(errf, sizeof(errf), "%s/err", dir);
-	E2E_REQUIRE(write_file(bad, "/mapfs *(rw)\n/mapfs/a 10.0.0.0/40\n") ==
-			    0,
-		    "write bad");
 	pid = fork();
 	E2E_REQUIRE(pid >= 0, "fork");
 	if (pid == 0) {
 		if (!freopen(errf, "w", stderr) || !freopen("/dev/null", "w", stdout))
 			_exit(99);
-		execl(bin, bin, "--exports", bad, "--state", state,
+		execl(bin, bin, "--exports", path, "--state", state,
 		      "--foreground", "--no-rpcbind", "--nfs-port", "0",
 		      "--mount-port", "0", "--bind", "127.0.0.1", (char *)NULL);
 		_exit(98);
 	}
 	E2E_REQUIRE(waitpid(pid, &st, 0) == pid, "waitpid");
-	E2E_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2,
-		  "exit status %d, want 2", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	err[0] = '\0';
 	f = fopen(errf, "r");
 	if (f) {
-		size_t n = fread(line, 1, sizeof(line) - 1, f);
+		size_t n = fread(err, 1, cap - 1, f);
 
-		line[n] = '\0';
+		err[n] = '\0';
 		fclose(f);
 	}
+	unlink(errf);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_bad_file_exit2(void)
+{
+	char bad[160], line[512];
+	int st;
+
+	snprintf(bad, sizeof(bad), "%s/bad", dir);
+	E2E_REQUIRE(write_file(bad, "/mapfs *(rw)\n/mapfs/a 10.0.0.0/40\n") ==
+			    0,
+		    "write bad");
+	st = gw_exit_status(bad, line, sizeof(line));
+	E2E_CHECK(st == 2, "exit status %d, want 2", st);
 	E2E_CHECK(strstr(line, bad) && strstr(line, ":2: prefix /40 too long"),
 		  "stderr '%s' does not name %s:2", line, bad);
 	unlink(bad);
-	unlink(errf);
+}
+
+/*
+ * A named exports file that does not exist (a typo) stops the gateway
+ * with the reason (before: it exported everything to everyone, rw and
+ * no_root_squash).
+ */
+static void test_missing_file_exit2(void)
+{
+	char missing[160], line[512];
+	int st;
+
+	snprintf(missing, sizeof(missing), "%s/exprots", dir);
+	st = gw_exit_status(missing, line, sizeof(line));
+	E2E_CHECK(st == 2, "exit status %d, want 2", st);
+	E2E_CHECK(strstr(line, missing) && strstr(line, "No such file"),
+		  "stderr '%s' does not name %s", line, missing);
+}
+
+/*
+ * No --exports at all: this host (127.0.0.1) only, said at start; any
+ * other address is refused, MNT and NFS alike.
+ */
+static void test_no_file_localhost(void)
+{
+	struct e2e_gw lo;
+	struct e2e_rpc *m, *r;
+	mountres3 res;
+	nfs_fh3 root;
+
+	E2E_REQUIRE(e2e_gw_start(&lo, 1) == 0, "gateway without --exports");
+	E2E_CHECK(e2e_gw_log_count(&lo, "is exported to this host only") == 1,
+		  "the start does not say it serves this host only");
+	m = e2e_rpc_open_from("127.0.0.2", -1, lo.mount_port, MOUNT_PROGRAM,
+			      MOUNT_V3);
+	E2E_REQUIRE(m != NULL, "mount connection from 127.0.0.2");
+	E2E_RPC(m, e2e_mnt3_mnt(m, "/mapfs", &res));
+	E2E_STATUS("MNT from 127.0.0.2", (int)res.fhs_status, MNT3ERR_ACCES);
+	e2e_rpc_close(m);
+	m = e2e_rpc_open(lo.nfs_port, NFS_PROGRAM, NFS_V3);
+	E2E_REQUIRE(m && e2e_root_fh(m, &lo, &root) == 0,
+		    "MNT from 127.0.0.1");
+	r = e2e_rpc_open_from("127.0.0.2", -1, lo.nfs_port, NFS_PROGRAM,
+			      NFS_V3);
+	E2E_REQUIRE(r != NULL, "NFS connection from 127.0.0.2");
+	E2E_STATUS("GETATTR from 127.0.0.2", getattr(r, &root, NULL),
+		   NFS3ERR_ACCES);
+	E2E_STATUS("GETATTR from 127.0.0.1", getattr(m, &root, NULL), NFS3_OK);
+	e2e_rpc_close(r);
+	e2e_rpc_close(m);
+	E2E_CHECK(e2e_gw_stop(&lo) == 0, "stop");
+	e2e_gw_cleanup(&lo);
 }
 
 int main(void)
@@ -639,5 +704,9 @@ int main(void)
 	CU_add_test(s, "SIGHUP: ro -> rw on a live connection",
 		    test_sighup_reload);
 	CU_add_test(s, "a bad exports file: exit 2", test_bad_file_exit2);
+	CU_add_test(s, "a missing exports file: exit 2",
+		    test_missing_file_exit2);
+	CU_add_test(s, "no exports file: this host only",
+		    test_no_file_localhost);
 	return e2e_run_cunit();
 }

@@ -31,13 +31,24 @@
 #include "tests/e2e/harness.h"
 
 #define CALL_MS 10000
+/* What one client address may hold (--max-locks-per-host). */
+#define HOST_LOCKS "8"
+
+/*
+ * Who the gateway serves: this host and two more loopback addresses that
+ * play other client machines; 127.0.0.2 plays a host the exports refuse.
+ */
+static const char exports_text[] =
+	"/mapfs 127.0.0.1(rw,no_root_squash,insecure) "
+	"127.0.0.3(rw,no_root_squash,insecure) "
+	"127.0.0.4(rw,no_root_squash,insecure)\n";
 
 /* ------------------------------------------------------------------ */
 /* The gateway, with locking options                                   */
 
 static struct {
 	char dir[64], store[E2E_PATH_MAX + 16], state[E2E_PATH_MAX];
-	char log[E2E_PATH_MAX];
+	char log[E2E_PATH_MAX], exports[E2E_PATH_MAX];
 	pid_t pid;
 	int nfs_port, mount_port, nlm_port;
 } gw;
@@ -92,7 +103,9 @@ static int gw_start(int grace)
 		      "--bind", "127.0.0.1", "--nfs-port", "0", "--mount-port",
 		      "0", "--nlm-port", nlm, "--nlm-client-rpcbind-port", cbp,
 		      "--grace", gr, "--threads", "2", "--no-rpcbind",
-		      "--foreground", "--log-level", "debug", (char *)NULL);
+		      "--exports", gw.exports, "--max-locks-per-host",
+		      HOST_LOCKS, "--foreground", "--log-level", "debug",
+		      (char *)NULL);
 		_exit(127);
 	}
 	close(p[1]);
@@ -423,9 +436,14 @@ static nfs_fh3 new_file(const char *name)
 	nfs_fh3 none = { 0 };
 
 	a.how.createhow3_u.obj_attributes = e2e_sattr_mode(0644);
-	if (e2e_nfs3_create(nfs, &a, &r) || r.status != NFS3_OK ||
-	    !r.CREATE3res_u.resok.obj.handle_follows)
+	if (e2e_nfs3_create(nfs, &a, &r)) {
+		fprintf(stderr, "CREATE %s: %s\n", name, e2e_rpc_error(nfs));
 		return none;
+	}
+	if (r.status != NFS3_OK || !r.CREATE3res_u.resok.obj.handle_follows) {
+		fprintf(stderr, "CREATE %s: %s\n", name, e2e_nfsstat(r.status));
+		return none;
+	}
 	return r.CREATE3res_u.resok.obj.post_op_fh3_u.handle;
 }
 
@@ -495,12 +513,16 @@ static int nlm_cancel_call(nlm4_lock l, int excl)
  * results are left in r (r->off at them).  Returns 0, or -1 when no
  * accepted SUCCESS reply came.
  */
+/* The source address of raw_call()'s connections. */
+static const char *raw_src = "127.0.0.1";
+
 static int raw_call(uint32_t prog, uint32_t vers, uint32_t proc,
 		    const struct xb *args, struct xb *r)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET,
 				 .sin_port = htons((uint16_t)gw.nlm_port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in src = { .sin_family = AF_INET };
 	struct xb q = { .n = 0 };
 	char skip[512];
 	int fd, rc = -1;
@@ -523,7 +545,9 @@ static int raw_call(uint32_t prog, uint32_t vers, uint32_t proc,
 	memcpy(q.b + q.n, args->b, args->n);
 	q.n += args->n;
 	fd = socket(AF_INET, SOCK_STREAM, 0);
-	if (fd >= 0 && !connect(fd, (struct sockaddr *)&a, sizeof(a)) &&
+	inet_pton(AF_INET, raw_src, &src.sin_addr);
+	if (fd >= 0 && !bind(fd, (struct sockaddr *)&src, sizeof(src)) &&
+	    !connect(fd, (struct sockaddr *)&a, sizeof(a)) &&
 	    !rec_write(fd, &q) && !rec_read(fd, r)) {
 		get32(r);
 		get32(r);
@@ -810,6 +834,207 @@ static void test_restart(void)
 			  NLM4_GRANTED, "UNLOCK in grace");
 }
 
+/*
+ * The NLM calls above go through nlm: run them from another source
+ * address for a while.  Returns the connection to close (and restores
+ * the default one) with from_done().
+ */
+static struct e2e_rpc *from_host(const char *src, struct rpc_context **saved)
+{
+	struct e2e_rpc *r = e2e_rpc_open_from(src, 0, gw.nlm_port, NLM_PROGRAM,
+					      NLM_V4);
+
+	*saved = nlm;
+	if (r)
+		nlm = e2e_rpc_ctx(r);
+	return r;
+}
+
+static void from_done(struct e2e_rpc *r, struct rpc_context *saved)
+{
+	nlm = saved;
+	e2e_rpc_close(r);
+}
+
+/*
+ * A host the exports refuse holds a leaked handle: TEST, LOCK, UNLOCK
+ * and SHARE fail for it as NFS calls do (before: TEST told it who held
+ * the lock, LOCK took locks, UNLOCK released them).
+ */
+static void test_refused_host(void)
+{
+	nfs_fh3 fh = new_file("leak"), other = new_file("leak2");
+	struct rpc_context *saved;
+	struct e2e_rpc *r;
+
+	E2E_REQUIRE(fh.data.data_len && other.data.data_len, "CREATE failed");
+	E2E_REQUIRE(nlm_lock_call(mk_lock(&fh, "hostA", 1, 0, 0), 1, 0, 0) ==
+			    NLM4_GRANTED, "LOCK A");
+	r = from_host("127.0.0.2", &saved);
+	E2E_REQUIRE(r, "no connection from 127.0.0.2");
+	E2E_CHECK(nlm_test_call(mk_lock(&fh, "hostX", 9, 0, 0), 1, NULL) ==
+			  NLM4_FAILED, "TEST from a refused host");
+	E2E_CHECK(nlm_lock_call(mk_lock(&other, "hostX", 9, 0, 0), 1, 0, 0) ==
+			  NLM4_FAILED, "LOCK from a refused host");
+	E2E_CHECK(nlm_unlock_call(mk_lock(&fh, "hostA", 1, 0, 0)) ==
+			  NLM4_FAILED, "UNLOCK of A's lock from a refused host");
+	from_done(r, saved);
+	raw_src = "127.0.0.2";
+	E2E_CHECK(share_call(20, &other, "hostX", 0, 2) == NLM4_FAILED,
+		  "SHARE from a refused host");
+	E2E_CHECK(free_all_call("hostA") == 0, "FREE_ALL from a refused host");
+	raw_src = "127.0.0.1";
+	E2E_CHECK(nlm_test_call(mk_lock(&fh, "hostB", 2, 0, 0), 1, NULL) ==
+			  NLM4_DENIED, "A's lock survived the refused host");
+	E2E_CHECK(nlm_test_call(mk_lock(&other, "hostB", 2, 0, 0), 1, NULL) ==
+			  NLM4_GRANTED, "the refused host holds no lock");
+	E2E_CHECK(e2e_log_count(gw.log, "nlm: call from 127.0.0.2 refused",
+				 false) >= 1,
+		  "the refusal was not logged");
+	nlm_unlock_call(mk_lock(&fh, "hostA", 1, 0, 0));
+}
+
+/*
+ * A lock belongs to the address it came from: another admitted host
+ * sending the holder's name, svid and owner bytes neither unlocks it
+ * nor frees it (FREE_ALL), and cannot steal it.
+ */
+static void test_owner_address(void)
+{
+	nfs_fh3 fh = new_file("owner");
+	struct rpc_context *saved;
+	struct e2e_rpc *r;
+
+	E2E_REQUIRE(fh.data.data_len, "CREATE failed");
+	E2E_REQUIRE(nlm_lock_call(mk_lock(&fh, "hostA", 1, 0, 0), 1, 0, 0) ==
+			    NLM4_GRANTED, "LOCK A");
+	r = from_host("127.0.0.3", &saved);
+	E2E_REQUIRE(r, "no connection from 127.0.0.3");
+	E2E_CHECK(nlm_unlock_call(mk_lock(&fh, "hostA", 1, 0, 0)) ==
+			  NLM4_GRANTED, "UNLOCK with A's owner from .3");
+	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostA", 1, 0, 0), 1, 0, 0) ==
+			  NLM4_DENIED, "LOCK with A's owner from .3");
+	from_done(r, saved);
+	raw_src = "127.0.0.3";
+	E2E_CHECK(free_all_call("hostA") == 0, "FREE_ALL hostA from .3");
+	raw_src = "127.0.0.1";
+	E2E_CHECK(nlm_test_call(mk_lock(&fh, "hostB", 2, 0, 0), 1, NULL) ==
+			  NLM4_DENIED, "A's lock survived .3's calls");
+	E2E_CHECK(nlm_unlock_call(mk_lock(&fh, "hostA", 1, 0, 0)) ==
+			  NLM4_GRANTED, "A unlocks its own lock");
+	E2E_CHECK(nlm_test_call(mk_lock(&fh, "hostB", 2, 0, 0), 1, NULL) ==
+			  NLM4_GRANTED, "A's lock gone");
+}
+
+/* One NSM call from src; 0 or -1.  res_size bytes of the result in *s. */
+static int nsm_from(const char *src, int proc, void *args, struct sync *s)
+{
+	struct e2e_rpc *r = e2e_rpc_open_from(src, 0, gw.nlm_port, NSM_PROGRAM,
+					      NSM_V1);
+	struct rpc_context *c = r ? e2e_rpc_ctx(r) : NULL;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	switch (proc) {
+	case 2:
+		rc = sync_wait(c, s, rpc_nsm1_mon_async(c, sync_cb, args, s));
+		break;
+	case 6:
+		rc = sync_wait(c, s, rpc_nsm1_notify_async(c, sync_cb, args, s));
+		break;
+	}
+	e2e_rpc_close(r);
+	return rc;
+}
+
+/*
+ * SM_NOTIFY releases what the notifying address holds, no more: a
+ * notify naming hostC from another host leaves hostC's lock (before: any
+ * host could release anyone's locks); hostC's own notify releases it.
+ * SM_MON is the local host's only.
+ */
+static void test_notify_spoof(void)
+{
+	nfs_fh3 fh = new_file("spoof");
+	NSM1_NOTIFYargs na = { .mon_name = "hostC", .state = 7 };
+	NSM1_MONargs ma = { .mon_id = { "hostC", { "evil", 100021, 4, 16 } } };
+	struct rpc_context *saved;
+	struct sync s = { .size = 0 };
+	struct e2e_rpc *r;
+
+	E2E_REQUIRE(fh.data.data_len, "CREATE failed");
+	r = from_host("127.0.0.3", &saved);
+	E2E_REQUIRE(r, "no connection from 127.0.0.3");
+	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostC", 1, 0, 0), 1, 0, 0) ==
+			  NLM4_GRANTED, "LOCK C from .3");
+	from_done(r, saved);
+	E2E_CHECK(nsm_from("127.0.0.4", 6, &na, &s) == 0, "SM_NOTIFY from .4");
+	E2E_CHECK(nlm_test_call(mk_lock(&fh, "hostB", 2, 0, 0), 1, NULL) ==
+			  NLM4_DENIED, "C's lock survived a notify from .4");
+	E2E_CHECK(e2e_log_count(gw.log, "SM_NOTIFY for hostC from 127.0.0.4 "
+				 "ignored", false) >= 1,
+		  "the ignored notify was not logged");
+	s = (struct sync){ .size = sizeof(NSM1_MONres) };
+	E2E_CHECK(nsm_from("127.0.0.4", 2, &ma, &s) == 0 &&
+			  ((NSM1_MONres *)s.res)->res == NSM_STAT_FAIL,
+		  "SM_MON from another host must fail");
+	s = (struct sync){ .size = 0 };
+	E2E_CHECK(nsm_from("127.0.0.3", 6, &na, &s) == 0, "SM_NOTIFY from .3");
+	E2E_CHECK(nlm_test_call(mk_lock(&fh, "hostB", 2, 0, 0), 1, NULL) ==
+			  NLM4_GRANTED, "C's own notify released its lock");
+}
+
+/*
+ * One address holds at most --max-locks-per-host locks, shares and
+ * blocked requests: past it DENIED_NOLOCKS, and other hosts still lock.
+ */
+static void test_host_bound(void)
+{
+	nfs_fh3 fh = new_file("bound");
+	struct rpc_context *saved;
+	struct e2e_rpc *r;
+	int max = atoi(HOST_LOCKS);
+
+	E2E_REQUIRE(fh.data.data_len, "CREATE failed");
+	r = from_host("127.0.0.4", &saved);
+	E2E_REQUIRE(r, "no connection from 127.0.0.4");
+	for (int i = 0; i < max; i++)
+		E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostD", 1, 2 * (uint64_t)i,
+						1), 1, 0, 0) == NLM4_GRANTED,
+			  "LOCK %d of %d", i + 1, max);
+	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostD", 1, 1000, 1), 1, 0, 0) ==
+			  NLM4_DENIED_NOLOCKS, "LOCK past the host's bound");
+	from_done(r, saved);
+	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostA", 1, 1000, 1), 1, 0, 0) ==
+			  NLM4_GRANTED, "another host still locks");
+	raw_src = "127.0.0.4";
+	E2E_CHECK(free_all_call("hostD") == 0, "FREE_ALL hostD");
+	raw_src = "127.0.0.1";
+	nlm_unlock_call(mk_lock(&fh, "hostA", 1, 1000, 1));
+}
+
+/*
+ * Names a client chooses reach the log escaped: a caller name with a
+ * newline cannot forge a line of its own.
+ */
+static void test_log_injection(void)
+{
+	nfs_fh3 fh = new_file("inject");
+	const char *evil = "hostE\n2026-01-01T00:00:00.000Z mapfs-gw error: "
+			   "FORGED";
+
+	E2E_REQUIRE(fh.data.data_len, "CREATE failed");
+	E2E_CHECK(nlm_lock_call(mk_lock(&fh, evil, 1, 0, 0), 1, 0, 0) ==
+			  NLM4_GRANTED, "LOCK with a newline in the name");
+	E2E_CHECK(nlm_unlock_call(mk_lock(&fh, evil, 1, 0, 0)) == NLM4_GRANTED,
+		  "UNLOCK");
+	E2E_CHECK(e2e_log_count(gw.log, "hostE\\x0a2026", false) >= 1,
+		  "the name is not in the log, escaped");
+	E2E_CHECK(e2e_log_count(gw.log, "2026-01-01T00:00:00", true) == 0,
+		  "a forged line reached the log");
+}
+
 static int suite_init(void)
 {
 	char *d;
@@ -821,6 +1046,11 @@ static int suite_init(void)
 	snprintf(gw.store, sizeof(gw.store), "file://%s/store", gw.dir);
 	snprintf(gw.state, sizeof(gw.state), "%s/state", gw.dir);
 	snprintf(gw.log, sizeof(gw.log), "%s/gw.log", gw.dir);
+	snprintf(gw.exports, sizeof(gw.exports), "%s/exports", gw.dir);
+	FILE *f = fopen(gw.exports, "w");
+
+	if (!f || fputs(exports_text, f) < 0 || fclose(f))
+		return -1;
 	gw.nlm_port = free_port();
 	if (gw.nlm_port <= 0 || gw_start(0))
 		return -1;
@@ -865,6 +1095,11 @@ int main(void)
 	CU_add_test(s, "share", test_share);
 	CU_add_test(s, "free_all", test_free_all);
 	CU_add_test(s, "nsm", test_nsm);
+	CU_add_test(s, "refused_host", test_refused_host);
+	CU_add_test(s, "owner_address", test_owner_address);
+	CU_add_test(s, "notify_spoof", test_notify_spoof);
+	CU_add_test(s, "host_bound", test_host_bound);
+	CU_add_test(s, "log_injection", test_log_injection);
 	CU_add_test(s, "restart", test_restart);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();

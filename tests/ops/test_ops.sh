@@ -84,6 +84,15 @@ grep -q "nfs-port" "$T/bad.err" || fail "--check-config did not name the bad opt
 rc=0
 "$GW" --check-config --metrics nonsense 2>"$T/bad.err" || rc=$?
 [ "$rc" -eq 2 ] || fail "--check-config of a bad --metrics exited $rc, want 2"
+# Safe by default: the sample exports nothing, and a named exports file
+# that is missing (a typo) stops the gateway instead of opening it up.
+"$GW" --check-config --exports "$R/etc/mapfs-gw/exports" 2>"$T/check.err" >/dev/null ||
+	fail "--check-config refuses the sample exports file"
+grep -q 'exports nothing' "$T/check.err" || fail "the sample exports file exports something"
+rc=0
+"$GW" --check-config --exports "$T/no-such-exports" 2>"$T/bad.err" || rc=$?
+[ "$rc" -eq 2 ] || fail "a missing --exports file exited $rc, want 2"
+grep -q "no-such-exports" "$T/bad.err" || fail "the missing exports file is not named"
 
 step "start the installed gateway from a config file, as systemd would"
 # systemd's side of sd_notify: a datagram socket that logs each message.
@@ -101,7 +110,7 @@ for _ in $(seq 50); do [ -S "$T/notify.sock" ] && break; sleep 0.1; done
 # The sample, with the test's state and free ports on loopback.
 sed -e "s|^store = .*|store = file://$T/state/store|" \
 	-e "s|^state = .*|state = $T/state|" \
-	-e "s|^exports = .*|exports = $T/no-exports|" \
+	-e "s|^exports = .*|exports = $T/exports|" \
 	-e "s|^bind = .*|bind = 127.0.0.1|" \
 	-e "s|^nfs-port = .*|nfs-port = 0|" \
 	-e "s|^mount-port = .*|mount-port = 0|" \
@@ -110,6 +119,7 @@ sed -e "s|^store = .*|store = file://$T/state/store|" \
 	-e "s|^# threads = .*|threads = 2|" \
 	-e "s|^# dir-ttl = .*|dir-ttl = 600|" \
 	"$R/etc/mapfs-gw/mapfs-gw.conf" >"$T/gw.conf"
+echo "/mapfs 127.0.0.1(rw,no_root_squash,insecure)" >"$T/exports"
 mkdir -p "$T/state"
 NOTIFY_SOCKET="$T/notify.sock" WATCHDOG_USEC=400000 \
 	"$GW" --config "$T/gw.conf" --foreground >"$T/gw.out" 2>"$T/gw.err" &

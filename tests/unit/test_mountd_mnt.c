@@ -235,8 +235,8 @@ static int suite_init(void)
 	n.nloops = cfg.nloops;
 	if (nfsd_init(&n))
 		return -1;
-	/* A trailing slash is the same base; open to all, as without a file. */
-	if (exports_default("/mapfs/", &t) ||
+	/* A trailing slash is the same base; this host, as without a file. */
+	if (exports_localhost("/mapfs/", &t) ||
 	    exports_set_ids(t, &n.key, err, sizeof(err)))
 		return -1;
 	export_id = t->entries[0].id;
@@ -409,9 +409,12 @@ static void test_export(void)
 				  (char *)&ex, tmo) == RPC_SUCCESS);
 	CU_ASSERT_FATAL(ex != NULL);
 	CU_ASSERT_STRING_EQUAL(ex->ex_dir, "/mapfs");
+	/* The localhost table: its two clients, in line order. */
 	CU_ASSERT_FATAL(ex->ex_groups != NULL);
-	CU_ASSERT_STRING_EQUAL(ex->ex_groups->gr_name, "*");
-	CU_ASSERT(ex->ex_groups->gr_next == NULL);
+	CU_ASSERT_STRING_EQUAL(ex->ex_groups->gr_name, "127.0.0.1");
+	CU_ASSERT_FATAL(ex->ex_groups->gr_next != NULL);
+	CU_ASSERT_STRING_EQUAL(ex->ex_groups->gr_next->gr_name, "::1");
+	CU_ASSERT(ex->ex_groups->gr_next->gr_next == NULL);
 	CU_ASSERT(ex->ex_next == NULL);
 	xdr_free((xdrproc_t)xdr_mnt3_exports, (char *)&ex);
 	client_free(none);

@@ -376,19 +376,29 @@ static void test_ids(void)
 	exports_free(u);
 }
 
-static void test_default(void)
+/* No exports file: this host only (127.0.0.1 and ::1), rw, insecure. */
+static void test_localhost(void)
 {
-	struct exports *t;
-	struct sockaddr_storage ss = peer("203.0.113.9", 40000);
+	struct sockaddr_storage far = peer("203.0.113.9", 40000);
+	struct sockaddr_storage other = peer("127.0.0.2", 40000);
+	struct sockaddr_storage lo = peer("127.0.0.1", 40000);
+	struct sockaddr_storage lo6 = peer("::1", 40000);
 	const struct exports_rule *r;
+	struct exports *t;
 
-	CU_ASSERT_FATAL(exports_default("/mapfs/", &t) == 0);
+	CU_ASSERT_FATAL(exports_localhost("/mapfs/", &t) == 0);
+	CU_ASSERT_EQUAL_FATAL(t->n, 1);
 	CU_ASSERT_STRING_EQUAL(t->entries[0].path, "/mapfs");
 	CU_ASSERT_STRING_EQUAL(t->entries[0].below, "");
-	r = exports_match(&t->entries[0], &ss);
+	CU_ASSERT(exports_match(&t->entries[0], &far) == NULL);
+	CU_ASSERT(exports_match(&t->entries[0], &other) == NULL);
+	r = exports_match(&t->entries[0], &lo);
 	CU_ASSERT_FATAL(r != NULL);
 	CU_ASSERT_EQUAL(r->flags, EXPORTS_RW);
-	CU_ASSERT(exports_port_ok(r, &ss));
+	CU_ASSERT(exports_port_ok(r, &lo));
+	r = exports_match(&t->entries[0], &lo6);
+	CU_ASSERT_FATAL(r != NULL);
+	CU_ASSERT_EQUAL(r->flags, EXPORTS_RW);
 	exports_free(t);
 }
 
@@ -477,7 +487,7 @@ int main(void)
 	CU_add_test(s, "MNT picks the deepest admitting export",
 		    test_mount_find);
 	CU_add_test(s, "export ids", test_ids);
-	CU_add_test(s, "the table without a file", test_default);
+	CU_add_test(s, "the table without a file", test_localhost);
 	CU_add_test(s, "swapping a table under readers", test_publish);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();

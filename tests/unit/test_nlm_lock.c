@@ -39,12 +39,14 @@ static void on_drop(void *ctx, void *arg)
 
 static struct nlm_table *t;
 
+#define HOST_MAX 64 /* what one host may hold in these tests */
+
 static int setup(void)
 {
 	struct nlm_table_ops ops = { on_grant, on_drop, NULL };
 
 	memset(&cb, 0, sizeof(cb));
-	return nlm_table_new(2, &ops, &t) ? -1 : 0;
+	return nlm_table_new(2, HOST_MAX, &ops, &t) ? -1 : 0;
 }
 
 static int teardown(void)
@@ -274,7 +276,8 @@ static void test_cancel(void)
 
 static void test_shares(void)
 {
-	struct nlm_owner a = { "a", "oa", 2, 0 }, b = { "b", "ob", 2, 0 };
+	struct nlm_owner a = { .caller = "a", .oh = "oa", .ohlen = 2 };
+	struct nlm_owner b = { .caller = "b", .oh = "ob", .ohlen = 2 };
 
 	fresh();
 	/* a reads and denies writers. */
@@ -297,7 +300,7 @@ static void test_free_all(void)
 	struct nlm_lockdesc a2 = L("a", 2, true, 0, 0);
 	struct nlm_lockdesc b = L("b", 1, true, 0, 0);
 	struct nlm_lockdesc aw = L("a", 3, true, 0, 0);
-	struct nlm_owner ao = { "a", "x", 1, 0 };
+	struct nlm_owner ao = { .caller = "a", .oh = "x", .ohlen = 1 };
 	int tok_b, tok_a;
 	size_t l, w, s;
 
@@ -308,7 +311,7 @@ static void test_free_all(void)
 	CU_ASSERT_EQUAL(nlm_table_lock(t, 7, &b, &tok_b), -EINPROGRESS);
 	CU_ASSERT_EQUAL(nlm_table_lock(t, 7, &aw, &tok_a), -EINPROGRESS);
 	/* a's two locks, its share and its request go; b gets file 7. */
-	CU_ASSERT_EQUAL(nlm_table_free_all(t, "a"), 4);
+	CU_ASSERT_EQUAL(nlm_table_free_all(t, "a", NULL), 4);
 	CU_ASSERT_EQUAL(cb.granted, 1);
 	CU_ASSERT_EQUAL(cb.dropped, 1);
 	nlm_table_count(t, &l, &w, &s);
@@ -317,7 +320,83 @@ static void test_free_all(void)
 	CU_ASSERT_EQUAL(s, 0);
 	struct nlm_lockdesc z = L("z", 1, true, 0, 0);
 	CU_ASSERT_EQUAL(nlm_table_test(t, 9, &z, NULL), 0);
-	CU_ASSERT_EQUAL(nlm_table_free_all(t, "nobody"), 0);
+	CU_ASSERT_EQUAL(nlm_table_free_all(t, "nobody", NULL), 0);
+}
+
+/* l as sent from the IPv4 address a.b.c.d. */
+static struct nlm_lockdesc from(struct nlm_lockdesc l, uint8_t a, uint8_t b,
+				uint8_t c, uint8_t d)
+{
+	l.owner.host = (struct nlm_host){ .addr = { [10] = 0xff, [11] = 0xff,
+						     [12] = a, [13] = b,
+						     [14] = c, [15] = d } };
+	return l;
+}
+
+/*
+ * The address is part of the owner: the same name, svid and owner bytes
+ * from another host neither release nor share the lock (a refused or a
+ * hostile host cannot UNLOCK or FREE_ALL a client's locks).
+ */
+static void test_host_owner(void)
+{
+	struct nlm_lockdesc a = from(L("a", 1, true, 0, 0), 10, 0, 0, 1);
+	struct nlm_lockdesc forged = from(L("a", 1, true, 0, 0), 10, 0, 0, 66);
+	struct nlm_host evil = forged.owner.host;
+
+	fresh();
+	CU_ASSERT_EQUAL(nlm_table_lock(t, 7, &a, NULL), 0);
+	CU_ASSERT_EQUAL(nlm_table_test(t, 7, &forged, NULL), -EAGAIN);
+	CU_ASSERT_EQUAL(nlm_table_lock(t, 7, &forged, NULL), -EAGAIN);
+	CU_ASSERT_EQUAL(nlm_table_unlock(t, 7, &forged), 0);
+	CU_ASSERT_EQUAL(nlm_table_free_all(t, "a", &evil), 0);
+	CU_ASSERT_EQUAL(nlocks(), 1);
+	CU_ASSERT_EQUAL(nlm_table_test(t, 7, &forged, NULL), -EAGAIN);
+	CU_ASSERT_EQUAL(nlm_table_free_all(t, "a", &a.owner.host), 1);
+	CU_ASSERT_EQUAL(nlocks(), 0);
+}
+
+/*
+ * One host holds at most HOST_MAX locks, shares and queued requests:
+ * past it a request is refused (-ENOLCK) and nothing changes; other
+ * hosts are not affected; releasing makes room again.
+ */
+static void test_host_bound(void)
+{
+	struct nlm_lockdesc b = from(L("b", 1, true, 0, 0), 10, 0, 0, 2);
+	struct nlm_lockdesc w = from(L("w", 9, true, 0, 0), 10, 0, 0, 1);
+	struct nlm_owner sh = { .caller = "h", .oh = "s", .ohlen = 1 };
+	size_t n;
+	int tok;
+
+	fresh();
+	for (int i = 0; i < HOST_MAX; i++) {
+		/* Every other byte: ranges that never merge. */
+		struct nlm_lockdesc l =
+			from(L("h", 1, true, 2 * (uint64_t)i, 1), 10, 0, 0, 1);
+
+		CU_ASSERT_EQUAL_FATAL(nlm_table_lock(t, 7, &l, NULL), 0);
+	}
+	n = nlm_table_host_count(t, &w.owner.host);
+	CU_ASSERT_EQUAL(n, HOST_MAX);
+	struct nlm_lockdesc more =
+		from(L("h", 1, true, 1000, 1), 10, 0, 0, 1);
+
+	CU_ASSERT_EQUAL(nlm_table_lock(t, 8, &more, NULL), -ENOLCK);
+	sh.host = w.owner.host;
+	CU_ASSERT_EQUAL(nlm_table_share(t, 8, &sh, 1, 0), -ENOLCK);
+	/* A blocking request would be queued: refused too. */
+	CU_ASSERT_EQUAL(nlm_table_lock(t, 9, &b, NULL), 0);
+	CU_ASSERT_EQUAL(nlm_table_lock(t, 9, &w, &tok), -ENOLCK);
+	CU_ASSERT_EQUAL(nlocks(), HOST_MAX + 1);
+	/* Releasing a range inside a lock splits it: never refused. */
+	struct nlm_lockdesc all = from(L("h", 1, true, 0, 0), 10, 0, 0, 1);
+
+	CU_ASSERT_EQUAL(nlm_table_unlock(t, 7, &all), 0);
+	CU_ASSERT_EQUAL(nlm_table_host_count(t, &w.owner.host), 0);
+	CU_ASSERT_EQUAL(nlm_table_lock(t, 8, &more, NULL), 0);
+	CU_ASSERT_EQUAL(nlm_table_lock(t, 9, &w, &tok), -EINPROGRESS);
+	CU_ASSERT_EQUAL(nlm_table_host_count(t, &w.owner.host), 2);
 }
 
 /* Queued requests still in the table when it is freed are dropped. */
@@ -355,6 +434,8 @@ int main(void)
 	CU_add_test(s, "shares", test_shares);
 	CU_add_test(s, "free_all", test_free_all);
 	CU_add_test(s, "free_drops", test_free_drops);
+	CU_add_test(s, "host_owner", test_host_owner);
+	CU_add_test(s, "host_bound", test_host_bound);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned fails = CU_get_number_of_failures();
