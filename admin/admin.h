@@ -23,6 +23,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "fs/fs.h"
+
 struct fs;
 struct metrics_buf;
 struct nfsd;
@@ -48,6 +50,9 @@ struct admin_stats {
 	int dirty_err; /* of fs_dirty_stat(); the fields below are 0 then */
 	uint64_t dirty_files, dirty_bytes, pending_ops;
 	double upload_lag_s;
+	uint64_t failing; /* keys whose store work fails for good */
+	char failing_key[FS_KEY_TEXT_MAX]; /* the one failing longest */
+	int failing_err;
 	bool store_down; /* store_down(): writes answer JUKEBOX meanwhile */
 };
 

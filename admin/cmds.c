@@ -268,6 +268,10 @@ static void cmd_status(struct admin *a, int fd)
 		admin_send(fd, "> dirty_bytes: %" PRIu64 " (%s)", st.dirty_bytes, h);
 		admin_send(fd, "> pending_store_ops: %" PRIu64, st.pending_ops);
 		admin_send(fd, "> upload_lag_seconds: %.0f", st.upload_lag_s);
+		admin_send(fd, "> uploads_failing: %" PRIu64, st.failing);
+		if (st.failing)
+			admin_send(fd, "> upload_failing_longest: %s: %s",
+				   st.failing_key, strerror(-st.failing_err));
 	}
 	/* A one-key listing: reachable, credentials good, bucket there. */
 	t0 = mono_ms();

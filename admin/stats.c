@@ -34,6 +34,9 @@ void admin_stats_get(const struct admin_ctx *ctx, struct admin_stats *st)
 	st->dirty_files = ds.files;
 	st->dirty_bytes = ds.bytes;
 	st->pending_ops = ds.pending;
+	st->failing = ds.failing;
+	memcpy(st->failing_key, ds.failing_key, sizeof(st->failing_key));
+	st->failing_err = ds.failing_err;
 	clock_gettime(CLOCK_REALTIME, &now);
 	if (ds.oldest_ns) {
 		int64_t lag = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec -
@@ -76,6 +79,10 @@ void admin_metrics_collect(void *arg, struct metrics_buf *b)
 	metrics_buf_gauge(b, "mapfs_store_pending_ops",
 			  "Store deletes and copies (renames) queued", "",
 			  (double)st.pending_ops);
+	metrics_buf_gauge(b, "mapfs_uploads_failing",
+			  "Files (keys) whose store work keeps failing with an "
+			  "error retrying cannot fix (see the log, ctl status)",
+			  "", (double)st.failing);
 	metrics_buf_gauge(b, "mapfs_upload_lag_seconds",
 			  "Age of the oldest change not yet in the store, from its last write",
 			  "", st.upload_lag_s);

@@ -106,6 +106,7 @@ int fs_dirty_stat(struct fs *fs, struct fs_dirty_stat *out)
 	int rc, mrc;
 
 	memset(out, 0, sizeof(*out));
+	fs_fail_stat(fs, out);
 	rc = db_read_begin(fs->db, &txn);
 	if (rc)
 		return rc;

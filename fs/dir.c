@@ -66,6 +66,16 @@ int fs_name_check(const char *name, bool for_change)
 	return 0;
 }
 
+int fs_name_creatable(uint64_t dir, const char *name)
+{
+	int rc = fs_name_check(name, true);
+
+	/* The root's names are store keys: the store's own are not ours. */
+	if (!rc && dir == FS_ROOT_INO && store_key_reserved(name))
+		rc = -EINVAL;
+	return rc;
+}
+
 int fs_dirent_get(struct fs *fs, MDB_txn *txn, uint64_t dir, const char *name,
 		  uint64_t *ino, uint64_t *cookie)
 {

@@ -40,6 +40,7 @@ struct fs;
 #define FS_NAME_MAX 255
 #define FS_PATH_MAX 1024
 #define FS_MAX_GIDS 16
+#define FS_KEY_TEXT_MAX 1025 /* a store key and its NUL (STORE_KEY_MAX + 1) */
 
 /* Types, numbered as NFSv3's ftype3. */
 enum fs_type {
@@ -361,6 +362,11 @@ struct fs_dirty_stat {
 	uint64_t bytes;   /* data of those files held only locally */
 	uint64_t pending; /* queued store deletes and copies (renames) */
 	int64_t oldest_ns; /* last change of the longest-waiting one; 0: none */
+	/* Store work failing with an error retrying cannot fix: how many
+	 * keys, and the one failing longest (its key and -errno). */
+	uint64_t failing;
+	char failing_key[FS_KEY_TEXT_MAX];
+	int failing_err;
 };
 
 /* Walk the dirty inodes (O(dirty)).  0 or -errno. */

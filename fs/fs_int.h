@@ -115,6 +115,10 @@ struct fs {
 	bool sync_started;
 	uint32_t backoff_ms;
 	pthread_t syncer;
+
+	/* Store work failing for good (failures.c). */
+	pthread_mutex_t fail_lock;
+	struct fs_fail *fails;
 };
 
 /* Time now, ns since the epoch / ms. */
@@ -177,6 +181,13 @@ bool fs_in_group(const struct fs_ctx *ctx, uint32_t gid);
 
 /* dir.c */
 int fs_name_check(const char *name, bool for_change);
+/*
+ * fs_name_check() of a name a change creates in dir (CREATE, MKDIR,
+ * SYMLINK, MKNOD, LINK, a RENAME's target): also -EINVAL for a name the
+ * store keeps for itself (store_key_reserved() at the root), whose data
+ * could never be uploaded.
+ */
+int fs_name_creatable(uint64_t dir, const char *name);
 int fs_dirent_get(struct fs *fs, MDB_txn *txn, uint64_t dir, const char *name,
 		  uint64_t *ino, uint64_t *cookie);
 /* Adds an entry with a fresh cookie from dir's counter; updates *dir. */
@@ -214,6 +225,20 @@ void fs_defer(struct fs *fs, void (*fn)(struct fs *, void *), void *arg);
 /* io.c: -EAGAIN (JUKEBOX) while new data must wait: too much dirty data
  * in the cache, or the store unreachable.  0 otherwise. */
 int fs_backpressure(struct fs *fs);
+
+/* failures.c: store work that retrying alone cannot fix. */
+/* Whether err may go away by itself (store down, busy, no memory). */
+bool fs_err_transient(int err);
+/* what ("upload", "delete", "copy") of key failed with err (not
+ * transient): reported once, counted, and backed off. */
+void fs_fail_note(struct fs *fs, const char *what, const char *key, int err);
+/* key's work succeeded: forget (and log) its failures. */
+void fs_fail_clear(struct fs *fs, const char *key);
+/* Whether key's work waits for its backoff now. */
+bool fs_fail_wait(struct fs *fs, const char *key);
+/* The failing count and the oldest failure into out. */
+void fs_fail_stat(struct fs *fs, struct fs_dirty_stat *out);
+void fs_fail_free(struct fs *fs);
 
 /* syncer.c */
 int fs_syncer_start(struct fs *fs);

@@ -50,6 +50,7 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 	fs->db = db;
 	fs->cache = cache;
 	fs->store = store;
+	pthread_mutex_init(&fs->fail_lock, NULL);
 	if ((rc = db_dbi(db, "inodes", MDB_INTEGERKEY, &fs->dbi_inodes)) ||
 	    (rc = db_dbi(db, "dirents", 0, &fs->dbi_dirents)) ||
 	    (rc = db_dbi(db, "dircookies", 0, &fs->dbi_cookies)) ||
@@ -75,6 +76,7 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 out_workers:
 	fs_workers_stop(fs);
 out_free:
+	pthread_mutex_destroy(&fs->fail_lock);
 	free(fs);
 	return rc;
 }
@@ -88,5 +90,7 @@ void fs_close(struct fs *fs, bool flush)
 	if (flush)
 		fs_flush(fs);
 	fs_syncer_stop(fs);
+	fs_fail_free(fs);
+	pthread_mutex_destroy(&fs->fail_lock);
 	free(fs);
 }

@@ -241,7 +241,7 @@ static void create_common(struct fs *fs, const struct fs_ctx *ctx,
 		done(arg, -EROFS);
 		return;
 	}
-	rc = fs_name_check(name, true);
+	rc = fs_name_creatable(dir, name);
 	if (!rc && target && strlen(target) > FS_PATH_MAX)
 		rc = -ENAMETOOLONG;
 	if (!rc && target && !target[0])

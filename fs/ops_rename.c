@@ -248,7 +248,7 @@ void fs_rename(struct fs *fs, const struct fs_ctx *ctx, uint64_t from_dir,
 		memset(to_wcc, 0, sizeof(*to_wcc));
 	rc = fs->opts.read_only ? -EROFS : fs_name_check(from_name, true);
 	if (!rc)
-		rc = fs_name_check(to_name, true);
+		rc = fs_name_creatable(to_dir, to_name);
 	if (rc) {
 		if (from_wcc && fs_getattr(fs, from_dir, &from_wcc->after) == 0)
 			from_wcc->after_ok = true;

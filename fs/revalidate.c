@@ -15,7 +15,9 @@
 #include <string.h>
 
 #include "cache/cache.h"
+#include "common/log.h"
 #include "db/db.h"
+#include "metrics/metrics.h"
 #include "fs/fs_int.h"
 
 struct reval_item {
@@ -46,6 +48,17 @@ struct reval_op {
 	void *arg;
 };
 
+/*
+ * A listed key no file name can stand for: skipped, never truncated or
+ * decoded into another name that could shadow a real one; one line and a
+ * count each time a listing meets it.
+ */
+static void item_skip(const char *key, const char *why)
+{
+	metrics_inc(MET_KEYS_SKIPPED);
+	log_warn("fs: object key \"%s\" skipped: %s", key, why);
+}
+
 static int item_add(struct reval_op *op, const char *key, bool is_dir,
 		    const struct store_entry *e)
 {
@@ -59,9 +72,14 @@ static int item_add(struct reval_op *op, const char *key, bool is_dir,
 	}
 	size_t nl = kl - pl - is_dir;
 
-	/* A key component that is no file name ("a//b", "..") is skipped. */
-	if (nl == 0 || nl > FS_NAME_MAX || kl > STORE_KEY_MAX)
+	if (nl == 0) {
+		item_skip(key, "an empty name (\"//\")");
 		return 0;
+	}
+	if (nl > FS_NAME_MAX || kl > STORE_KEY_MAX) {
+		item_skip(key, "a name or key too long");
+		return 0;
+	}
 	if (op->nitems == op->cap) {
 		size_t cap = op->cap ? op->cap * 2 : 64;
 		struct reval_item *n = realloc(op->items, cap * sizeof(*n));
@@ -77,7 +95,9 @@ static int item_add(struct reval_op *op, const char *key, bool is_dir,
 	it->name = strndup(key + pl, nl);
 	if (!it->name)
 		return -ENOMEM;
-	if (fs_name_check(it->name, true)) {
+	if (fs_name_creatable(op->dir, it->name)) {
+		item_skip(key, store_key_reserved(it->name) ?
+				       "the store's own" : "\".\" or \"..\"");
 		free(it->name);
 		return 0;
 	}

@@ -799,15 +799,20 @@ static int sync_pass(struct fs *fs, bool flushing, uint64_t only,
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < s.npend; i++) {
-		rc = run_pending(fs, &s.pend[i]);
+		const struct fs_pending *pd = &s.pend[i];
+		const char *what = pd->op == FS_PEND_DEL ? "delete" : "copy";
+
+		rc = fs_fail_wait(fs, pd->src) ? -EAGAIN : run_pending(fs, pd);
 		if (rc) {
 			/* Later work must not overtake this record. */
-			log_debug("fs: store %s %s: %s",
-				  s.pend[i].op == FS_PEND_DEL ? "delete" : "copy",
-				  s.pend[i].src, strerror(-rc));
+			log_debug("fs: store %s %s: %s", what, pd->src,
+				  strerror(-rc));
+			if (!fs_err_transient(rc))
+				fs_fail_note(fs, what, pd->src, rc);
 			snap_free(&s);
 			return rc;
 		}
+		fs_fail_clear(fs, pd->src);
 		*progress = true;
 	}
 	int64_t now = fs_now_ns();
@@ -822,17 +827,24 @@ static int sync_pass(struct fs *fs, bool flushing, uint64_t only,
 		struct sync_item *it = &s.items[i];
 
 		if ((only && it->in.ino != only) ||
-		    now - it->quiet_since < delay * 1000000)
+		    now - it->quiet_since < delay * 1000000 ||
+		    (!flushing && fs_fail_wait(fs, it->key)))
 			continue;
 		rc = sync_item(fs, it);
 		if (rc == -ENODATA)
 			continue; /* its cache file is being set up: later */
+		if (rc && !fs_err_transient(rc)) {
+			/* Its own backoff: the others' uploads go on. */
+			fs_fail_note(fs, "upload", it->key, rc);
+			continue;
+		}
 		if (rc) {
 			log_debug("fs: upload %s: %s", it->key, strerror(-rc));
 			if (!first)
 				first = rc;
 			continue;
 		}
+		fs_fail_clear(fs, it->key);
 		*progress = true;
 	}
 	snap_free(&s);

@@ -398,3 +398,9 @@ int store_statfs(struct store *st, uint64_t *total_bytes, uint64_t *avail_bytes)
 		return -ENOTSUP;
 	return st->ops->statfs(st, total_bytes, avail_bytes);
 }
+
+bool store_key_reserved(const char *key)
+{
+	return !strncmp(key, STORE_RESERVED_PREFIX,
+			sizeof(STORE_RESERVED_PREFIX) - 1);
+}

@@ -83,8 +83,18 @@ const char *store_url(const struct store *st);
  */
 bool store_down(const struct store *st);
 
+/*
+ * Keys of the store's own (a backend's staging and multipart files, the
+ * probe): every key whose first segment starts with this.  No object of
+ * the namespace may have one; a listing never shows one.
+ */
+#define STORE_RESERVED_PREFIX ".mapfs-"
+
+/* Whether key (relative to the store's prefix) is one of the store's own. */
+bool store_key_reserved(const char *key);
+
 /* The key store_probe() HEADs: not expected to exist (404 is an answer). */
-#define STORE_PROBE_KEY ".mapfs-gw-probe"
+#define STORE_PROBE_KEY STORE_RESERVED_PREFIX "gw-probe"
 
 /*
  * One cheap request (HEAD of STORE_PROBE_KEY) to learn whether the store

@@ -41,7 +41,7 @@
 #include <unistd.h>
 
 #define FILE_SCHEME "file://"
-#define RESERVED_PREFIX ".mapfs-"
+#define RESERVED_PREFIX STORE_RESERVED_PREFIX
 #define STAGE_DIR RESERVED_PREFIX "tmp"
 #define MPU_DIR RESERVED_PREFIX "mpu"
 #define LIST_MAX 1000      /* S3 never returns more per page */
@@ -105,7 +105,7 @@ static int key_parse(const char *key, struct keypath *kp)
 	kp->marker = kp->buf[len - 1] == '/';
 	if (kp->marker)
 		kp->buf[--len] = '\0';
-	if (strncmp(kp->buf, RESERVED_PREFIX, strlen(RESERVED_PREFIX)) == 0)
+	if (store_key_reserved(kp->buf))
 		return -EINVAL;
 	c = kp->buf;
 	end = kp->buf + len;

@@ -15,6 +15,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/log.h"
+#include "metrics/metrics.h"
+
 #define XML_DEPTH_MAX 32 /* S3 documents nest 3 deep; anything deeper is junk */
 #define NS_SEP '\x01'    /* expat's separator between namespace and name */
 
@@ -249,7 +252,11 @@ static int hexval(char c)
 	return -1;
 }
 
-/* A key as listed: url-decoded if asked, strip removed; NULL = skip it. */
+/*
+ * A key as listed: url-decoded if asked, strip removed; NULL = skip it.
+ * A key with a NUL byte (%00) is skipped whole: as a C string it would
+ * be a shorter key, another object's name.
+ */
 static int list_key(const char *raw, bool url, const char *strip,
 		    char **out)
 {
@@ -266,6 +273,13 @@ static int list_key(const char *raw, bool url, const char *strip,
 			if (lo < 0) {
 				free(k);
 				return -EIO;
+			}
+			if (!(hi | lo)) {
+				metrics_inc(MET_KEYS_SKIPPED);
+				log_warn("s3: a listed key with a NUL byte skipped: "
+					 "\"%s\"", raw);
+				free(k);
+				return 0;
 			}
 			*o++ = (char)(hi << 4 | lo);
 			c += 2;

@@ -56,6 +56,33 @@ static void test_list_plain(void)
 	store_page_free(&p);
 }
 
+/*
+ * A url-encoded key with %00 is skipped whole (a key and a prefix): as a
+ * C string "a%00x" would be "a" and shadow the real object a.
+ */
+static void test_list_nul_key(void)
+{
+	const char *doc = HDR "<ListBucketResult " NS ">"
+		"<EncodingType>url</EncodingType>"
+		"<IsTruncated>false</IsTruncated>"
+		"<Contents><Key>a%00x</Key><ETag>\"e1\"</ETag><Size>5</Size>"
+		"</Contents>"
+		"<Contents><Key>a</Key><ETag>\"e2\"</ETag><Size>7</Size>"
+		"</Contents>"
+		"<CommonPrefixes><Prefix>d%00ir/</Prefix></CommonPrefixes>"
+		"</ListBucketResult>";
+	struct store_page p;
+
+	CU_ASSERT_FATAL(parse_list(doc, "", &p) == 0);
+	CU_ASSERT_EQUAL(p.nentries, 1);
+	CU_ASSERT_EQUAL(p.nprefixes, 0);
+	if (p.nentries == 1) {
+		CU_ASSERT_STRING_EQUAL(p.entries[0].key, "a");
+		CU_ASSERT(p.entries[0].size == 7);
+	}
+	store_page_free(&p);
+}
+
 static void test_list_prefixes_truncated(void)
 {
 	const char *doc = HDR "<ListBucketResult " NS ">"
@@ -405,6 +432,7 @@ int main(void)
 		void (*fn)(void);
 	} tests[] = {
 		{ "list", test_list_plain },
+		{ "a key with %00 skipped", test_list_nul_key },
 		{ "list with prefixes, truncated", test_list_prefixes_truncated },
 		{ "malformed rejected", test_list_malformed },
 		{ "error", test_error },
