@@ -4,6 +4,7 @@
  */
 #include "s3/creds.h"
 #include "s3/buf.h"
+#include "s3/json.h"
 #include "s3/xml.h"
 #include "common/log.h"
 
@@ -293,69 +294,6 @@ static int imds_call(const char *url, bool put, const char *hdr,
 	return 0;
 }
 
-/*
- * The string value of name in a flat JSON object, unescaped, or NULL.
- * IMDS answers {"Code":"Success","AccessKeyId":"...",...}; a real
- * tokenizer, so a name inside a value cannot match.
- */
-static char *json_get(const char *js, const char *name)
-{
-	struct s3_buf k = { 0 }, v = { 0 };
-	const char *p = js;
-	char *res = NULL;
-	bool is_key = true;
-
-	while (*p && *p != '{')
-		p++;
-	if (*p)
-		p++;
-	while (*p) {
-		struct s3_buf *cur = is_key ? &k : &v;
-
-		while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' ||
-		       *p == ',' || *p == ':')
-			p++;
-		if (*p == '}' || !*p)
-			break;
-		s3_buf_reset(cur);
-		if (*p == '"') {
-			for (p++; *p && *p != '"'; p++) {
-				char ch = *p;
-
-				if (ch == '\\') {
-					p++;
-					if (!*p)
-						goto out;
-					ch = *p == 'n' ? '\n' : *p == 't' ? '\t' :
-					     *p;
-					if (*p == 'u')
-						goto out; /* not in IMDS answers */
-				}
-				s3_buf_add(cur, &ch, 1);
-			}
-			if (*p != '"')
-				goto out;
-			p++;
-		} else {
-			/* A bare value (number, true, null) */
-			while (*p && *p != ',' && *p != '}')
-				s3_buf_add(cur, p++, 1);
-		}
-		s3_buf_add(cur, "", 0);
-		if (!is_key && k.p && strcmp(k.p, name) == 0) {
-			res = s3_buf_take(&v);
-			goto out;
-		}
-		is_key = !is_key;
-	}
-out:
-	s3_buf_free(&k);
-	if (v.p)
-		OPENSSL_cleanse(v.p, v.len);
-	s3_buf_free(&v);
-	return res;
-}
-
 /* Fetch the role's credentials through IMDSv2 into c. */
 static int imds_fetch(const char *ep, struct s3_creds *c, int64_t *expires)
 {
@@ -390,11 +328,11 @@ static int imds_fetch(const char *ep, struct s3_creds *c, int64_t *expires)
 	err = s3_buf_err(&url) ? -ENOMEM : imds_call(url.p, false, hdr.p, &js);
 	if (err)
 		goto out;
-	code = json_get(js.p, "Code");
-	ak = json_get(js.p, "AccessKeyId");
-	sk = json_get(js.p, "SecretAccessKey");
-	st = json_get(js.p, "Token");
-	exp = json_get(js.p, "Expiration");
+	code = s3_json_get(js.p, "Code");
+	ak = s3_json_get(js.p, "AccessKeyId");
+	sk = s3_json_get(js.p, "SecretAccessKey");
+	st = s3_json_get(js.p, "Token");
+	exp = s3_json_get(js.p, "Expiration");
 	if ((code && strcmp(code, "Success")) || !ak || !sk || !*ak || !*sk) {
 		err = -EAGAIN;
 		goto out;
