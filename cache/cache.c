@@ -598,7 +598,7 @@ bool cache_range_local(struct cache *c, uint64_t ino, uint64_t off,
 	return local;
 }
 
-int cache_clean(struct cache *c, MDB_txn *txn, uint64_t ino, uint64_t wseq,
+int cache_clean(struct cache *c, struct db_txn *txn, uint64_t ino, uint64_t wseq,
 		uint64_t size)
 {
 	struct cache_entshard *s = cache_ent_shard(c, ino);

@@ -36,7 +36,7 @@
 struct store;
 struct db;
 struct cache;
-struct MDB_txn;
+struct db_txn;
 
 struct cache_opts {
 	const char *dir;      /* cache directory (created if missing) */
@@ -213,7 +213,7 @@ bool cache_range_local(struct cache *c, uint64_t ino, uint64_t off,
  * the apply, since memory changes at once).  -EBUSY (nothing changed)
  * if ino was written or truncated since, -ENODATA if not local.
  */
-int cache_clean(struct cache *c, struct MDB_txn *txn, uint64_t ino,
+int cache_clean(struct cache *c, struct db_txn *txn, uint64_t ino,
 		uint64_t wseq, uint64_t size);
 
 /* Chunk counters, a snapshot. */

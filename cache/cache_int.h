@@ -17,9 +17,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <liburing.h>
-#include <lmdb.h>
+
 
 #include "cache/cache.h"
+#include "db/db.h"
 
 #define CACHE_NDIRS 256       /* shard directories XX = low byte of ino */
 #define CACHE_NAME_MAX 24     /* "INO": 16 hex digits */
@@ -175,7 +176,7 @@ struct cache_worker;    /* fetch.c */
 struct cache {
 	struct store *st;
 	struct db *db;
-	MDB_dbi dbi_chunks;
+	db_table dbi_chunks;
 	int nloops;
 	unsigned ring_depth;
 	uint64_t cs; /* chunk size */
@@ -358,9 +359,9 @@ uint64_t cache_journal(struct cache *c, struct cache_ent *e, uint64_t ino,
 		       bool del_all, bool set_limit, uint64_t limit,
 		       const struct cache_jrec *recs, size_t n);
 /* Write one chunk record (st 0: delete it) or the limit, in txn. */
-int cache_rec_put_txn(struct cache *c, MDB_txn *txn, uint64_t ino,
+int cache_rec_put_txn(struct cache *c, struct db_txn *txn, uint64_t ino,
 		      uint32_t idx, uint8_t st);
-int cache_limit_put_txn(struct cache *c, MDB_txn *txn, uint64_t ino,
+int cache_limit_put_txn(struct cache *c, struct db_txn *txn, uint64_t ino,
 			uint64_t limit);
 /*
  * If some journal op of e may not be durable yet, queue an empty one and

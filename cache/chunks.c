@@ -187,72 +187,72 @@ static void dbkey_parse(const uint8_t *k, uint64_t *ino, uint32_t *idx)
 		*idx = *idx << 8 | k[8 + i];
 }
 
-static int put_rec(struct cache *c, MDB_txn *txn, uint64_t ino, uint32_t idx,
+static int put_rec(struct cache *c, struct db_txn *txn, uint64_t ino, uint32_t idx,
 		   const void *val, size_t len)
 {
 	uint8_t kb[CACHE_DBKEY_LEN];
-	MDB_val k = { sizeof(kb), kb }, v = { len, (void *)val };
+	struct db_val k = { sizeof(kb), kb }, v = { len, (void *)val };
 
 	dbkey(ino, idx, kb);
-	return db_err(mdb_put(txn, c->dbi_chunks, &k, &v, 0));
+	return db_put(txn, c->dbi_chunks, &k, &v, 0);
 }
 
-static int del_rec(struct cache *c, MDB_txn *txn, uint64_t ino, uint32_t idx)
+static int del_rec(struct cache *c, struct db_txn *txn, uint64_t ino, uint32_t idx)
 {
 	uint8_t kb[CACHE_DBKEY_LEN];
-	MDB_val k = { sizeof(kb), kb };
+	struct db_val k = { sizeof(kb), kb };
 	int rc;
 
 	dbkey(ino, idx, kb);
-	rc = mdb_del(txn, c->dbi_chunks, &k, NULL);
-	return rc == MDB_NOTFOUND ? 0 : db_err(rc);
+	rc = db_del(txn, c->dbi_chunks, &k);
+	return rc == -ENOENT ? 0 : rc;
 }
 
-static int del_all(struct cache *c, MDB_txn *txn, uint64_t ino)
+static int del_all(struct cache *c, struct db_txn *txn, uint64_t ino)
 {
 	uint8_t kb[CACHE_DBKEY_LEN];
-	MDB_val k = { sizeof(kb), kb }, v;
-	MDB_cursor *cur;
-	int rc = db_err(mdb_cursor_open(txn, c->dbi_chunks, &cur));
+	struct db_val k = { sizeof(kb), kb }, v;
+	struct db_cursor *cur;
+	int rc = db_cursor_open(txn, c->dbi_chunks, &cur);
 
 	if (rc)
 		return rc;
 	dbkey(ino, 0, kb);
-	for (int op = MDB_SET_RANGE;; op = MDB_NEXT) {
+	for (int op = DB_SET_RANGE;; op = DB_NEXT) {
 		uint64_t kino;
 		uint32_t idx;
-		int mrc = mdb_cursor_get(cur, &k, &v, op);
+		int mrc = db_cursor_get(cur, &k, &v, op);
 
 		if (mrc) {
-			rc = mrc == MDB_NOTFOUND ? 0 : db_err(mrc);
+			rc = mrc == -ENOENT ? 0 : mrc;
 			break;
 		}
-		if (k.mv_size != CACHE_DBKEY_LEN)
+		if (k.size != CACHE_DBKEY_LEN)
 			break;
-		dbkey_parse(k.mv_data, &kino, &idx);
+		dbkey_parse(k.data, &kino, &idx);
 		if (kino != ino)
 			break;
-		if ((rc = db_err(mdb_cursor_del(cur, 0))))
+		if ((rc = db_cursor_del(cur)))
 			break;
 	}
-	mdb_cursor_close(cur);
+	db_cursor_close(cur);
 	return rc;
 }
 
-int cache_rec_put_txn(struct cache *c, MDB_txn *txn, uint64_t ino,
+int cache_rec_put_txn(struct cache *c, struct db_txn *txn, uint64_t ino,
 		      uint32_t idx, uint8_t st)
 {
 	st &= CH_PRESENT | CH_DIRTY;
 	return st ? put_rec(c, txn, ino, idx, &st, 1) : del_rec(c, txn, ino, idx);
 }
 
-int cache_limit_put_txn(struct cache *c, MDB_txn *txn, uint64_t ino,
+int cache_limit_put_txn(struct cache *c, struct db_txn *txn, uint64_t ino,
 			uint64_t limit)
 {
 	return put_rec(c, txn, ino, CACHE_HDR_IDX, &limit, sizeof(limit));
 }
 
-static int jop_apply(MDB_txn *txn, void *arg)
+static int jop_apply(struct db_txn *txn, void *arg)
 {
 	struct cache_jop *op = arg;
 	struct cache *c = op->c;
@@ -628,7 +628,7 @@ out_unlock:
 
 int cache_ents_init(struct cache *c)
 {
-	int rc = db_dbi(c->db, "chunks", 0, &c->dbi_chunks);
+	int rc = db_table_open(c->db, "chunks", 0, &c->dbi_chunks);
 
 	if (rc)
 		return rc;
@@ -688,33 +688,33 @@ static bool ent_check_file(struct cache *c, struct cache_ent *e)
 	return false;
 }
 
-static int cs_put_apply(MDB_txn *txn, void *arg)
+static int cs_put_apply(struct db_txn *txn, void *arg)
 {
 	struct cache *c = arg;
-	MDB_val k = { strlen(CACHE_CS_KEY), CACHE_CS_KEY };
-	MDB_val v = { sizeof(c->cs), &c->cs };
+	struct db_val k = { strlen(CACHE_CS_KEY), CACHE_CS_KEY };
+	struct db_val v = { sizeof(c->cs), &c->cs };
 
-	return db_err(mdb_put(txn, c->dbi_chunks, &k, &v, 0));
+	return db_put(txn, c->dbi_chunks, &k, &v, 0);
 }
 
 /*
  * The records hold chunk indices: with another chunk size they would
  * point at the wrong bytes.  Refuse rather than serve or lose data.
  */
-static int cs_check(struct cache *c, MDB_txn *txn, bool *known)
+static int cs_check(struct cache *c, struct db_txn *txn, bool *known)
 {
-	MDB_val k = { strlen(CACHE_CS_KEY), CACHE_CS_KEY }, v;
+	struct db_val k = { strlen(CACHE_CS_KEY), CACHE_CS_KEY }, v;
 	uint64_t cs;
-	int rc = mdb_get(txn, c->dbi_chunks, &k, &v);
+	int rc = db_get(txn, c->dbi_chunks, &k, &v);
 
 	*known = rc == 0;
-	if (rc == MDB_NOTFOUND)
+	if (rc == -ENOENT)
 		return 0;
 	if (rc)
-		return db_err(rc);
-	if (v.mv_size != sizeof(cs))
+		return rc;
+	if (v.size != sizeof(cs))
 		return -EIO;
-	memcpy(&cs, v.mv_data, sizeof(cs));
+	memcpy(&cs, v.data, sizeof(cs));
 	if (cs != c->cs) {
 		log_error("cache: made with chunk size %" PRIu64 ", not %" PRIu64
 			  ": start with that size, or remove the cache and "
@@ -728,9 +728,9 @@ static int cs_check(struct cache *c, MDB_txn *txn, bool *known)
 int cache_ents_load(struct cache *c)
 {
 	struct cache_ent *e = NULL, *loaded = NULL;
-	MDB_cursor *cur = NULL;
-	MDB_txn *txn;
-	MDB_val k, v;
+	struct db_cursor *cur = NULL;
+	struct db_txn *txn;
+	struct db_val k, v;
 	bool known;
 	int rc = db_read_begin(c->db, &txn);
 
@@ -738,19 +738,19 @@ int cache_ents_load(struct cache *c)
 		return rc;
 	rc = cs_check(c, txn, &known);
 	if (!rc)
-		rc = db_err(mdb_cursor_open(txn, c->dbi_chunks, &cur));
-	for (int op = MDB_FIRST; !rc; op = MDB_NEXT) {
+		rc = db_cursor_open(txn, c->dbi_chunks, &cur);
+	for (int op = DB_FIRST; !rc; op = DB_NEXT) {
 		uint64_t ino;
 		uint32_t idx;
-		int mrc = mdb_cursor_get(cur, &k, &v, op);
+		int mrc = db_cursor_get(cur, &k, &v, op);
 
 		if (mrc) {
-			rc = mrc == MDB_NOTFOUND ? 0 : db_err(mrc);
+			rc = mrc == -ENOENT ? 0 : mrc;
 			break;
 		}
-		if (k.mv_size != CACHE_DBKEY_LEN)
+		if (k.size != CACHE_DBKEY_LEN)
 			continue;
-		dbkey_parse(k.mv_data, &ino, &idx);
+		dbkey_parse(k.data, &ino, &idx);
 		/* The header sorts last: chunks come before their entry. */
 		if (!e || e->ino != ino) {
 			e = ent_new(ino, UINT64_MAX);
@@ -763,18 +763,18 @@ int cache_ents_load(struct cache *c)
 			loaded = e;
 		}
 		if (idx == CACHE_HDR_IDX) {
-			if (v.mv_size == sizeof(uint64_t))
-				memcpy(&e->limit, v.mv_data, sizeof(e->limit));
+			if (v.size == sizeof(uint64_t))
+				memcpy(&e->limit, v.data, sizeof(e->limit));
 			continue;
 		}
-		if (v.mv_size != 1 || (rc = cache_ent_reserve_locked(e, idx)))
+		if (v.size != 1 || (rc = cache_ent_reserve_locked(e, idx)))
 			continue;
 		cache_chunk_set_locked(c, e, idx,
-				       *(uint8_t *)v.mv_data &
+				       *(uint8_t *)v.data &
 					       (CH_PRESENT | CH_DIRTY));
 	}
 	if (cur)
-		mdb_cursor_close(cur);
+		db_cursor_close(cur);
 	db_read_end(c->db, txn);
 	if (!rc && !known)
 		rc = db_write(c->db, cs_put_apply, c);

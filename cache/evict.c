@@ -71,7 +71,7 @@ static bool sweep_ent(struct cache *c, struct cache_ent *e,
 	return true;
 }
 
-static int batch_unjournal(MDB_txn *txn, void *arg)
+static int batch_unjournal(struct db_txn *txn, void *arg)
 {
 	struct evict_batch *b = arg;
 	int rc = 0;

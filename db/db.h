@@ -1,6 +1,7 @@
 /*
- * db/db.h - the LMDB environment shared by fs/ (namespace) and cache/
- * (data journal), and its group-commit writer.
+ * db/db.h - the metadata engine under fs/ (namespace) and cache/ (data
+ * journal): tables of byte keys and values, read snapshots, and one
+ * group-commit writer.
  *
  * Why a room of its own: the namespace and the write-back journal must be
  * committed together and durably, by one writer thread that groups the
@@ -8,43 +9,110 @@
  * of creates).  Both fs/ and cache/ sit above it; it knows no inode or
  * chunk layout, only "apply this function inside the next write txn".
  *
- * Reads: every thread gets its own reusable read transaction (MDB_NOTLS +
- * reset/renew), so readers never take a lock.
+ * The engine is LMDB (db/lmdb.c), and no LMDB type leaves this room.
+ * Reads: every thread gets its own reusable read snapshot, so readers
+ * never take a lock and never wait for the writer.
+ *
+ * Errors are negative errno: -ENOENT (no such key), -EEXIST (a put that
+ * must not overwrite), -ENOSPC (the database is full), -EIO (corrupt),
+ * -EAGAIN (no reader slot), -ENOMEM.
  */
 #ifndef MAPFS_DB_H
 #define MAPFS_DB_H
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <lmdb.h>
+#include <stdint.h>
 
 struct db;
+struct db_txn;    /* a read snapshot or a write transaction */
+struct db_cursor; /* a position in one table of a txn */
+
+/* A table of a db, from db_table_open(). */
+typedef unsigned db_table;
 
 /*
- * Open (creating if needed) the environment in directory dir with the
- * given map size (bytes) and at most maxdbs named databases.  Returns 0 or
- * -errno.  The writer thread starts here.
+ * A key or a value.  What a read returns points into the database and
+ * stays valid until the txn ends or the next write in it, whichever is
+ * first.  Laid out as LMDB's MDB_val, so the engine passes it through.
  */
-int db_open(const char *dir, size_t mapsize, unsigned maxdbs, struct db **out);
+struct db_val {
+	size_t size;
+	void *data;
+};
 
-/* Flush pending writes, stop the writer thread, close the env. */
+/* Flags of db_table_open(). */
+enum {
+	DB_INTKEY = 1u << 0, /* keys are native uint64_t, in numeric order */
+};
+
+/* Flags of db_put(). */
+enum {
+	DB_NOOVERWRITE = 1u << 0, /* -EEXIST if the key is there */
+	DB_APPEND = 1u << 1,      /* the key sorts after every other: faster */
+};
+
+/* Positions of db_cursor_get(). */
+enum db_cursor_op {
+	DB_FIRST,     /* the first entry */
+	DB_LAST,      /* the last entry */
+	DB_NEXT,      /* the entry after the current one */
+	DB_SET_RANGE, /* the first entry whose key is >= *key */
+};
+
+/*
+ * Open (creating if needed) the engine in directory dir with the given
+ * map size (bytes) and at most maxtables tables.  Returns 0 or -errno.
+ * The writer thread starts here.
+ */
+int db_open(const char *dir, size_t mapsize, unsigned maxtables,
+	    struct db **out);
+
+/* Flush pending writes, stop the writer thread, close. */
 void db_close(struct db *db);
 
-MDB_env *db_env(struct db *db);
+/*
+ * Open (creating) table name with DB_* flags.  Call during start-up,
+ * before concurrent use.  Returns 0 or -errno.
+ */
+int db_table_open(struct db *db, const char *name, unsigned flags,
+		  db_table *out);
 
 /*
- * Open (creating) the named database with mdb flags (MDB_INTEGERKEY, ...).
- * Call during start-up, before concurrent use.  Returns 0 or -errno.
+ * Begin a read snapshot for the calling thread (cheap: a per-thread txn
+ * is renewed).  Must be ended with db_read_end() on the same thread;
+ * nested begins on one thread share one snapshot.  Returns 0 or -errno.
  */
-int db_dbi(struct db *db, const char *name, unsigned flags, MDB_dbi *out);
+int db_read_begin(struct db *db, struct db_txn **txn);
+void db_read_end(struct db *db, struct db_txn *txn);
+
+/* The value of key in tbl into *val.  0, -ENOENT, or -errno. */
+int db_get(struct db_txn *txn, db_table tbl, const struct db_val *key,
+	   struct db_val *val);
+
+/* Write key -> val in tbl (a write txn).  0, -EEXIST, or -errno. */
+int db_put(struct db_txn *txn, db_table tbl, const struct db_val *key,
+	   const struct db_val *val, unsigned flags);
+
+/* Delete key from tbl (a write txn).  0, -ENOENT, or -errno. */
+int db_del(struct db_txn *txn, db_table tbl, const struct db_val *key);
+
+/* The number of entries of tbl.  0 or -errno. */
+int db_count(struct db_txn *txn, db_table tbl, uint64_t *n);
+
+/* A cursor on tbl, closed with db_cursor_close() before the txn ends. */
+int db_cursor_open(struct db_txn *txn, db_table tbl, struct db_cursor **out);
+void db_cursor_close(struct db_cursor *cur);
 
 /*
- * Begin a read transaction for the calling thread (cheap: a per-thread
- * txn is renewed).  Must be ended with db_read_end() on the same thread
- * before the thread calls db_read_begin() again.  Returns 0 or -errno.
+ * Move the cursor (op) and read the entry there into *key and *val
+ * (DB_SET_RANGE reads *key first).  0, or -ENOENT past the end.
  */
-int db_read_begin(struct db *db, MDB_txn **txn);
-void db_read_end(struct db *db, MDB_txn *txn);
+int db_cursor_get(struct db_cursor *cur, struct db_val *key,
+		  struct db_val *val, enum db_cursor_op op);
+
+/* Delete the entry at the cursor (a write txn).  0 or -errno. */
+int db_cursor_del(struct db_cursor *cur);
 
 /*
  * A change to apply inside the next group-commit transaction.  apply runs
@@ -53,7 +121,7 @@ void db_read_end(struct db *db, MDB_txn *txn);
  * thread after the whole group is committed and synced to disk (err is the
  * apply result, or the commit error).  Either may be NULL.
  */
-typedef int (*db_apply_fn)(MDB_txn *txn, void *arg);
+typedef int (*db_apply_fn)(struct db_txn *txn, void *arg);
 typedef void (*db_done_fn)(void *arg, int err);
 
 /* Queue a change; never blocks on I/O.  arg is owned by the caller. */
@@ -65,8 +133,5 @@ void db_submit(struct db *db, db_apply_fn apply, db_done_fn done, void *arg);
  * apply result or the commit error.
  */
 int db_write(struct db *db, db_apply_fn apply, void *arg);
-
-/* Map an MDB_* return code to -errno. */
-int db_err(int mdb_rc);
 
 #endif

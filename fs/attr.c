@@ -83,7 +83,7 @@ void fs_wcc_after(struct fs *fs, const struct fs_inode *in,
 	wcc->after_ok = true;
 }
 
-void fs_wcc_after_txn(struct fs *fs, MDB_txn *txn, uint64_t ino,
+void fs_wcc_after_txn(struct fs *fs, struct db_txn *txn, uint64_t ino,
 		      struct fs_wcc *wcc)
 {
 	struct fs_inode in;
@@ -96,7 +96,7 @@ void fs_wcc_after_txn(struct fs *fs, MDB_txn *txn, uint64_t ino,
 int fs_getattr(struct fs *fs, uint64_t ino, struct fs_attr *out)
 {
 	struct fs_inode in;
-	MDB_txn *txn;
+	struct db_txn *txn;
 	int rc = db_read_begin(fs->db, &txn);
 
 	if (rc)
@@ -114,7 +114,7 @@ int fs_access(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	      uint32_t want, uint32_t *granted, struct fs_attr *attr)
 {
 	struct fs_inode in;
-	MDB_txn *txn;
+	struct db_txn *txn;
 	uint32_t g = 0;
 	int rc = db_read_begin(fs->db, &txn);
 
@@ -148,7 +148,7 @@ int fs_readlink(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 		char *buf, size_t cap, size_t *len, struct fs_attr *attr)
 {
 	struct fs_inode in;
-	MDB_txn *txn;
+	struct db_txn *txn;
 	int rc = db_read_begin(fs->db, &txn);
 
 	(void)ctx; /* a symlink's mode is 0777: reading it needs no right */
@@ -175,8 +175,8 @@ int fs_readlink(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 int fs_statfs(struct fs *fs, struct fs_statfs *out)
 {
 	uint64_t total, avail;
-	MDB_txn *txn;
-	MDB_stat st;
+	struct db_txn *txn;
+	uint64_t ninodes;
 	int rc;
 
 	if (store_statfs(fs->store, &total, &avail) == 0) {
@@ -189,11 +189,11 @@ int fs_statfs(struct fs *fs, struct fs_statfs *out)
 	rc = db_read_begin(fs->db, &txn);
 	if (rc)
 		return rc;
-	rc = db_err(mdb_stat(txn, fs->dbi_inodes, &st));
+	rc = db_count(txn, fs->dbi_inodes, &ninodes);
 	db_read_end(fs->db, txn);
 	if (rc)
 		return rc;
-	out->total_files = FS_STATFS_FILES + st.ms_entries;
+	out->total_files = FS_STATFS_FILES + ninodes;
 	out->free_files = out->avail_files = FS_STATFS_FILES;
 	return 0;
 }

@@ -22,7 +22,7 @@ int fs_warm(struct fs *fs, uint64_t ino, bool *fetched)
 	char key[STORE_KEY_MAX + 1];
 	struct cache_stat before, after;
 	struct fs_inode in;
-	MDB_txn *txn;
+	struct db_txn *txn;
 	long res = 0;
 	int rc;
 
@@ -66,7 +66,7 @@ struct evict_op {
  * dirty transition of a WRITE (fs/io.c), which then finds the data gone
  * and answers EAGAIN (JUKEBOX) so that the client retries on fetched data.
  */
-static int evict_apply(MDB_txn *txn, void *arg)
+static int evict_apply(struct db_txn *txn, void *arg)
 {
 	struct evict_op *op = arg;
 	struct cache_stat cs;
@@ -99,10 +99,9 @@ int fs_evict(struct fs *fs, uint64_t ino, uint64_t *freed)
 
 int fs_dirty_stat(struct fs *fs, struct fs_dirty_stat *out)
 {
-	MDB_cursor *cur;
-	MDB_txn *txn;
-	MDB_stat st;
-	MDB_val k, v;
+	struct db_cursor *cur;
+	struct db_txn *txn;
+	struct db_val k, v;
 	int rc, mrc;
 
 	memset(out, 0, sizeof(*out));
@@ -110,21 +109,20 @@ int fs_dirty_stat(struct fs *fs, struct fs_dirty_stat *out)
 	rc = db_read_begin(fs->db, &txn);
 	if (rc)
 		return rc;
-	rc = db_err(mdb_stat(txn, fs->dbi_pending, &st));
+	rc = db_count(txn, fs->dbi_pending, &out->pending);
 	if (!rc) {
-		out->pending = st.ms_entries;
-		rc = db_err(mdb_cursor_open(txn, fs->dbi_work, &cur));
+		rc = db_cursor_open(txn, fs->dbi_work, &cur);
 	}
 	if (rc)
 		goto out_end;
-	for (int op = MDB_FIRST; !(mrc = mdb_cursor_get(cur, &k, &v, op));
-	     op = MDB_NEXT) {
+	for (int op = DB_FIRST; !(mrc = db_cursor_get(cur, &k, &v, op));
+	     op = DB_NEXT) {
 		struct fs_inode in;
 		struct cache_stat cs;
 		int64_t changed;
 		uint64_t ino;
 
-		memcpy(&ino, k.mv_data, sizeof(ino));
+		memcpy(&ino, k.data, sizeof(ino));
 		if (fs_inode_get(fs, txn, ino, &in) || !(in.flags & FS_F_DIRTY))
 			continue;
 		out->files++;
@@ -139,9 +137,9 @@ int fs_dirty_stat(struct fs *fs, struct fs_dirty_stat *out)
 		if (!out->oldest_ns || changed < out->oldest_ns)
 			out->oldest_ns = changed;
 	}
-	mdb_cursor_close(cur);
-	if (mrc != MDB_NOTFOUND)
-		rc = db_err(mrc);
+	db_cursor_close(cur);
+	if (mrc != -ENOENT)
+		rc = mrc;
 out_end:
 	db_read_end(fs->db, txn);
 	return rc;

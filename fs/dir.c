@@ -32,20 +32,20 @@ static uint64_t get_be64(const unsigned char *p)
 	return v;
 }
 
-static MDB_val dirent_key(unsigned char *buf, uint64_t dir, const char *name)
+static struct db_val dirent_key(unsigned char *buf, uint64_t dir, const char *name)
 {
 	size_t n = strlen(name);
 
 	be64(buf, dir);
 	memcpy(buf + 8, name, n);
-	return (MDB_val){ 8 + n, buf };
+	return (struct db_val){ 8 + n, buf };
 }
 
-static MDB_val cookie_key(unsigned char *buf, uint64_t dir, uint64_t cookie)
+static struct db_val cookie_key(unsigned char *buf, uint64_t dir, uint64_t cookie)
 {
 	be64(buf, dir);
 	be64(buf + 8, cookie);
-	return (MDB_val){ 16, buf };
+	return (struct db_val){ 16, buf };
 }
 
 /*
@@ -76,19 +76,19 @@ int fs_name_creatable(uint64_t dir, const char *name)
 	return rc;
 }
 
-int fs_dirent_get(struct fs *fs, MDB_txn *txn, uint64_t dir, const char *name,
+int fs_dirent_get(struct fs *fs, struct db_txn *txn, uint64_t dir, const char *name,
 		  uint64_t *ino, uint64_t *cookie)
 {
 	unsigned char kb[8 + FS_NAME_MAX];
-	MDB_val k = dirent_key(kb, dir, name), v;
+	struct db_val k = dirent_key(kb, dir, name), v;
 	struct dirent_val dv;
-	int rc = mdb_get(txn, fs->dbi_dirents, &k, &v);
+	int rc = db_get(txn, fs->dbi_dirents, &k, &v);
 
 	if (rc)
-		return db_err(rc);
-	if (v.mv_size != sizeof(dv))
+		return rc;
+	if (v.size != sizeof(dv))
 		return -EIO;
-	memcpy(&dv, v.mv_data, sizeof(dv));
+	memcpy(&dv, v.data, sizeof(dv));
 	*ino = dv.ino;
 	if (cookie)
 		*cookie = dv.cookie;
@@ -101,23 +101,23 @@ void fs_dir_touch(struct fs_inode *dir, int64_t now)
 	dir->dir_ver++;
 }
 
-int fs_dirent_add(struct fs *fs, MDB_txn *txn, struct fs_inode *dir,
+int fs_dirent_add(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
 		  const char *name, uint64_t ino)
 {
 	unsigned char kb[8 + FS_NAME_MAX], cb[16], vb[8 + FS_NAME_MAX];
 	struct dirent_val dv = { ino, dir->next_cookie };
-	MDB_val k = dirent_key(kb, dir->ino, name), v = { sizeof(dv), &dv };
+	struct db_val k = dirent_key(kb, dir->ino, name), v = { sizeof(dv), &dv };
 	size_t n = strlen(name);
 	int rc;
 
-	rc = db_err(mdb_put(txn, fs->dbi_dirents, &k, &v, MDB_NOOVERWRITE));
+	rc = db_put(txn, fs->dbi_dirents, &k, &v, DB_NOOVERWRITE);
 	if (rc)
 		return rc;
 	memcpy(vb, &ino, 8);
 	memcpy(vb + 8, name, n);
 	k = cookie_key(cb, dir->ino, dv.cookie);
-	v = (MDB_val){ 8 + n, vb };
-	rc = db_err(mdb_put(txn, fs->dbi_cookies, &k, &v, MDB_NOOVERWRITE));
+	v = (struct db_val){ 8 + n, vb };
+	rc = db_put(txn, fs->dbi_cookies, &k, &v, DB_NOOVERWRITE);
 	if (rc)
 		return rc;
 	dir->next_cookie++;
@@ -125,7 +125,7 @@ int fs_dirent_add(struct fs *fs, MDB_txn *txn, struct fs_inode *dir,
 	return 0;
 }
 
-int fs_dirent_remove(struct fs *fs, MDB_txn *txn, struct fs_inode *dir,
+int fs_dirent_remove(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
 		     const char *name)
 {
 	unsigned char kb[8 + FS_NAME_MAX], cb[16];
@@ -134,65 +134,65 @@ int fs_dirent_remove(struct fs *fs, MDB_txn *txn, struct fs_inode *dir,
 
 	if (rc)
 		return rc;
-	MDB_val k = dirent_key(kb, dir->ino, name);
+	struct db_val k = dirent_key(kb, dir->ino, name);
 
-	rc = db_err(mdb_del(txn, fs->dbi_dirents, &k, NULL));
+	rc = db_del(txn, fs->dbi_dirents, &k);
 	if (rc)
 		return rc;
 	k = cookie_key(cb, dir->ino, cookie);
-	rc = db_err(mdb_del(txn, fs->dbi_cookies, &k, NULL));
+	rc = db_del(txn, fs->dbi_cookies, &k);
 	if (rc)
 		return rc;
 	fs_dir_touch(dir, fs_now_ns());
 	return 0;
 }
 
-int fs_dir_empty(struct fs *fs, MDB_txn *txn, uint64_t dir)
+int fs_dir_empty(struct fs *fs, struct db_txn *txn, uint64_t dir)
 {
 	unsigned char kb[16];
-	MDB_val k = cookie_key(kb, dir, 0), v;
-	MDB_cursor *cur;
-	int rc = db_err(mdb_cursor_open(txn, fs->dbi_cookies, &cur));
+	struct db_val k = cookie_key(kb, dir, 0), v;
+	struct db_cursor *cur;
+	int rc = db_cursor_open(txn, fs->dbi_cookies, &cur);
 
 	if (rc)
 		return rc;
-	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-	if (rc == MDB_NOTFOUND)
+	rc = db_cursor_get(cur, &k, &v, DB_SET_RANGE);
+	if (rc == -ENOENT)
 		rc = 0;
 	else if (rc)
-		rc = db_err(rc);
+		rc = rc;
 	else
-		rc = (k.mv_size == 16 && get_be64(k.mv_data) == dir) ?
+		rc = (k.size == 16 && get_be64(k.data) == dir) ?
 			     -ENOTEMPTY : 0;
-	mdb_cursor_close(cur);
+	db_cursor_close(cur);
 	return rc;
 }
 
-int fs_dir_next(struct fs *fs, MDB_txn *txn, uint64_t dir, uint64_t *cookie,
+int fs_dir_next(struct fs *fs, struct db_txn *txn, uint64_t dir, uint64_t *cookie,
 		uint64_t *ino, char name[FS_NAME_MAX + 1])
 {
 	unsigned char kb[16];
-	MDB_val k = cookie_key(kb, dir, *cookie + 1), v;
-	MDB_cursor *cur;
-	int rc = db_err(mdb_cursor_open(txn, fs->dbi_cookies, &cur));
+	struct db_val k = cookie_key(kb, dir, *cookie + 1), v;
+	struct db_cursor *cur;
+	int rc = db_cursor_open(txn, fs->dbi_cookies, &cur);
 
 	if (rc)
 		return rc;
-	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-	if (rc == MDB_NOTFOUND ||
-	    (!rc && (k.mv_size != 16 || get_be64(k.mv_data) != dir)))
+	rc = db_cursor_get(cur, &k, &v, DB_SET_RANGE);
+	if (rc == -ENOENT ||
+	    (!rc && (k.size != 16 || get_be64(k.data) != dir)))
 		rc = -ENOENT;
 	else if (rc)
-		rc = db_err(rc);
-	else if (v.mv_size < 9 || v.mv_size > 8 + FS_NAME_MAX)
+		rc = rc;
+	else if (v.size < 9 || v.size > 8 + FS_NAME_MAX)
 		rc = -EIO;
 	else {
-		memcpy(ino, v.mv_data, 8);
-		memcpy(name, (char *)v.mv_data + 8, v.mv_size - 8);
-		name[v.mv_size - 8] = '\0';
-		*cookie = get_be64((unsigned char *)k.mv_data + 8);
+		memcpy(ino, v.data, 8);
+		memcpy(name, (char *)v.data + 8, v.size - 8);
+		name[v.size - 8] = '\0';
+		*cookie = get_be64((unsigned char *)k.data + 8);
 	}
-	mdb_cursor_close(cur);
+	db_cursor_close(cur);
 	return rc;
 }
 
@@ -209,7 +209,7 @@ int fs_lookup_at(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 {
 	struct fs_inode d, child;
 	uint64_t found;
-	MDB_txn *txn;
+	struct db_txn *txn;
 	int rc = fs_name_check(name, false);
 
 	if (dir_ok)
@@ -251,7 +251,7 @@ out_end:
 	return rc;
 }
 
-static int emit_one(struct fs *fs, MDB_txn *txn, uint64_t ino,
+static int emit_one(struct fs *fs, struct db_txn *txn, uint64_t ino,
 		    const char *name, uint64_t cookie, bool want_attrs,
 		    fs_dirent_fn emit, void *arg)
 {
@@ -273,9 +273,9 @@ int fs_readdir(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 {
 	struct fs_inode d;
 	unsigned char kb[16];
-	MDB_cursor *cur;
-	MDB_val k, v;
-	MDB_txn *txn;
+	struct db_cursor *cur;
+	struct db_val k, v;
+	struct db_txn *txn;
 	int rc = db_read_begin(fs->db, &txn);
 
 	if (rc)
@@ -299,38 +299,38 @@ int fs_readdir(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 	    emit_one(fs, txn, d.ino == FS_ROOT_INO ? d.ino : d.parent, "..", 2,
 		     want_attrs, emit, arg))
 		goto out_end;
-	rc = db_err(mdb_cursor_open(txn, fs->dbi_cookies, &cur));
+	rc = db_cursor_open(txn, fs->dbi_cookies, &cur);
 	if (rc)
 		goto out_end;
 	k = cookie_key(kb, dir, cookie < 2 ? FS_COOKIE_FIRST : cookie + 1);
-	for (int op = MDB_SET_RANGE;; op = MDB_NEXT) {
+	for (int op = DB_SET_RANGE;; op = DB_NEXT) {
 		char name[FS_NAME_MAX + 1];
 		uint64_t ino;
 
-		rc = mdb_cursor_get(cur, &k, &v, op);
-		if (rc == MDB_NOTFOUND || (!rc && (k.mv_size != 16 ||
-						   get_be64(k.mv_data) != dir))) {
+		rc = db_cursor_get(cur, &k, &v, op);
+		if (rc == -ENOENT || (!rc && (k.size != 16 ||
+						   get_be64(k.data) != dir))) {
 			rc = 0;
 			*eof = true;
 			break;
 		}
 		if (rc) {
-			rc = db_err(rc);
+			rc = rc;
 			break;
 		}
-		if (v.mv_size < 9 || v.mv_size > 8 + FS_NAME_MAX) {
+		if (v.size < 9 || v.size > 8 + FS_NAME_MAX) {
 			rc = -EIO;
 			break;
 		}
-		memcpy(&ino, v.mv_data, 8);
-		memcpy(name, (char *)v.mv_data + 8, v.mv_size - 8);
-		name[v.mv_size - 8] = '\0';
+		memcpy(&ino, v.data, 8);
+		memcpy(name, (char *)v.data + 8, v.size - 8);
+		name[v.size - 8] = '\0';
 		if (emit_one(fs, txn, ino, name,
-			     get_be64((unsigned char *)k.mv_data + 8), want_attrs,
+			     get_be64((unsigned char *)k.data + 8), want_attrs,
 			     emit, arg))
 			break;
 	}
-	mdb_cursor_close(cur);
+	db_cursor_close(cur);
 out_end:
 	db_read_end(fs->db, txn);
 	return rc;

@@ -2,16 +2,16 @@
  * fs/fs_int.h - what the files of fs/ share; not for other rooms.
  *
  * LMDB layout (named databases of the shared env, opened in fs_open):
- *   inodes     ino (u64, MDB_INTEGERKEY) -> packed struct fs_inode
+ *   inodes     ino (u64, DB_INTKEY) -> packed struct fs_inode
  *   dirents    parent (u64 BE) || name -> child ino, cookie
  *   dircookies parent (u64 BE) || cookie (u64 BE) -> child ino, name
  *   keys       store key -> ino: objects that exist in the store (or are
  *              about to, once the pending records ahead of them ran), so
  *              revalidation tells our objects from foreign ones
  *   meta       "version" -> u32, "next_ino" -> u64
- *   pending    seq (u64, MDB_INTEGERKEY) -> store work in namespace order:
+ *   pending    seq (u64, DB_INTKEY) -> store work in namespace order:
  *              DEL key, COPY src -> dst (renames)
- *   work       ino (u64, MDB_INTEGERKEY) -> "": inodes with a DIRTY flag
+ *   work       ino (u64, DB_INTKEY) -> "": inodes with a DIRTY flag
  *   mpu        upload id -> store key: multipart uploads begun and not yet
  *              completed or aborted (a crash leaves them; start aborts them)
  *
@@ -29,10 +29,11 @@
 #ifndef MAPFS_FS_INT_H
 #define MAPFS_FS_INT_H
 
-#include <lmdb.h>
+
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "db/db.h"
 #include "fs/fs.h"
 #include "s3/store.h"
 
@@ -92,7 +93,7 @@ struct fs {
 	struct db *db;
 	struct cache *cache;
 	struct store *store;
-	MDB_dbi dbi_inodes, dbi_dirents, dbi_cookies, dbi_keys, dbi_meta,
+	db_table dbi_inodes, dbi_dirents, dbi_cookies, dbi_keys, dbi_meta,
 		dbi_pending, dbi_work, dbi_mpu, dbi_mpu_intent;
 	/* Handed out before the create commits (so the cache file exists
 	 * first); the apply persists meta.next_ino past it. */
@@ -138,19 +139,19 @@ int64_t fs_ts_to_ns(const struct timespec *ts);
 bool fs_listing_fresh(struct fs *fs, const struct fs_inode *in);
 
 /* inode.c: records. */
-int fs_inode_get(struct fs *fs, MDB_txn *txn, uint64_t ino,
+int fs_inode_get(struct fs *fs, struct db_txn *txn, uint64_t ino,
 		 struct fs_inode *out);
-int fs_inode_put(struct fs *fs, MDB_txn *txn, const struct fs_inode *in);
-int fs_inode_del(struct fs *fs, MDB_txn *txn, uint64_t ino);
+int fs_inode_put(struct fs *fs, struct db_txn *txn, const struct fs_inode *in);
+int fs_inode_del(struct fs *fs, struct db_txn *txn, uint64_t ino);
 /* Persist next_ino past ino (apply of a create). */
-int fs_meta_note_ino(struct fs *fs, MDB_txn *txn, uint64_t ino);
+int fs_meta_note_ino(struct fs *fs, struct db_txn *txn, uint64_t ino);
 uint64_t fs_ino_alloc(struct fs *fs);
-int fs_meta_init(struct fs *fs, MDB_txn *txn);
+int fs_meta_init(struct fs *fs, struct db_txn *txn);
 /* Record the DIRTY flags in the work index too. */
-int fs_inode_mark(struct fs *fs, MDB_txn *txn, struct fs_inode *in,
+int fs_inode_mark(struct fs *fs, struct db_txn *txn, struct fs_inode *in,
 		  uint32_t dirty);
 /* Drop the inode from the work index if it is clean. */
-int fs_work_sync(struct fs *fs, MDB_txn *txn, const struct fs_inode *in);
+int fs_work_sync(struct fs *fs, struct db_txn *txn, const struct fs_inode *in);
 
 /* attr.c */
 void fs_attr_fill(struct fs *fs, const struct fs_inode *in,
@@ -160,20 +161,20 @@ void fs_wcc_before(struct fs *fs, const struct fs_inode *in,
 void fs_wcc_after(struct fs *fs, const struct fs_inode *in,
 		  struct fs_wcc *wcc);
 /* Reads the inode in txn and fills wcc->after if it exists. */
-void fs_wcc_after_txn(struct fs *fs, MDB_txn *txn, uint64_t ino,
+void fs_wcc_after_txn(struct fs *fs, struct db_txn *txn, uint64_t ino,
 		      struct fs_wcc *wcc);
 /* The effective ctime (record or cache overlay). */
 int64_t fs_inode_ctime(struct fs *fs, const struct fs_inode *in);
 
 /* key.c */
-int fs_key_build(struct fs *fs, MDB_txn *txn, uint64_t ino, char *buf,
+int fs_key_build(struct fs *fs, struct db_txn *txn, uint64_t ino, char *buf,
 		 size_t cap);
 /* Store key of an object: dirs get the trailing '/'. */
-int fs_obj_key(struct fs *fs, MDB_txn *txn, const struct fs_inode *in,
+int fs_obj_key(struct fs *fs, struct db_txn *txn, const struct fs_inode *in,
 	       char *buf, size_t cap);
-int fs_keys_get(struct fs *fs, MDB_txn *txn, const char *key, uint64_t *ino);
-int fs_keys_put(struct fs *fs, MDB_txn *txn, const char *key, uint64_t ino);
-int fs_keys_del(struct fs *fs, MDB_txn *txn, const char *key);
+int fs_keys_get(struct fs *fs, struct db_txn *txn, const char *key, uint64_t *ino);
+int fs_keys_put(struct fs *fs, struct db_txn *txn, const char *key, uint64_t ino);
+int fs_keys_del(struct fs *fs, struct db_txn *txn, const char *key);
 
 /* perm.c: want is a mask of R_OK, W_OK, X_OK. */
 int fs_perm(const struct fs_ctx *ctx, const struct fs_inode *in, int want);
@@ -188,17 +189,17 @@ int fs_name_check(const char *name, bool for_change);
  * could never be uploaded.
  */
 int fs_name_creatable(uint64_t dir, const char *name);
-int fs_dirent_get(struct fs *fs, MDB_txn *txn, uint64_t dir, const char *name,
+int fs_dirent_get(struct fs *fs, struct db_txn *txn, uint64_t dir, const char *name,
 		  uint64_t *ino, uint64_t *cookie);
 /* Adds an entry with a fresh cookie from dir's counter; updates *dir. */
-int fs_dirent_add(struct fs *fs, MDB_txn *txn, struct fs_inode *dir,
+int fs_dirent_add(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
 		  const char *name, uint64_t ino);
-int fs_dirent_remove(struct fs *fs, MDB_txn *txn, struct fs_inode *dir,
+int fs_dirent_remove(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
 		     const char *name);
 /* 0 if dir has no entries, -ENOTEMPTY otherwise. */
-int fs_dir_empty(struct fs *fs, MDB_txn *txn, uint64_t dir);
+int fs_dir_empty(struct fs *fs, struct db_txn *txn, uint64_t dir);
 /* The entry after *cookie (which it advances); -ENOENT at the end. */
-int fs_dir_next(struct fs *fs, MDB_txn *txn, uint64_t dir, uint64_t *cookie,
+int fs_dir_next(struct fs *fs, struct db_txn *txn, uint64_t dir, uint64_t *cookie,
 		uint64_t *ino, char name[FS_NAME_MAX + 1]);
 /* Marks a changed directory: mtime/ctime now, verifier bumped. */
 void fs_dir_touch(struct fs_inode *dir, int64_t now);
@@ -207,13 +208,13 @@ void fs_dir_touch(struct fs_inode *dir, int64_t now);
 int fs_sticky_check(const struct fs_ctx *ctx, const struct fs_inode *dir,
 		    const struct fs_inode *victim);
 /* ops_remove.c: drop an inode and its entry, queueing store deletes. */
-int fs_unlink_inode(struct fs *fs, MDB_txn *txn, struct fs_inode *dir,
+int fs_unlink_inode(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
 		    struct fs_inode *victim, bool queue_delete);
 
 /* pending.c */
-int fs_pending_add(struct fs *fs, MDB_txn *txn, uint32_t op, uint64_t ino,
+int fs_pending_add(struct fs *fs, struct db_txn *txn, uint32_t op, uint64_t ino,
 		   const char *src, const char *dst);
-int fs_pending_decode(const MDB_val *k, const MDB_val *v,
+int fs_pending_decode(const struct db_val *k, const struct db_val *v,
 		      struct fs_pending *out);
 
 /* worker.c */

@@ -61,25 +61,25 @@ int64_t fs_ts_to_ns(const struct timespec *ts)
 	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
 }
 
-int fs_inode_get(struct fs *fs, MDB_txn *txn, uint64_t ino,
+int fs_inode_get(struct fs *fs, struct db_txn *txn, uint64_t ino,
 		 struct fs_inode *out)
 {
-	MDB_val k = { sizeof(ino), &ino }, v;
+	struct db_val k = { sizeof(ino), &ino }, v;
 	struct fs_irec r;
-	int rc = mdb_get(txn, fs->dbi_inodes, &k, &v);
+	int rc = db_get(txn, fs->dbi_inodes, &k, &v);
 
-	if (rc == MDB_NOTFOUND)
+	if (rc == -ENOENT)
 		return -ESTALE;
 	if (rc)
-		return db_err(rc);
-	if (v.mv_size < sizeof(r))
+		return rc;
+	if (v.size < sizeof(r))
 		return -EIO;
-	memcpy(&r, v.mv_data, sizeof(r));
+	memcpy(&r, v.data, sizeof(r));
 	if (r.etag_len >= STORE_ETAG_MAX || r.name_len > FS_NAME_MAX ||
 	    r.target_len > FS_PATH_MAX ||
-	    v.mv_size != sizeof(r) + r.etag_len + r.name_len + r.target_len)
+	    v.size != sizeof(r) + r.etag_len + r.name_len + r.target_len)
 		return -EIO;
-	const char *p = (const char *)v.mv_data + sizeof(r);
+	const char *p = (const char *)v.data + sizeof(r);
 
 	out->ino = ino;
 	out->gen = r.gen;
@@ -110,7 +110,7 @@ int fs_inode_get(struct fs *fs, MDB_txn *txn, uint64_t ino,
 	return 0;
 }
 
-int fs_inode_put(struct fs *fs, MDB_txn *txn, const struct fs_inode *in)
+int fs_inode_put(struct fs *fs, struct db_txn *txn, const struct fs_inode *in)
 {
 	unsigned char buf[FS_IREC_MAX];
 	size_t el = strlen(in->etag), nl = strlen(in->name),
@@ -146,46 +146,46 @@ int fs_inode_put(struct fs *fs, MDB_txn *txn, const struct fs_inode *in)
 	memcpy(buf + sizeof(r) + el + nl, in->target, tl);
 
 	uint64_t ino = in->ino;
-	MDB_val k = { sizeof(ino), &ino };
-	MDB_val v = { sizeof(r) + el + nl + tl, buf };
+	struct db_val k = { sizeof(ino), &ino };
+	struct db_val v = { sizeof(r) + el + nl + tl, buf };
 
-	return db_err(mdb_put(txn, fs->dbi_inodes, &k, &v, 0));
+	return db_put(txn, fs->dbi_inodes, &k, &v, 0);
 }
 
-int fs_inode_del(struct fs *fs, MDB_txn *txn, uint64_t ino)
+int fs_inode_del(struct fs *fs, struct db_txn *txn, uint64_t ino)
 {
-	MDB_val k = { sizeof(ino), &ino };
+	struct db_val k = { sizeof(ino), &ino };
 	int rc;
 
-	rc = mdb_del(txn, fs->dbi_work, &k, NULL);
-	if (rc && rc != MDB_NOTFOUND)
-		return db_err(rc);
-	return db_err(mdb_del(txn, fs->dbi_inodes, &k, NULL));
+	rc = db_del(txn, fs->dbi_work, &k);
+	if (rc && rc != -ENOENT)
+		return rc;
+	return db_del(txn, fs->dbi_inodes, &k);
 }
 
-static int meta_get_u64(struct fs *fs, MDB_txn *txn, const char *name,
+static int meta_get_u64(struct fs *fs, struct db_txn *txn, const char *name,
 			uint64_t *out)
 {
-	MDB_val k = { strlen(name), (void *)name }, v;
-	int rc = mdb_get(txn, fs->dbi_meta, &k, &v);
+	struct db_val k = { strlen(name), (void *)name }, v;
+	int rc = db_get(txn, fs->dbi_meta, &k, &v);
 
 	if (rc)
-		return db_err(rc);
-	if (v.mv_size != sizeof(*out))
+		return rc;
+	if (v.size != sizeof(*out))
 		return -EIO;
-	memcpy(out, v.mv_data, sizeof(*out));
+	memcpy(out, v.data, sizeof(*out));
 	return 0;
 }
 
-static int meta_put_u64(struct fs *fs, MDB_txn *txn, const char *name,
+static int meta_put_u64(struct fs *fs, struct db_txn *txn, const char *name,
 			uint64_t val)
 {
-	MDB_val k = { strlen(name), (void *)name }, v = { sizeof(val), &val };
+	struct db_val k = { strlen(name), (void *)name }, v = { sizeof(val), &val };
 
-	return db_err(mdb_put(txn, fs->dbi_meta, &k, &v, 0));
+	return db_put(txn, fs->dbi_meta, &k, &v, 0);
 }
 
-int fs_meta_note_ino(struct fs *fs, MDB_txn *txn, uint64_t ino)
+int fs_meta_note_ino(struct fs *fs, struct db_txn *txn, uint64_t ino)
 {
 	uint64_t next = 0;
 	int rc = meta_get_u64(fs, txn, "next_ino", &next);
@@ -206,7 +206,7 @@ uint64_t fs_ino_alloc(struct fs *fs)
  * Check (or write, on a fresh database) the format version and load the
  * inode counter.  Runs in the start-up write transaction.
  */
-int fs_meta_init(struct fs *fs, MDB_txn *txn)
+int fs_meta_init(struct fs *fs, struct db_txn *txn)
 {
 	uint64_t version, next;
 	int rc = meta_get_u64(fs, txn, "version", &version);
@@ -229,26 +229,26 @@ int fs_meta_init(struct fs *fs, MDB_txn *txn)
 	return 0;
 }
 
-int fs_inode_mark(struct fs *fs, MDB_txn *txn, struct fs_inode *in,
+int fs_inode_mark(struct fs *fs, struct db_txn *txn, struct fs_inode *in,
 		  uint32_t dirty)
 {
 	uint64_t ino = in->ino;
-	MDB_val k = { sizeof(ino), &ino }, v = { 0, "" };
+	struct db_val k = { sizeof(ino), &ino }, v = { 0, "" };
 
 	in->flags |= dirty & FS_F_DIRTY;
 	if (!(in->flags & FS_F_DIRTY))
 		return 0;
-	return db_err(mdb_put(txn, fs->dbi_work, &k, &v, 0));
+	return db_put(txn, fs->dbi_work, &k, &v, 0);
 }
 
-int fs_work_sync(struct fs *fs, MDB_txn *txn, const struct fs_inode *in)
+int fs_work_sync(struct fs *fs, struct db_txn *txn, const struct fs_inode *in)
 {
 	uint64_t ino = in->ino;
-	MDB_val k = { sizeof(ino), &ino };
+	struct db_val k = { sizeof(ino), &ino };
 	int rc;
 
 	if (in->flags & FS_F_DIRTY)
 		return 0;
-	rc = mdb_del(txn, fs->dbi_work, &k, NULL);
-	return rc == MDB_NOTFOUND ? 0 : db_err(rc);
+	rc = db_del(txn, fs->dbi_work, &k);
+	return rc == -ENOENT ? 0 : rc;
 }

@@ -91,7 +91,7 @@ static void io_free(struct io_op *op, int err)
 static int io_prepare(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 		      int want, struct io_op *op, struct fs_inode *in)
 {
-	MDB_txn *txn;
+	struct db_txn *txn;
 	int rc = db_read_begin(fs->db, &txn);
 
 	if (rc)
@@ -126,13 +126,13 @@ static void read_start(struct io_op *op);
  */
 static int fetch_err(struct fs *fs, long res)
 {
-	MDB_txn *txn;
-	MDB_stat st;
+	struct db_txn *txn;
+	uint64_t n;
 	bool queued = false;
 
 	if (res != -ENOENT || db_read_begin(fs->db, &txn))
 		return (int)res;
-	queued = mdb_stat(txn, fs->dbi_pending, &st) == 0 && st.ms_entries;
+	queued = db_count(txn, fs->dbi_pending, &n) == 0 && n;
 	db_read_end(fs->db, txn);
 	return queued ? -EAGAIN : (int)res;
 }
@@ -143,7 +143,7 @@ static int fetch_err(struct fs *fs, long res)
  */
 static int io_key(struct io_op *op)
 {
-	MDB_txn *txn;
+	struct db_txn *txn;
 	int rc;
 
 	if (op->key)
@@ -296,7 +296,7 @@ static void write_job(struct fs *fs, void *p)
 	write_data(op);
 }
 
-static int mark_dirty_apply(MDB_txn *txn, void *p)
+static int mark_dirty_apply(struct db_txn *txn, void *p)
 {
 	struct io_op *op = p;
 	struct fs_inode in;
@@ -418,7 +418,7 @@ void fs_commit(struct fs *fs, struct fs_io *io, const struct fs_ctx *ctx,
 {
 	struct io_op *op;
 	struct fs_inode in;
-	MDB_txn *txn;
+	struct db_txn *txn;
 	int rc;
 
 	if (wcc)

@@ -16,7 +16,7 @@
 /* Depth bound: every level adds at least 2 bytes ("x/") to the key. */
 #define FS_DEPTH_MAX (STORE_KEY_MAX / 2 + 1)
 
-int fs_key_build(struct fs *fs, MDB_txn *txn, uint64_t ino, char *buf,
+int fs_key_build(struct fs *fs, struct db_txn *txn, uint64_t ino, char *buf,
 		 size_t cap)
 {
 	struct fs_inode in;
@@ -55,7 +55,7 @@ int fs_key_build(struct fs *fs, MDB_txn *txn, uint64_t ino, char *buf,
 	return 0;
 }
 
-int fs_obj_key(struct fs *fs, MDB_txn *txn, const struct fs_inode *in,
+int fs_obj_key(struct fs *fs, struct db_txn *txn, const struct fs_inode *in,
 	       char *buf, size_t cap)
 {
 	int rc = fs_key_build(fs, txn, in->ino, buf, cap);
@@ -73,7 +73,7 @@ int fs_obj_key(struct fs *fs, MDB_txn *txn, const struct fs_inode *in,
 
 int fs_key_of(struct fs *fs, uint64_t ino, char *buf, size_t cap)
 {
-	MDB_txn *txn;
+	struct db_txn *txn;
 	int rc = db_read_begin(fs->db, &txn);
 
 	if (rc)
@@ -94,12 +94,12 @@ static uint64_t fnv1a64(const char *s, size_t n)
 	return h;
 }
 
-static MDB_val keys_dbkey(const char *key, char buf[FS_KEYS_DBKEY_MAX + 1])
+static struct db_val keys_dbkey(const char *key, char buf[FS_KEYS_DBKEY_MAX + 1])
 {
 	size_t n = strlen(key);
 
 	if (n <= FS_KEYS_DBKEY_MAX)
-		return (MDB_val){ n, (void *)key };
+		return (struct db_val){ n, (void *)key };
 	/* A NUL cannot occur in a key, so this never equals a short key. */
 	size_t head = FS_KEYS_DBKEY_MAX - 17;
 
@@ -107,41 +107,41 @@ static MDB_val keys_dbkey(const char *key, char buf[FS_KEYS_DBKEY_MAX + 1])
 	buf[head] = '\0';
 	snprintf(buf + head + 1, 17, "%016llx",
 		 (unsigned long long)fnv1a64(key, n));
-	return (MDB_val){ FS_KEYS_DBKEY_MAX, buf };
+	return (struct db_val){ FS_KEYS_DBKEY_MAX, buf };
 }
 
-int fs_keys_get(struct fs *fs, MDB_txn *txn, const char *key, uint64_t *ino)
+int fs_keys_get(struct fs *fs, struct db_txn *txn, const char *key, uint64_t *ino)
 {
 	char buf[FS_KEYS_DBKEY_MAX + 1];
-	MDB_val k = keys_dbkey(key, buf), v;
-	int rc = mdb_get(txn, fs->dbi_keys, &k, &v);
+	struct db_val k = keys_dbkey(key, buf), v;
+	int rc = db_get(txn, fs->dbi_keys, &k, &v);
 
 	if (rc)
-		return db_err(rc);
-	if (v.mv_size != sizeof(*ino))
+		return rc;
+	if (v.size != sizeof(*ino))
 		return -EIO;
-	memcpy(ino, v.mv_data, sizeof(*ino));
+	memcpy(ino, v.data, sizeof(*ino));
 	return 0;
 }
 
-int fs_keys_put(struct fs *fs, MDB_txn *txn, const char *key, uint64_t ino)
+int fs_keys_put(struct fs *fs, struct db_txn *txn, const char *key, uint64_t ino)
 {
 	char buf[FS_KEYS_DBKEY_MAX + 1];
-	MDB_val k = keys_dbkey(key, buf), v = { sizeof(ino), &ino };
+	struct db_val k = keys_dbkey(key, buf), v = { sizeof(ino), &ino };
 
-	if (k.mv_size == 0)
+	if (k.size == 0)
 		return 0; /* the root has no object */
-	return db_err(mdb_put(txn, fs->dbi_keys, &k, &v, 0));
+	return db_put(txn, fs->dbi_keys, &k, &v, 0);
 }
 
-int fs_keys_del(struct fs *fs, MDB_txn *txn, const char *key)
+int fs_keys_del(struct fs *fs, struct db_txn *txn, const char *key)
 {
 	char buf[FS_KEYS_DBKEY_MAX + 1];
-	MDB_val k = keys_dbkey(key, buf);
+	struct db_val k = keys_dbkey(key, buf);
 	int rc;
 
-	if (k.mv_size == 0)
+	if (k.size == 0)
 		return 0;
-	rc = mdb_del(txn, fs->dbi_keys, &k, NULL);
-	return rc == MDB_NOTFOUND ? 0 : db_err(rc);
+	rc = db_del(txn, fs->dbi_keys, &k);
+	return rc == -ENOENT ? 0 : rc;
 }

@@ -9,7 +9,7 @@
 #include "db/db.h"
 #include "fs/fs_int.h"
 
-static int open_init_apply(MDB_txn *txn, void *p)
+static int open_init_apply(struct db_txn *txn, void *p)
 {
 	struct fs *fs = p;
 	struct fs_inode root;
@@ -51,15 +51,15 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 	fs->cache = cache;
 	fs->store = store;
 	pthread_mutex_init(&fs->fail_lock, NULL);
-	if ((rc = db_dbi(db, "inodes", MDB_INTEGERKEY, &fs->dbi_inodes)) ||
-	    (rc = db_dbi(db, "dirents", 0, &fs->dbi_dirents)) ||
-	    (rc = db_dbi(db, "dircookies", 0, &fs->dbi_cookies)) ||
-	    (rc = db_dbi(db, "keys", 0, &fs->dbi_keys)) ||
-	    (rc = db_dbi(db, "meta", 0, &fs->dbi_meta)) ||
-	    (rc = db_dbi(db, "pending", MDB_INTEGERKEY, &fs->dbi_pending)) ||
-	    (rc = db_dbi(db, "work", MDB_INTEGERKEY, &fs->dbi_work)) ||
-	    (rc = db_dbi(db, "mpu", 0, &fs->dbi_mpu)) ||
-	    (rc = db_dbi(db, "mpu_intent", 0, &fs->dbi_mpu_intent)))
+	if ((rc = db_table_open(db, "inodes", DB_INTKEY, &fs->dbi_inodes)) ||
+	    (rc = db_table_open(db, "dirents", 0, &fs->dbi_dirents)) ||
+	    (rc = db_table_open(db, "dircookies", 0, &fs->dbi_cookies)) ||
+	    (rc = db_table_open(db, "keys", 0, &fs->dbi_keys)) ||
+	    (rc = db_table_open(db, "meta", 0, &fs->dbi_meta)) ||
+	    (rc = db_table_open(db, "pending", DB_INTKEY, &fs->dbi_pending)) ||
+	    (rc = db_table_open(db, "work", DB_INTKEY, &fs->dbi_work)) ||
+	    (rc = db_table_open(db, "mpu", 0, &fs->dbi_mpu)) ||
+	    (rc = db_table_open(db, "mpu_intent", 0, &fs->dbi_mpu_intent)))
 		goto out_free;
 	rc = db_write(db, open_init_apply, fs);
 	if (rc)

@@ -47,7 +47,7 @@ static int owner_check(const struct fs_ctx *ctx, const struct fs_sattr *sa)
 }
 
 /* Would dir/name (plus '/' for a directory) fit in a store key? */
-static int key_fits(struct fs *fs, MDB_txn *txn, uint64_t dir,
+static int key_fits(struct fs *fs, struct db_txn *txn, uint64_t dir,
 		    const char *name, bool is_dir)
 {
 	char key[STORE_KEY_MAX + 1];
@@ -133,7 +133,7 @@ static void new_inode(struct create_op *op, const struct fs_inode *dir,
 		in->mode = sa->mode & 07777;
 }
 
-static int create_apply(MDB_txn *txn, void *p)
+static int create_apply(struct db_txn *txn, void *p)
 {
 	struct create_op *op = p;
 	struct fs *fs = op->fs;

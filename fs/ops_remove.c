@@ -16,7 +16,7 @@
 #include "db/db.h"
 #include "fs/fs_int.h"
 
-int fs_unlink_inode(struct fs *fs, MDB_txn *txn, struct fs_inode *dir,
+int fs_unlink_inode(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
 		    struct fs_inode *victim, bool queue_delete)
 {
 	char key[STORE_KEY_MAX + 2];
@@ -75,7 +75,7 @@ struct remove_op {
 	void *arg;
 };
 
-static int remove_apply(MDB_txn *txn, void *p)
+static int remove_apply(struct db_txn *txn, void *p)
 {
 	struct remove_op *op = p;
 	struct fs *fs = op->fs;

@@ -29,7 +29,7 @@ struct rename_op {
 };
 
 /* -EINVAL if dir is ino or below it (a directory into its own subtree). */
-static int subtree_check(struct fs *fs, MDB_txn *txn, uint64_t ino,
+static int subtree_check(struct fs *fs, struct db_txn *txn, uint64_t ino,
 			 uint64_t dir)
 {
 	struct fs_inode in;
@@ -50,7 +50,7 @@ static int subtree_check(struct fs *fs, MDB_txn *txn, uint64_t ino,
 }
 
 /* Queue COPY old -> new and DEL old for an object that is in the store. */
-static int queue_move(struct fs *fs, MDB_txn *txn, uint64_t ino,
+static int queue_move(struct fs *fs, struct db_txn *txn, uint64_t ino,
 		      const char *old_key, const char *new_key)
 {
 	int rc = fs_pending_add(fs, txn, FS_PEND_COPY, ino, old_key, new_key);
@@ -63,36 +63,36 @@ static int queue_move(struct fs *fs, MDB_txn *txn, uint64_t ino,
  * prefixes (ending in '/') are in ok and nk, each of capacity
  * STORE_KEY_MAX + 1; the buffers are restored on return.
  */
-static int queue_subtree(struct fs *fs, MDB_txn *txn, uint64_t dir, char *ok,
+static int queue_subtree(struct fs *fs, struct db_txn *txn, uint64_t dir, char *ok,
 			 char *nk)
 {
 	unsigned char kb[8];
-	MDB_cursor *cur;
-	MDB_val k, v;
+	struct db_cursor *cur;
+	struct db_val k, v;
 	size_t ol = strlen(ok), nl = strlen(nk);
-	int rc = db_err(mdb_cursor_open(txn, fs->dbi_dirents, &cur));
+	int rc = db_cursor_open(txn, fs->dbi_dirents, &cur);
 
 	if (rc)
 		return rc;
 	for (int i = 7; i >= 0; i--)
 		kb[7 - i] = (unsigned char)(dir >> (8 * i));
-	k = (MDB_val){ 8, kb };
-	for (int op = MDB_SET_RANGE;; op = MDB_NEXT) {
+	k = (struct db_val){ 8, kb };
+	for (int op = DB_SET_RANGE;; op = DB_NEXT) {
 		struct fs_inode child;
 		uint64_t ino;
 
-		rc = mdb_cursor_get(cur, &k, &v, op);
-		if (rc == MDB_NOTFOUND ||
-		    (!rc && (k.mv_size <= 8 || memcmp(k.mv_data, kb, 8)))) {
+		rc = db_cursor_get(cur, &k, &v, op);
+		if (rc == -ENOENT ||
+		    (!rc && (k.size <= 8 || memcmp(k.data, kb, 8)))) {
 			rc = 0;
 			break;
 		}
-		if (rc || v.mv_size < sizeof(ino)) {
-			rc = rc ? db_err(rc) : -EIO;
+		if (rc || v.size < sizeof(ino)) {
+			rc = rc ? rc : -EIO;
 			break;
 		}
-		memcpy(&ino, v.mv_data, sizeof(ino));
-		size_t n = k.mv_size - 8;
+		memcpy(&ino, v.data, sizeof(ino));
+		size_t n = k.size - 8;
 		bool is_dir;
 
 		rc = fs_inode_get(fs, txn, ino, &child);
@@ -104,8 +104,8 @@ static int queue_subtree(struct fs *fs, MDB_txn *txn, uint64_t dir, char *ok,
 			rc = -ENAMETOOLONG;
 			break;
 		}
-		memcpy(ok + ol, (char *)k.mv_data + 8, n);
-		memcpy(nk + nl, (char *)k.mv_data + 8, n);
+		memcpy(ok + ol, (char *)k.data + 8, n);
+		memcpy(nk + nl, (char *)k.data + 8, n);
 		ok[ol + n] = nk[nl + n] = '/';
 		ok[ol + n + is_dir] = nk[nl + n + is_dir] = '\0';
 		if (child.flags & FS_F_IN_STORE)
@@ -116,12 +116,12 @@ static int queue_subtree(struct fs *fs, MDB_txn *txn, uint64_t dir, char *ok,
 		if (rc)
 			break;
 	}
-	mdb_cursor_close(cur);
+	db_cursor_close(cur);
 	return rc;
 }
 
 /* Replace an existing target: the type rules of rename(2). */
-static int rename_replace(struct rename_op *op, MDB_txn *txn,
+static int rename_replace(struct rename_op *op, struct db_txn *txn,
 			  struct fs_inode *tdir, const struct fs_inode *src,
 			  uint64_t tino)
 {
@@ -147,7 +147,7 @@ static int rename_replace(struct rename_op *op, MDB_txn *txn,
 	return 0;
 }
 
-static int rename_apply(MDB_txn *txn, void *p)
+static int rename_apply(struct db_txn *txn, void *p)
 {
 	struct rename_op *op = p;
 	struct fs *fs = op->fs;

@@ -95,7 +95,7 @@ static void setattr_record(struct setattr_op *op, struct fs_inode *in,
 	in->ctime = now;
 }
 
-static int setattr_apply(MDB_txn *txn, void *p)
+static int setattr_apply(struct db_txn *txn, void *p)
 {
 	struct setattr_op *op = p;
 	struct fs *fs = op->fs;
@@ -191,7 +191,7 @@ void fs_setattr(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	char key[STORE_KEY_MAX + 1];
 	struct setattr_op *op;
 	struct fs_inode in;
-	MDB_txn *txn;
+	struct db_txn *txn;
 	int rc;
 
 	if (wcc)

@@ -17,14 +17,14 @@ struct pend_hdr {
 	uint64_t ino;
 };
 
-int fs_pending_add(struct fs *fs, MDB_txn *txn, uint32_t op, uint64_t ino,
+int fs_pending_add(struct fs *fs, struct db_txn *txn, uint32_t op, uint64_t ino,
 		   const char *src, const char *dst)
 {
 	unsigned char buf[sizeof(struct pend_hdr) + 2 * STORE_KEY_MAX];
 	struct pend_hdr h = { .op = op, .ino = ino };
 	size_t sl = strlen(src), dl = dst ? strlen(dst) : 0;
-	MDB_cursor *cur;
-	MDB_val k, v;
+	struct db_cursor *cur;
+	struct db_val k, v;
 	uint64_t seq = 1;
 	int rc;
 
@@ -40,39 +40,39 @@ int fs_pending_add(struct fs *fs, MDB_txn *txn, uint32_t op, uint64_t ino,
 	if (dl)
 		memcpy(buf + sizeof(h) + sl, dst, dl);
 	/* Order only matters among live records: the next seq is last + 1. */
-	rc = db_err(mdb_cursor_open(txn, fs->dbi_pending, &cur));
+	rc = db_cursor_open(txn, fs->dbi_pending, &cur);
 	if (rc)
 		return rc;
-	rc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
-	if (rc == 0 && k.mv_size == sizeof(seq)) {
-		memcpy(&seq, k.mv_data, sizeof(seq));
+	rc = db_cursor_get(cur, &k, &v, DB_LAST);
+	if (rc == 0 && k.size == sizeof(seq)) {
+		memcpy(&seq, k.data, sizeof(seq));
 		seq++;
 	}
-	mdb_cursor_close(cur);
-	if (rc && rc != MDB_NOTFOUND)
-		return db_err(rc);
-	k = (MDB_val){ sizeof(seq), &seq };
-	v = (MDB_val){ sizeof(h) + sl + dl, buf };
-	return db_err(mdb_put(txn, fs->dbi_pending, &k, &v, MDB_APPEND));
+	db_cursor_close(cur);
+	if (rc && rc != -ENOENT)
+		return rc;
+	k = (struct db_val){ sizeof(seq), &seq };
+	v = (struct db_val){ sizeof(h) + sl + dl, buf };
+	return db_put(txn, fs->dbi_pending, &k, &v, DB_APPEND);
 }
 
-int fs_pending_decode(const MDB_val *k, const MDB_val *v,
+int fs_pending_decode(const struct db_val *k, const struct db_val *v,
 		      struct fs_pending *out)
 {
 	struct pend_hdr h;
 
-	if (k->mv_size != sizeof(out->seq) || v->mv_size < sizeof(h))
+	if (k->size != sizeof(out->seq) || v->size < sizeof(h))
 		return -EIO;
-	memcpy(&out->seq, k->mv_data, sizeof(out->seq));
-	memcpy(&h, v->mv_data, sizeof(h));
+	memcpy(&out->seq, k->data, sizeof(out->seq));
+	memcpy(&h, v->data, sizeof(h));
 	if (h.src_len > STORE_KEY_MAX || h.dst_len > STORE_KEY_MAX ||
-	    v->mv_size != sizeof(h) + h.src_len + h.dst_len)
+	    v->size != sizeof(h) + h.src_len + h.dst_len)
 		return -EIO;
 	out->op = h.op;
 	out->ino = h.ino;
-	memcpy(out->src, (char *)v->mv_data + sizeof(h), h.src_len);
+	memcpy(out->src, (char *)v->data + sizeof(h), h.src_len);
 	out->src[h.src_len] = '\0';
-	memcpy(out->dst, (char *)v->mv_data + sizeof(h) + h.src_len, h.dst_len);
+	memcpy(out->dst, (char *)v->data + sizeof(h) + h.src_len, h.dst_len);
 	out->dst[h.dst_len] = '\0';
 	return 0;
 }

@@ -144,7 +144,7 @@ static int reval_head_new(struct reval_op *op)
 {
 	struct fs *fs = op->fs;
 	char key[STORE_KEY_MAX + FS_NAME_MAX + 2];
-	MDB_txn *txn;
+	struct db_txn *txn;
 	uint64_t ino;
 	int rc = db_read_begin(fs->db, &txn);
 
@@ -178,7 +178,7 @@ static int reval_head_new(struct reval_op *op)
 	return 0;
 }
 
-static int reval_import(struct reval_op *op, MDB_txn *txn,
+static int reval_import(struct reval_op *op, struct db_txn *txn,
 			struct fs_inode *dir, struct reval_item *it,
 			const char *key)
 {
@@ -248,7 +248,7 @@ static int drop_add(struct reval_op *op, uint64_t ino)
 }
 
 /* Is the object at child's own key, clean and older than the listing? */
-static bool store_confirmed(struct reval_op *op, MDB_txn *txn,
+static bool store_confirmed(struct reval_op *op, struct db_txn *txn,
 			    const struct fs_inode *child, const char *key)
 {
 	uint64_t owner;
@@ -260,7 +260,7 @@ static bool store_confirmed(struct reval_op *op, MDB_txn *txn,
 }
 
 /* A known entry that is in the listing: pick up a changed object. */
-static int reval_known(struct reval_op *op, MDB_txn *txn,
+static int reval_known(struct reval_op *op, struct db_txn *txn,
 		       const struct reval_item *it, uint64_t ino,
 		       const char *key)
 {
@@ -328,7 +328,7 @@ static void items_sort(struct reval_op *op)
 }
 
 /* Known entries that the listing lacks: deleted out of band. */
-static int reval_vanished(struct reval_op *op, MDB_txn *txn,
+static int reval_vanished(struct reval_op *op, struct db_txn *txn,
 			  struct fs_inode *dir)
 {
 	struct fs *fs = op->fs;
@@ -365,7 +365,7 @@ static int reval_vanished(struct reval_op *op, MDB_txn *txn,
 	}
 }
 
-static int reval_apply(MDB_txn *txn, void *p)
+static int reval_apply(struct db_txn *txn, void *p)
 {
 	struct reval_op *op = p;
 	struct fs *fs = op->fs;
@@ -423,7 +423,7 @@ static void reval_job(struct fs *fs, void *p)
 {
 	struct reval_op *op = p;
 	struct fs_inode dir;
-	MDB_txn *txn;
+	struct db_txn *txn;
 	int rc = db_read_begin(fs->db, &txn);
 
 	if (rc) {
@@ -470,7 +470,7 @@ void fs_revalidate(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 {
 	struct fs_inode in;
 	struct reval_op *op;
-	MDB_txn *txn;
+	struct db_txn *txn;
 	int rc;
 
 	(void)ctx;
@@ -507,7 +507,7 @@ int fs_revalidate_attr(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	uint32_t ttl = fs->opts.attr_ttl_ms ? fs->opts.attr_ttl_ms
 					    : fs->opts.dir_ttl_ms;
 	struct fs_inode in, parent;
-	MDB_txn *txn;
+	struct db_txn *txn;
 	bool stale = false;
 	int rc;
 

@@ -106,9 +106,9 @@ static void snap_free(struct sync_snap *s)
 
 static int snap_take(struct fs *fs, struct sync_snap *s)
 {
-	MDB_cursor *cur = NULL;
-	MDB_txn *txn;
-	MDB_val k, v;
+	struct db_cursor *cur = NULL;
+	struct db_txn *txn;
+	struct db_val k, v;
 	int rc;
 
 	memset(s, 0, sizeof(*s));
@@ -121,31 +121,31 @@ static int snap_take(struct fs *fs, struct sync_snap *s)
 	rc = db_read_begin(fs->db, &txn);
 	if (rc)
 		return rc;
-	rc = db_err(mdb_cursor_open(txn, fs->dbi_pending, &cur));
-	for (int op = MDB_FIRST; !rc && s->npend < SYNC_BATCH; op = MDB_NEXT) {
-		int mrc = mdb_cursor_get(cur, &k, &v, op);
+	rc = db_cursor_open(txn, fs->dbi_pending, &cur);
+	for (int op = DB_FIRST; !rc && s->npend < SYNC_BATCH; op = DB_NEXT) {
+		int mrc = db_cursor_get(cur, &k, &v, op);
 
 		if (mrc) {
-			rc = mrc == MDB_NOTFOUND ? 0 : db_err(mrc);
+			rc = mrc == -ENOENT ? 0 : mrc;
 			break;
 		}
 		rc = fs_pending_decode(&k, &v, &s->pend[s->npend++]);
 	}
 	if (cur)
-		mdb_cursor_close(cur);
+		db_cursor_close(cur);
 	cur = NULL;
 	if (!rc)
-		rc = db_err(mdb_cursor_open(txn, fs->dbi_work, &cur));
-	for (int op = MDB_FIRST; !rc && s->nitems < SYNC_BATCH; op = MDB_NEXT) {
+		rc = db_cursor_open(txn, fs->dbi_work, &cur);
+	for (int op = DB_FIRST; !rc && s->nitems < SYNC_BATCH; op = DB_NEXT) {
 		struct sync_item *it = &s->items[s->nitems];
 		uint64_t ino;
-		int mrc = mdb_cursor_get(cur, &k, &v, op);
+		int mrc = db_cursor_get(cur, &k, &v, op);
 
 		if (mrc) {
-			rc = mrc == MDB_NOTFOUND ? 0 : db_err(mrc);
+			rc = mrc == -ENOENT ? 0 : mrc;
 			break;
 		}
-		memcpy(&ino, k.mv_data, sizeof(ino));
+		memcpy(&ino, k.data, sizeof(ino));
 		rc = fs_inode_get(fs, txn, ino, &it->in);
 		if (rc == -ESTALE) {
 			rc = 0; /* removed: its work entry went with it */
@@ -166,7 +166,7 @@ static int snap_take(struct fs *fs, struct sync_snap *s)
 		s->nitems++;
 	}
 	if (cur)
-		mdb_cursor_close(cur);
+		db_cursor_close(cur);
 	db_read_end(fs->db, txn);
 	if (rc)
 		snap_free(s);
@@ -176,18 +176,18 @@ static int snap_take(struct fs *fs, struct sync_snap *s)
 /* Anything left to do?  (pending records plus dirty inodes) */
 static int work_left(struct fs *fs, size_t *n)
 {
-	MDB_stat a, b;
-	MDB_txn *txn;
+	uint64_t a, b;
+	struct db_txn *txn;
 	int rc = db_read_begin(fs->db, &txn);
 
 	if (rc)
 		return rc;
-	rc = db_err(mdb_stat(txn, fs->dbi_pending, &a));
+	rc = db_count(txn, fs->dbi_pending, &a);
 	if (!rc)
-		rc = db_err(mdb_stat(txn, fs->dbi_work, &b));
+		rc = db_count(txn, fs->dbi_work, &b);
 	db_read_end(fs->db, txn);
 	if (!rc)
-		*n = a.ms_entries + b.ms_entries;
+		*n = a + b;
 	return rc;
 }
 
@@ -197,19 +197,19 @@ struct pend_commit {
 	bool copied; /* COPY found its source and placed the object */
 };
 
-static int pend_commit_apply(MDB_txn *txn, void *arg)
+static int pend_commit_apply(struct db_txn *txn, void *arg)
 {
 	struct pend_commit *pc = arg;
 	struct fs *fs = pc->fs;
 	const struct fs_pending *p = pc->p;
 	uint64_t seq = p->seq;
-	MDB_val k = { sizeof(seq), &seq };
+	struct db_val k = { sizeof(seq), &seq };
 	char key[STORE_KEY_MAX + 2];
 	struct fs_inode in;
-	int rc = mdb_del(txn, fs->dbi_pending, &k, NULL);
+	int rc = db_del(txn, fs->dbi_pending, &k);
 
 	if (rc)
-		return db_err(rc);
+		return rc;
 	if (p->op == FS_PEND_DEL)
 		return fs_keys_del(fs, txn, p->src);
 	if (!pc->copied)
@@ -290,46 +290,46 @@ struct mpu_rec {
 };
 
 /* The upload's id in, its key's intent out. */
-static int mpu_rec_put_apply(MDB_txn *txn, void *arg)
+static int mpu_rec_put_apply(struct db_txn *txn, void *arg)
 {
 	struct mpu_rec *r = arg;
-	MDB_val k = { strlen(r->id), (void *)r->id };
-	MDB_val v = { strlen(r->key), (void *)r->key };
-	int rc = mdb_put(txn, r->fs->dbi_mpu, &k, &v, 0);
+	struct db_val k = { strlen(r->id), (void *)r->id };
+	struct db_val v = { strlen(r->key), (void *)r->key };
+	int rc = db_put(txn, r->fs->dbi_mpu, &k, &v, 0);
 
 	if (!rc)
-		rc = mdb_del(txn, r->fs->dbi_mpu_intent, &v, NULL);
-	return rc == MDB_NOTFOUND ? 0 : db_err(rc);
+		rc = db_del(txn, r->fs->dbi_mpu_intent, &v);
+	return rc == -ENOENT ? 0 : rc;
 }
 
-static int mpu_intent_put_apply(MDB_txn *txn, void *arg)
+static int mpu_intent_put_apply(struct db_txn *txn, void *arg)
 {
 	struct mpu_rec *r = arg;
-	MDB_val k = { strlen(r->key), (void *)r->key }, v = { 0, "" };
+	struct db_val k = { strlen(r->key), (void *)r->key }, v = { 0, "" };
 
-	return db_err(mdb_put(txn, r->fs->dbi_mpu_intent, &k, &v, 0));
+	return db_put(txn, r->fs->dbi_mpu_intent, &k, &v, 0);
 }
 
-static int mpu_intent_del_apply(MDB_txn *txn, void *arg)
+static int mpu_intent_del_apply(struct db_txn *txn, void *arg)
 {
 	struct mpu_rec *r = arg;
-	MDB_val k = { strlen(r->key), (void *)r->key };
-	int rc = mdb_del(txn, r->fs->dbi_mpu_intent, &k, NULL);
+	struct db_val k = { strlen(r->key), (void *)r->key };
+	int rc = db_del(txn, r->fs->dbi_mpu_intent, &k);
 
-	return rc == MDB_NOTFOUND ? 0 : db_err(rc);
+	return rc == -ENOENT ? 0 : rc;
 }
 
 /* Is there a record of key (not NUL-terminated: klen bytes) in dbi? */
-static bool rec_exists(struct fs *fs, MDB_dbi dbi, const char *key,
+static bool rec_exists(struct fs *fs, db_table dbi, const char *key,
 		       size_t klen)
 {
-	MDB_val k = { klen, (void *)key }, v;
-	MDB_txn *txn;
+	struct db_val k = { klen, (void *)key }, v;
+	struct db_txn *txn;
 	bool found;
 
 	if (db_read_begin(fs->db, &txn))
 		return true; /* cannot tell: keep what might be ours */
-	found = mdb_get(txn, dbi, &k, &v) == 0;
+	found = db_get(txn, dbi, &k, &v) == 0;
 	db_read_end(fs->db, txn);
 	return found;
 }
@@ -382,22 +382,22 @@ static void mpu_intents_recover(struct fs *fs)
 	char key[STORE_KEY_MAX + 2];
 
 	for (;;) {
-		MDB_cursor *cur;
-		MDB_txn *txn;
-		MDB_val k, v;
-		int rc, mrc = MDB_NOTFOUND;
+		struct db_cursor *cur;
+		struct db_txn *txn;
+		struct db_val k, v;
+		int rc, mrc = -ENOENT;
 
 		if (db_read_begin(fs->db, &txn))
 			return;
-		if (!mdb_cursor_open(txn, fs->dbi_mpu_intent, &cur)) {
-			mrc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
-			if (!mrc && k.mv_size >= sizeof(key))
-				mrc = MDB_BAD_VALSIZE;
+		if (!db_cursor_open(txn, fs->dbi_mpu_intent, &cur)) {
+			mrc = db_cursor_get(cur, &k, &v, DB_FIRST);
+			if (!mrc && k.size >= sizeof(key))
+				mrc = -EIO;
 			if (!mrc) {
-				memcpy(key, k.mv_data, k.mv_size);
-				key[k.mv_size] = '\0';
+				memcpy(key, k.data, k.size);
+				key[k.size] = '\0';
 			}
-			mdb_cursor_close(cur);
+			db_cursor_close(cur);
 		}
 		db_read_end(fs->db, txn);
 		if (mrc)
@@ -411,13 +411,13 @@ static void mpu_intents_recover(struct fs *fs)
 	}
 }
 
-static int mpu_rec_del_apply(MDB_txn *txn, void *arg)
+static int mpu_rec_del_apply(struct db_txn *txn, void *arg)
 {
 	struct mpu_rec *r = arg;
-	MDB_val k = { strlen(r->id), (void *)r->id };
-	int rc = mdb_del(txn, r->fs->dbi_mpu, &k, NULL);
+	struct db_val k = { strlen(r->id), (void *)r->id };
+	int rc = db_del(txn, r->fs->dbi_mpu, &k);
 
-	return rc == MDB_NOTFOUND ? 0 : db_err(rc);
+	return rc == -ENOENT ? 0 : rc;
 }
 
 /*
@@ -428,27 +428,27 @@ static int mpu_rec_del_apply(MDB_txn *txn, void *arg)
 static void mpu_ids_recover(struct fs *fs)
 {
 	char id[512], key[STORE_KEY_MAX + 2];
-	MDB_cursor *cur;
-	MDB_txn *txn;
-	MDB_val k, v;
+	struct db_cursor *cur;
+	struct db_txn *txn;
+	struct db_val k, v;
 
 	for (;;) {
-		int rc = db_read_begin(fs->db, &txn), mrc = MDB_NOTFOUND;
+		int rc = db_read_begin(fs->db, &txn), mrc = -ENOENT;
 
 		if (rc)
 			return;
-		if (!mdb_cursor_open(txn, fs->dbi_mpu, &cur)) {
-			mrc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
-			if (!mrc && (k.mv_size >= sizeof(id) ||
-				     v.mv_size >= sizeof(key)))
-				mrc = MDB_BAD_VALSIZE;
+		if (!db_cursor_open(txn, fs->dbi_mpu, &cur)) {
+			mrc = db_cursor_get(cur, &k, &v, DB_FIRST);
+			if (!mrc && (k.size >= sizeof(id) ||
+				     v.size >= sizeof(key)))
+				mrc = -EIO;
 			if (!mrc) {
-				memcpy(id, k.mv_data, k.mv_size);
-				id[k.mv_size] = '\0';
-				memcpy(key, v.mv_data, v.mv_size);
-				key[v.mv_size] = '\0';
+				memcpy(id, k.data, k.size);
+				id[k.size] = '\0';
+				memcpy(key, v.data, v.size);
+				key[v.size] = '\0';
 			}
-			mdb_cursor_close(cur);
+			db_cursor_close(cur);
 		}
 		db_read_end(fs->db, txn);
 		if (mrc)
@@ -665,7 +665,7 @@ static int upload(struct fs *fs, struct sync_item *it, struct store_info *out)
 }
 
 /* Does some inode live at store key key now (so it will rewrite it)? */
-static bool key_occupied(struct fs *fs, MDB_txn *txn, const char *key)
+static bool key_occupied(struct fs *fs, struct db_txn *txn, const char *key)
 {
 	char name[FS_NAME_MAX + 1];
 	uint64_t ino = FS_ROOT_INO;
@@ -710,7 +710,7 @@ static bool cs_equal(const struct cache_stat *a, const struct cache_stat *b)
 	       a->mtime.tv_nsec == b->mtime.tv_nsec;
 }
 
-static int upload_commit_apply(MDB_txn *txn, void *arg)
+static int upload_commit_apply(struct db_txn *txn, void *arg)
 {
 	struct upload_commit *uc = arg;
 	struct fs *fs = uc->fs;
@@ -978,7 +978,7 @@ int fs_flush(struct fs *fs)
 static bool inode_dirty(struct fs *fs, uint64_t ino)
 {
 	struct fs_inode in;
-	MDB_txn *txn;
+	struct db_txn *txn;
 	bool dirty = true;
 
 	if (db_read_begin(fs->db, &txn))

@@ -465,7 +465,7 @@ static void test_truncate_limit(void)
 static struct cache *clean_c;
 static struct cache_stat clean_st;
 
-static int clean_apply(MDB_txn *txn, void *arg)
+static int clean_apply(struct db_txn *txn, void *arg)
 {
 	(void)arg;
 	return cache_clean(clean_c, txn, 7, clean_st.wseq, clean_st.size);

@@ -11,32 +11,32 @@
 static char dir[] = "/tmp/mapfs-test-db-XXXXXX";
 
 struct kv {
-	MDB_dbi dbi;
+	db_table dbi;
 	unsigned key, val;
 	int fail;
 };
 
-static int put_apply(MDB_txn *txn, void *p)
+static int put_apply(struct db_txn *txn, void *p)
 {
 	struct kv *kv = p;
-	MDB_val k = { sizeof(kv->key), &kv->key };
-	MDB_val v = { sizeof(kv->val), &kv->val };
-	int rc = db_err(mdb_put(txn, kv->dbi, &k, &v, 0));
+	struct db_val k = { sizeof(kv->key), &kv->key };
+	struct db_val v = { sizeof(kv->val), &kv->val };
+	int rc = db_put(txn, kv->dbi, &k, &v, 0);
 
 	return rc ? rc : kv->fail;
 }
 
-static int get(struct db *db, MDB_dbi dbi, unsigned key, unsigned *val)
+static int get(struct db *db, db_table dbi, unsigned key, unsigned *val)
 {
-	MDB_txn *txn;
-	MDB_val k = { sizeof(key), &key }, v;
+	struct db_txn *txn;
+	struct db_val k = { sizeof(key), &key }, v;
 	int rc = db_read_begin(db, &txn);
 
 	if (rc)
 		return rc;
-	rc = db_err(mdb_get(txn, dbi, &k, &v));
+	rc = db_get(txn, dbi, &k, &v);
 	if (!rc)
-		memcpy(val, v.mv_data, sizeof(*val));
+		memcpy(val, v.data, sizeof(*val));
 	db_read_end(db, txn);
 	return rc;
 }
@@ -44,11 +44,11 @@ static int get(struct db *db, MDB_dbi dbi, unsigned key, unsigned *val)
 static void test_write_read_reopen(void)
 {
 	struct db *db;
-	MDB_dbi dbi;
+	db_table dbi;
 	unsigned v = 0;
 
 	CU_ASSERT_FATAL(db_open(dir, 64 << 20, 8, &db) == 0);
-	CU_ASSERT_FATAL(db_dbi(db, "t", MDB_INTEGERKEY, &dbi) == 0);
+	CU_ASSERT_FATAL(db_table_open(db, "t", DB_INTKEY, &dbi) == 0);
 	struct kv ok = { dbi, 1, 11, 0 }, bad = { dbi, 2, 22, -EEXIST };
 	CU_ASSERT(db_write(db, put_apply, &ok) == 0);
 	/* A failing change returns its error and leaves nothing behind. */
@@ -58,7 +58,7 @@ static void test_write_read_reopen(void)
 	db_close(db);
 
 	CU_ASSERT_FATAL(db_open(dir, 64 << 20, 8, &db) == 0);
-	CU_ASSERT_FATAL(db_dbi(db, "t", MDB_INTEGERKEY, &dbi) == 0);
+	CU_ASSERT_FATAL(db_table_open(db, "t", DB_INTKEY, &dbi) == 0);
 	CU_ASSERT(get(db, dbi, 1, &v) == 0 && v == 11);
 	db_close(db);
 }
@@ -86,7 +86,7 @@ struct burst_op {
 	struct burst *b;
 };
 
-static int burst_apply(MDB_txn *txn, void *p)
+static int burst_apply(struct db_txn *txn, void *p)
 {
 	return put_apply(txn, &((struct burst_op *)p)->kv);
 }
@@ -100,13 +100,13 @@ static void test_group_commit_burst(void)
 {
 	enum { N = 5000 };
 	struct db *db;
-	MDB_dbi dbi;
+	db_table dbi;
 	struct burst b = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
 			   N, 0 };
 	struct burst_op *ops = calloc(N, sizeof(*ops));
 
 	CU_ASSERT_FATAL(db_open(dir, 64 << 20, 8, &db) == 0);
-	CU_ASSERT_FATAL(db_dbi(db, "burst", MDB_INTEGERKEY, &dbi) == 0);
+	CU_ASSERT_FATAL(db_table_open(db, "burst", DB_INTKEY, &dbi) == 0);
 	for (unsigned i = 0; i < N; i++) {
 		ops[i] = (struct burst_op){ { dbi, i, i * 3, i % 7 == 0 ? -EIO : 0 }, &b };
 		db_submit(db, burst_apply, burst_op_done, &ops[i]);
@@ -129,11 +129,11 @@ static void test_group_commit_burst(void)
 static void test_nested_reads(void)
 {
 	struct db *db;
-	MDB_dbi dbi;
-	MDB_txn *a, *b;
+	db_table dbi;
+	struct db_txn *a, *b;
 
 	CU_ASSERT_FATAL(db_open(dir, 64 << 20, 8, &db) == 0);
-	CU_ASSERT_FATAL(db_dbi(db, "t", MDB_INTEGERKEY, &dbi) == 0);
+	CU_ASSERT_FATAL(db_table_open(db, "t", DB_INTKEY, &dbi) == 0);
 	CU_ASSERT_FATAL(db_read_begin(db, &a) == 0);
 	CU_ASSERT_FATAL(db_read_begin(db, &b) == 0);
 	CU_ASSERT(a == b); /* one snapshot for nested helpers */

@@ -1,5 +1,6 @@
 /*
- * db/db.c - the LMDB environment and its group-commit writer.
+ * db/lmdb.c - the metadata engine on LMDB: the environment, tables,
+ * per-thread read snapshots, and the group-commit writer.
  *
  * One writer thread owns every write transaction.  Changes queued by any
  * thread are applied in arrival order, each in its own nested transaction
@@ -10,6 +11,7 @@
 #include "db/db.h"
 
 #include <errno.h>
+#include <lmdb.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,6 +21,20 @@
 
 /* Most changes one transaction groups, so a flood cannot starve done(). */
 #define DB_GROUP_MAX 4096
+
+_Static_assert(sizeof(struct db_val) == sizeof(MDB_val) &&
+		       offsetof(struct db_val, size) == offsetof(MDB_val, mv_size) &&
+		       offsetof(struct db_val, data) == offsetof(MDB_val, mv_data),
+	       "struct db_val is passed to LMDB as an MDB_val");
+
+/* A read snapshot or a write transaction: the LMDB txn under it. */
+struct db_txn {
+	MDB_txn *mdb;
+};
+
+struct db_cursor {
+	MDB_cursor *mdb;
+};
 
 struct db_op {
 	struct db_op *next;
@@ -51,13 +67,14 @@ struct db {
  */
 struct db_reader {
 	uint64_t db_id;
-	MDB_txn *txn;
+	struct db_txn txn;
 	unsigned depth;
 };
 
 static __thread struct db_reader tl_reader;
 
-int db_err(int rc)
+/* An MDB_* return code as -errno. */
+static int db_err(int rc)
 {
 	switch (rc) {
 	case MDB_SUCCESS:
@@ -88,16 +105,17 @@ static void db_run_group(struct db *db, struct db_op *ops)
 
 	if (rc == MDB_SUCCESS) {
 		for (struct db_op *op = ops; op; op = op->next) {
-			MDB_txn *child;
+			struct db_txn child;
 
-			op->err = db_err(mdb_txn_begin(db->env, txn, 0, &child));
+			op->err = db_err(mdb_txn_begin(db->env, txn, 0,
+						       &child.mdb));
 			if (op->err)
 				continue;
-			op->err = op->apply ? op->apply(child, op->arg) : 0;
+			op->err = op->apply ? op->apply(&child, op->arg) : 0;
 			if (op->err)
-				mdb_txn_abort(child);
+				mdb_txn_abort(child.mdb);
 			else
-				op->err = db_err(mdb_txn_commit(child));
+				op->err = db_err(mdb_txn_commit(child.mdb));
 		}
 		rc = mdb_txn_commit(txn); /* syncs: the group is durable */
 		metrics_inc(MET_DB_COMMITS);
@@ -138,7 +156,8 @@ static void *db_writer_main(void *p)
 	return NULL;
 }
 
-int db_open(const char *dir, size_t mapsize, unsigned maxdbs, struct db **out)
+int db_open(const char *dir, size_t mapsize, unsigned maxtables,
+	    struct db **out)
 {
 	static uint64_t next_id; /* distinct ids across opens in one process */
 	struct db *db = calloc(1, sizeof(*db));
@@ -154,7 +173,7 @@ int db_open(const char *dir, size_t mapsize, unsigned maxdbs, struct db **out)
 	if (rc)
 		goto out_free;
 	if ((rc = db_err(mdb_env_set_mapsize(db->env, mapsize))) ||
-	    (rc = db_err(mdb_env_set_maxdbs(db->env, maxdbs))) ||
+	    (rc = db_err(mdb_env_set_maxdbs(db->env, maxtables))) ||
 	    (rc = db_err(mdb_env_set_maxreaders(db->env, 1024))))
 		goto out_env;
 	/* MDB_NOTLS: read txns belong to our per-thread cache, not to LMDB's. */
@@ -203,19 +222,19 @@ void db_close(struct db *db)
 	free(db);
 }
 
-MDB_env *db_env(struct db *db)
-{
-	return db->env;
-}
-
-int db_dbi(struct db *db, const char *name, unsigned flags, MDB_dbi *out)
+int db_table_open(struct db *db, const char *name, unsigned flags,
+		  db_table *out)
 {
 	MDB_txn *txn;
+	MDB_dbi dbi;
 	int rc = mdb_txn_begin(db->env, NULL, 0, &txn);
 
 	if (rc)
 		return db_err(rc);
-	rc = mdb_dbi_open(txn, name, flags | MDB_CREATE, out);
+	rc = mdb_dbi_open(txn, name,
+			  ((flags & DB_INTKEY) ? MDB_INTEGERKEY : 0) | MDB_CREATE,
+			  &dbi);
+	*out = dbi;
 	if (rc) {
 		mdb_txn_abort(txn);
 		return db_err(rc);
@@ -245,47 +264,120 @@ out_unlock:
 	return rc;
 }
 
-int db_read_begin(struct db *db, MDB_txn **txn)
+int db_read_begin(struct db *db, struct db_txn **txn)
 {
 	struct db_reader *r = &tl_reader;
 	int rc;
 
 	if (r->db_id == db->id && r->depth > 0) {
 		r->depth++;
-		*txn = r->txn;
+		*txn = &r->txn;
 		return 0;
 	}
-	if (r->db_id == db->id && r->txn) {
-		rc = mdb_txn_renew(r->txn);
+	if (r->db_id == db->id && r->txn.mdb) {
+		rc = mdb_txn_renew(r->txn.mdb);
 	} else {
 		/* A txn left from a closed env is forgotten, never touched. */
 		r->db_id = db->id;
-		r->txn = NULL;
-		rc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &r->txn);
-		if (rc == MDB_SUCCESS && db_reader_register(db, r->txn)) {
-			mdb_txn_abort(r->txn);
+		r->txn.mdb = NULL;
+		rc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &r->txn.mdb);
+		if (rc == MDB_SUCCESS && db_reader_register(db, r->txn.mdb)) {
+			mdb_txn_abort(r->txn.mdb);
 			rc = ENOMEM;
 		}
 	}
 	if (rc) {
 		/* A failed renew leaves the txn registered; db_close frees it. */
-		r->txn = NULL;
+		r->txn.mdb = NULL;
 		r->db_id = 0;
 		return db_err(rc);
 	}
 	r->depth = 1;
-	*txn = r->txn;
+	*txn = &r->txn;
 	return 0;
 }
 
-void db_read_end(struct db *db, MDB_txn *txn)
+void db_read_end(struct db *db, struct db_txn *txn)
 {
 	struct db_reader *r = &tl_reader;
 
-	if (r->db_id != db->id || r->txn != txn || r->depth == 0)
+	if (r->db_id != db->id || txn != &r->txn || r->depth == 0)
 		return;
 	if (--r->depth == 0)
-		mdb_txn_reset(txn);
+		mdb_txn_reset(txn->mdb);
+}
+
+int db_get(struct db_txn *txn, db_table tbl, const struct db_val *key,
+	   struct db_val *val)
+{
+	return db_err(mdb_get(txn->mdb, tbl, (MDB_val *)key, (MDB_val *)val));
+}
+
+int db_put(struct db_txn *txn, db_table tbl, const struct db_val *key,
+	   const struct db_val *val, unsigned flags)
+{
+	unsigned f = ((flags & DB_NOOVERWRITE) ? MDB_NOOVERWRITE : 0) |
+		     ((flags & DB_APPEND) ? MDB_APPEND : 0);
+
+	return db_err(mdb_put(txn->mdb, tbl, (MDB_val *)key, (MDB_val *)val,
+			      f));
+}
+
+int db_del(struct db_txn *txn, db_table tbl, const struct db_val *key)
+{
+	return db_err(mdb_del(txn->mdb, tbl, (MDB_val *)key, NULL));
+}
+
+int db_count(struct db_txn *txn, db_table tbl, uint64_t *n)
+{
+	MDB_stat st;
+	int rc = db_err(mdb_stat(txn->mdb, tbl, &st));
+
+	*n = rc ? 0 : st.ms_entries;
+	return rc;
+}
+
+int db_cursor_open(struct db_txn *txn, db_table tbl, struct db_cursor **out)
+{
+	struct db_cursor *c = malloc(sizeof(*c));
+	int rc;
+
+	if (!c)
+		return -ENOMEM;
+	rc = db_err(mdb_cursor_open(txn->mdb, tbl, &c->mdb));
+	if (rc) {
+		free(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+void db_cursor_close(struct db_cursor *cur)
+{
+	if (!cur)
+		return;
+	mdb_cursor_close(cur->mdb);
+	free(cur);
+}
+
+int db_cursor_get(struct db_cursor *cur, struct db_val *key,
+		  struct db_val *val, enum db_cursor_op op)
+{
+	static const MDB_cursor_op ops[] = {
+		[DB_FIRST] = MDB_FIRST,
+		[DB_LAST] = MDB_LAST,
+		[DB_NEXT] = MDB_NEXT,
+		[DB_SET_RANGE] = MDB_SET_RANGE,
+	};
+
+	return db_err(mdb_cursor_get(cur->mdb, (MDB_val *)key, (MDB_val *)val,
+				     ops[op]));
+}
+
+int db_cursor_del(struct db_cursor *cur)
+{
+	return db_err(mdb_cursor_del(cur->mdb, 0));
 }
 
 void db_submit(struct db *db, db_apply_fn apply, db_done_fn done, void *arg)
@@ -316,7 +408,7 @@ struct db_wait {
 	void *arg;
 };
 
-static int db_wait_apply(MDB_txn *txn, void *p)
+static int db_wait_apply(struct db_txn *txn, void *p)
 {
 	struct db_wait *w = p;
 
