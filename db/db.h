@@ -13,6 +13,16 @@
  * Reads: every thread gets its own reusable read snapshot, so readers
  * never take a lock and never wait for the writer.
  *
+ * A cluster (db_cluster_opts: PostgreSQL) adds nothing to the read path:
+ * the tables opened DB_SHARED become a local replica of records kept in
+ * PostgreSQL.  A group's changes to them commit there first, checked
+ * against the versions its reads saw (optimistic concurrency: a group
+ * that read a record another node changed meanwhile is run again on the
+ * fresh record, so its closures must be safe to run twice), and every
+ * node applies the others' commits from the change log within
+ * milliseconds.  Reads never wait for the database; writes to shared
+ * tables answer -EAGAIN while it is unreachable.
+ *
  * Errors are negative errno: -ENOENT (no such key), -EEXIST (a put that
  * must not overwrite), -ENOSPC (the database is full), -EIO (corrupt),
  * -EAGAIN (no reader slot), -ENOMEM.
@@ -44,6 +54,38 @@ struct db_val {
 /* Flags of db_table_open(). */
 enum {
 	DB_INTKEY = 1u << 0, /* keys are native uint64_t, in numeric order */
+	DB_SHARED = 1u << 1, /* replicated through the cluster, if any */
+};
+
+/*
+ * How a DB_SHARED table's values are shared (db_table_open_shared).  A
+ * value may hold fields that are the node's own (what it must still
+ * upload, when it last listed): project() keeps what the cluster shares,
+ * merge() rebuilds a local value from shared bytes and the local value
+ * (NULL: none); either NULL means "the whole value".  changed() runs on
+ * the writer thread after another node's change to the table is durable
+ * here, with the local values before and after (NULL: none); it must not
+ * wait for db_write().  Values fit in max bytes.
+ */
+struct db_share_ops {
+	int (*project)(const struct db_val *local, void *out, size_t cap,
+		       size_t *len);
+	int (*merge)(const struct db_val *shared, const struct db_val *local,
+		     void *out, size_t cap, size_t *len);
+	void (*changed)(void *ctx, db_table tbl, const struct db_val *key,
+			const struct db_val *before,
+			const struct db_val *after);
+	void *ctx;
+	size_t max;
+};
+
+/* Where the cluster is, and who this node is in it. */
+struct db_cluster_opts {
+	const char *url;       /* libpq URI: postgres://user@host:port/db */
+	const char *node;      /* this gateway's name, unique in the cluster */
+	const char *store_url; /* every node must serve this same store */
+	const char *addr;      /* where its NFS service listens, for peers */
+	uint32_t lease_ms;     /* a node silent this long is gone */
 };
 
 /* Flags of db_put(). */
@@ -72,11 +114,53 @@ int db_open(const char *dir, size_t mapsize, unsigned maxtables,
 void db_close(struct db *db);
 
 /*
+ * Join the cluster at db_start() (o is copied).  Call before db_start;
+ * without it the node is alone.  0 or -errno.
+ */
+int db_cluster(struct db *db, const struct db_cluster_opts *o);
+
+/*
  * Open (creating) table name with DB_* flags.  Call during start-up,
- * before concurrent use.  Returns 0 or -errno.
+ * before db_start() and concurrent use.  Returns 0 or -errno.
  */
 int db_table_open(struct db *db, const char *name, unsigned flags,
 		  db_table *out);
+
+/* db_table_open() of a DB_SHARED table with its sharing rules. */
+int db_table_open_shared(struct db *db, const char *name, unsigned flags,
+			 const struct db_share_ops *ops, db_table *out);
+
+/*
+ * Every table is open: in a cluster, connect (retrying an unreachable
+ * database, saying why), check the schema and the store, register the
+ * node, bring the local replica up to date (a full copy if it is new or
+ * too far behind) and start following the others' changes.  Blocks.
+ * 0, or -errno with the reason logged (a wrong password, another store,
+ * a newer schema, a live node of the same name: -EINVAL or -EPROTO).
+ */
+int db_start(struct db *db);
+
+/* Whether the node is in a cluster (db_cluster() was called). */
+bool db_clustered(const struct db *db);
+
+/* This node's id in the cluster (1..), 0 when alone. */
+uint32_t db_node_id(const struct db *db);
+
+/*
+ * n fresh ids of the cluster's one counter (inode numbers), never handed
+ * out before to any node: *first .. *first + n - 1.  Blocks for one
+ * round trip.  -ENOTSUP when alone, -EAGAIN while the database is down.
+ */
+int db_alloc_ids(struct db *db, uint64_t n, uint64_t *first);
+
+/*
+ * The cluster's secret called name (len bytes), made at random by the
+ * first node that asks.  Blocks.  -ENOTSUP when alone.
+ */
+int db_secret(struct db *db, const char *name, void *buf, size_t len);
+
+/* Whether the cluster's database answered the last commit (status). */
+bool db_cluster_up(struct db *db);
 
 /*
  * Begin a read snapshot for the calling thread (cheap: a per-thread txn

@@ -96,8 +96,14 @@ struct fs {
 	db_table dbi_inodes, dbi_dirents, dbi_cookies, dbi_keys, dbi_meta,
 		dbi_pending, dbi_work, dbi_mpu, dbi_mpu_intent;
 	/* Handed out before the create commits (so the cache file exists
-	 * first); the apply persists meta.next_ino past it. */
+	 * first); the apply persists meta.next_ino past it.  In a cluster
+	 * the numbers come in blocks of the cluster's counter: [next_ino,
+	 * ino_end) under ino_lock, the next block fetched by a worker once
+	 * half of this one is used (ino_next_first, 0: none yet). */
 	atomic_uint_fast64_t next_ino;
+	pthread_mutex_t ino_lock;
+	uint64_t ino_end, ino_next_first;
+	bool ino_fetching;
 
 	/* Worker pool: listings and cache I/O deferred off the db writer. */
 	pthread_mutex_t job_lock;
@@ -139,13 +145,20 @@ int64_t fs_ts_to_ns(const struct timespec *ts);
 bool fs_listing_fresh(struct fs *fs, const struct fs_inode *in);
 
 /* inode.c: records. */
+/* A record's bytes (from the "inodes" table) into *out.  0 or -EIO. */
+int fs_inode_decode(uint64_t ino, const struct db_val *v, struct fs_inode *out);
+/* How a cluster shares the "inodes" table (ctx: the struct fs). */
+extern const struct db_share_ops fs_inode_share;
 int fs_inode_get(struct fs *fs, struct db_txn *txn, uint64_t ino,
 		 struct fs_inode *out);
 int fs_inode_put(struct fs *fs, struct db_txn *txn, const struct fs_inode *in);
 int fs_inode_del(struct fs *fs, struct db_txn *txn, uint64_t ino);
 /* Persist next_ino past ino (apply of a create). */
 int fs_meta_note_ino(struct fs *fs, struct db_txn *txn, uint64_t ino);
+/* A fresh inode number; 0 when a cluster's block is late (-EAGAIN). */
 uint64_t fs_ino_alloc(struct fs *fs);
+/* A cluster's first block of inode numbers (fs_open).  0 or -errno. */
+int fs_ino_blocks_start(struct fs *fs);
 int fs_meta_init(struct fs *fs, struct db_txn *txn);
 /* Record the DIRTY flags in the work index too. */
 int fs_inode_mark(struct fs *fs, struct db_txn *txn, struct fs_inode *in,

@@ -2,13 +2,17 @@
  * fs/inode.c - inode records in LMDB and their encoding, the inode
  * counter, and the work index of dirty inodes.
  *
- * A record is a fixed header of native-endian integers (the database
- * never leaves this machine) followed by the etag, the name and the
- * symlink target, each with a length.  The format version lives in meta.
+ * A record is a fixed header of native-endian integers followed by the
+ * etag, the name and the symlink target, each with a length.  The format
+ * version lives in meta.  In a cluster the records are shared (every
+ * node is of one byte order): all but two fields, which are the node's
+ * own: the DIRTY flags (what this node must still upload) and
+ * listed_at_ms (when this node last listed the directory).
  */
 #include <errno.h>
 #include <string.h>
 
+#include "cache/cache.h"
 #include "db/db.h"
 #include "fs/fs_int.h"
 
@@ -61,25 +65,18 @@ int64_t fs_ts_to_ns(const struct timespec *ts)
 	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
 }
 
-int fs_inode_get(struct fs *fs, struct db_txn *txn, uint64_t ino,
-		 struct fs_inode *out)
+int fs_inode_decode(uint64_t ino, const struct db_val *v, struct fs_inode *out)
 {
-	struct db_val k = { sizeof(ino), &ino }, v;
 	struct fs_irec r;
-	int rc = db_get(txn, fs->dbi_inodes, &k, &v);
 
-	if (rc == -ENOENT)
-		return -ESTALE;
-	if (rc)
-		return rc;
-	if (v.size < sizeof(r))
+	if (v->size < sizeof(r))
 		return -EIO;
-	memcpy(&r, v.data, sizeof(r));
+	memcpy(&r, v->data, sizeof(r));
 	if (r.etag_len >= STORE_ETAG_MAX || r.name_len > FS_NAME_MAX ||
 	    r.target_len > FS_PATH_MAX ||
-	    v.size != sizeof(r) + r.etag_len + r.name_len + r.target_len)
+	    v->size != sizeof(r) + r.etag_len + r.name_len + r.target_len)
 		return -EIO;
-	const char *p = (const char *)v.data + sizeof(r);
+	const char *p = (const char *)v->data + sizeof(r);
 
 	out->ino = ino;
 	out->gen = r.gen;
@@ -108,6 +105,17 @@ int fs_inode_get(struct fs *fs, struct db_txn *txn, uint64_t ino,
 	memcpy(out->target, p, r.target_len);
 	out->target[r.target_len] = '\0';
 	return 0;
+}
+
+int fs_inode_get(struct fs *fs, struct db_txn *txn, uint64_t ino,
+		 struct fs_inode *out)
+{
+	struct db_val k = { sizeof(ino), &ino }, v;
+	int rc = db_get(txn, fs->dbi_inodes, &k, &v);
+
+	if (rc == -ENOENT)
+		return -ESTALE;
+	return rc ? rc : fs_inode_decode(ino, &v, out);
 }
 
 int fs_inode_put(struct fs *fs, struct db_txn *txn, const struct fs_inode *in)
@@ -163,6 +171,82 @@ int fs_inode_del(struct fs *fs, struct db_txn *txn, uint64_t ino)
 	return db_del(txn, fs->dbi_inodes, &k);
 }
 
+/* See struct db_share_ops: the record without the node's own fields. */
+static int irec_project(const struct db_val *local, void *out, size_t cap,
+			size_t *len)
+{
+	struct fs_irec r;
+
+	if (local->size < sizeof(r) || local->size > cap)
+		return -EIO;
+	memcpy(&r, local->data, sizeof(r));
+	r.flags &= ~(uint32_t)FS_F_DIRTY;
+	r.listed_at_ms = 0;
+	memcpy(out, &r, sizeof(r));
+	memcpy((char *)out + sizeof(r), (const char *)local->data + sizeof(r),
+	       local->size - sizeof(r));
+	*len = local->size;
+	return 0;
+}
+
+/* Another node's record, with this node's own fields kept. */
+static int irec_merge(const struct db_val *shared, const struct db_val *local,
+		      void *out, size_t cap, size_t *len)
+{
+	struct fs_irec r, l;
+
+	if (shared->size < sizeof(r) || shared->size > cap)
+		return -EIO;
+	memcpy(&r, shared->data, sizeof(r));
+	if (local && local->size >= sizeof(l)) {
+		memcpy(&l, local->data, sizeof(l));
+		r.flags |= l.flags & FS_F_DIRTY;
+		r.listed_at_ms = l.listed_at_ms;
+	}
+	memcpy(out, &r, sizeof(r));
+	memcpy((char *)out + sizeof(r), (const char *)shared->data + sizeof(r),
+	       shared->size - sizeof(r));
+	*len = shared->size;
+	return 0;
+}
+
+/*
+ * Another node changed or removed an inode: data this node cached of a
+ * file that another node uploaded anew (or removed) is stale.  Runs on
+ * the db writer after the change is durable here.
+ */
+static void irec_changed(void *ctx, db_table tbl, const struct db_val *key,
+			 const struct db_val *before,
+			 const struct db_val *after)
+{
+	struct fs *fs = ctx;
+	struct fs_inode b, a;
+	uint64_t ino;
+
+	(void)tbl;
+	if (key->size != sizeof(ino) || !before)
+		return;
+	memcpy(&ino, key->data, sizeof(ino));
+	if (fs_inode_decode(ino, before, &b) || b.type != FS_REG)
+		return;
+	if (!after) {
+		cache_drop(fs->cache, ino);
+		return;
+	}
+	if (fs_inode_decode(ino, after, &a))
+		return;
+	if (!(a.flags & FS_F_DIRTY_DATA) &&
+	    (a.size != b.size || strcmp(a.etag, b.etag)))
+		cache_drop(fs->cache, ino);
+}
+
+const struct db_share_ops fs_inode_share = {
+	.project = irec_project,
+	.merge = irec_merge,
+	.changed = irec_changed,
+	.max = FS_IREC_MAX,
+};
+
 static int meta_get_u64(struct fs *fs, struct db_txn *txn, const char *name,
 			uint64_t *out)
 {
@@ -197,9 +281,60 @@ int fs_meta_note_ino(struct fs *fs, struct db_txn *txn, uint64_t ino)
 	return meta_put_u64(fs, txn, "next_ino", ino + 1);
 }
 
+/* Inode numbers one node takes from the cluster's counter at a time. */
+#define FS_INO_BLOCK 4096
+
+static void ino_fetch_job(struct fs *fs, void *arg)
+{
+	uint64_t first = 0;
+
+	(void)arg;
+	if (db_alloc_ids(fs->db, FS_INO_BLOCK, &first))
+		first = 0; /* retried at the next allocation */
+	pthread_mutex_lock(&fs->ino_lock);
+	fs->ino_next_first = first;
+	fs->ino_fetching = false;
+	pthread_mutex_unlock(&fs->ino_lock);
+}
+
 uint64_t fs_ino_alloc(struct fs *fs)
 {
-	return atomic_fetch_add(&fs->next_ino, 1);
+	uint64_t ino = 0;
+	bool fetch;
+
+	if (!db_clustered(fs->db))
+		return atomic_fetch_add(&fs->next_ino, 1);
+	/* Numbers are handed out by many nodes: a block at a time, the
+	 * next one fetched off the caller's thread (a loop must not wait
+	 * for the database). */
+	pthread_mutex_lock(&fs->ino_lock);
+	if (fs->next_ino >= fs->ino_end && fs->ino_next_first) {
+		fs->next_ino = fs->ino_next_first;
+		fs->ino_end = fs->ino_next_first + FS_INO_BLOCK;
+		fs->ino_next_first = 0;
+	}
+	if (fs->next_ino < fs->ino_end)
+		ino = fs->next_ino++;
+	fetch = !fs->ino_fetching && !fs->ino_next_first &&
+		fs->ino_end - fs->next_ino < FS_INO_BLOCK / 2;
+	if (fetch)
+		fs->ino_fetching = true;
+	pthread_mutex_unlock(&fs->ino_lock);
+	if (fetch)
+		fs_defer(fs, ino_fetch_job, NULL);
+	return ino;
+}
+
+int fs_ino_blocks_start(struct fs *fs)
+{
+	uint64_t first;
+	int rc = db_alloc_ids(fs->db, FS_INO_BLOCK, &first);
+
+	if (rc)
+		return rc;
+	fs->next_ino = first;
+	fs->ino_end = first + FS_INO_BLOCK;
+	return 0;
 }
 
 /*

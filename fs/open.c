@@ -50,16 +50,27 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 	fs->db = db;
 	fs->cache = cache;
 	fs->store = store;
+	struct db_share_ops inodes = fs_inode_share;
+
+	inodes.ctx = fs;
 	pthread_mutex_init(&fs->fail_lock, NULL);
-	if ((rc = db_table_open(db, "inodes", DB_INTKEY, &fs->dbi_inodes)) ||
-	    (rc = db_table_open(db, "dirents", 0, &fs->dbi_dirents)) ||
-	    (rc = db_table_open(db, "dircookies", 0, &fs->dbi_cookies)) ||
-	    (rc = db_table_open(db, "keys", 0, &fs->dbi_keys)) ||
+	pthread_mutex_init(&fs->ino_lock, NULL);
+	/* The namespace is the cluster's; the rest is this node's work. */
+	if ((rc = db_table_open_shared(db, "inodes", DB_INTKEY | DB_SHARED,
+				       &inodes, &fs->dbi_inodes)) ||
+	    (rc = db_table_open(db, "dirents", DB_SHARED, &fs->dbi_dirents)) ||
+	    (rc = db_table_open(db, "dircookies", DB_SHARED,
+				&fs->dbi_cookies)) ||
+	    (rc = db_table_open(db, "keys", DB_SHARED, &fs->dbi_keys)) ||
 	    (rc = db_table_open(db, "meta", 0, &fs->dbi_meta)) ||
 	    (rc = db_table_open(db, "pending", DB_INTKEY, &fs->dbi_pending)) ||
 	    (rc = db_table_open(db, "work", DB_INTKEY, &fs->dbi_work)) ||
 	    (rc = db_table_open(db, "mpu", 0, &fs->dbi_mpu)) ||
 	    (rc = db_table_open(db, "mpu_intent", 0, &fs->dbi_mpu_intent)))
+		goto out_free;
+	/* Tables open: a cluster node brings its replica up to date. */
+	rc = db_start(db);
+	if (rc)
 		goto out_free;
 	rc = db_write(db, open_init_apply, fs);
 	if (rc)
@@ -67,6 +78,8 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 	rc = fs_workers_start(fs);
 	if (rc)
 		goto out_free;
+	if (db_clustered(db) && (rc = fs_ino_blocks_start(fs)))
+		goto out_workers;
 	rc = fs_syncer_start(fs);
 	if (rc)
 		goto out_workers;
@@ -76,6 +89,7 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 out_workers:
 	fs_workers_stop(fs);
 out_free:
+	pthread_mutex_destroy(&fs->ino_lock);
 	pthread_mutex_destroy(&fs->fail_lock);
 	free(fs);
 	return rc;
@@ -91,6 +105,7 @@ void fs_close(struct fs *fs, bool flush)
 		fs_flush(fs);
 	fs_syncer_stop(fs);
 	fs_fail_free(fs);
+	pthread_mutex_destroy(&fs->ino_lock);
 	pthread_mutex_destroy(&fs->fail_lock);
 	free(fs);
 }

@@ -270,6 +270,10 @@ static void create_common(struct fs *fs, const struct fs_ctx *ctx,
 	if (target)
 		strcpy(op->target, target);
 	op->new_ino = fs_ino_alloc(fs);
+	if (!op->new_ino) {
+		create_free(op, -EAGAIN); /* a cluster's numbers are late */
+		return;
+	}
 	if (type == FS_REG) {
 		rc = cache_create(fs->cache, op->new_ino);
 		if (!rc && (op->sattr.mask & FS_SET_SIZE) && op->sattr.size)

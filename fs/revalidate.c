@@ -188,6 +188,8 @@ static int reval_import(struct reval_op *op, struct db_txn *txn,
 
 	memset(&in, 0, sizeof(in));
 	in.ino = fs_ino_alloc(fs);
+	if (!in.ino)
+		return -EAGAIN;
 	in.gen = FS_GEN;
 	in.parent = dir->ino;
 	strcpy(in.name, it->name);

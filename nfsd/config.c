@@ -114,6 +114,14 @@ static const struct opt opts[] = {
 	  "COMMIT replies only once the data is in the store" },
 	{ "cache-direct", OPT_BOOL, OFF(cache_direct), NULL,
 	  "O_DIRECT for block-aligned cache reads and writes (bypass the page cache)" },
+	{ "meta", OPT_STR, OFF(meta), "URL",
+	  "shared namespace in PostgreSQL, postgres://user@host:port/db: many gateways, one namespace (default: LMDB in the state dir, one gateway)" },
+	{ "node", OPT_STR, OFF(node), "NAME",
+	  "this gateway's name in the cluster, unique (default: the host name)" },
+	{ "lease", OPT_MS, OFF(lease_ms), "SECONDS",
+	  "a cluster node that stops renewing its lease is gone after this (default 5)" },
+	{ "cluster-commit", OPT_STR, OFF(cluster_commit), "store|local",
+	  "in a cluster, COMMIT replies once the data is in the store (default) or, faster and lost with the machine, on local disk" },
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -368,6 +376,25 @@ static int config_validate(struct config *cfg, FILE *err)
 		fprintf(err, "mapfs-gw: nlm-port must differ from nfs-port and mount-port\n");
 		return -EINVAL;
 	}
+	if (cfg->meta && strncmp(cfg->meta, "postgres://", 11) &&
+	    strncmp(cfg->meta, "postgresql://", 13)) {
+		fprintf(err, "mapfs-gw: invalid value for meta (postgres://user@host:port/db)\n");
+		return -EINVAL;
+	}
+	if (strcmp(cfg->cluster_commit, "store") &&
+	    strcmp(cfg->cluster_commit, "local")) {
+		fprintf(err, "mapfs-gw: invalid value '%s' for cluster-commit (store or local)\n",
+			cfg->cluster_commit);
+		return -EINVAL;
+	}
+	if (cfg->lease_ms < 1000) {
+		fprintf(err, "mapfs-gw: invalid value for lease (at least 1 second)\n");
+		return -EINVAL;
+	}
+	if (cfg->node && (!cfg->node[0] || strlen(cfg->node) > 255)) {
+		fprintf(err, "mapfs-gw: invalid value for node (1..255 bytes)\n");
+		return -EINVAL;
+	}
 	if (!cfg->nlm_client_rpcbind_port) {
 		fprintf(err, "mapfs-gw: invalid value '0' for nlm-client-rpcbind-port\n");
 		return -EINVAL;
@@ -395,6 +422,8 @@ static int config_defaults(struct config *cfg)
 		.max_inflight = 128,
 		.max_connections = 4096,
 		.max_locks_per_host = 16384,
+		.lease_ms = 5000,
+		.cluster_commit = strdup("store"),
 		.idle_timeout_ms = 300000,
 		.grace_ms = 45000,
 		.nlm_client_rpcbind_port = 111,
@@ -403,7 +432,7 @@ static int config_defaults(struct config *cfg)
 		.cache_size_pct = 80,
 	};
 	return cfg->state && cfg->bind && cfg->export_path &&
-			       cfg->log_level &&
+			       cfg->log_level && cfg->cluster_commit &&
 			       cfg->log_target ?
 		       0 : -ENOMEM;
 }
@@ -516,6 +545,9 @@ int config_load(struct config *cfg, int argc, char **argv, FILE *out,
 
 void config_free(struct config *cfg)
 {
+	free(cfg->meta);
+	free(cfg->node);
+	free(cfg->cluster_commit);
 	free(cfg->store);
 	free(cfg->state);
 	free(cfg->bind);

@@ -51,6 +51,11 @@ struct config {
 	uint64_t max_dirty;    /* bytes; 0: half the cache size */
 	bool strict_commit;    /* COMMIT waits for the store */
 	bool cache_direct;     /* O_DIRECT cache I/O where aligned */
+	/* The cluster (PostgreSQL); meta NULL: a gateway on its own. */
+	char *meta;            /* libpq URI */
+	char *node;            /* this gateway's name; default: host name */
+	uint32_t lease_ms;     /* a silent node is gone after this */
+	char *cluster_commit;  /* "store" (default) or "local" */
 };
 
 /*

@@ -152,6 +152,33 @@ static int cache_capacity(const struct config *cfg, uint64_t *out)
 	return 0;
 }
 
+/*
+ * The cluster to join at fs_open (--meta): this node's name (the host
+ * name by default) and where its NFS service listens.
+ */
+static int gateway_join(struct gateway *gw)
+{
+	char host[256] = "", addr[300];
+	const char *node = gw->cfg.node;
+	int rc;
+
+	if (!node) {
+		if (gethostname(host, sizeof(host) - 1) || !host[0])
+			snprintf(host, sizeof(host), "mapfs-gw");
+		node = host;
+	}
+	snprintf(addr, sizeof(addr), "%s:%d", gw->cfg.bind, gw->cfg.nfs_port);
+	rc = db_cluster(gw->db, &(struct db_cluster_opts){
+					.url = gw->cfg.meta,
+					.node = node,
+					.store_url = gw->cfg.store,
+					.addr = addr,
+					.lease_ms = gw->cfg.lease_ms });
+	if (rc)
+		log_error("cluster: %s", strerror(-rc));
+	return rc;
+}
+
 /* Open everything below the transport.  Logs what failed. */
 static int gateway_open_storage(struct gateway *gw)
 {
@@ -188,6 +215,8 @@ static int gateway_open_storage(struct gateway *gw)
 		log_error("database %s: %s", path, strerror(-rc));
 		return rc;
 	}
+	if (gw->cfg.meta && (rc = gateway_join(gw)))
+		return rc;
 	rc = cache_capacity(&gw->cfg, &capacity);
 	if (rc) {
 		log_error("cache size of %s: %s", gw->cfg.state, strerror(-rc));
@@ -212,7 +241,11 @@ static int gateway_open_storage(struct gateway *gw)
 					.max_dirty = gw->cfg.max_dirty ?
 							     gw->cfg.max_dirty :
 							     capacity / 2,
-					.strict_commit = gw->cfg.strict_commit,
+					.strict_commit =
+						gw->cfg.strict_commit ||
+						(gw->cfg.meta &&
+						 !strcmp(gw->cfg.cluster_commit,
+							 "store")),
 					.read_only = gw->cfg.read_only,
 					.default_uid = gw->cfg.default_uid,
 					.default_gid = gw->cfg.default_gid },
@@ -309,8 +342,16 @@ static int gateway_open_nfsd(struct gateway *gw)
 	char path[4096];
 	int rc;
 
-	if ((rc = state_path(gw, "handle.key", path, sizeof(path))) ||
-	    (rc = handle_key_load(path, &gw->nfsd.key))) {
+	/* A cluster's handles are valid on every node: one key for all. */
+	if (gw->cfg.meta) {
+		rc = db_secret(gw->db, "handle", gw->nfsd.key.k,
+			       sizeof(gw->nfsd.key.k));
+		if (rc) {
+			log_error("cluster: the handle key: %s", strerror(-rc));
+			return rc;
+		}
+	} else if ((rc = state_path(gw, "handle.key", path, sizeof(path))) ||
+		   (rc = handle_key_load(path, &gw->nfsd.key))) {
 		log_error("handle key %s: %s", path, strerror(-rc));
 		return rc;
 	}

@@ -339,6 +339,122 @@ int e2e_backend_is_s3(void)
 	return e2e_backend() != E2E_BACKEND_FILE;
 }
 
+/* ------------------------------------------------------------------ */
+/* PostgreSQL                                                          */
+
+static struct {
+	int tried;
+	char dir[E2E_PATH_MAX], url[256];
+	unsigned ndb;
+} pgsrv;
+
+int e2e_meta_is_pg(void)
+{
+	const char *m = getenv("MAPFS_E2E_META");
+
+	return m && !strcmp(m, "pg");
+}
+
+static const char *pg_script(void)
+{
+	static char path[E2E_PATH_MAX];
+	const char *dir = getenv("MAPFS_S3_SCRIPTS");
+
+	snprintf(path, sizeof(path), "%s/../pg/pg.sh",
+		 dir && *dir ? dir : E2E_S3_SCRIPTS_DIR);
+	return path;
+}
+
+static int pg_script_run(const char *cmd, const char *arg, char **out)
+{
+	struct strv argv = { 0 }, env = { 0 };
+	int rc;
+
+	env_base(&env, 0);
+	strv_add(&env, "MAPFS_PG_WATCH_PID=%d", (int)getpid());
+	strv_add(&argv, "bash");
+	strv_add(&argv, "%s", pg_script());
+	strv_add(&argv, "%s", cmd);
+	if (pgsrv.dir[0])
+		strv_add(&argv, "%s", pgsrv.dir);
+	if (arg)
+		strv_add(&argv, "%s", arg);
+	rc = run_cmd(argv.v, env.v, out);
+	strv_free(&argv);
+	strv_free(&env);
+	return rc;
+}
+
+static void pg_at_exit(void)
+{
+	const char *keep = getenv("E2E_KEEP");
+
+	if (!pgsrv.dir[0])
+		return;
+	if (keep && !strcmp(keep, "1"))
+		say("keeping PostgreSQL in %s (running)", pgsrv.dir);
+	else if (pg_script_run("stop", NULL, NULL))
+		say("%s stop %s failed", pg_script(), pgsrv.dir);
+}
+
+static int env_get(const char *text, const char *name, char *out, size_t cap);
+
+static int pg_server(void)
+{
+	char *out = NULL;
+	uint64_t t0 = e2e_now_ms();
+	int rc;
+
+	if (pgsrv.tried)
+		return pgsrv.url[0] ? 0 : -1;
+	pgsrv.tried = 1;
+	rc = pg_script_run("start", NULL, &out);
+	if (rc || !out ||
+	    env_get(out, "MAPFS_PG_DIR", pgsrv.dir, sizeof(pgsrv.dir)) ||
+	    env_get(out, "MAPFS_PG_URL", pgsrv.url, sizeof(pgsrv.url))) {
+		say("could not start PostgreSQL: %s start exited %d (apt-get "
+		    "install postgresql)", pg_script(), rc);
+		free(out);
+		pgsrv.url[0] = '\0';
+		return -1;
+	}
+	free(out);
+	atexit(pg_at_exit);
+	say("PostgreSQL at %s (dir %s) up in %llu ms", pgsrv.url, pgsrv.dir,
+	    (unsigned long long)(e2e_now_ms() - t0));
+	return 0;
+}
+
+int e2e_pg_createdb(char *url, size_t cap)
+{
+	char name[64], *out = NULL;
+	int rc;
+
+	if (pg_server())
+		return -1;
+	snprintf(name, sizeof(name), "e2e_%d_%u", (int)getpid(), ++pgsrv.ndb);
+	rc = pg_script_run("createdb", name, &out);
+	if (rc || !out) {
+		say("createdb %s failed", name);
+		free(out);
+		return -1;
+	}
+	out[strcspn(out, "\n")] = '\0';
+	snprintf(url, cap, "%s", out);
+	free(out);
+	return 0;
+}
+
+int e2e_pg_down(void)
+{
+	return pg_server() || pg_script_run("kill", NULL, NULL) ? -1 : 0;
+}
+
+int e2e_pg_up(void)
+{
+	return pg_server() || pg_script_run("start", NULL, NULL) ? -1 : 0;
+}
+
 static struct e2e_s3 s3srv;
 static int s3srv_tried;
 static char s3tmp[64]; /* request bodies and replies of e2e_s3_request */
@@ -778,6 +894,15 @@ static void gw_cmdline(struct e2e_gw *gw, const char *bin, struct strv *argv,
 	strv_add(argv, "%s", E2E_EXPORT);
 	strv_add(argv, "--threads");
 	strv_add(argv, "%d", gw->threads);
+	if (gw->meta[0]) {
+		strv_add(argv, "--meta");
+		strv_add(argv, "%s", gw->meta);
+		strv_add(argv, "--node");
+		if (gw->opts.node)
+			strv_add(argv, "%s", gw->opts.node);
+		else
+			strv_add(argv, "%s", strrchr(gw->dir, '-') + 1);
+	}
 	strv_add(argv, "--no-rpcbind");
 	strv_add(argv, "--foreground");
 	if (gw->opts.dir_ttl) {
@@ -966,7 +1091,19 @@ int e2e_gw_start_opts(struct e2e_gw *gw, const struct e2e_gw_opts *o)
 	else
 		snprintf(gw->state, sizeof(gw->state), "%s/state", gw->dir);
 	snprintf(gw->log, sizeof(gw->log), "%s/gw.log", gw->dir);
-	if (s3) {
+	if (gw->opts.meta)
+		snprintf(gw->meta, sizeof(gw->meta), "%s", gw->opts.meta);
+	else if (e2e_meta_is_pg() && e2e_pg_createdb(gw->meta, sizeof(gw->meta)))
+		return -1;
+	if (s3 && gw->opts.store_of) {
+		snprintf(gw->s3_prefix, sizeof(gw->s3_prefix), "%s",
+			 gw->opts.store_of->s3_prefix);
+		snprintf(gw->store, sizeof(gw->store), "%s",
+			 gw->opts.store_of->store);
+	} else if (gw->opts.store_of) {
+		snprintf(gw->store, sizeof(gw->store), "%s",
+			 gw->opts.store_of->store);
+	} else if (s3) {
 		/* A prefix of its own: gateways of a run never see each other. */
 		if (gw->opts.s3_prefix)
 			snprintf(gw->s3_prefix, sizeof(gw->s3_prefix), "%s",

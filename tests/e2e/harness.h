@@ -107,10 +107,18 @@ struct e2e_gw_opts {
 	const char *state_dir;    /* an existing empty dir for state/ (e.g. a
 				   * small tmpfs) instead of one in the temp
 				   * dir; the caller removes it */
+	/* A cluster: the namespace in PostgreSQL at meta (a libpq URI;
+	 * NULL: LMDB, or a database of its own when MAPFS_E2E_META=pg),
+	 * this node's name, and the store of another gateway to share
+	 * (file store: its directory; S3: its prefix). */
+	const char *meta;
+	const char *node;
+	const struct e2e_gw *store_of;
 };
 
 struct e2e_gw {
 	char dir[64];             /* the temp dir: store/, state/, gw.log */
+	char meta[256];           /* --meta URI, "" for LMDB */
 	char store[E2E_PATH_MAX]; /* file:// root, or "s3://BUCKET/PREFIX" */
 	char s3_prefix[128];      /* S3: this gateway's key prefix, no '/' */
 	struct e2e_gw_opts opts;
@@ -184,6 +192,25 @@ char *e2e_gw_log_read(const struct e2e_gw *gw);
  * environment has E2E_KEEP=1).
  */
 void e2e_gw_cleanup(struct e2e_gw *gw);
+
+/* ------------------------------------------------------------------ */
+/* PostgreSQL (the cluster engine)                                     */
+
+/*
+ * Whether gateways keep their namespace in PostgreSQL (MAPFS_E2E_META=pg:
+ * the e2e suites run again on the cluster engine, one node each).
+ */
+int e2e_meta_is_pg(void);
+
+/*
+ * The test's PostgreSQL (started at the first call, by tests/pg/pg.sh,
+ * stopped at exit): a new empty database, its URI into url.  0 or -1.
+ */
+int e2e_pg_createdb(char *url, size_t cap);
+
+/* Stop PostgreSQL at once (a crash) / start it again.  0 or -1. */
+int e2e_pg_down(void);
+int e2e_pg_up(void);
 
 /* ------------------------------------------------------------------ */
 /* The object store backend                                            */
