@@ -163,6 +163,20 @@ int db_secret(struct db *db, const char *name, void *buf, size_t len);
 bool db_cluster_up(struct db *db);
 
 /*
+ * A short text message (up to DB_MSG_MAX bytes) to node `to` (0: every
+ * other node), through the database (NOTIFY): delivered to the handler
+ * that node registered with db_on_message(), on its follower thread,
+ * within milliseconds; lost if the node is down.  Blocks for one round
+ * trip.  -ENOTSUP when alone, -EAGAIN while the database is down.
+ */
+#define DB_MSG_MAX 200
+int db_send(struct db *db, uint32_t to, const char *msg);
+
+/* The handler of messages to this node: must not block for long. */
+typedef void (*db_msg_fn)(void *ctx, uint32_t from, const char *msg);
+void db_on_message(struct db *db, db_msg_fn fn, void *ctx);
+
+/*
  * Begin a read snapshot for the calling thread (cheap: a per-thread txn
  * is renewed).  Must be ended with db_read_end() on the same thread;
  * nested begins on one thread share one snapshot.  Returns 0 or -errno.

@@ -122,10 +122,21 @@ int db_pg_commit(struct db_pg *pg, const struct db_track *t, uint64_t *seq,
 		 struct db_stale *stale);
 void db_pg_stale_free(struct db_stale *s);
 
+/*
+ * From the writer thread, after a stale commit: apply every commit of the
+ * log not applied here yet (the records a stale group's changes rest on
+ * may be more than the ones it read).  0 or -errno.
+ */
+int db_pg_catch_up(struct db_pg *pg);
+
 /* Whether the commit connection is up (for status). */
 bool db_pg_up(struct db_pg *pg);
 
 uint32_t db_pg_node_id(const struct db_pg *pg);
+int db_pg_send(struct db_pg *pg, uint32_t to, const char *msg);
+
+/* The message handler (lmdb.c keeps it; pg.c calls it). */
+void db_deliver(struct db *db, uint32_t from, const char *msg);
 int db_pg_alloc_ids(struct db_pg *pg, uint64_t n, uint64_t *first);
 int db_pg_secret(struct db_pg *pg, const char *name, void *buf, size_t len);
 

@@ -83,6 +83,8 @@ struct db {
 
 	/* The cluster, once db_start() joined it. */
 	struct db_cluster_opts *copts;
+	db_msg_fn on_msg;
+	void *on_msg_ctx;
 	struct db_pg *pg;
 	struct db_track track; /* the writer's, reused group after group */
 };
@@ -273,6 +275,8 @@ static int group_try(struct db *db, struct db_op *ops)
 				int arc = db_apply_remote(db, stale.recs,
 							  stale.n, 0);
 
+				if (!arc)
+					arc = db_pg_catch_up(db->pg);
 				if (arc)
 					rc = arc;
 			}
@@ -561,6 +565,25 @@ int db_secret(struct db *db, const char *name, void *buf, size_t len)
 bool db_cluster_up(struct db *db)
 {
 	return !db->pg || db_pg_up(db->pg);
+}
+
+int db_send(struct db *db, uint32_t to, const char *msg)
+{
+	if (strlen(msg) > DB_MSG_MAX)
+		return -EMSGSIZE;
+	return db->pg ? db_pg_send(db->pg, to, msg) : -ENOTSUP;
+}
+
+void db_on_message(struct db *db, db_msg_fn fn, void *ctx)
+{
+	db->on_msg = fn;
+	db->on_msg_ctx = ctx;
+}
+
+void db_deliver(struct db *db, uint32_t from, const char *msg)
+{
+	if (db->on_msg)
+		db->on_msg(db->on_msg_ctx, from, msg);
 }
 
 /* ---- reads ------------------------------------------------------------- */
@@ -909,11 +932,17 @@ static void seen_free(struct remote_apply *ra)
 	ra->nseen = 0;
 }
 
-static int meta_put_u64(struct db *db, MDB_txn *txn, const char *name,
-			uint64_t v)
+/* Raise the applied seq in _meta (two appliers: it never goes down). */
+static int meta_raise_seq(struct db *db, MDB_txn *txn, uint64_t v)
 {
-	MDB_val k = { strlen(name), (void *)name }, d = { sizeof(v), &v };
+	MDB_val k = { 3, "seq" }, d;
+	uint64_t cur = 0;
 
+	if (!mdb_get(txn, db->meta, &k, &d) && d.mv_size == sizeof(cur))
+		memcpy(&cur, d.mv_data, sizeof(cur));
+	if (cur >= v)
+		return 0;
+	d = (MDB_val){ sizeof(v), &v };
 	return db_err(mdb_put(txn, db->meta, &k, &d, 0));
 }
 
@@ -1004,7 +1033,7 @@ static int remote_apply_fn(struct db_txn *t, void *arg)
 		rc = remote_one(ra, t->mdb, &ra->recs[i], buf);
 	free(buf);
 	if (!rc && ra->seq)
-		rc = meta_put_u64(db, t->mdb, "seq", ra->seq);
+		rc = meta_raise_seq(db, t->mdb, ra->seq);
 	return rc;
 }
 

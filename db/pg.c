@@ -79,7 +79,9 @@ struct db_pg {
 	pthread_t follower;
 	bool follower_started;
 	int stop_pipe[2];
-	uint64_t applied; /* the follower's; also written to _meta */
+	/* The last commit applied here (also in _meta): the follower's and,
+	 * after a stale commit, the writer's catch-up move it, only up. */
+	uint64_t applied;
 	uint64_t lease_next_ms;
 };
 
@@ -458,6 +460,21 @@ out:
 	return rc;
 }
 
+static uint64_t applied_get(struct db_pg *pg)
+{
+	return __atomic_load_n(&pg->applied, __ATOMIC_ACQUIRE);
+}
+
+static void applied_raise(struct db_pg *pg, uint64_t seq)
+{
+	uint64_t cur = applied_get(pg);
+
+	while (seq > cur && !__atomic_compare_exchange_n(&pg->applied, &cur, seq,
+							 false, __ATOMIC_ACQ_REL,
+							 __ATOMIC_ACQUIRE))
+		;
+}
+
 /* ---- the node and its lease ---------------------------------------------- */
 
 static int node_register(struct db_pg *pg, PGconn *c, char *holder,
@@ -508,7 +525,7 @@ static int node_renew(struct db_pg *pg, PGconn *c)
 
 	snprintf(lease, sizeof(lease), "%u milliseconds", pg->o.lease_ms);
 	snprintf(id, sizeof(id), "%u", pg->node_id);
-	snprintf(applied, sizeof(applied), "%" PRIu64, pg->applied);
+	snprintf(applied, sizeof(applied), "%" PRIu64, applied_get(pg));
 	r = exec_text(c,
 		      "UPDATE mapfs_nodes SET lease_until = now() + $3::interval,"
 		      "  applied = $4 WHERE id = $1 AND instance = $2",
@@ -617,7 +634,7 @@ static int snapshot_load(struct db_pg *pg, PGconn *c)
 		if (last)
 			break;
 	}
-	pg->applied = seq;
+	applied_raise(pg, seq);
 	log_info("cluster: loaded the namespace: %" PRIu64 " records at seq %"
 		 PRIu64, total, seq);
 out:
@@ -635,6 +652,7 @@ static int follow_catch_up(struct db_pg *pg, PGconn *c, bool *behind)
 {
 	*behind = false;
 	for (;;) {
+		uint64_t applied = applied_get(pg);
 		char from[32], to[32];
 		const char *p[2] = { from, to };
 		struct db_remote *recs;
@@ -643,8 +661,8 @@ static int follow_catch_up(struct db_pg *pg, PGconn *c, bool *behind)
 		size_t n;
 		int rc;
 
-		snprintf(from, sizeof(from), "%" PRIu64, pg->applied);
-		snprintf(to, sizeof(to), "%" PRIu64, pg->applied + FOLLOW_BATCH);
+		snprintf(from, sizeof(from), "%" PRIu64, applied);
+		snprintf(to, sizeof(to), "%" PRIu64, applied + FOLLOW_BATCH);
 		r = PQexecParams(c,
 				 "SELECT seq, tbl, k, v, seq FROM mapfs_log"
 				 " WHERE seq > $1 AND seq <= $2 ORDER BY seq",
@@ -655,19 +673,26 @@ static int follow_catch_up(struct db_pg *pg, PGconn *c, bool *behind)
 			return rc;
 		}
 		if (PQntuples(r) == 0) {
+			/* Nothing new, or what is new was pruned away: the
+			 * log then starts past us (a commit racing this
+			 * read is simply read next time). */
 			PQclear(r);
 			r = PQexecParams(c,
-					 "SELECT (SELECT seq FROM mapfs_clock),"
-					 " (SELECT min(seq) FROM mapfs_log)",
+					 "SELECT (SELECT min(seq) FROM mapfs_log),"
+					 " (SELECT seq FROM mapfs_clock)",
 					 0, NULL, NULL, NULL, NULL, 1);
 			if (PQresultStatus(r) == PGRES_TUPLES_OK &&
 			    PQntuples(r) == 1 &&
-			    col_u64(r, 0, 0) > pg->applied)
+			    (PQgetisnull(r, 0, 0) ?
+				     col_u64(r, 0, 1) > applied :
+				     col_u64(r, 0, 0) > applied + 1))
 				*behind = true; /* commits we can no longer read */
 			PQclear(r);
 			return 0;
 		}
-		if (col_u64(r, 0, 0) != pg->applied + 1) {
+		if (col_u64(r, 0, 0) != applied + 1) {
+			/* Commits are serial: a later one is only visible
+			 * after the earlier: the earlier was pruned. */
 			PQclear(r);
 			*behind = true;
 			return 0;
@@ -680,8 +705,22 @@ static int follow_catch_up(struct db_pg *pg, PGconn *c, bool *behind)
 		PQclear(r);
 		if (rc)
 			return rc;
-		pg->applied = top;
+		applied_raise(pg, top);
 	}
+}
+
+int db_pg_catch_up(struct db_pg *pg)
+{
+	PGconn *c = pgc_get(pg, &pg->wr);
+	bool behind;
+	int rc;
+
+	if (!c)
+		return -EAGAIN;
+	rc = follow_catch_up(pg, c, &behind);
+	/* Pruned: the follower loads a copy; the stale records were
+	 * applied already, so the group can run again meanwhile. */
+	return rc;
 }
 
 /* Bring the replica up to date: the log, or a full copy.  0/-errno. */
@@ -698,6 +737,34 @@ static int follow_sync(struct db_pg *pg, PGconn *c)
 	return rc;
 }
 
+/* "TO FROM TEXT": to this node (or all), not from it. */
+static void msg_deliver(struct db_pg *pg, const char *payload)
+{
+	unsigned to, from;
+	int n = 0;
+
+	if (sscanf(payload, "%u %u %n", &to, &from, &n) != 2 || !n)
+		return;
+	if ((to && to != pg->node_id) || from == pg->node_id)
+		return;
+	db_deliver(pg->db, from, payload + n);
+}
+
+/* Handle the notifications libpq holds; how many there were. */
+static int notifies_drain(struct db_pg *pg, PGconn *c)
+{
+	PGnotify *nt;
+	int n = 0;
+
+	while ((nt = PQnotifies(c))) {
+		if (!strcmp(nt->relname, "mapfs_msg"))
+			msg_deliver(pg, nt->extra);
+		PQfreemem(nt);
+		n++;
+	}
+	return n;
+}
+
 static void *follower_main(void *arg)
 {
 	struct db_pg *pg = arg;
@@ -710,19 +777,23 @@ static void *follower_main(void *arg)
 		int nfds = 1;
 
 		if (c && !listening) {
-			PGresult *r = PQexec(c, "LISTEN mapfs_log");
+			PGresult *r = PQexec(c, "LISTEN mapfs_log; LISTEN mapfs_msg");
 
 			listening = PQresultStatus(r) == PGRES_COMMAND_OK;
 			PQclear(r);
 		}
 		if (c && listening) {
-			PGnotify *nt;
-
+			/* A NOTIFY that arrives while the sync's queries run
+			 * is read by libpq then, not left on the socket: look
+			 * again before sleeping on it. */
 			PQconsumeInput(c);
-			while ((nt = PQnotifies(c)))
-				PQfreemem(nt);
-			if (follow_sync(pg, c))
-				listening = false; /* reconnect, then LISTEN */
+			notifies_drain(pg, c);
+			do {
+				if (follow_sync(pg, c)) {
+					listening = false; /* reconnect */
+					break;
+				}
+			} while (notifies_drain(pg, c));
 			if (now_ms() >= pg->lease_next_ms) {
 				node_renew(pg, c);
 				pg->lease_next_ms = now_ms() + pg->o.lease_ms / 3;
@@ -816,7 +887,7 @@ int db_pg_open(struct db *db, const struct db_cluster_opts *o,
 		if (!rc)
 			rc = db_set_local_cluster(db, pg->cluster_id);
 	} else {
-		pg->applied = seq;
+		applied_raise(pg, seq);
 		rc = follow_sync(pg, pg->fol.c);
 	}
 	if (rc)
@@ -828,7 +899,7 @@ int db_pg_open(struct db *db, const struct db_cluster_opts *o,
 		return open_fail(pg, -errno ? -errno : -EAGAIN);
 	pg->follower_started = true;
 	log_info("cluster: node %s (id %u) in cluster %.8s, applied seq %"
-		 PRIu64, o->node, pg->node_id, pg->cluster_id, pg->applied);
+		 PRIu64, o->node, pg->node_id, pg->cluster_id, applied_get(pg));
 	*out = pg;
 	return 0;
 }
@@ -975,6 +1046,28 @@ bool db_pg_up(struct db_pg *pg)
 uint32_t db_pg_node_id(const struct db_pg *pg)
 {
 	return pg->node_id;
+}
+
+int db_pg_send(struct db_pg *pg, uint32_t to, const char *msg)
+{
+	char payload[DB_MSG_MAX + 32];
+	const char *p[1] = { payload };
+	PGconn *c;
+	PGresult *r;
+	int rc = -EAGAIN;
+
+	snprintf(payload, sizeof(payload), "%u %u %s", to, pg->node_id, msg);
+	pthread_mutex_lock(&pg->svc_lock);
+	c = pgc_get(pg, &pg->svc);
+	if (c) {
+		r = PQexecParams(c, "SELECT pg_notify('mapfs_msg', $1)", 1, NULL,
+				 p, NULL, NULL, 0);
+		rc = PQresultStatus(r) == PGRES_TUPLES_OK ? 0
+							 : res_err(c, r, "send");
+		PQclear(r);
+	}
+	pthread_mutex_unlock(&pg->svc_lock);
+	return rc;
 }
 
 /* ---- cluster services ---------------------------------------------------- */

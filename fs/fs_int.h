@@ -64,6 +64,7 @@ struct fs_inode {
 	uint64_t listed_at_ms; /* dirs: when the store was last listed */
 	uint64_t synced_ms;    /* when the object last reached the store */
 	uint8_t verf[8];
+	uint32_t owner; /* cluster: the node whose cache holds its changes */
 	char etag[STORE_ETAG_MAX];
 	char name[FS_NAME_MAX + 1];
 	char target[FS_PATH_MAX + 1]; /* symlinks */
@@ -253,6 +254,17 @@ bool fs_fail_wait(struct fs *fs, const char *key);
 /* The failing count and the oldest failure into out. */
 void fs_fail_stat(struct fs *fs, struct fs_dirty_stat *out);
 void fs_fail_free(struct fs *fs);
+
+/* owner.c: one writer per file in a cluster. */
+/*
+ * in is about to become dirty here (in a change's txn): make this node
+ * its owner, or -EAGAIN when another node owns it (asked to let go).
+ */
+int fs_owner_take(struct fs *fs, struct fs_inode *in);
+/* in is clean again here: it has no owner any more. */
+void fs_owner_release(struct fs *fs, struct fs_inode *in);
+/* db_msg_fn for the messages of other nodes ("release INO"). */
+void fs_owner_on_message(void *ctx, uint32_t from, const char *msg);
 
 /* syncer.c */
 int fs_syncer_start(struct fs *fs);

@@ -3,8 +3,9 @@
  * counter, and the work index of dirty inodes.
  *
  * A record is a fixed header of native-endian integers followed by the
- * etag, the name and the symlink target, each with a length.  The format
- * version lives in meta.  In a cluster the records are shared (every
+ * etag, the name and the symlink target, each with a length, and the
+ * owner (4 bytes; records written before owners existed end without it
+ * and read as owner 0).  The format version lives in meta.  In a cluster the records are shared (every
  * node is of one byte order): all but two fields, which are the node's
  * own: the DIRTY flags (what this node must still upload) and
  * listed_at_ms (when this node last listed the directory).
@@ -26,7 +27,8 @@ struct fs_irec {
 };
 
 #define FS_IREC_MAX                                                         \
-	(sizeof(struct fs_irec) + STORE_ETAG_MAX + FS_NAME_MAX + FS_PATH_MAX)
+	(sizeof(struct fs_irec) + STORE_ETAG_MAX + FS_NAME_MAX + FS_PATH_MAX + \
+	 sizeof(uint32_t))
 
 int64_t fs_now_ns(void)
 {
@@ -72,10 +74,16 @@ int fs_inode_decode(uint64_t ino, const struct db_val *v, struct fs_inode *out)
 	if (v->size < sizeof(r))
 		return -EIO;
 	memcpy(&r, v->data, sizeof(r));
+	size_t base = sizeof(r) + r.etag_len + r.name_len + r.target_len;
+
 	if (r.etag_len >= STORE_ETAG_MAX || r.name_len > FS_NAME_MAX ||
 	    r.target_len > FS_PATH_MAX ||
-	    v->size != sizeof(r) + r.etag_len + r.name_len + r.target_len)
+	    (v->size != base && v->size != base + sizeof(out->owner)))
 		return -EIO;
+	out->owner = 0;
+	if (v->size > base)
+		memcpy(&out->owner, (const char *)v->data + base,
+		       sizeof(out->owner));
 	const char *p = (const char *)v->data + sizeof(r);
 
 	out->ino = ino;
@@ -152,10 +160,11 @@ int fs_inode_put(struct fs *fs, struct db_txn *txn, const struct fs_inode *in)
 	memcpy(buf + sizeof(r), in->etag, el);
 	memcpy(buf + sizeof(r) + el, in->name, nl);
 	memcpy(buf + sizeof(r) + el + nl, in->target, tl);
+	memcpy(buf + sizeof(r) + el + nl + tl, &in->owner, sizeof(in->owner));
 
 	uint64_t ino = in->ino;
 	struct db_val k = { sizeof(ino), &ino };
-	struct db_val v = { sizeof(r) + el + nl + tl, buf };
+	struct db_val v = { sizeof(r) + el + nl + tl + sizeof(in->owner), buf };
 
 	return db_put(txn, fs->dbi_inodes, &k, &v, 0);
 }
@@ -369,7 +378,10 @@ int fs_inode_mark(struct fs *fs, struct db_txn *txn, struct fs_inode *in,
 {
 	uint64_t ino = in->ino;
 	struct db_val k = { sizeof(ino), &ino }, v = { 0, "" };
+	int rc;
 
+	if ((dirty & FS_F_DIRTY) && (rc = fs_owner_take(fs, in)))
+		return rc;
 	in->flags |= dirty & FS_F_DIRTY;
 	if (!(in->flags & FS_F_DIRTY))
 		return 0;

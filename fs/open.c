@@ -69,6 +69,7 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 	    (rc = db_table_open(db, "mpu_intent", 0, &fs->dbi_mpu_intent)))
 		goto out_free;
 	/* Tables open: a cluster node brings its replica up to date. */
+	db_on_message(db, fs_owner_on_message, fs);
 	rc = db_start(db);
 	if (rc)
 		goto out_free;

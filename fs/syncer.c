@@ -758,6 +758,7 @@ static int upload_commit_apply(struct db_txn *txn, void *arg)
 	} else if (rc && rc != -EBUSY) {
 		return rc;
 	}
+	fs_owner_release(fs, &in);
 	if ((rc = fs_inode_put(fs, txn, &in)))
 		return rc;
 	return fs_work_sync(fs, txn, &in);

@@ -1,0 +1,597 @@
+/*
+ * End-to-end tests of a cluster (issue 15): three gateways on one
+ * PostgreSQL (tests/pg/pg.sh) and one store (the file store's directory,
+ * or one radosgw prefix), driven by raw NFS calls to each of them.
+ *
+ * - the same handles on every gateway, STALE on all once removed;
+ * - close-to-open: what a client of A wrote and COMMITted is what a
+ *   client of B reads; creates, renames, SETATTRs and removes show on the
+ *   others within a window (measured here, asserted loosely: 5 s);
+ * - atomic namespace operations: one of two concurrent CREATEs of a name
+ *   wins, two crossing directory renames never make a cycle;
+ * - one writer per file: another gateway's WRITE waits (JUKEBOX) while a
+ *   file has changes not in the store; a gateway killed -9 mid-write
+ *   uploads its file when it restarts, and nobody overwrote it meanwhile;
+ * - PostgreSQL down: cached reads go on, changes answer JUKEBOX, and
+ *   everything resumes without a restart when it is back.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NGW 3
+#define WINDOW_MS 5000 /* what "visible on the others" may take here */
+
+static struct e2e_gw gw[NGW];
+static struct e2e_rpc *nfs[NGW];
+static nfs_fh3 root[NGW];
+static char meta[256];
+static const char *names[NGW] = { "gw-a", "gw-b", "gw-c" };
+
+static int start_gw(int i)
+{
+	struct e2e_gw_opts o = { .threads = 2, .meta = meta, .node = names[i],
+				 .store_of = i ? &gw[0] : NULL,
+				 .upload_delay = "1" };
+
+	if (e2e_gw_start_opts(&gw[i], &o))
+		return -1;
+	nfs[i] = e2e_rpc_open(gw[i].nfs_port, NFS_PROGRAM, NFS_V3);
+	return nfs[i] && !e2e_root_fh(nfs[i], &gw[i], &root[i]) ? 0 : -1;
+}
+
+/* LOOKUP name in dir on gateway i: the status; *fh on OK. */
+static int lookup(int i, const nfs_fh3 *dir, const char *name, nfs_fh3 *fh)
+{
+	LOOKUP3res r;
+
+	if (e2e_nfs3_lookup(nfs[i], dir, name, &r))
+		return -1;
+	if (r.status == NFS3_OK && fh)
+		*fh = e2e_fh_dup(nfs[i], &r.LOOKUP3res_u.resok.object);
+	return r.status;
+}
+
+/* Poll LOOKUP on gateway i until it answers want; ms it took, or -1. */
+static long wait_lookup(int i, const nfs_fh3 *dir, const char *name, int want)
+{
+	uint64_t t0 = e2e_now_ms();
+
+	while (e2e_now_ms() - t0 < WINDOW_MS) {
+		if (lookup(i, dir, name, NULL) == want)
+			return (long)(e2e_now_ms() - t0);
+		usleep(2000);
+	}
+	return -1;
+}
+
+static int create(int i, const nfs_fh3 *dir, const char *name,
+		  enum createmode3 how, nfs_fh3 *fh)
+{
+	CREATE3args a = { .where = { *dir, (char *)name } };
+	CREATE3res r;
+
+	a.how.mode = how;
+	a.how.createhow3_u.obj_attributes = e2e_sattr_mode(0644);
+	if (e2e_nfs3_create(nfs[i], &a, &r))
+		return -1;
+	if (r.status == NFS3_OK && fh && r.CREATE3res_u.resok.obj.handle_follows)
+		*fh = e2e_fh_dup(nfs[i],
+				 &r.CREATE3res_u.resok.obj.post_op_fh3_u.handle);
+	return r.status;
+}
+
+static int mkdir_on(int i, const nfs_fh3 *dir, const char *name, nfs_fh3 *fh)
+{
+	MKDIR3args a = { .where = { *dir, (char *)name },
+			 .attributes = e2e_sattr_mode(0755) };
+	MKDIR3res r;
+
+	if (e2e_nfs3_mkdir(nfs[i], &a, &r))
+		return -1;
+	if (r.status == NFS3_OK && fh)
+		*fh = e2e_fh_dup(nfs[i],
+				 &r.MKDIR3res_u.resok.obj.post_op_fh3_u.handle);
+	return r.status;
+}
+
+static int write_on(int i, const nfs_fh3 *fh, uint64_t off, const void *buf,
+		    uint32_t len, stable_how how)
+{
+	WRITE3res r;
+
+	if (e2e_nfs3_write(nfs[i], fh, off, buf, len, how, &r))
+		return -1;
+	return r.status;
+}
+
+static int commit_on(int i, const nfs_fh3 *fh)
+{
+	COMMIT3res r;
+
+	if (e2e_nfs3_commit(nfs[i], fh, 0, 0, &r))
+		return -1;
+	return r.status;
+}
+
+/* READ all of a file on gateway i into buf[cap]: bytes, or -status. */
+static long read_all(int i, const nfs_fh3 *fh, void *buf, size_t cap)
+{
+	size_t got = 0;
+
+	for (;;) {
+		READ3res r;
+		uint32_t n = cap - got > 65536 ? 65536 : (uint32_t)(cap - got);
+
+		if (e2e_nfs3_read(nfs[i], fh, got, n, &r))
+			return -EIO;
+		if (r.status != NFS3_OK)
+			return -(long)r.status;
+		memcpy((char *)buf + got, r.READ3res_u.resok.data.data_val,
+		       r.READ3res_u.resok.count);
+		got += r.READ3res_u.resok.count;
+		if (r.READ3res_u.resok.eof || !r.READ3res_u.resok.count ||
+		    got == cap)
+			return (long)got;
+	}
+}
+
+static int getattr_on(int i, const nfs_fh3 *fh, fattr3 *out)
+{
+	GETATTR3res r;
+
+	if (e2e_nfs3_getattr(nfs[i], fh, &r))
+		return -1;
+	if (r.status == NFS3_OK && out)
+		*out = r.GETATTR3res_u.resok.obj_attributes;
+	return r.status;
+}
+
+/* A handle from A is the same on B and C, and STALE on all once gone. */
+static void test_handles(void)
+{
+	nfs_fh3 a, b, c;
+
+	E2E_STATUS("CREATE h on A", create(0, &root[0], "h", GUARDED, &a),
+		   NFS3_OK);
+	E2E_REQUIRE(wait_lookup(1, &root[1], "h", NFS3_OK) >= 0,
+		    "h not on B within %d ms", WINDOW_MS);
+	E2E_STATUS("LOOKUP h on B", lookup(1, &root[1], "h", &b), NFS3_OK);
+	E2E_STATUS("LOOKUP h on C", lookup(2, &root[2], "h", &c), NFS3_OK);
+	E2E_CHECK(e2e_fh_equal(&a, &b) && e2e_fh_equal(&a, &c),
+		  "the handles of h differ between gateways");
+	E2E_CHECK(e2e_fh_equal(&root[0], &root[1]) &&
+			  e2e_fh_equal(&root[0], &root[2]),
+		  "the root handles differ between gateways");
+	E2E_STATUS("GETATTR of A's handle on C", getattr_on(2, &a, NULL),
+		   NFS3_OK);
+	REMOVE3res rr;
+
+	E2E_RPC(nfs[1], e2e_nfs3_remove(nfs[1], &root[1], "h", &rr));
+	E2E_STATUS("REMOVE h on B", rr.status, NFS3_OK);
+	E2E_CHECK(wait_lookup(0, &root[0], "h", NFS3ERR_NOENT) >= 0 &&
+			  wait_lookup(2, &root[2], "h", NFS3ERR_NOENT) >= 0,
+		  "h still there on A or C after %d ms", WINDOW_MS);
+	E2E_STATUS("GETATTR of the removed h on A", getattr_on(0, &a, NULL),
+		   NFS3ERR_STALE);
+	E2E_STATUS("GETATTR of the removed h on C", getattr_on(2, &c, NULL),
+		   NFS3ERR_STALE);
+}
+
+/* Written and COMMITted through A: the same bytes, size and mtime on B. */
+static void test_write_a_read_b(void)
+{
+	size_t len = 3 * 1024 * 1024 + 12345;
+	char *data = malloc(len), *back = malloc(len);
+	fattr3 fa = { 0 }, fb = { 0 };
+	nfs_fh3 f, fbh;
+	long got;
+
+	E2E_REQUIRE(data && back, "malloc");
+	e2e_fill(data, len, 42);
+	E2E_STATUS("CREATE big on A", create(0, &root[0], "big", GUARDED, &f),
+		   NFS3_OK);
+	for (size_t off = 0; off < len; off += 1u << 20) {
+		uint32_t n = len - off > (1u << 20) ? 1u << 20
+						   : (uint32_t)(len - off);
+
+		E2E_STATUS("WRITE big on A",
+			   write_on(0, &f, off, data + off, n, UNSTABLE),
+			   NFS3_OK);
+	}
+	E2E_STATUS("COMMIT big on A", commit_on(0, &f), NFS3_OK);
+	E2E_STATUS("GETATTR big on A", getattr_on(0, &f, &fa), NFS3_OK);
+	E2E_REQUIRE(wait_lookup(1, &root[1], "big", NFS3_OK) >= 0,
+		    "big not on B");
+	/* Close-to-open: B's next GETATTR/open sees A's COMMIT. */
+	uint64_t t0 = e2e_now_ms();
+
+	do {
+		E2E_STATUS("LOOKUP big on B", lookup(1, &root[1], "big", &fbh),
+			   NFS3_OK);
+		E2E_STATUS("GETATTR big on B", getattr_on(1, &fbh, &fb),
+			   NFS3_OK);
+	} while (fb.size != len && e2e_now_ms() - t0 < WINDOW_MS &&
+		 !usleep(10000));
+	E2E_CHECK(fb.size == len && fb.size == fa.size,
+		  "size on B %llu, on A %llu, written %zu",
+		  (unsigned long long)fb.size, (unsigned long long)fa.size,
+		  len);
+	E2E_CHECK(fb.mtime.seconds == fa.mtime.seconds &&
+			  fb.mtime.nseconds == fa.mtime.nseconds,
+		  "mtime differs between A and B");
+	got = read_all(1, &fbh, back, len);
+	E2E_CHECK(got == (long)len && !memcmp(data, back, len),
+		  "B read %ld bytes, not what A wrote", got);
+	got = read_all(2, &fbh, back, len);
+	E2E_CHECK(got == (long)len && !memcmp(data, back, len),
+		  "C read %ld bytes, not what A wrote", got);
+	free(data);
+	free(back);
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Changes on one gateway show on another within the window: creates,
+ * renames, mode changes and removes, each timed (median and worst
+ * printed; bench/ has the careful measurement).
+ */
+static void test_visibility(void)
+{
+	enum { N = 40 };
+	long t[4 * N];
+	int n = 0;
+	nfs_fh3 d;
+
+	E2E_STATUS("MKDIR vis on C", mkdir_on(2, &root[2], "vis", &d),
+		   NFS3_OK);
+	E2E_REQUIRE(wait_lookup(0, &root[0], "vis", NFS3_OK) >= 0,
+		    "vis not on A");
+	for (int i = 0; i < N; i++) {
+		char a[32], b[32];
+		nfs_fh3 f;
+		long ms;
+		int from = i % NGW, to = (i + 1) % NGW;
+		RENAME3res rr;
+		REMOVE3res rm;
+		SETATTR3args sa = { 0 };
+		SETATTR3res sr;
+		fattr3 at = { 0 };
+
+		snprintf(a, sizeof(a), "v%d", i);
+		snprintf(b, sizeof(b), "w%d", i);
+		E2E_STATUS("CREATE", create(from, &d, a, GUARDED, &f), NFS3_OK);
+		ms = wait_lookup(to, &d, a, NFS3_OK);
+		E2E_CHECK(ms >= 0, "create of %s not seen", a);
+		t[n++] = ms;
+		E2E_RPC(nfs[from], e2e_nfs3_rename(nfs[from], &d, a, &d, b, &rr));
+		E2E_STATUS("RENAME", rr.status, NFS3_OK);
+		ms = wait_lookup(to, &d, b, NFS3_OK);
+		E2E_CHECK(ms >= 0 && lookup(to, &d, a, NULL) == NFS3ERR_NOENT,
+			  "rename of %s not seen whole", a);
+		t[n++] = ms;
+		sa.object = f;
+		sa.new_attributes = e2e_sattr_mode(0600);
+		E2E_RPC(nfs[from], e2e_nfs3_setattr(nfs[from], &sa, &sr));
+		E2E_STATUS("SETATTR", sr.status, NFS3_OK);
+		uint64_t t0 = e2e_now_ms();
+
+		while (getattr_on(to, &f, &at) == NFS3_OK &&
+		       (at.mode & 07777) != 0600 &&
+		       e2e_now_ms() - t0 < WINDOW_MS)
+			usleep(2000);
+		E2E_CHECK((at.mode & 07777) == 0600, "mode of %s not seen", b);
+		t[n++] = (long)(e2e_now_ms() - t0);
+		E2E_RPC(nfs[from], e2e_nfs3_remove(nfs[from], &d, b, &rm));
+		E2E_STATUS("REMOVE", rm.status, NFS3_OK);
+		ms = wait_lookup(to, &d, b, NFS3ERR_NOENT);
+		E2E_CHECK(ms >= 0, "remove of %s not seen", b);
+		t[n++] = ms;
+	}
+	qsort(t, (size_t)n, sizeof(t[0]), cmp_long);
+	fprintf(stderr, "  visibility on another gateway: median %ld ms, "
+		"p99 %ld ms, worst %ld ms (%d changes, polled every 2 ms)\n",
+		t[n / 2], t[n * 99 / 100], t[n - 1], n);
+}
+
+struct racer {
+	int gw;
+	const nfs_fh3 *dir;
+	char name[32];
+	pthread_barrier_t *bar;
+	int status;
+	int mkdir;
+	const char *from, *to; /* a rename instead */
+	const nfs_fh3 *tdir;
+};
+
+static void *race(void *p)
+{
+	struct racer *r = p;
+
+	pthread_barrier_wait(r->bar);
+	if (r->from) {
+		RENAME3res rr;
+
+		r->status = e2e_nfs3_rename(nfs[r->gw], r->dir, r->from, r->tdir,
+					    r->to, &rr) ? -1 : (int)rr.status;
+	} else if (r->mkdir) {
+		r->status = mkdir_on(r->gw, r->dir, r->name, NULL);
+	} else {
+		r->status = create(r->gw, r->dir, r->name, GUARDED, NULL);
+	}
+	return NULL;
+}
+
+/* Two gateways CREATE (or MKDIR) one name at once: exactly one wins. */
+static void test_create_race(void)
+{
+	pthread_barrier_t bar;
+	nfs_fh3 d;
+	int won = 0;
+
+	E2E_STATUS("MKDIR race on A", mkdir_on(0, &root[0], "race", &d),
+		   NFS3_OK);
+	E2E_REQUIRE(wait_lookup(1, &root[1], "race", NFS3_OK) >= 0 &&
+			    wait_lookup(2, &root[2], "race", NFS3_OK) >= 0,
+		    "race not everywhere");
+	pthread_barrier_init(&bar, NULL, 2);
+	for (int i = 0; i < 20; i++) {
+		struct racer r[2];
+		pthread_t t[2];
+
+		for (int k = 0; k < 2; k++) {
+			r[k] = (struct racer){ .gw = (i + k) % NGW, .dir = &d,
+					       .bar = &bar, .mkdir = i % 2 };
+			snprintf(r[k].name, sizeof(r[k].name), "n%d", i);
+			pthread_create(&t[k], NULL, race, &r[k]);
+		}
+		for (int k = 0; k < 2; k++)
+			pthread_join(t[k], NULL);
+		int ok = (r[0].status == NFS3_OK) + (r[1].status == NFS3_OK);
+		int exist = (r[0].status == NFS3ERR_EXIST) +
+			    (r[1].status == NFS3ERR_EXIST);
+
+		E2E_CHECK(ok == 1 && exist == 1,
+			  "round %d: %s on %s, %s on %s", i,
+			  e2e_nfsstat(r[0].status), names[r[0].gw],
+			  e2e_nfsstat(r[1].status), names[r[1].gw]);
+		won += ok == 1;
+	}
+	pthread_barrier_destroy(&bar);
+	E2E_CHECK(won == 20, "%d of 20 races had one winner", won);
+}
+
+/*
+ * x and y, side by side; A moves x into y while B moves y into x: at
+ * most one succeeds (the other would make a cycle: EINVAL, or finds its
+ * source gone), and both stay reachable from the root exactly once.
+ */
+static void test_rename_cycle(void)
+{
+	pthread_barrier_t bar;
+
+	pthread_barrier_init(&bar, NULL, 2);
+	for (int i = 0; i < 10; i++) {
+		char x[16], y[16];
+		nfs_fh3 hx, hy, hx1, hy1;
+		struct racer r[2];
+		pthread_t t[2];
+
+		snprintf(x, sizeof(x), "x%d", i);
+		snprintf(y, sizeof(y), "y%d", i);
+		E2E_STATUS("MKDIR x", mkdir_on(0, &root[0], x, &hx), NFS3_OK);
+		E2E_STATUS("MKDIR y", mkdir_on(0, &root[0], y, &hy), NFS3_OK);
+		E2E_REQUIRE(wait_lookup(1, &root[1], y, NFS3_OK) >= 0 &&
+				    lookup(1, &root[1], x, &hx1) == NFS3_OK &&
+				    lookup(1, &root[1], y, &hy1) == NFS3_OK,
+			    "x, y not on B");
+		r[0] = (struct racer){ .gw = 0, .dir = &root[0], .from = x,
+				       .to = x, .tdir = &hy, .bar = &bar };
+		r[1] = (struct racer){ .gw = 1, .dir = &root[1], .from = y,
+				       .to = y, .tdir = &hx1, .bar = &bar };
+		for (int k = 0; k < 2; k++)
+			pthread_create(&t[k], NULL, race, &r[k]);
+		for (int k = 0; k < 2; k++)
+			pthread_join(t[k], NULL);
+		E2E_CHECK(!(r[0].status == NFS3_OK && r[1].status == NFS3_OK),
+			  "round %d: both crossing renames succeeded", i);
+		/* Exactly one of them is still at the root, the other in it. */
+		usleep(100 * 1000);
+		int at_root = (lookup(2, &root[2], x, NULL) == NFS3_OK) +
+			      (lookup(2, &root[2], y, NULL) == NFS3_OK);
+		int nested = (lookup(2, &hy, x, NULL) == NFS3_OK) +
+			     (lookup(2, &hx, y, NULL) == NFS3_OK);
+
+		E2E_CHECK(at_root + nested == 2 && nested <= 1,
+			  "round %d: %d at the root, %d nested (lost or cycle)",
+			  i, at_root, nested);
+	}
+	pthread_barrier_destroy(&bar);
+}
+
+/*
+ * One writer: a file A changed and did not COMMIT is A's; B's WRITE to
+ * it answers JUKEBOX (and asks A to upload and let go), and goes through
+ * once A has; the bytes end as both wrote them, in order.
+ */
+static void test_one_writer(void)
+{
+	nfs_fh3 f, fb;
+	char buf[64];
+	long got;
+	int st = -1;
+
+	E2E_STATUS("CREATE own on A", create(0, &root[0], "own", GUARDED, &f),
+		   NFS3_OK);
+	E2E_STATUS("WRITE own on A", write_on(0, &f, 0, "aaaa", 4, UNSTABLE),
+		   NFS3_OK);
+	E2E_REQUIRE(wait_lookup(1, &root[1], "own", NFS3_OK) >= 0 &&
+			    lookup(1, &root[1], "own", &fb) == NFS3_OK,
+		    "own not on B");
+	E2E_STATUS("WRITE own on B while A holds it",
+		   write_on(1, &fb, 4, "bbbb", 4, FILE_SYNC), NFS3ERR_JUKEBOX);
+	/* A was asked to upload and let go: B gets in (a client retries). */
+	uint64_t t0 = e2e_now_ms();
+
+	while (e2e_now_ms() - t0 < 15000 &&
+	       (st = write_on(1, &fb, 4, "bbbb", 4, FILE_SYNC)) ==
+		       NFS3ERR_JUKEBOX)
+		usleep(100 * 1000);
+	E2E_STATUS("WRITE own on B after A let go", st, NFS3_OK);
+	E2E_STATUS("COMMIT own on B", commit_on(1, &fb), NFS3_OK);
+	t0 = e2e_now_ms();
+	do
+		got = read_all(2, &fb, buf, sizeof(buf));
+	while ((got != 8 || memcmp(buf, "aaaabbbb", 8)) &&
+	       e2e_now_ms() - t0 < WINDOW_MS && !usleep(20000));
+	E2E_CHECK(got == 8 && !memcmp(buf, "aaaabbbb", 8),
+		  "C read %ld bytes '%.*s', want aaaabbbb", got,
+		  got > 0 ? (int)got : 0, buf);
+}
+
+/*
+ * A is killed -9 with stable but not uploaded data: its file is still
+ * A's (B's WRITE waits), and once A is back its data goes up; B then
+ * reads it and writes after it.
+ */
+static void test_kill_mid_write(void)
+{
+	nfs_fh3 f, fb;
+	char buf[64];
+	long got = 0;
+	int st = -1;
+
+	E2E_STATUS("CREATE crash on A", create(0, &root[0], "crash", GUARDED,
+					       &f),
+		   NFS3_OK);
+	E2E_STATUS("WRITE crash on A (FILE_SYNC)",
+		   write_on(0, &f, 0, "stable-data", 11, FILE_SYNC), NFS3_OK);
+	E2E_REQUIRE(e2e_gw_kill9(&gw[0]) == 0, "kill -9 A");
+	e2e_rpc_close(nfs[0]);
+	nfs[0] = NULL;
+	E2E_REQUIRE(wait_lookup(1, &root[1], "crash", NFS3_OK) >= 0 &&
+			    lookup(1, &root[1], "crash", &fb) == NFS3_OK,
+		    "crash not on B");
+	E2E_STATUS("WRITE crash on B while A is dead",
+		   write_on(1, &fb, 0, "XXXXXXXXXXX", 11, FILE_SYNC),
+		   NFS3ERR_JUKEBOX);
+	E2E_REQUIRE(e2e_gw_restart(&gw[0]) == 0, "restart A");
+	nfs[0] = e2e_rpc_open(gw[0].nfs_port, NFS_PROGRAM, NFS_V3);
+	/* Handles live in their connection's memory: the root's again. */
+	E2E_REQUIRE(nfs[0] && !e2e_root_fh(nfs[0], &gw[0], &root[0]),
+		    "connect A again");
+	uint64_t t0 = e2e_now_ms();
+
+	do
+		got = read_all(1, &fb, buf, sizeof(buf));
+	while ((got != 11 || memcmp(buf, "stable-data", 11)) &&
+	       e2e_now_ms() - t0 < 20000 && !usleep(100 * 1000));
+	E2E_CHECK(got == 11 && !memcmp(buf, "stable-data", 11),
+		  "B reads %ld bytes '%.*s' after A came back", got,
+		  got > 0 ? (int)got : 0, buf);
+	t0 = e2e_now_ms();
+	while (e2e_now_ms() - t0 < 15000 &&
+	       (st = write_on(1, &fb, 11, "+b", 2, FILE_SYNC)) ==
+		       NFS3ERR_JUKEBOX)
+		usleep(100 * 1000);
+	E2E_STATUS("WRITE crash on B after A uploaded", st, NFS3_OK);
+}
+
+/*
+ * PostgreSQL stops: reads of what the gateways have go on, changes of
+ * the namespace answer JUKEBOX; once it is back they go through, with
+ * nothing lost, and no gateway restarted.
+ */
+static void test_db_outage(void)
+{
+	char buf[64];
+	nfs_fh3 f, fb;
+	long got;
+	int st = -1;
+
+	E2E_STATUS("CREATE before on A", create(0, &root[0], "before",
+						 GUARDED, &f),
+		   NFS3_OK);
+	E2E_STATUS("WRITE before", write_on(0, &f, 0, "kept", 4, FILE_SYNC),
+		   NFS3_OK);
+	E2E_STATUS("COMMIT before", commit_on(0, &f), NFS3_OK);
+	E2E_REQUIRE(wait_lookup(1, &root[1], "before", NFS3_OK) >= 0 &&
+			    lookup(1, &root[1], "before", &fb) == NFS3_OK,
+		    "before not on B");
+	E2E_REQUIRE(read_all(1, &fb, buf, sizeof(buf)) == 4, "read on B");
+	E2E_REQUIRE(e2e_pg_down() == 0, "stop PostgreSQL");
+	for (int i = 0; i < NGW; i++)
+		E2E_STATUS("LOOKUP before while the db is down",
+			   lookup(i, &root[i], "before", NULL), NFS3_OK);
+	got = read_all(1, &fb, buf, sizeof(buf));
+	E2E_CHECK(got == 4 && !memcmp(buf, "kept", 4),
+		  "cached read on B while the db is down: %ld", got);
+	E2E_STATUS("CREATE while the db is down",
+		   create(2, &root[2], "during", GUARDED, NULL),
+		   NFS3ERR_JUKEBOX);
+	sleep(2);
+	E2E_REQUIRE(e2e_pg_up() == 0, "start PostgreSQL again");
+	uint64_t t0 = e2e_now_ms();
+
+	while (e2e_now_ms() - t0 < 30000 &&
+	       (st = create(2, &root[2], "during", GUARDED, NULL)) ==
+		       NFS3ERR_JUKEBOX)
+		usleep(200 * 1000);
+	E2E_STATUS("CREATE after the db came back", st, NFS3_OK);
+	E2E_CHECK(wait_lookup(0, &root[0], "during", NFS3_OK) >= 0,
+		  "during not on A after the outage");
+	E2E_STATUS("before still there on C",
+		   lookup(2, &root[2], "before", NULL), NFS3_OK);
+	for (int i = 0; i < NGW; i++)
+		E2E_CHECK(e2e_gw_alive(&gw[i]), "%s died in the outage",
+			  names[i]);
+}
+
+static int suite_init(void)
+{
+	if (e2e_pg_createdb(meta, sizeof(meta)))
+		return -1;
+	for (int i = 0; i < NGW; i++)
+		if (start_gw(i))
+			return -1;
+	return 0;
+}
+
+static int suite_fini(void)
+{
+	int bad = 0;
+
+	for (int i = NGW; i-- > 0;) {
+		e2e_rpc_close(nfs[i]);
+		if (gw[i].pid && e2e_gw_stop(&gw[i]) != 0)
+			bad = 1;
+		e2e_gw_cleanup(&gw[i]);
+	}
+	return bad ? -1 : 0;
+}
+
+int main(void)
+{
+	CU_initialize_registry();
+	CU_pSuite s = CU_add_suite("cluster", suite_init, suite_fini);
+	CU_add_test(s, "one handle on every gateway", test_handles);
+	CU_add_test(s, "written on A, read on B", test_write_a_read_b);
+	CU_add_test(s, "changes show on the others", test_visibility);
+	CU_add_test(s, "concurrent CREATE of one name", test_create_race);
+	CU_add_test(s, "crossing directory renames", test_rename_cycle);
+	CU_add_test(s, "one writer per file", test_one_writer);
+	CU_add_test(s, "kill -9 mid-write", test_kill_mid_write);
+	CU_add_test(s, "PostgreSQL down and back", test_db_outage);
+	return e2e_run_cunit();
+}
