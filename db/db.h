@@ -140,6 +140,14 @@ int db_table_open_shared(struct db *db, const char *name, unsigned flags,
  */
 int db_start(struct db *db);
 
+/*
+ * Leave the cluster: stop following the others (no more changed() hooks
+ * or messages after it returns) and give the node's name up.  Writes
+ * still run, alone.  Call before freeing what the hooks use.  No-op when
+ * alone or already stopped.
+ */
+void db_stop(struct db *db);
+
 /* Whether the node is in a cluster (db_cluster() was called). */
 bool db_clustered(const struct db *db);
 

@@ -109,6 +109,8 @@ struct db_remote {
 int db_pg_open(struct db *db, const struct db_cluster_opts *o,
 	       struct db_pg **out);
 void db_pg_close(struct db_pg *pg);
+/* Stop following (the thread applies through the writer: first). */
+void db_pg_stop_follower(struct db_pg *pg);
 
 /* Result of a commit: 0, -ESTALE (*stale filled: the current records of
  * the stale reads, applied by the caller), -EAGAIN (the database did not
@@ -154,6 +156,9 @@ const char *db_table_name(struct db *db, unsigned tbl);
  */
 int db_apply_remote(struct db *db, const struct db_remote *recs, size_t n,
 		    uint64_t seq);
+
+/* Whether every shared table is empty (a replica never filled). */
+bool db_shared_empty(struct db *db);
 
 /* Replace every shared table with recs (a full copy), seq applied. */
 int db_load_snapshot(struct db *db, const struct db_remote *recs, size_t n,

@@ -444,8 +444,7 @@ void db_close(struct db *db)
 {
 	if (!db)
 		return;
-	/* The follower first: it applies through the writer. */
-	db_pg_close(db->pg);
+	db_stop(db);
 	pthread_mutex_lock(&db->lock);
 	db->stopping = true;
 	pthread_cond_signal(&db->wake);
@@ -540,6 +539,27 @@ int db_start(struct db *db)
 	    (rc = dbi_open(db, "_meta", 0, &db->meta)))
 		return rc;
 	return db_pg_open(db, db->copts, &db->pg);
+}
+
+static int db_write_as(struct db *db, db_apply_fn apply, void *arg,
+		       bool local);
+
+static int detach_fn(struct db_txn *t, void *arg)
+{
+	(void)arg;
+	t->db->pg = NULL; /* on the writer: it commits alone from here on */
+	return 0;
+}
+
+void db_stop(struct db *db)
+{
+	struct db_pg *pg = db->pg;
+
+	if (!pg)
+		return;
+	db_pg_stop_follower(pg);
+	db_write_as(db, detach_fn, NULL, true);
+	db_pg_close(pg);
 }
 
 bool db_clustered(const struct db *db)
@@ -1087,6 +1107,23 @@ int db_load_snapshot(struct db *db, const struct db_remote *recs, size_t n,
 				   .seq = last ? seq : 0, .replace = first };
 
 	return apply_as_local(db, &ra);
+}
+
+bool db_shared_empty(struct db *db)
+{
+	struct db_txn *t;
+	bool empty = true;
+
+	if (db_read_begin(db, &t))
+		return false;
+	for (int i = 0; empty && i < DB_TABLES_MAX; i++) {
+		MDB_stat st;
+
+		if (db->tables[i].shared && !mdb_stat(t->mdb, i, &st))
+			empty = st.ms_entries == 0;
+	}
+	db_read_end(db, t);
+	return empty;
 }
 
 int db_local_seq(struct db *db, uint64_t *seq)

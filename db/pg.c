@@ -882,6 +882,14 @@ int db_pg_open(struct db *db, const struct db_cluster_opts *o,
 	if ((rc = db_local_cluster(db, local_id, sizeof(local_id))) ||
 	    (rc = db_local_seq(db, &seq)))
 		return open_fail(pg, rc);
+	if (!local_id[0] && !db_shared_empty(db)) {
+		/* Loading the cluster's namespace would replace it. */
+		log_error("cluster: this state directory holds the namespace of "
+			  "a gateway on its own: `mapfs-gw meta migrate` copies it "
+			  "into an empty cluster; to join this cluster, give the "
+			  "gateway an empty --state");
+		return open_fail(pg, -EINVAL);
+	}
 	if (strcmp(local_id, pg->cluster_id) || !seq) {
 		rc = snapshot_load(pg, pg->fol.c);
 		if (!rc)
@@ -904,16 +912,22 @@ int db_pg_open(struct db *db, const struct db_cluster_opts *o,
 	return 0;
 }
 
+void db_pg_stop_follower(struct db_pg *pg)
+{
+	if (!pg || !pg->follower_started)
+		return;
+	if (write(pg->stop_pipe[1], "x", 1) != 1) {
+		/* the follower also stops at its next poll */
+	}
+	pthread_join(pg->follower, NULL);
+	pg->follower_started = false;
+}
+
 void db_pg_close(struct db_pg *pg)
 {
 	if (!pg)
 		return;
-	if (pg->follower_started) {
-		if (write(pg->stop_pipe[1], "x", 1) != 1) {
-			/* the follower also stops at its next poll */
-		}
-		pthread_join(pg->follower, NULL);
-	}
+	db_pg_stop_follower(pg);
 	if (pg->stop_pipe[0] >= 0)
 		close(pg->stop_pipe[0]);
 	if (pg->stop_pipe[1] >= 0)

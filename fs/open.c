@@ -105,6 +105,8 @@ void fs_close(struct fs *fs, bool flush)
 	if (flush)
 		fs_flush(fs);
 	fs_syncer_stop(fs);
+	/* No other node's change reaches the hooks of a freed fs. */
+	db_stop(fs->db);
 	fs_fail_free(fs);
 	pthread_mutex_destroy(&fs->ino_lock);
 	pthread_mutex_destroy(&fs->fail_lock);

@@ -717,8 +717,13 @@ int main(int argc, char **argv)
 	if ((rc = gateway_open_storage(&gw)) || (rc = gateway_open_nfsd(&gw)) ||
 	    (rc = gateway_open_nlm(&gw)) || (rc = gateway_listen(&gw)) ||
 	    (rc = gateway_open_ops(&gw, started_ms))) {
+		/* A cluster that refused this configuration (another store,
+		 * a newer schema, a name in use, wrong credentials): 2, as
+		 * for any bad configuration. */
+		int code = gw.cfg.meta && (rc == -EINVAL || rc == -EPROTO) ? 2 : 1;
+
 		gateway_close(&gw);
-		return 1;
+		return code;
 	}
 	gateway_register(&gw);
 

@@ -18,9 +18,13 @@
 #include "harness.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define NGW 3
@@ -581,9 +585,257 @@ static int suite_fini(void)
 	return bad ? -1 : 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* Bad configurations: a clear error, exit 2, nothing changed          */
+
+static char cdir[64];
+
+/*
+ * Run a gateway on its own state dir (sub of cdir) and store with
+ * --meta url, --node node and more args (NULL-terminated), until it
+ * exits or is ready (then stopped): its exit status, or 1000 if it got
+ * ready; its stderr in err[cap].  Waits at most wait_ms for either.
+ */
+static int gw_try(const char *url, const char *node, const char *state,
+		  const char *store, const char *const *more, char *err,
+		  size_t cap, int wait_ms)
+{
+	const char *bin = getenv("MAPFS_GW");
+	char errf[128], line[256] = "";
+	const char *argv[40];
+	int n = 0, p[2], st = -1, rc = -1;
+	size_t fill = 0;
+	uint64_t t0 = e2e_now_ms();
+	pid_t pid;
+
+	snprintf(errf, sizeof(errf), "%s/err", cdir);
+	argv[n++] = bin;
+	argv[n++] = "--store";
+	argv[n++] = store;
+	argv[n++] = "--state";
+	argv[n++] = state;
+	argv[n++] = "--meta";
+	argv[n++] = url;
+	argv[n++] = "--node";
+	argv[n++] = node;
+	argv[n++] = "--bind";
+	argv[n++] = "127.0.0.1";
+	argv[n++] = "--nfs-port";
+	argv[n++] = "0";
+	argv[n++] = "--mount-port";
+	argv[n++] = "0";
+	argv[n++] = "--no-rpcbind";
+	argv[n++] = "--foreground";
+	for (int i = 0; more && more[i] && n < 38; i++)
+		argv[n++] = more[i];
+	argv[n] = NULL;
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (fd < 0 || dup2(fd, 2) < 0 || dup2(p[1], 1) < 0)
+			_exit(99);
+		close(p[0]);
+		execv(bin, (char *const *)argv);
+		_exit(98);
+	}
+	close(p[1]);
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	while (e2e_now_ms() - t0 < (uint64_t)wait_ms) {
+		struct pollfd pf = { .fd = p[0], .events = POLLIN };
+		ssize_t r;
+
+		if (waitpid(pid, &st, WNOHANG) == pid) {
+			rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			break;
+		}
+		if (poll(&pf, 1, 50) > 0 &&
+		    (r = read(p[0], line + fill, sizeof(line) - 1 - fill)) > 0) {
+			fill += (size_t)r;
+			line[fill] = '\0';
+			if (strstr(line, "mapfs-gw: ready")) {
+				kill(pid, SIGTERM);
+				waitpid(pid, &st, 0);
+				rc = 1000;
+				break;
+			}
+		}
+	}
+	if (rc == -1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+	}
+	close(p[0]);
+	err[0] = '\0';
+	int fd = open(errf, O_RDONLY);
+
+	if (fd >= 0) {
+		ssize_t r = read(fd, err, cap - 1);
+
+		err[r > 0 ? r : 0] = '\0';
+		close(fd);
+	}
+	return rc;
+}
+
+static char cmeta[256], cstore[E2E_PATH_MAX + 16];
+
+static void state_of(const char *name, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/%s", cdir, name);
+}
+
+/* The first node makes the cluster; the same name twice is refused. */
+static void test_node_name_twice(void)
+{
+	char err[4096], s1[128], s2[128];
+	struct e2e_gw one;
+	struct e2e_gw_opts o = { .threads = 1, .meta = cmeta, .node = "twin" };
+	int rc;
+
+	E2E_REQUIRE(e2e_gw_start_opts(&one, &o) == 0, "first twin");
+	snprintf(cstore, sizeof(cstore), "%s%s",
+		 e2e_backend_is_s3() ? "" : "file://", one.store);
+	state_of("s2", s2, sizeof(s2));
+	(void)s1;
+	rc = gw_try(cmeta, "twin", s2, cstore, NULL, err, sizeof(err), 20000);
+	E2E_CHECK(rc == 2, "a second node named twin: exit %d, want 2", rc);
+	E2E_CHECK(strstr(err, "node name twin is in use"),
+		  "no clear message: %s", err);
+	E2E_CHECK(e2e_gw_stop(&one) == 0, "first twin stops");
+	/* Stopped cleanly, its name is free at once. */
+	rc = gw_try(cmeta, "twin", s2, cstore, NULL, err, sizeof(err), 20000);
+	E2E_CHECK(rc == 1000, "twin after the first stopped: %d\n%s", rc, err);
+	e2e_gw_cleanup(&one);
+}
+
+/* Another --store than the cluster's: exit 2, naming both. */
+static void test_other_store(void)
+{
+	char err[4096], st[128], other[160];
+
+	state_of("s3", st, sizeof(st));
+	snprintf(other, sizeof(other), "file://%s/other-store", cdir);
+	int rc = gw_try(cmeta, "other", st, other, NULL, err, sizeof(err),
+			20000);
+
+	E2E_CHECK(rc == 2, "another store: exit %d, want 2", rc);
+	E2E_CHECK(strstr(err, "every gateway of a cluster must use the same"),
+		  "no clear message: %s", err);
+}
+
+/* A wrong password and a missing database stop at once: exit 2. */
+static void test_bad_credentials(void)
+{
+	char err[4096], st[128], url[300], *host;
+
+	state_of("s4", st, sizeof(st));
+	host = strstr(cmeta, "@");
+	E2E_REQUIRE(host, "meta URL %s", cmeta);
+	snprintf(url, sizeof(url), "postgresql://mapfs_pw:wrong%s", host);
+	int rc = gw_try(url, "pw", st, cstore, NULL, err, sizeof(err), 20000);
+
+	E2E_CHECK(rc == 2, "a wrong password: exit %d, want 2", rc);
+	E2E_CHECK(strstr(err, "password authentication failed"),
+		  "no clear message: %s", err);
+	E2E_CHECK(!strstr(err, "wrong"), "the password is in the log: %s",
+		  err);
+	snprintf(url, sizeof(url), "%.*s/no_such_db",
+		 (int)(strrchr(cmeta, '/') - cmeta), cmeta);
+	rc = gw_try(url, "nodb", st, cstore, NULL, err, sizeof(err), 20000);
+	E2E_CHECK(rc == 2, "a missing database: exit %d, want 2", rc);
+	E2E_CHECK(strstr(err, "does not exist"), "no clear message: %s", err);
+}
+
+/* A schema newer than the binary: exit 2, saying which. */
+static void test_newer_schema(void)
+{
+	char err[4096], st[128], cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "psql -X -q '%s' -c \"UPDATE mapfs_meta SET "
+		 "value = '99' WHERE name = 'schema_version'\" >/dev/null",
+		 cmeta);
+	E2E_REQUIRE(system(cmd) == 0, "%s", cmd);
+	state_of("s5", st, sizeof(st));
+	int rc = gw_try(cmeta, "new", st, cstore, NULL, err, sizeof(err), 20000);
+
+	E2E_CHECK(rc == 2, "a newer schema: exit %d, want 2", rc);
+	E2E_CHECK(strstr(err, "schema is version 99, newer than"),
+		  "no clear message: %s", err);
+	snprintf(cmd, sizeof(cmd), "psql -X -q '%s' -c \"UPDATE mapfs_meta SET "
+		 "value = '1' WHERE name = 'schema_version'\" >/dev/null",
+		 cmeta);
+	E2E_REQUIRE(system(cmd) == 0, "%s", cmd);
+}
+
+/* A state dir with a gateway's own namespace is not overwritten. */
+static void test_standalone_state(void)
+{
+	char err[4096], st[E2E_PATH_MAX];
+	struct e2e_gw alone;
+	struct e2e_gw_opts o = { .threads = 1 };
+	int rc;
+
+	E2E_REQUIRE(e2e_gw_start_opts(&alone, &o) == 0, "a gateway alone");
+	E2E_CHECK(e2e_gw_stop(&alone) == 0, "stop it");
+	snprintf(st, sizeof(st), "%s", alone.state);
+	rc = gw_try(cmeta, "alone", st, cstore, NULL, err, sizeof(err), 20000);
+	E2E_CHECK(rc == 2, "its state in a cluster: exit %d, want 2", rc);
+	E2E_CHECK(strstr(err, "meta migrate"), "no clear message: %s", err);
+	e2e_gw_cleanup(&alone);
+}
+
+/* PostgreSQL not there at start: the gateway waits, then serves. */
+static void test_db_late(void)
+{
+	char err[4096], st[128];
+	int rc;
+
+	E2E_REQUIRE(e2e_pg_down() == 0, "stop PostgreSQL");
+	state_of("s6", st, sizeof(st));
+	rc = gw_try(cmeta, "late", st, cstore, NULL, err, sizeof(err), 3000);
+	E2E_CHECK(rc == -1, "without a database: %d (want: still waiting)",
+		  rc);
+	E2E_CHECK(strstr(err, "does not answer") && strstr(err, "retrying"),
+		  "it does not say why it waits: %s", err);
+	E2E_REQUIRE(e2e_pg_up() == 0, "start PostgreSQL");
+	rc = gw_try(cmeta, "late", st, cstore, NULL, err, sizeof(err), 30000);
+	E2E_CHECK(rc == 1000, "once the database is back: %d\n%s", rc, err);
+}
+
+static int config_init(void)
+{
+	snprintf(cdir, sizeof(cdir), "/tmp/mapfs-e2e-cfg-XXXXXX");
+	if (!mkdtemp(cdir))
+		return -1;
+	return e2e_pg_createdb(cmeta, sizeof(cmeta));
+}
+
+static int config_fini(void)
+{
+	char cmd[128];
+
+	if (!getenv("E2E_KEEP")) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", cdir);
+		if (system(cmd))
+			return -1;
+	}
+	return 0;
+}
+
 int main(void)
 {
 	CU_initialize_registry();
+	CU_pSuite c = CU_add_suite("cluster-config", config_init, config_fini);
+	CU_add_test(c, "one node name, one gateway", test_node_name_twice);
+	CU_add_test(c, "another store", test_other_store);
+	CU_add_test(c, "wrong password, missing database",
+		    test_bad_credentials);
+	CU_add_test(c, "a newer schema", test_newer_schema);
+	CU_add_test(c, "a gateway's own state", test_standalone_state);
+	CU_add_test(c, "PostgreSQL late at start", test_db_late);
 	CU_pSuite s = CU_add_suite("cluster", suite_init, suite_fini);
 	CU_add_test(s, "one handle on every gateway", test_handles);
 	CU_add_test(s, "written on A, read on B", test_write_a_read_b);

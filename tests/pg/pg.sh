@@ -9,6 +9,9 @@
 #   pg.sh kill DIR      stop at once (-m immediate: a crash, for outages)
 #   pg.sh createdb DIR NAME   a fresh database NAME; prints its URI
 #
+# Besides the superuser "mapfs" (trust), the role "mapfs_pw" must log in
+# with the password "right" (scram-sha-256): the wrong-password tests.
+#
 # postgres refuses to run as root: the server runs as the user "postgres"
 # (Debian's package makes it) or else "nobody", in DIR (mode 0700 for
 # that user), with trust authentication on loopback only.  With
@@ -78,6 +81,10 @@ start() {
 		as_pg "$PGBIN/initdb" -N -D "$dir/data" -U mapfs -A trust -E UTF8 \
 			--locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
 			die "initdb failed: $(tail -3 "$dir/initdb.log")"
+		# One role that needs a password (wrong-password tests):
+		# its line comes before the trust lines.
+		sed -i '1i host all mapfs_pw 127.0.0.1/32 scram-sha-256' \
+			"$dir/data/pg_hba.conf"
 		fresh=1
 	fi
 	as_pg "$PGBIN/pg_ctl" -D "$dir/data" -w -t 60 -l "$dir/log" -o \
@@ -85,7 +92,9 @@ start() {
 		start >/dev/null 2>&1 || die "postgres did not start: $(tail -3 "$dir/log" | tr '\n' ' ')"
 	if [ $fresh = 1 ]; then
 		as_pg "$PGBIN/psql" -X -q -h "$dir" -p "$base" -U mapfs -d postgres \
-			-c "CREATE DATABASE mapfs" >/dev/null || die "createdb failed"
+			-c "CREATE DATABASE mapfs" \
+			-c "CREATE ROLE mapfs_pw LOGIN PASSWORD 'right'" >/dev/null ||
+			die "createdb failed"
 	fi
 	watch "$dir"
 	env_of "$dir"
