@@ -148,6 +148,23 @@ int db_start(struct db *db);
  */
 void db_stop(struct db *db);
 
+/* How far a long operation got (done of total units). */
+typedef void (*db_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+/*
+ * Grow a gateway alone into a cluster: copy its shared tables (every
+ * table open DB_SHARED, as the cluster shares them) into the empty
+ * database o->url for the store o->store_url, with the handle key (so
+ * clients' handles stay valid) and the inode counter at next_id, and
+ * make this state directory the new cluster's first replica.  Its own
+ * tables (pending uploads, the cache's journal) stay as they are.
+ * Blocks; progress(ctx, done, total) now and then.  0, -ENOTEMPTY (the
+ * database holds a cluster already: nothing written), -errno (logged).
+ */
+int db_migrate(struct db *db, const struct db_cluster_opts *o,
+	       const void *key, size_t klen, uint64_t next_id,
+	       db_progress_fn progress, void *ctx);
+
 /* Whether the node is in a cluster (db_cluster() was called). */
 bool db_clustered(const struct db *db);
 

@@ -157,6 +157,23 @@ const char *db_table_name(struct db *db, unsigned tbl);
 int db_apply_remote(struct db *db, const struct db_remote *recs, size_t n,
 		    uint64_t seq);
 
+/*
+ * Every record of the shared tables, in one snapshot, as the cluster
+ * shares it (projected): fn(ctx, rec) for each; the first non-zero
+ * return stops the walk.  *count first gets the number of records.
+ */
+int db_each_shared(struct db *db, uint64_t *count,
+		   int (*fn)(void *ctx, const struct db_remote *rec),
+		   void *ctx);
+
+/* Mark this replica as cluster id's at seq: every shared record's
+ * version = seq.  0 or -errno. */
+int db_mark_replica(struct db *db, const char *id, uint64_t seq);
+
+int db_pg_migrate(struct db *db, const struct db_cluster_opts *o,
+		  const void *key, size_t klen, uint64_t next_id,
+		  db_progress_fn progress, void *ctx);
+
 /* Whether every shared table is empty (a replica never filled). */
 bool db_shared_empty(struct db *db);
 

@@ -179,6 +179,8 @@ static int vers_del(struct db *db, MDB_txn *txn, unsigned tbl,
 	return rc == MDB_NOTFOUND ? 0 : db_err(rc);
 }
 
+static int meta_raise_seq(struct db *db, MDB_txn *txn, uint64_t v);
+
 static bool tracked(const struct db_txn *txn, unsigned tbl)
 {
 	return txn->track && tbl < DB_TABLES_MAX && txn->db->tables[tbl].shared;
@@ -1107,6 +1109,105 @@ int db_load_snapshot(struct db *db, const struct db_remote *recs, size_t n,
 				   .seq = last ? seq : 0, .replace = first };
 
 	return apply_as_local(db, &ra);
+}
+
+int db_each_shared(struct db *db, uint64_t *count,
+		   int (*fn)(void *ctx, const struct db_remote *rec),
+		   void *ctx)
+{
+	unsigned char *buf = NULL;
+	struct db_txn *t;
+	int rc = db_read_begin(db, &t);
+
+	if (rc)
+		return rc;
+	*count = 0;
+	for (int i = 0; i < DB_TABLES_MAX; i++) {
+		MDB_stat st;
+
+		if (db->tables[i].shared && !mdb_stat(t->mdb, i, &st))
+			*count += st.ms_entries;
+	}
+	for (int i = 0; !rc && i < DB_TABLES_MAX; i++) {
+		struct db_tinfo *ti = &db->tables[i];
+		MDB_cursor *c = NULL;
+		MDB_val k, v;
+
+		if (!ti->shared)
+			continue;
+		free(buf);
+		buf = ti->ops.max ? malloc(ti->ops.max) : NULL;
+		if (ti->ops.max && !buf) {
+			rc = -ENOMEM;
+			break;
+		}
+		rc = db_err(mdb_cursor_open(t->mdb, i, &c));
+		for (int op = MDB_FIRST; !rc && !mdb_cursor_get(c, &k, &v, op);
+		     op = MDB_NEXT) {
+			struct db_val sv;
+
+			rc = project(ti, (struct db_val *)&v, buf, &sv);
+			if (!rc)
+				rc = fn(ctx, &(struct db_remote){
+						     .tbl = (unsigned)i,
+						     .key = k.mv_data,
+						     .klen = k.mv_size,
+						     .val = sv.data,
+						     .vlen = sv.size, .ver = 1 });
+		}
+		if (c)
+			mdb_cursor_close(c);
+	}
+	free(buf);
+	db_read_end(db, t);
+	return rc;
+}
+
+struct mark_op {
+	const char *id;
+	uint64_t seq;
+};
+
+static int mark_fn(struct db_txn *t, void *arg)
+{
+	struct mark_op *m = arg;
+	struct db *db = t->db;
+	MDB_val k = { 7, "cluster" }, v = { strlen(m->id), (void *)m->id };
+	int rc = db_err(mdb_put(t->mdb, db->meta, &k, &v, 0));
+
+	for (int i = 0; !rc && i < DB_TABLES_MAX; i++) {
+		MDB_cursor *c = NULL;
+		MDB_val rk, rv;
+
+		if (!db->tables[i].shared)
+			continue;
+		rc = db_err(mdb_cursor_open(t->mdb, i, &c));
+		for (int op = MDB_FIRST; !rc && !mdb_cursor_get(c, &rk, &rv, op);
+		     op = MDB_NEXT)
+			rc = vers_put(db, t->mdb, (unsigned)i,
+				      (struct db_val *)&rk, m->seq);
+		if (c)
+			mdb_cursor_close(c);
+	}
+	return rc ? rc : meta_raise_seq(db, t->mdb, m->seq);
+}
+
+int db_mark_replica(struct db *db, const char *id, uint64_t seq)
+{
+	struct mark_op m = { id, seq };
+	int rc;
+
+	if ((rc = dbi_open(db, "_vers", 0, &db->vers)) ||
+	    (rc = dbi_open(db, "_meta", 0, &db->meta)))
+		return rc;
+	return db_write_as(db, mark_fn, &m, true);
+}
+
+int db_migrate(struct db *db, const struct db_cluster_opts *o,
+	       const void *key, size_t klen, uint64_t next_id,
+	       db_progress_fn progress, void *ctx)
+{
+	return db_pg_migrate(db, o, key, klen, next_id, progress, ctx);
 }
 
 bool db_shared_empty(struct db *db)

@@ -1161,3 +1161,169 @@ int db_pg_secret(struct db_pg *pg, const char *name, void *buf, size_t len)
 	free(rnd);
 	return rc;
 }
+
+/* ---- growing a gateway into a cluster ------------------------------------ */
+
+#define MIGRATE_BATCH 5000
+
+struct migrate {
+	struct db_pg *pg;
+	PGconn *c;
+	struct pbuf a[3];
+	size_t n;
+	uint64_t done, total;
+	db_progress_fn progress;
+	void *ctx;
+};
+
+static int migrate_flush(struct migrate *m)
+{
+	struct pbuf h[3] = { { 0 } };
+	const char *vals[3];
+	int lens[3], fmts[3] = { 1, 1, 1 };
+	PGresult *r;
+	int rc = 0;
+
+	if (!m->n)
+		return 0;
+	/* The element arrays with their headers in front. */
+	pb_array(&h[0], OID_TEXT, m->n);
+	pb_array(&h[1], OID_BYTEA, m->n);
+	pb_array(&h[2], OID_BYTEA, m->n);
+	for (int i = 0; i < 3; i++) {
+		pb_add(&h[i], m->a[i].p, m->a[i].len);
+		if (h[i].bad || m->a[i].bad)
+			rc = -ENOMEM;
+		vals[i] = (const char *)h[i].p;
+		lens[i] = (int)h[i].len;
+	}
+	if (!rc) {
+		r = PQexecParams(m->c,
+				 "INSERT INTO mapfs_records (tbl, k, v, ver)"
+				 " SELECT t, k, v, 1 FROM unnest($1::text[],"
+				 " $2::bytea[], $3::bytea[]) AS w(t, k, v)",
+				 3, NULL, vals, lens, fmts, 0);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK)
+			rc = res_err(m->c, r, "copy the records");
+		PQclear(r);
+	}
+	for (int i = 0; i < 3; i++) {
+		free(h[i].p);
+		m->a[i].len = 0;
+	}
+	m->done += m->n;
+	m->n = 0;
+	if (m->progress)
+		m->progress(m->ctx, m->done, m->total);
+	return rc;
+}
+
+static int migrate_one(void *ctx, const struct db_remote *rec)
+{
+	struct migrate *m = ctx;
+	const char *tn = db_table_name(m->pg->db, rec->tbl);
+
+	pb_elem(&m->a[0], tn, strlen(tn));
+	pb_elem(&m->a[1], rec->key, rec->klen);
+	pb_elem(&m->a[2], rec->val, rec->vlen);
+	return ++m->n == MIGRATE_BATCH ? migrate_flush(m) : 0;
+}
+
+static PGresult *exec_ok(PGconn *c, const char *sql)
+{
+	PGresult *r = PQexec(c, sql);
+
+	if (PQresultStatus(r) != PGRES_COMMAND_OK &&
+	    PQresultStatus(r) != PGRES_TUPLES_OK) {
+		res_err(c, r, sql);
+		PQclear(r);
+		return NULL;
+	}
+	return r;
+}
+
+int db_pg_migrate(struct db *db, const struct db_cluster_opts *o,
+		  const void *key, size_t klen, uint64_t next_id,
+		  db_progress_fn progress, void *ctx)
+{
+	struct db_pg *pg = calloc(1, sizeof(*pg));
+	struct migrate m = { .pg = pg, .progress = progress, .ctx = ctx };
+	char num[32];
+	const char *p[2];
+	int lens[2] = { 0, (int)klen }, fmts[2] = { 0, 1 };
+	PGresult *r;
+	int rc;
+
+	if (!pg)
+		return -ENOMEM;
+	pg->db = db;
+	pg->o = *o;
+	rc = pgc_connect(pg, &pg->wr, false);
+	if (rc)
+		goto out;
+	m.c = pg->wr.c;
+	if ((rc = schema_check(pg, m.c)))
+		goto out;
+	r = PQexec(m.c, "SELECT (SELECT count(*) FROM mapfs_records),"
+			" (SELECT seq FROM mapfs_clock)");
+	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+		rc = res_err(m.c, r, "look at the target");
+		PQclear(r);
+		goto out;
+	}
+	if (atoll(PQgetvalue(r, 0, 0)) || atoll(PQgetvalue(r, 0, 1))) {
+		log_error("cluster: the database at the target holds a "
+			  "namespace already (%s records): nothing copied",
+			  PQgetvalue(r, 0, 0));
+		PQclear(r);
+		rc = -ENOTEMPTY;
+		goto out;
+	}
+	PQclear(r);
+	if (!(r = exec_ok(m.c, "BEGIN"))) {
+		rc = -EIO;
+		goto out;
+	}
+	PQclear(r);
+	rc = db_each_shared(db, &m.total, migrate_one, &m);
+	if (!rc)
+		rc = migrate_flush(&m);
+	snprintf(num, sizeof(num), "%" PRIu64, next_id);
+	p[0] = num;
+	if (!rc) {
+		r = PQexecParams(m.c, "UPDATE mapfs_counters SET next ="
+				      " greatest(next, $1::bigint) WHERE name = 'ino'",
+				 1, NULL, p, NULL, NULL, 0);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK)
+			rc = res_err(m.c, r, "set the inode counter");
+		PQclear(r);
+	}
+	p[0] = "handle";
+	p[1] = key;
+	if (!rc && key) {
+		r = PQexecParams(m.c, "INSERT INTO mapfs_secrets VALUES ($1, $2)"
+				      " ON CONFLICT (name) DO UPDATE SET"
+				      " value = EXCLUDED.value",
+				 2, NULL, p, lens, fmts, 0);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK)
+			rc = res_err(m.c, r, "copy the handle key");
+		PQclear(r);
+	}
+	if (!rc && !(r = exec_ok(m.c, "UPDATE mapfs_clock SET seq = 1")))
+		rc = -EIO;
+	else if (!rc)
+		PQclear(r);
+	r = PQexec(m.c, rc ? "ROLLBACK" : "COMMIT");
+	if (!rc && PQresultStatus(r) != PGRES_COMMAND_OK)
+		rc = res_err(m.c, r, "commit the copy");
+	PQclear(r);
+	/* This replica is the cluster's from here: its records at seq 1. */
+	if (!rc)
+		rc = db_mark_replica(db, pg->cluster_id, 1);
+out:
+	for (int i = 0; i < 3; i++)
+		free(m.a[i].p);
+	pgc_close(&pg->wr);
+	free(pg);
+	return rc;
+}

@@ -155,6 +155,18 @@ typedef void (*fs_done_fn)(void *arg, int err);
 int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 	    struct store *store, struct fs **out);
 
+/*
+ * `mapfs-gw meta migrate`: copy the namespace of a gateway alone (db, the
+ * gateway stopped) into the empty cluster database of o (see db.h
+ * db_migrate), with the handle key (klen bytes) its clients' handles were
+ * made with.  0, -ENOTEMPTY, or -errno.
+ */
+struct db_cluster_opts;
+typedef void (*db_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+int fs_migrate(struct db *db, const struct db_cluster_opts *o,
+	       const void *key, size_t klen, db_progress_fn progress,
+	       void *ctx);
+
 /* Stop the syncer (after one last pass if flush) and free. */
 void fs_close(struct fs *fs, bool flush);
 
@@ -245,7 +257,7 @@ void fs_setattr(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
  * fs's from the call until done runs; its contents are private.
  */
 struct fs_io {
-	_Alignas(16) unsigned char room[160];
+	_Alignas(16) unsigned char room[176];
 };
 
 /* READ: *nread bytes into buf; *eof if the read reached the end. */

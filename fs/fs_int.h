@@ -154,6 +154,8 @@ int fs_inode_get(struct fs *fs, struct db_txn *txn, uint64_t ino,
 		 struct fs_inode *out);
 int fs_inode_put(struct fs *fs, struct db_txn *txn, const struct fs_inode *in);
 int fs_inode_del(struct fs *fs, struct db_txn *txn, uint64_t ino);
+/* The persisted inode counter (unchanged when there is none yet). */
+int fs_meta_next_ino(struct fs *fs, uint64_t *next);
 /* Persist next_ino past ino (apply of a create). */
 int fs_meta_note_ino(struct fs *fs, struct db_txn *txn, uint64_t ino);
 /* A fresh inode number; 0 when a cluster's block is late (-EAGAIN). */
@@ -261,8 +263,16 @@ void fs_fail_free(struct fs *fs);
  * its owner, or -EAGAIN when another node owns it (asked to let go).
  */
 int fs_owner_take(struct fs *fs, struct fs_inode *in);
+/* Ask node owner to upload ino now and let it go (never blocks). */
+void fs_owner_ask(struct fs *fs, uint32_t owner, uint64_t ino);
 /* in is clean again here: it has no owner any more. */
 void fs_owner_release(struct fs *fs, struct fs_inode *in);
+/*
+ * At a cluster start: files this node has changes of (its work index)
+ * that have no owner become its (after a migration, or a crash between
+ * the two commits); one owned by another node is logged.  Blocks.
+ */
+int fs_owner_reconcile(struct fs *fs);
 /* db_msg_fn for the messages of other nodes ("release INO"). */
 void fs_owner_on_message(void *ctx, uint32_t from, const char *msg);
 

@@ -278,6 +278,18 @@ static int meta_put_u64(struct fs *fs, struct db_txn *txn, const char *name,
 	return db_put(txn, fs->dbi_meta, &k, &v, 0);
 }
 
+int fs_meta_next_ino(struct fs *fs, uint64_t *next)
+{
+	struct db_txn *txn;
+	int rc = db_read_begin(fs->db, &txn);
+
+	if (rc)
+		return rc;
+	rc = meta_get_u64(fs, txn, "next_ino", next);
+	db_read_end(fs->db, txn);
+	return rc == -ENOENT ? 0 : rc;
+}
+
 int fs_meta_note_ino(struct fs *fs, struct db_txn *txn, uint64_t ino)
 {
 	uint64_t next = 0;

@@ -39,6 +39,8 @@ struct io_op {
 	char *key;     /* the store key, built for a fetch (a miss) only */
 	uint64_t size; /* the record's, for a fetch */
 	int tries;
+	uint32_t owner; /* cluster: the node whose changes it has, 0 none */
+	uint64_t etag_hash; /* of the record's ETag when the op began */
 	bool was_dirty, marked;
 	size_t *nread;
 	bool *eof;
@@ -48,6 +50,16 @@ struct io_op {
 	fs_done_fn done;
 	void *arg;
 };
+
+/* A short summary of an ETag, to tell whether the object changed. */
+static uint64_t etag_hash(const char *etag)
+{
+	uint64_t h = 14695981039346656037ull;
+
+	for (; *etag; etag++)
+		h = (h ^ (unsigned char)*etag) * 1099511628211ull;
+	return h;
+}
 
 int fs_backpressure(struct fs *fs)
 {
@@ -110,6 +122,8 @@ static int io_prepare(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	if (ctx->uid != in->uid && (rc = fs_perm(ctx, in, want)))
 		goto out_end;
 	op->size = in->size;
+	op->owner = in->owner;
+	op->etag_hash = etag_hash(in->etag);
 	op->was_dirty = in->flags & FS_F_DIRTY_DATA;
 out_end:
 	db_read_end(fs->db, txn);
@@ -119,17 +133,51 @@ out_end:
 static void read_start(struct io_op *op);
 
 /*
+ * After a fetch: was the object replaced meanwhile (another node's
+ * upload, a listing that saw another writer)?  The record then says so,
+ * and the chunks just fetched may be the old object's: they are dropped
+ * and op starts over on the new record.  True when it did.
+ */
+static bool io_refetch(struct io_op *op)
+{
+	struct db_txn *txn;
+	struct fs_inode in;
+	bool changed;
+
+	if (db_read_begin(op->fs->db, &txn))
+		return false;
+	changed = !fs_inode_get(op->fs, txn, op->ino, &in) &&
+		  !(in.flags & FS_F_DIRTY_DATA) &&
+		  (in.size != op->size || etag_hash(in.etag) != op->etag_hash);
+	db_read_end(op->fs->db, txn);
+	if (!changed)
+		return false;
+	cache_drop(op->fs->cache, op->ino);
+	op->size = in.size;
+	op->owner = in.owner;
+	op->etag_hash = etag_hash(in.etag);
+	return true;
+}
+
+/*
  * A fetch's error as the client should see it.  A missing object while
  * store work is still queued is most likely a rename whose COPY has not
  * run yet (the chunks never local are still at the old key): retry
- * later (JUKEBOX) rather than fail the I/O.
+ * later (JUKEBOX) rather than fail the I/O.  So is one whose changes
+ * another node of the cluster holds (not uploaded yet): it is asked to
+ * upload now.
  */
-static int fetch_err(struct fs *fs, long res)
+static int fetch_err(struct io_op *op, long res)
 {
+	struct fs *fs = op->fs;
 	struct db_txn *txn;
 	uint64_t n;
 	bool queued = false;
 
+	if (res == -ENOENT && op->owner && op->owner != db_node_id(fs->db)) {
+		fs_owner_ask(fs, op->owner, op->ino);
+		return -EAGAIN;
+	}
 	if (res != -ENOENT || db_read_begin(fs->db, &txn))
 		return (int)res;
 	queued = db_count(txn, fs->dbi_pending, &n) == 0 && n;
@@ -178,7 +226,14 @@ static void read_fetched(void *p, long res)
 	struct io_op *op = p;
 
 	if (res < 0) {
-		io_free(op, fetch_err(op->fs, res));
+		io_free(op, fetch_err(op, res));
+		return;
+	}
+	if (io_refetch(op)) {
+		if (op->tries++ < FS_IO_TRIES)
+			io_fetch(op, false, read_fetched);
+		else
+			io_free(op, -EAGAIN);
 		return;
 	}
 	read_start(op);
@@ -331,7 +386,7 @@ static void write_fetched(void *p, long res)
 	struct io_op *op = p;
 
 	if (res < 0) {
-		io_free(op, fetch_err(op->fs, res));
+		io_free(op, fetch_err(op, res));
 		return;
 	}
 	if (op->was_dirty || op->marked) {

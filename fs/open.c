@@ -37,6 +37,27 @@ static int open_init_apply(struct db_txn *txn, void *p)
 	return fs_inode_put(fs, txn, &root);
 }
 
+/* The tables: the namespace is the cluster's, the rest this node's. */
+static int fs_tables_open(struct fs *fs, const struct db_share_ops *inodes)
+{
+	struct db *db = fs->db;
+	int rc;
+
+	if ((rc = db_table_open_shared(db, "inodes", DB_INTKEY | DB_SHARED,
+				       inodes, &fs->dbi_inodes)) ||
+	    (rc = db_table_open(db, "dirents", DB_SHARED, &fs->dbi_dirents)) ||
+	    (rc = db_table_open(db, "dircookies", DB_SHARED,
+				&fs->dbi_cookies)) ||
+	    (rc = db_table_open(db, "keys", DB_SHARED, &fs->dbi_keys)) ||
+	    (rc = db_table_open(db, "meta", 0, &fs->dbi_meta)) ||
+	    (rc = db_table_open(db, "pending", DB_INTKEY, &fs->dbi_pending)) ||
+	    (rc = db_table_open(db, "work", DB_INTKEY, &fs->dbi_work)) ||
+	    (rc = db_table_open(db, "mpu", 0, &fs->dbi_mpu)) ||
+	    (rc = db_table_open(db, "mpu_intent", 0, &fs->dbi_mpu_intent)))
+		return rc;
+	return 0;
+}
+
 /* See fs.h.  db, cache and store stay the caller's. */
 int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 	    struct store *store, struct fs **out)
@@ -55,18 +76,7 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 	inodes.ctx = fs;
 	pthread_mutex_init(&fs->fail_lock, NULL);
 	pthread_mutex_init(&fs->ino_lock, NULL);
-	/* The namespace is the cluster's; the rest is this node's work. */
-	if ((rc = db_table_open_shared(db, "inodes", DB_INTKEY | DB_SHARED,
-				       &inodes, &fs->dbi_inodes)) ||
-	    (rc = db_table_open(db, "dirents", DB_SHARED, &fs->dbi_dirents)) ||
-	    (rc = db_table_open(db, "dircookies", DB_SHARED,
-				&fs->dbi_cookies)) ||
-	    (rc = db_table_open(db, "keys", DB_SHARED, &fs->dbi_keys)) ||
-	    (rc = db_table_open(db, "meta", 0, &fs->dbi_meta)) ||
-	    (rc = db_table_open(db, "pending", DB_INTKEY, &fs->dbi_pending)) ||
-	    (rc = db_table_open(db, "work", DB_INTKEY, &fs->dbi_work)) ||
-	    (rc = db_table_open(db, "mpu", 0, &fs->dbi_mpu)) ||
-	    (rc = db_table_open(db, "mpu_intent", 0, &fs->dbi_mpu_intent)))
+	if ((rc = fs_tables_open(fs, &inodes)))
 		goto out_free;
 	/* Tables open: a cluster node brings its replica up to date. */
 	db_on_message(db, fs_owner_on_message, fs);
@@ -79,7 +89,8 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 	rc = fs_workers_start(fs);
 	if (rc)
 		goto out_free;
-	if (db_clustered(db) && (rc = fs_ino_blocks_start(fs)))
+	if (db_clustered(db) && ((rc = fs_ino_blocks_start(fs)) ||
+				 (rc = fs_owner_reconcile(fs))))
 		goto out_workers;
 	rc = fs_syncer_start(fs);
 	if (rc)
@@ -111,4 +122,17 @@ void fs_close(struct fs *fs, bool flush)
 	pthread_mutex_destroy(&fs->ino_lock);
 	pthread_mutex_destroy(&fs->fail_lock);
 	free(fs);
+}
+
+int fs_migrate(struct db *db, const struct db_cluster_opts *o,
+	       const void *key, size_t klen, db_progress_fn progress,
+	       void *ctx)
+{
+	struct fs fs = { .db = db };
+	uint64_t next = FS_ROOT_INO + 1;
+	int rc = fs_tables_open(&fs, &fs_inode_share);
+
+	if (!rc)
+		rc = fs_meta_next_ino(&fs, &next);
+	return rc ? rc : db_migrate(db, o, key, klen, next, progress, ctx);
 }

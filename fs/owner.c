@@ -48,7 +48,6 @@ static void release_send_job(struct fs *fs, void *arg)
 int fs_owner_take(struct fs *fs, struct fs_inode *in)
 {
 	uint32_t me = db_node_id(fs->db);
-	struct release_req *r;
 
 	if (!me || in->type != FS_REG || in->owner == me)
 		return 0;
@@ -56,13 +55,19 @@ int fs_owner_take(struct fs *fs, struct fs_inode *in)
 		in->owner = me;
 		return 0;
 	}
-	/* Another node's: ask it to let go (off the db writer). */
-	r = malloc(sizeof(*r));
+	fs_owner_ask(fs, in->owner, in->ino);
+	return -EAGAIN;
+}
+
+void fs_owner_ask(struct fs *fs, uint32_t owner, uint64_t ino)
+{
+	struct release_req *r = malloc(sizeof(*r));
+
+	/* Off the caller's thread: the db writer or a loop. */
 	if (r) {
-		*r = (struct release_req){ .owner = in->owner, .ino = in->ino };
+		*r = (struct release_req){ .owner = owner, .ino = ino };
 		fs_defer(fs, release_send_job, r);
 	}
-	return -EAGAIN;
 }
 
 void fs_owner_release(struct fs *fs, struct fs_inode *in)
@@ -101,4 +106,42 @@ void fs_owner_on_message(void *ctx, uint32_t from, const char *msg)
 		return;
 	*j = (struct release_job){ .fs = fs, .ino = ino };
 	fs_defer(fs, release_job, j);
+}
+
+static int reconcile_apply(struct db_txn *txn, void *arg)
+{
+	struct fs *fs = arg;
+	uint32_t me = db_node_id(fs->db);
+	struct db_cursor *cur;
+	struct db_val k, v;
+	int rc = db_cursor_open(txn, fs->dbi_work, &cur), mrc;
+
+	if (rc)
+		return rc;
+	for (int op = DB_FIRST; !(mrc = db_cursor_get(cur, &k, &v, op));
+	     op = DB_NEXT) {
+		struct fs_inode in;
+		uint64_t ino;
+
+		memcpy(&ino, k.data, sizeof(ino));
+		if (fs_inode_get(fs, txn, ino, &in) || in.type != FS_REG ||
+		    !(in.flags & FS_F_DIRTY) || in.owner == me)
+			continue;
+		if (in.owner) {
+			log_warn("fs: %" PRIu64 " has changes here but belongs "
+				 "to node %u: they wait until it lets go",
+				 ino, in.owner);
+			continue;
+		}
+		in.owner = me;
+		if ((rc = fs_inode_put(fs, txn, &in)))
+			break;
+	}
+	db_cursor_close(cur);
+	return rc ? rc : (mrc == -ENOENT ? 0 : mrc);
+}
+
+int fs_owner_reconcile(struct fs *fs)
+{
+	return db_write(fs->db, reconcile_apply, fs);
 }

@@ -831,6 +831,10 @@ static int sync_pass(struct fs *fs, bool flushing, uint64_t only,
 		    now - it->quiet_since < delay * 1000000 ||
 		    (!flushing && fs_fail_wait(fs, it->key)))
 			continue;
+		/* Another node's to upload (its changes may be newer). */
+		if (it->in.type == FS_REG && it->in.owner &&
+		    it->in.owner != db_node_id(fs->db))
+			continue;
 		rc = sync_item(fs, it);
 		if (rc == -ENODATA)
 			continue; /* its cache file is being set up: later */

@@ -73,4 +73,7 @@ void config_free(struct config *cfg);
 /* The --help text. */
 void config_usage(FILE *out);
 
+/* `mapfs-gw meta migrate ...` (argv[0] "meta"): the exit status. */
+int gateway_migrate_main(int argc, char **argv);
+
 #endif

@@ -676,6 +676,8 @@ int main(int argc, char **argv)
 	if (argc > 1 && (!strcmp(argv[1], "ctl") || !strcmp(argv[1], "refresh") ||
 			 !strcmp(argv[1], "flush")))
 		return admin_ctl_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "meta"))
+		return gateway_migrate_main(argc - 1, argv + 1);
 
 	rc = config_load(&gw.cfg, argc, argv, stdout, stderr);
 	if (rc) {
