@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench/pattern.h"
 
@@ -245,11 +246,23 @@ static int io_run(struct worker *w, const struct bfh *fh, uint64_t tag, uint64_t
 
 /* ---- small files: CREATE -> WRITE... -> COMMIT, LOOKUP -> READ..., LOOKUP -> GETATTR ---- */
 
-enum small_kind { SMALL_WRITE, SMALL_READ, SMALL_STAT };
+enum small_kind { SMALL_WRITE, SMALL_READ, SMALL_STAT, SMALL_CREATE };
 
 static void small_name(char *buf, size_t len, uint32_t file)
 {
 	snprintf(buf, len, "s.%u", file);
+}
+
+/* The empty files of the create and readdir items. */
+static void create_name(char *buf, size_t len, uint32_t file)
+{
+	snprintf(buf, len, "c.%u", file);
+}
+
+/* The files of the visibility item. */
+static void seen_name(char *buf, size_t len, uint32_t file)
+{
+	snprintf(buf, len, "v.%u", file);
 }
 
 static void small_step(struct slot *s);
@@ -406,6 +419,11 @@ static void small_create_cb(struct rpc_context *rpc, int status, void *data, voi
 		return;
 	}
 	s->w->res.ops++;
+	if (s->w->job.proc == SMALL_CREATE) {
+		file_done(s);
+		slot_next(s);
+		return;
+	}
 	small_step(s);
 }
 
@@ -433,9 +451,20 @@ static int small_issue(struct slot *s)
 	s->off = 0;
 	s->t0 = w->now;
 	char name[32];
-	small_name(name, sizeof(name), s->file);
+	if (j->proc == SMALL_CREATE)
+		create_name(name, sizeof(name), s->file);
+	else
+		small_name(name, sizeof(name), s->file);
 	diropargs3 where = { .dir = bfh_arg(&w->dir), .name = name };
-	if (j->proc == SMALL_WRITE) {
+	if (j->proc == SMALL_CREATE) {
+		CREATE3args a = { .where = where };
+		sattr3 *sa = &a.how.createhow3_u.obj_attributes;
+		a.how.mode = UNCHECKED;
+		sa->mode.set_it = 1;
+		sa->mode.set_mode3_u.mode = 0644;
+		if (rpc_nfs3_create_async(w->conn.rpc, small_create_cb, &a, s) < 0)
+			return queue_failed(w, "CREATE");
+	} else if (j->proc == SMALL_WRITE) {
 		CREATE3args a = { .where = where };
 		sattr3 *sa = &a.how.createhow3_u.obj_attributes;
 		a.how.mode = UNCHECKED;
@@ -464,11 +493,15 @@ static int small_run(struct worker *w, enum small_kind kind)
 	j->verify = w->cfg->verify;
 	if (kind == SMALL_WRITE)
 		w->tried_small = 1;
+	if (kind == SMALL_CREATE)
+		w->tried_created = 1;
 	w->res.start_ns = bench_now_ns();
 	int r = pump(w);
 	w->res.end_ns = bench_now_ns();
 	if (r == 0 && kind == SMALL_WRITE)
 		w->have_small = 1;
+	if (r == 0 && kind == SMALL_CREATE)
+		w->have_created = 1;
 	return r;
 }
 
@@ -623,6 +656,63 @@ static int run_seq_read_1m(struct worker *w) { return io_item(w, MIB, 0, 0); }
 static int run_seq_write_1m(struct worker *w) { return io_item(w, MIB, 1, 0); }
 static int run_rand_read_1m(struct worker *w) { return io_item(w, MIB, 0, 1); }
 static int run_rand_write_1m(struct worker *w) { return io_item(w, MIB, 1, 1); }
+static int run_create(struct worker *w)
+{
+	return small_run(w, SMALL_CREATE);
+}
+
+/* The readdir item lists a directory of --small-file-count empty files. */
+static int prep_readdir(struct worker *w)
+{
+	return w->have_created ? 0 : small_run(w, SMALL_CREATE);
+}
+
+static int run_readdir(struct worker *w)
+{
+	uint64_t n = 0, t0 = bench_now_ns();
+	w->res.start_ns = t0;
+	int r = conn_readdirplus_all(&w->conn, &w->dir, 65536, &n);
+	w->res.end_ns = bench_now_ns();
+	hist_record(&w->res.hist, w->res.end_ns - t0);
+	w->res.files = n;
+	w->res.ops++;
+	atomic_store(&w->progress, n);
+	return r;
+}
+
+/*
+ * How long until another gateway (the peer connection) sees a CREATE:
+ * from the CREATE's reply to the first LOOKUP there that finds it, one
+ * file at a time (at most 1,000).
+ */
+static int run_visibility(struct worker *w)
+{
+	uint64_t n = w->cfg->small_file_count < 1000 ? w->cfg->small_file_count : 1000;
+	struct bfh fh;
+	char name[32];
+	w->tried_seen = 1;
+	w->res.start_ns = bench_now_ns();
+	for (uint64_t i = 0; i < n; i++) {
+		seen_name(name, sizeof(name), (uint32_t)i);
+		if (conn_create(&w->conn, &w->dir, name, &fh) < 0)
+			return -1;
+		uint64_t t0 = bench_now_ns();
+		int r;
+		while ((r = conn_lookup_try(&w->peer, &w->dir, name, &fh)) == 1)
+			usleep(100);
+		if (r < 0) {
+			conn_fail(&w->conn, "LOOKUP", "on the peer: %s", w->peer.err);
+			return -1;
+		}
+		hist_record(&w->res.hist, bench_now_ns() - t0);
+		w->res.files++;
+		w->res.ops += 2;
+		atomic_fetch_add(&w->progress, 1);
+	}
+	w->res.end_ns = bench_now_ns();
+	return 0;
+}
+
 static int run_getattr(struct worker *w) { return meta_run(w, META_GETATTR); }
 static int run_lookup(struct worker *w) { return meta_run(w, META_LOOKUP); }
 static int run_access(struct worker *w) { return meta_run(w, META_ACCESS); }
@@ -651,6 +741,14 @@ const struct item bench_items[] = {
 	  "READ", prep_io, run_rand_read_1m },
 	{ "rand-write-1m", "Random write 1M", VALUE_MIBS, COST_MS_PER_OP, PROGRESS_TIME,
 	  "WRITE", prep_io, run_rand_write_1m },
+	{ "create", "Create file", VALUE_FILES, COST_MS_PER_FILE, PROGRESS_FILES,
+	  "file (CREATE)", prep_none, run_create },
+	{ "readdir", "Readdir", VALUE_FILES, COST_MS_PER_FILE, PROGRESS_FILES,
+	  "the whole directory (READDIRPLUS, 64 KiB pages)", prep_readdir,
+	  run_readdir },
+	{ "visibility", "Seen elsewhere", VALUE_FILES, COST_MS_PER_FILE,
+	  PROGRESS_FILES, "CREATE reply to the peer's first LOOKUP that finds it",
+	  prep_none, run_visibility },
 	{ "getattr", "GETATTR", VALUE_OPS, COST_MS_PER_OP, PROGRESS_TIME,
 	  "GETATTR", prep_none, run_getattr },
 	{ "lookup", "LOOKUP", VALUE_OPS, COST_MS_PER_OP, PROGRESS_TIME,
@@ -703,6 +801,17 @@ int worker_cleanup(struct worker *w)
 	if (w->tried_small)
 		for (uint64_t i = 0; i < w->cfg->small_file_count && r == 0; i++) {
 			small_name(name, sizeof(name), (uint32_t)i);
+			r = conn_remove(c, &w->dir, name, 0);
+		}
+	if (w->tried_created)
+		for (uint64_t i = 0; i < w->cfg->small_file_count && r == 0; i++) {
+			create_name(name, sizeof(name), (uint32_t)i);
+			r = conn_remove(c, &w->dir, name, 0);
+		}
+	if (w->tried_seen)
+		for (uint64_t i = 0; i < w->cfg->small_file_count && i < 1000 && r == 0;
+		     i++) {
+			seen_name(name, sizeof(name), (uint32_t)i);
 			r = conn_remove(c, &w->dir, name, 0);
 		}
 	if (r == 0)

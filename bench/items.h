@@ -95,6 +95,11 @@ struct worker {
 	struct bfh big;
 	struct bfh io;
 	int have_big, have_small, have_io, tried_small;
+	int have_created, tried_created, tried_seen;
+	/* A second connection, to the next gateway of a cluster run (or the
+	 * same server): where the visibility item looks for what it made. */
+	struct conn peer;
+	int have_peer;
 	struct slot *slots;
 	char *bufs;
 	uint32_t buf_size;

@@ -19,7 +19,9 @@
 
 struct run {
 	struct bench_cfg cfg;
-	const char *url;
+	const char *url;        /* the first of urls */
+	char **urls;            /* a cluster: thread i talks to urls[i % n] */
+	int nurls;
 	char dir[256];
 	int keep;
 	int json;
@@ -34,7 +36,9 @@ struct run {
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: mapfs-bench [options] nfs://HOST/EXPORT[?nfsport=P&mountport=Q&version=3]\n"
+"usage: mapfs-bench [options] nfs://HOST/EXPORT[?nfsport=P&mountport=Q&version=3] [URL...]\n"
+"  Several URLs: gateways of one cluster; thread i talks to the (i mod N)th,\n"
+"  and the visibility item looks for its files on the next one.\n"
 "  -p, --threads N          threads, each with its own connection (1)\n"
 "  -q, --depth Q            outstanding RPCs (or small files) per connection (16)\n"
 "      --block-size SIZE    I/O size of the big and small file items (1M)\n"
@@ -178,11 +182,13 @@ static int parse_args(struct run *r, int argc, char **argv)
 			return -1;
 		}
 	}
-	if (optind + 1 != argc) {
+	if (optind >= argc) {
 		usage(stderr);
 		return -1;
 	}
 	r->url = argv[optind];
+	r->urls = argv + optind;
+	r->nurls = argc - optind;
 	/* Offsets stay page-aligned (pattern.h) and a random 1 MiB read always
 	 * has a whole block to land on. */
 	if (c->block_size < 4096 || c->block_size % 4096 || c->block_size > (1u << 30)) {
@@ -331,12 +337,15 @@ int main(int argc, char **argv)
 	snprintf(r.dir, sizeof(r.dir), "mapfs-bench.%d", (int)getpid());
 	if (parse_args(&r, argc, argv) < 0)
 		return 2;
-	struct nfs_target t;
+	struct nfs_target *tg = calloc((size_t)r.nurls, sizeof(*tg));
 	char err[256];
-	if (target_parse(r.url, &t, err, sizeof(err)) < 0) {
-		fprintf(stderr, "mapfs-bench: %s\n", err);
-		return 2;
-	}
+	if (!tg)
+		return 1;
+	for (int i = 0; i < r.nurls; i++)
+		if (target_parse(r.urls[i], &tg[i], err, sizeof(err)) < 0) {
+			fprintf(stderr, "mapfs-bench: %s\n", err);
+			return 2;
+		}
 	int nt = r.cfg.threads;
 	r.workers = calloc((size_t)nt, sizeof(*r.workers));
 	struct report_row *rows = calloc((size_t)r.nselected + 1, sizeof(*rows));
@@ -354,11 +363,25 @@ int main(int argc, char **argv)
 		w->id = i;
 		w->cfg = &r.cfg;
 		w->abort = &r.abort;
-		failed = conn_open(&w->conn, &t) < 0;
+		failed = conn_open(&w->conn, &tg[i % r.nurls]) < 0 ||
+			 conn_open(&w->peer, &tg[(i + 1) % r.nurls]) < 0;
+		w->have_peer = !failed;
+		if (w->peer.failed)
+			snprintf(w->conn.err, sizeof(w->conn.err), "peer: %.400s",
+				 w->peer.err);
 	}
 	struct worker *w0 = &r.workers[0];
 	if (!failed)
 		failed = conn_mkdir(&w0->conn, &w0->conn.root, r.dir, &w0->top) < 0;
+	/* The other gateways of a cluster see the work dir within moments. */
+	for (int i = 1; !failed && i < nt && i < r.nurls; i++) {
+		struct bfh seen;
+		int k = 0, rc;
+		while ((rc = conn_lookup_try(&r.workers[i].conn, &r.workers[i].conn.root,
+					     r.dir, &seen)) == 1 && k++ < 5000)
+			usleep(1000);
+		failed = rc != 0;
+	}
 	if (!failed && r.cfg.block_size > w0->conn.wtmax)
 		fprintf(stderr, "mapfs-bench: the server takes at most %u bytes per WRITE;"
 			" big and small file writes use that\n", w0->conn.wtmax);
@@ -392,10 +415,13 @@ int main(int argc, char **argv)
 			rc = 1;
 		}
 		conn_close(&w->conn);
+		if (w->have_peer)
+			conn_close(&w->peer);
 		worker_free(w);
 	}
 	if (rc && !r.keep && started)
 		fprintf(stderr, "mapfs-bench: work dir %s left in place\n", r.dir);
+	free(tg);
 	free(args);
 	free(tids);
 	free(rows);

@@ -374,6 +374,67 @@ int conn_lookup(struct conn *c, const struct bfh *dir, const char *name, struct 
 	return sync_wait(c, c->rpc, &s);
 }
 
+int conn_lookup_try(struct conn *c, const struct bfh *dir, const char *name,
+		    struct bfh *out)
+{
+	struct sync_call s = { .c = c, .proc = "LOOKUP", .tolerated = NFS3ERR_NOENT,
+			       .out = out };
+	LOOKUP3args a = { .what = { .dir = bfh_arg(dir), .name = (char *)name } };
+	out->len = 0;
+	if (rpc_nfs3_lookup_async(c->rpc, lookup_cb, &a, &s) < 0) {
+		conn_fail(c, "LOOKUP", "%s", rpc_get_error(c->rpc));
+		return -1;
+	}
+	if (sync_wait(c, c->rpc, &s) < 0)
+		return -1;
+	return out->len ? 0 : 1;
+}
+
+struct rdp_call {
+	struct sync_call s;
+	uint64_t n;
+	cookie3 cookie;
+	cookieverf3 verf;
+	int eof;
+};
+
+static void rdp_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+{
+	struct rdp_call *r = priv;
+	READDIRPLUS3res *res = data;
+	(void)rpc;
+	if (status == RPC_STATUS_SUCCESS && res->status == NFS3_OK) {
+		READDIRPLUS3resok *ok = &res->READDIRPLUS3res_u.resok;
+		for (entryplus3 *e = ok->reply.entries; e; e = e->nextentry) {
+			r->n++;
+			r->cookie = e->cookie;
+		}
+		memcpy(r->verf, ok->cookieverf, sizeof(r->verf));
+		r->eof = ok->reply.eof;
+	}
+	finish(&r->s, status, data, NULL);
+}
+
+int conn_readdirplus_all(struct conn *c, const struct bfh *dir, uint32_t maxcount,
+			 uint64_t *n)
+{
+	struct rdp_call r = { .s = { .c = c, .proc = "READDIRPLUS", .tolerated = -1 } };
+	while (!r.eof) {
+		READDIRPLUS3args a = { .dir = bfh_arg(dir), .cookie = r.cookie,
+				       .dircount = maxcount / 4, .maxcount = maxcount };
+		memcpy(a.cookieverf, r.verf, sizeof(a.cookieverf));
+		r.s.done = r.s.ok = 0;
+		if (rpc_nfs3_readdirplus_async(c->rpc, rdp_cb, &a, &r) < 0) {
+			conn_fail(c, "READDIRPLUS", "%s", rpc_get_error(c->rpc));
+			return -1;
+		}
+		if (sync_wait(c, c->rpc, &r.s) < 0)
+			return -1;
+	}
+	*n = r.n;
+	return 0;
+}
+
 int conn_mkdir(struct conn *c, const struct bfh *dir, const char *name, struct bfh *out)
 {
 	/* LOOKUP first.  A server over a backing store may list a directory

@@ -80,6 +80,14 @@ int conn_mkdir(struct conn *c, const struct bfh *dir, const char *name, struct b
 int conn_create(struct conn *c, const struct bfh *dir, const char *name, struct bfh *out);
 /* LOOKUP name in dir; handle in out. */
 int conn_lookup(struct conn *c, const struct bfh *dir, const char *name, struct bfh *out);
+/* LOOKUP name in dir: 0 with its handle in out, 1 when it is not there
+ * (NOENT), -1 on any other error (c->err set). */
+int conn_lookup_try(struct conn *c, const struct bfh *dir, const char *name,
+		    struct bfh *out);
+/* READDIRPLUS all of dir, pages of maxcount bytes: the entries it lists
+ * ("." and ".." included) in *n.  0 or -1. */
+int conn_readdirplus_all(struct conn *c, const struct bfh *dir, uint32_t maxcount,
+			 uint64_t *n);
 /* COMMIT all of fh's unstable writes. */
 int conn_commit(struct conn *c, const struct bfh *fh);
 /* REMOVE (rmdir: RMDIR) name in dir; a name already gone is fine. */

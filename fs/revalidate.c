@@ -451,8 +451,22 @@ static void reval_job(struct fs *fs, void *p)
 		items_sort(op);
 		rc = reval_head_new(op);
 	}
-	if (!rc)
+	if (!rc) {
 		rc = db_write(fs->db, reval_apply, op);
+		/*
+		 * In a cluster the replica has every gateway's entries; a
+		 * listing only adds what other S3 writers did.  One that lost
+		 * its commit to a storm of changes in the directory (or to
+		 * the database being away) is tried at the next access, and
+		 * the caller goes on with what the replica has.
+		 */
+		if (rc == -EAGAIN && db_clustered(fs->db)) {
+			log_debug("fs: listing of %s not merged now (busy)",
+				  op->prefix);
+			op->ndrop = 0;
+			rc = 0;
+		}
+	}
 	for (size_t i = 0; !rc && i < op->ndrop; i++)
 		cache_drop(fs->cache, op->drop[i]);
 	reval_free(op, rc);

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# bench/cluster.sh - the namespace on PostgreSQL against LMDB (issue 15),
+# side by side in one run.
+#
+#   bench/cluster.sh [--rounds N] [--files N] [--readdir N] [--duration S]
+#                    [--threads N] [--keep]
+#
+# Configurations, interleaved round by round (this VM's figures drift
+# between rounds; medians are printed):
+#   lmdb  one gateway, namespace in LMDB (the default)
+#   pg1   one gateway, namespace in PostgreSQL (a one-node cluster)
+#   pg2   two gateways on one PostgreSQL and one store
+#   pg3   three gateways
+# Every gateway has --threads 1 and its own fresh state; all share one
+# file store; PostgreSQL is durable (fsync, synchronous_commit on).
+# mapfs-bench runs --threads client connections spread over the gateways
+# (thread i on gateway i mod N) with the items create, lookup, getattr
+# (rates), visibility (CREATE on one gateway to the first LOOKUP that
+# finds it on the next: the cross-gateway window; on one gateway it is a
+# second connection to it), then readdir of one directory of --readdir
+# entries (made untimed).  Client, gateways and PostgreSQL share this
+# machine's CPUs.  Makes no assertions.
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+GW=${GW:-$ROOT/build/mapfs-gw}
+BENCH=${BENCH:-$ROOT/build/bench/mapfs-bench}
+ROUNDS=3 FILES=2000 READDIR=100000 DURATION=3 THREADS=3 KEEP=0
+CONFIGS=${CONFIGS:-"lmdb pg1 pg2 pg3"}
+while [ $# -gt 0 ]; do
+	case $1 in
+	--rounds) ROUNDS=$2; shift ;;
+	--files) FILES=$2; shift ;;
+	--readdir) READDIR=$2; shift ;;
+	--duration) DURATION=$2; shift ;;
+	--threads) THREADS=$2; shift ;;
+	--keep) KEEP=1 ;;
+	-h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+	*) echo "cluster.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+[ -x "$GW" ] && [ -x "$BENCH" ] || { echo "cluster.sh: build first (cmake --build build)" >&2; exit 1; }
+
+WORK=$(mktemp -d /var/tmp/mapfs-cluster.XXXXXX)
+PIDS=()
+PGDIR=
+stop_gws() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	PIDS=()
+}
+cleanup() {
+	stop_gws
+	[ -n "$PGDIR" ] && "$ROOT/tests/pg/pg.sh" stop "$PGDIR" >/dev/null 2>&1 || true
+	[ $KEEP = 1 ] && echo "cluster.sh: kept $WORK" >&2 || rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+env_text=$(MAPFS_PG_WATCH_PID=$$ "$ROOT/tests/pg/pg.sh" start)
+eval "$env_text"
+PGDIR=$MAPFS_PG_DIR
+echo "cluster.sh: PostgreSQL at $MAPFS_PG_URL" >&2
+
+# start_gw DIR [META NODE]: a gateway in the background; its URL on stdout.
+start_gw() {
+	local d=$1 meta=${2:-} node=${3:-}
+	mkdir -p "$d/state"
+	local args=(--state "$d/state" --store "file://$WORK/store-$round-$cfg" --bind 127.0.0.1
+		--nfs-port 0 --mount-port 0 --no-rpcbind --foreground --threads 1
+		--log-level warn)
+	[ -z "$meta" ] || args+=(--meta "$meta" --node "$node")
+	"$GW" "${args[@]}" >"$d/out" 2>"$d/err" &
+	PIDS+=($!)
+	for _ in $(seq 300); do grep -q ready "$d/out" && break; sleep 0.1; done
+	local nfs mnt
+	nfs=$(sed -n 's/.*nfs=127.0.0.1:\([0-9]*\).*/\1/p' "$d/out")
+	mnt=$(sed -n 's/.*mount=127.0.0.1:\([0-9]*\).*/\1/p' "$d/out")
+	[ -n "$nfs" ] || { cat "$d/err" >&2; exit 1; }
+	echo "nfs://127.0.0.1/mapfs?nfsport=$nfs&mountport=$mnt&version=3"
+}
+
+RES=$WORK/results.tsv
+: >"$RES"
+for round in $(seq "$ROUNDS"); do
+	for cfg in $CONFIGS; do
+		mkdir -p "$WORK/store-$round-$cfg"
+		urls=()
+		case $cfg in
+		lmdb) urls+=("$(start_gw "$WORK/$round-$cfg-0")") ;;
+		pg*)
+			n=${cfg#pg}
+			meta=$("$ROOT/tests/pg/pg.sh" createdb "$PGDIR" "c${round}_$cfg")
+			for i in $(seq 0 $((n - 1))); do
+				urls+=("$(start_gw "$WORK/$round-$cfg-$i" "$meta" "n$i")")
+			done
+			;;
+		esac
+		"$BENCH" -p "$THREADS" -q 16 --duration "$DURATION" --small-file-count "$FILES" \
+			--items create,lookup,getattr,visibility --json "${urls[@]}" \
+			>"$WORK/$round-$cfg.json"
+		"$BENCH" -p 1 --small-file-count "$READDIR" --items readdir --json \
+			"${urls[@]}" >"$WORK/$round-$cfg-rd.json"
+		python3 - "$WORK/$round-$cfg.json" "$WORK/$round-$cfg-rd.json" "$cfg" "$round" >>"$RES" <<'EOF'
+import json, sys
+for path in sys.argv[1:3]:
+    for it in json.load(open(path))["items"]:
+        lat = it["latency_us"]
+        print("\t".join([sys.argv[3], sys.argv[4], it["name"], str(it["value"]),
+                         str(lat["p50"]), str(lat["p99"])]))
+EOF
+		stop_gws
+		echo "cluster.sh: round $round $cfg done" >&2
+	done
+done
+
+python3 - "$RES" "$(nproc)" "$THREADS" "$READDIR" <<'EOF'
+import sys, statistics, collections
+rows = [l.rstrip('\n').split('\t') for l in open(sys.argv[1]) if l.strip()]
+cfgs = []
+vals = collections.defaultdict(list)
+lat = collections.defaultdict(list)
+for cfg, rnd, item, v, p50, p99 in rows:
+    if cfg not in cfgs:
+        cfgs.append(cfg)
+    vals[(item, cfg)].append(float(v))
+    lat[(item, cfg)].append((float(p50), float(p99)))
+items = ["create", "lookup", "getattr", "readdir", "visibility"]
+unit = {"create": "files/s", "lookup": "ops/s", "getattr": "ops/s",
+        "readdir": "entries/s", "visibility": "files/s"}
+print(f"medians of {len(set(r[1] for r in rows))} rounds; {sys.argv[3]} client threads "
+      f"spread over the gateways; readdir of {int(sys.argv[4]):,} entries; "
+      f"{sys.argv[2]} CPUs shared by client, gateways and PostgreSQL")
+head = ["item"] + cfgs + [f"{c}/lmdb" for c in cfgs if c != "lmdb"]
+print("| " + " | ".join(head) + " |")
+print("|" + "---|" * len(head))
+for item in items:
+    if not any((item, c) in vals for c in cfgs):
+        continue
+    med = {c: statistics.median(vals[(item, c)]) for c in cfgs if (item, c) in vals}
+    cells = [f"{item} ({unit[item]})"] + [f"{med.get(c, 0):,.0f}" for c in cfgs]
+    base = med.get("lmdb")
+    cells += [f"{med[c] / base:.2f}" if base and c in med else "-" for c in cfgs if c != "lmdb"]
+    print("| " + " | ".join(cells) + " |")
+print()
+print("visibility window (CREATE reply on one gateway to the first LOOKUP that finds it on the next), medians of the rounds' p50 / p99:")
+for c in cfgs:
+    if ("visibility", c) in lat:
+        p50 = statistics.median(x[0] for x in lat[("visibility", c)])
+        p99 = statistics.median(x[1] for x in lat[("visibility", c)])
+        print(f"  {c}: p50 {p50 / 1000:.2f} ms, p99 {p99 / 1000:.2f} ms")
+EOF
