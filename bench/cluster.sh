@@ -96,10 +96,11 @@ for round in $(seq "$ROUNDS"); do
 			done
 			;;
 		esac
-		"$BENCH" -p "$THREADS" -q 16 --duration "$DURATION" --small-file-count "$FILES" \
+		# --keep: each configuration has a fresh store and state anyway.
+		"$BENCH" -p "$THREADS" -q 16 --duration "$DURATION" --small-file-count "$FILES" --keep \
 			--items create,lookup,getattr,visibility --json "${urls[@]}" \
 			>"$WORK/$round-$cfg.json"
-		"$BENCH" -p 1 --small-file-count "$READDIR" --items readdir --json \
+		"$BENCH" -p 1 --small-file-count "$READDIR" --keep --items readdir --json \
 			"${urls[@]}" >"$WORK/$round-$cfg-rd.json"
 		python3 - "$WORK/$round-$cfg.json" "$WORK/$round-$cfg-rd.json" "$cfg" "$round" >>"$RES" <<'EOF'
 import json, sys

@@ -148,6 +148,29 @@ int db_start(struct db *db);
  */
 void db_stop(struct db *db);
 
+/*
+ * Locks in a cluster (NLM): every file's lock state is one record, changed
+ * in one transaction under a row lock.  edit gets the current state
+ * (NULL, 0: none) and makes the new one (*outlen 0: none; *out malloc'd,
+ * freed here) and what each host then holds more or less (*deltas, n
+ * entries, malloc'd, freed here).  A host past host_max things held:
+ * -ENOLCK and nothing changes.  edit may run again (a retry); it must
+ * leave no trace of a run that is not the last.  Blocks for a few round
+ * trips.  -ENOTSUP when alone, -EAGAIN while the database is down.
+ */
+struct db_host_delta {
+	uint8_t host[16];
+	int64_t delta;
+};
+typedef int (*db_lock_edit_fn)(void *ctx, const void *state, size_t len,
+			       void **out, size_t *outlen,
+			       struct db_host_delta **deltas, size_t *ndeltas);
+int db_lock_edit(struct db *db, uint64_t ino, db_lock_edit_fn edit, void *ctx,
+		 uint64_t host_max);
+
+/* The files that have lock state (malloc'd into *inos).  0 or -errno. */
+int db_lock_files(struct db *db, uint64_t **inos, size_t *n);
+
 /* How far a long operation got (done of total units). */
 typedef void (*db_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 

@@ -170,6 +170,10 @@ int db_each_shared(struct db *db, uint64_t *count,
  * version = seq.  0 or -errno. */
 int db_mark_replica(struct db *db, const char *id, uint64_t seq);
 
+int db_pg_lock_edit(struct db_pg *pg, uint64_t ino, db_lock_edit_fn edit,
+		    void *ctx, uint64_t host_max);
+int db_pg_lock_files(struct db_pg *pg, uint64_t **inos, size_t *n);
+
 int db_pg_migrate(struct db *db, const struct db_cluster_opts *o,
 		  const void *key, size_t klen, uint64_t next_id,
 		  db_progress_fn progress, void *ctx);

@@ -579,6 +579,18 @@ int db_alloc_ids(struct db *db, uint64_t n, uint64_t *first)
 	return db->pg ? db_pg_alloc_ids(db->pg, n, first) : -ENOTSUP;
 }
 
+int db_lock_edit(struct db *db, uint64_t ino, db_lock_edit_fn edit, void *ctx,
+		 uint64_t host_max)
+{
+	return db->pg ? db_pg_lock_edit(db->pg, ino, edit, ctx, host_max)
+		      : -ENOTSUP;
+}
+
+int db_lock_files(struct db *db, uint64_t **inos, size_t *n)
+{
+	return db->pg ? db_pg_lock_files(db->pg, inos, n) : -ENOTSUP;
+}
+
 int db_secret(struct db *db, const char *name, void *buf, size_t len)
 {
 	return db->pg ? db_pg_secret(db->pg, name, buf, len) : -ENOTSUP;

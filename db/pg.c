@@ -11,6 +11,8 @@
  *   mapfs_nodes    name -> id, instance, addr, lease_until, applied
  *   mapfs_counters name -> next: the inode numbers
  *   mapfs_secrets  name -> value: the handle key
+ *   mapfs_locks    ino -> state: every file's NLM locks, requests, shares
+ *   mapfs_lock_hosts  host address -> what it holds, over all files
  *
  * A commit is one call of mapfs_commit(): it locks the clock row (so
  * commits are serial, and seq has no gaps and follows commit order),
@@ -323,6 +325,10 @@ static const char schema_sql[] =
 	"INSERT INTO mapfs_counters VALUES ('ino', 2) ON CONFLICT DO NOTHING;"
 	"CREATE TABLE IF NOT EXISTS mapfs_secrets ("
 	"  name text PRIMARY KEY, value bytea NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS mapfs_locks ("
+	"  ino bigint PRIMARY KEY, state bytea NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS mapfs_lock_hosts ("
+	"  host bytea PRIMARY KEY, n bigint NOT NULL);"
 	"CREATE OR REPLACE FUNCTION mapfs_commit(p_node int,"
 	"    rt text[], rk bytea[], rv bigint[],"
 	"    wt text[], wk bytea[], wv bytea[])"
@@ -1325,5 +1331,133 @@ out:
 		free(m.a[i].p);
 	pgc_close(&pg->wr);
 	free(pg);
+	return rc;
+}
+
+/* ---- locks ----------------------------------------------------------- */
+
+/* One try of db_pg_lock_edit on c, in a transaction of its own. */
+static int lock_edit_try(PGconn *c, uint64_t ino, db_lock_edit_fn edit,
+			 void *ctx, uint64_t host_max)
+{
+	char num[32], max[32];
+	const char *p[3] = { num };
+	int lens[3] = { 0 }, fmts[3] = { 0 };
+	struct db_host_delta *d = NULL;
+	size_t nd = 0, outlen = 0;
+	void *out = NULL;
+	PGresult *r;
+	int rc;
+
+	snprintf(num, sizeof(num), "%" PRIu64, ino);
+	snprintf(max, sizeof(max), "%" PRIu64, host_max);
+	r = PQexec(c, "BEGIN");
+	PQclear(r);
+	/* The row first (so that FOR UPDATE has one to lock), then its lock. */
+	r = PQexecParams(c, "INSERT INTO mapfs_locks VALUES ($1, ''::bytea)"
+			    " ON CONFLICT DO NOTHING", 1, NULL, p, NULL, NULL, 0);
+	PQclear(r);
+	r = PQexecParams(c, "SELECT state FROM mapfs_locks WHERE ino = $1"
+			    " FOR UPDATE", 1, NULL, p, NULL, NULL, 1);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+		rc = res_err(c, r, "read the locks");
+		PQclear(r);
+		goto out;
+	}
+	rc = edit(ctx, PQgetlength(r, 0, 0) ? PQgetvalue(r, 0, 0) : NULL,
+		  (size_t)PQgetlength(r, 0, 0), &out, &outlen, &d, &nd);
+	PQclear(r);
+	for (size_t i = 0; !rc && i < nd; i++) {
+		char delta[32];
+
+		if (!d[i].delta)
+			continue;
+		snprintf(delta, sizeof(delta), "%" PRId64, d[i].delta);
+		p[0] = (const char *)d[i].host;
+		lens[0] = 16;
+		fmts[0] = 1;
+		p[1] = delta;
+		p[2] = max;
+		r = PQexecParams(c,
+				 "INSERT INTO mapfs_lock_hosts VALUES ($1, $2)"
+				 " ON CONFLICT (host) DO UPDATE SET"
+				 "  n = mapfs_lock_hosts.n + EXCLUDED.n"
+				 " RETURNING n, n > $3::bigint AND $2::bigint > 0",
+				 3, NULL, p, lens, fmts, 0);
+		if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+			rc = res_err(c, r, "count a host's locks");
+		else if (!strcmp(PQgetvalue(r, 0, 1), "t"))
+			rc = -ENOLCK;
+		PQclear(r);
+	}
+	if (!rc) {
+		p[0] = num;
+		lens[0] = 0;
+		fmts[0] = 0;
+		p[1] = out;
+		lens[1] = (int)outlen;
+		fmts[1] = 1;
+		r = outlen ? PQexecParams(c, "UPDATE mapfs_locks SET state = $2"
+					     " WHERE ino = $1",
+					  2, NULL, p, lens, fmts, 0)
+			   : PQexecParams(c, "DELETE FROM mapfs_locks"
+					     " WHERE ino = $1",
+					  1, NULL, p, NULL, NULL, 0);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK)
+			rc = res_err(c, r, "write the locks");
+		PQclear(r);
+	}
+out:
+	r = PQexec(c, rc ? "ROLLBACK" : "COMMIT");
+	if (!rc && PQresultStatus(r) != PGRES_COMMAND_OK)
+		rc = res_err(c, r, "commit the locks");
+	PQclear(r);
+	free(out);
+	free(d);
+	return rc;
+}
+
+int db_pg_lock_edit(struct db_pg *pg, uint64_t ino, db_lock_edit_fn edit,
+		    void *ctx, uint64_t host_max)
+{
+	int rc = -EAGAIN;
+
+	pthread_mutex_lock(&pg->svc_lock);
+	for (int i = 0; i < 3 && rc == -EAGAIN; i++) {
+		PGconn *c = pgc_get(pg, &pg->svc);
+
+		if (!c)
+			break;
+		rc = lock_edit_try(c, ino, edit, ctx, host_max);
+	}
+	pthread_mutex_unlock(&pg->svc_lock);
+	return rc;
+}
+
+int db_pg_lock_files(struct db_pg *pg, uint64_t **inos, size_t *n)
+{
+	PGconn *c;
+	PGresult *r;
+	int rc = -EAGAIN;
+
+	pthread_mutex_lock(&pg->svc_lock);
+	c = pgc_get(pg, &pg->svc);
+	if (c) {
+		r = PQexecParams(c, "SELECT ino FROM mapfs_locks", 0, NULL, NULL,
+				 NULL, NULL, 1);
+		if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+			size_t k = (size_t)PQntuples(r);
+
+			*inos = calloc(k ? k : 1, sizeof(**inos));
+			rc = *inos ? 0 : -ENOMEM;
+			for (size_t i = 0; !rc && i < k; i++)
+				(*inos)[i] = col_u64(r, (int)i, 0);
+			*n = rc ? 0 : k;
+		} else {
+			rc = res_err(c, r, "list the locked files");
+		}
+		PQclear(r);
+	}
+	pthread_mutex_unlock(&pg->svc_lock);
 	return rc;
 }

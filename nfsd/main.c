@@ -386,6 +386,7 @@ static int gateway_open_nlm(struct gateway *gw)
 	int rc = nlm_open(&(struct nlm_opts){
 				  .nfsd = &gw->nfsd,
 				  .host_max = gw->cfg.max_locks_per_host,
+				  .db = gw->cfg.meta ? gw->db : NULL,
 				  .state_dir = gw->cfg.state,
 				  .grace_ms = gw->cfg.grace_ms,
 				  .client_rpcbind_port =

@@ -155,6 +155,37 @@ size_t nlm_table_free_all(struct nlm_table *t, const char *caller,
 /* What host holds now: locks, shares and queued requests together. */
 size_t nlm_table_host_count(struct nlm_table *t, const struct nlm_host *host);
 
+/* ---- a cluster's table: one file's state as bytes ------------------ */
+
+#define NLM_ARG_MAX 1200   /* a queued request's saved argument */
+#define NLM_CALLER_MAX 1024 /* a caller name, as kept */
+
+/*
+ * Everything held and queued on ino, as bytes (malloc'd into *out, the
+ * caller frees).  arg_save writes a queued request's argument into buf
+ * (at most cap bytes): its length.  0 or -ENOMEM.
+ */
+int nlm_table_export(struct nlm_table *t, uint64_t ino,
+		     size_t (*arg_save)(void *arg, void *buf, size_t cap),
+		     void **out, size_t *len);
+
+/*
+ * Add what nlm_table_export() wrote (of any table) to ino here, with no
+ * conflict check (it was consistent where it was made); arg_load makes a
+ * queued request's argument (NULL is a valid one) from its bytes.
+ * 0, -EIO (malformed: what came before stays), -ENOMEM.
+ */
+int nlm_table_import(struct nlm_table *t, uint64_t ino, const void *p,
+		     size_t len, void *(*arg_load)(const void *p, size_t len));
+
+/* What each host holds: up to cap into out; the number of hosts. */
+struct nlm_host_count {
+	struct nlm_host host;
+	size_t n;
+};
+size_t nlm_table_hosts(struct nlm_table *t, struct nlm_host_count *out,
+		       size_t cap);
+
 /* Counts over the whole table (for tests and logs). */
 void nlm_table_count(struct nlm_table *t, size_t *locks, size_t *waiters,
 		     size_t *shares);

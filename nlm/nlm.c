@@ -15,10 +15,6 @@
 
 #define NLM_SHARD_BITS 6 /* 64 shards: lock traffic is light next to I/O */
 
-/* nlm4_proc.c's lock table callbacks. */
-void nlm_block_granted(void *ctx, uint64_t ino, const struct nlm_lockdesc *lk,
-		       void *arg);
-void nlm_block_dropped(void *ctx, void *arg);
 
 static int mkdir_one(const char *path)
 {
@@ -56,6 +52,8 @@ int nlm_open(const struct nlm_opts *opts, struct nlm **out)
 		goto fail;
 	if ((rc = nlm_cb_start(opts->client_rpcbind_port, &n->cb)))
 		goto fail;
+	if (opts->db && (rc = nlm_pool_start(n)))
+		goto fail;
 	if (opts->grace_ms) {
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		n->grace_end_ns = (uint64_t)ts.tv_sec * 1000000000u +
@@ -77,7 +75,9 @@ void nlm_close(struct nlm *n)
 {
 	if (!n)
 		return;
-	/* Callbacks first: a GRANTED answer may still touch the table. */
+	/* Calls waiting for the database first: they may queue callbacks. */
+	nlm_pool_stop(n);
+	/* Callbacks next: a GRANTED answer may still touch the table. */
 	nlm_cb_stop(n->cb);
 	nlm_table_free(n->table);
 	nsm_free(n);

@@ -21,6 +21,8 @@
 #include "nfsd/nfsd.h"
 #include "rpc/rpc.h"
 
+struct db;
+
 #define NLM_PROG 100021
 #define NLM_VERS4 4
 #define NSM_PROG 100024
@@ -31,6 +33,9 @@ struct nlm_opts {
 	 * checks (nfsd_fh_check, nfsd_client_admitted). */
 	struct nfsd *nfsd;
 	size_t host_max;              /* locks+shares+waiters per host */
+	/* A cluster's database (NULL: alone): locks live there, shared by
+	 * every gateway (nlm/cluster.c). */
+	struct db *db;
 	const char *state_dir;        /* NSM state and client list go in nsm/ */
 	uint32_t grace_ms;            /* reclaims only, after start */
 	uint16_t client_rpcbind_port; /* where clients' rpcbind listens; 111 */

@@ -21,12 +21,6 @@
 #include "common/log.h"
 #include "nlm/nlm_int.h"
 
-/* A queued blocking request: what GRANTED needs to name the lock. */
-struct nlm_block {
-	struct sockaddr_storage peer;
-	u_int fhlen;
-	char fh[MAXNETOBJ_SZ];
-};
 
 /* A granted request in flight to the client, to undo if it is refused. */
 struct nlm_grant {
@@ -147,7 +141,7 @@ static void nlm_test(struct rpc_call *call, nlm4_testargs *a, nlm4_testres *r)
 		return;
 	}
 	desc_of(call, &a->alock, a->exclusive, &d);
-	rc = nlm_table_test(n->table, ino, &d, &h);
+	rc = nlm_tab_test(n, ino, &d, &h);
 	r->test_stat.stat = stat_of(rc);
 	if (rc != -EAGAIN)
 		return;
@@ -202,7 +196,7 @@ static void nlm_lock(struct rpc_call *call, nlm4_lockargs *a, nlm4_res *r,
 		b->fhlen = a->alock.fh.nlm4_netobj_len;
 		memcpy(b->fh, a->alock.fh.nlm4_netobj_val, b->fhlen);
 	}
-	rc = nlm_table_lock(n->table, ino, &d, b);
+	rc = nlm_tab_lock(n, ino, &d, b);
 	if (rc != -EINPROGRESS)
 		free(b);
 	r->stat = stat_of(rc);
@@ -222,8 +216,7 @@ static void nlm_cancel(struct rpc_call *call, nlm4_cancargs *a, nlm4_res *r)
 	}
 	desc_of(call, &a->alock, a->exclusive, &d);
 	/* As knfsd: DENIED when no such request was waiting. */
-	r->stat = nlm_table_cancel(n->table, ino, &d) ? NLM4_DENIED :
-							 NLM4_GRANTED;
+	r->stat = nlm_tab_cancel(n, ino, &d) ? NLM4_DENIED : NLM4_GRANTED;
 }
 
 static void nlm_unlock(struct rpc_call *call, nlm4_unlockargs *a,
@@ -240,7 +233,7 @@ static void nlm_unlock(struct rpc_call *call, nlm4_unlockargs *a,
 		return;
 	}
 	desc_of(call, &a->alock, false, &d);
-	r->stat = stat_of(nlm_table_unlock(n->table, ino, &d));
+	r->stat = stat_of(nlm_tab_unlock(n, ino, &d));
 }
 
 static void proc_null(struct rpc_call *call, void *args, void *res)
@@ -376,7 +369,7 @@ static void proc_share(struct rpc_call *call, void *args, void *res)
 			     nsm_client_note(n, a->share.caller_name,
 					     rpc_call_peer(call)) : 0;
 		if (!rc)
-			rc = nlm_table_share(n->table, ino, &o,
+			rc = nlm_tab_share(n, ino, &o,
 					     (unsigned)a->share.access,
 					     (unsigned)a->share.mode);
 		r->stat = stat_of(rc);
@@ -398,7 +391,7 @@ static void proc_unshare(struct rpc_call *call, void *args, void *res)
 		r->stat = stat_of(rc);
 	} else {
 		share_owner(call, &a->share, &o);
-		nlm_table_unshare(n->table, ino, &o);
+		nlm_tab_unshare(n, ino, &o);
 		r->stat = NLM4_GRANTED;
 	}
 	rpc_call_done(call);
@@ -418,7 +411,7 @@ static void proc_free_all(struct rpc_call *call, void *args, void *res)
 		char addr[LOG_ADDR_MAX];
 
 		nlm_host_of(rpc_call_peer(call), &h);
-		k = nlm_table_free_all(n->table, a->name, &h);
+		k = nlm_tab_free_all(n, a->name, &h);
 		nsm_client_forget(n, a->name, &h);
 		log_host(LOG_LVL_INFO, rpc_call_peer(call),
 			 "nlm: FREE_ALL from %s (%s) released %zu locks",
@@ -444,7 +437,7 @@ static void granted_done(void *arg, int err, void *res)
 
 		log_debug("nlm: client refused GRANTED (%d); unlocking",
 			  (int)r->stat);
-		nlm_table_unlock(g->n->table, g->ino, &d);
+		nlm_tab_unlock(g->n, g->ino, &d);
 	}
 	/* On no answer the lock stays: the client's next LOCK poll gets it. */
 	free(g);
@@ -551,11 +544,31 @@ static const struct rpc_proc nlm4_procs[] = {
 	[NLMPROC4_FREE_ALL] = NLM_MSG("FREE_ALL", proc_free_all, nlm4_notify),
 };
 
+/* In a cluster: the table calls wait for the database, off the loops. */
+#define NLM_NPROCS (sizeof(nlm4_procs) / sizeof(nlm4_procs[0]))
+
+static void proc_deferred(struct rpc_call *call, void *args, void *res)
+{
+	nlm_defer(rpc_call_ctx(call), nlm4_procs[rpc_call_proc(call)].handler,
+		  call, args, res);
+}
+
+static struct rpc_proc nlm4_procs_cluster[NLM_NPROCS];
+
 struct rpc_program nlm_program(struct nlm *n)
 {
+	const struct rpc_proc *procs = nlm4_procs;
+
+	if (n->opts.db) {
+		for (size_t i = 0; i < NLM_NPROCS; i++) {
+			nlm4_procs_cluster[i] = nlm4_procs[i];
+			if (nlm4_procs[i].handler &&
+			    nlm4_procs[i].handler != proc_null)
+				nlm4_procs_cluster[i].handler = proc_deferred;
+		}
+		procs = nlm4_procs_cluster;
+	}
 	return (struct rpc_program){ .name = "nlm", .prog = NLM_PROG,
-				     .vers = NLM_VERS4, .procs = nlm4_procs,
-				     .nprocs = sizeof(nlm4_procs) /
-					       sizeof(nlm4_procs[0]),
-				     .ctx = n };
+				     .vers = NLM_VERS4, .procs = procs,
+				     .nprocs = NLM_NPROCS, .ctx = n };
 }

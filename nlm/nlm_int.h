@@ -16,6 +16,15 @@
 #include "nlm/sm_prot.h"
 
 struct nlm_cb;
+struct nlm_pool;
+
+/* A queued blocking request: what GRANTED needs to name the lock (kept
+ * as bytes in a cluster's record: no pointers). */
+struct nlm_block {
+	struct sockaddr_storage peer;
+	u_int fhlen;
+	char fh[MAXNETOBJ_SZ];
+};
 
 /* One SM_MON registration: call my_id back when mon_name restarts. */
 struct nsm_mon {
@@ -33,8 +42,9 @@ struct nlm {
 	char hostname[256];
 	int32_t state;    /* NSM state number of this run */
 	uint64_t grace_end_ns; /* CLOCK_MONOTONIC */
-	struct nlm_table *table;
+	struct nlm_table *table; /* alone; a cluster's is in the database */
 	struct nlm_cb *cb;
+	struct nlm_pool *pool;   /* a cluster's: calls that wait for it */
 
 	/* Hosts recorded in STATE/nsm/clients (so each is written once). */
 	pthread_mutex_t clients_lock;
@@ -78,6 +88,42 @@ void nlm_cb_stop(struct nlm_cb *cb);
  * not called.
  */
 int nlm_cb_queue(struct nlm_cb *cb, const struct nlm_cb_call *c);
+
+/* --- cluster.c: the table, alone or in the cluster's database -------- */
+
+/*
+ * nlm_table_test/lock/cancel/unlock/share/unshare/free_all (lock.h) on
+ * this gateway's table, or in a cluster on the file's record in the
+ * database (blocking: call them off the loops, nlm_defer).  In a cluster
+ * a database that does not answer is -ENOLCK (DENIED_NOLOCKS: the client
+ * retries); a queued request's block is the record's copy's, and the one
+ * passed in is freed.
+ */
+int nlm_tab_test(struct nlm *n, uint64_t ino, const struct nlm_lockdesc *lk,
+		 struct nlm_holder *holder);
+int nlm_tab_lock(struct nlm *n, uint64_t ino, const struct nlm_lockdesc *lk,
+		 struct nlm_block *block);
+int nlm_tab_cancel(struct nlm *n, uint64_t ino, const struct nlm_lockdesc *lk);
+int nlm_tab_unlock(struct nlm *n, uint64_t ino, const struct nlm_lockdesc *lk);
+int nlm_tab_share(struct nlm *n, uint64_t ino, const struct nlm_owner *owner,
+		  unsigned access, unsigned deny);
+void nlm_tab_unshare(struct nlm *n, uint64_t ino,
+		     const struct nlm_owner *owner);
+size_t nlm_tab_free_all(struct nlm *n, const char *caller,
+			const struct nlm_host *host);
+
+/* Threads that run calls which wait for the cluster's database. */
+int nlm_pool_start(struct nlm *n);
+void nlm_pool_stop(struct nlm *n);
+/* Run fn(call, args, res) on one of them (it finishes the call). */
+void nlm_defer(struct nlm *n, rpc_handler_fn fn, struct rpc_call *call,
+	       void *args, void *res);
+
+/* nlm4_proc.c: lock table callbacks (a queued request was granted: tell
+ * its client; it was dropped: free it).  grant takes arg. */
+void nlm_block_granted(void *ctx, uint64_t ino, const struct nlm_lockdesc *lk,
+		       void *arg);
+void nlm_block_dropped(void *ctx, void *arg);
 
 /* --- nsm.c: the status monitor --------------------------------------- */
 

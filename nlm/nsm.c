@@ -514,7 +514,7 @@ static void proc_notify(struct rpc_call *call, void *args, void *res)
 	if (!a->mon_name)
 		goto out;
 	nlm_host_of(peer, &h);
-	k = nlm_table_free_all(n->table, a->mon_name, local ? NULL : &h);
+	k = nlm_tab_free_all(n, a->mon_name, local ? NULL : &h);
 	recs = nsm_client_forget(n, a->mon_name, local ? NULL : &h);
 	if (!local && !k && !recs) {
 		log_host(LOG_LVL_WARN, peer,
@@ -574,11 +574,26 @@ static const struct rpc_proc sm_procs[] = {
 			.flags = RPC_PROC_MAKES_WRITE },
 };
 
+/* In a cluster SM_NOTIFY frees locks in the database: off the loops. */
+#define SM_NPROCS (sizeof(sm_procs) / sizeof(sm_procs[0]))
+
+static void notify_deferred(struct rpc_call *call, void *args, void *res)
+{
+	nlm_defer(rpc_call_ctx(call), proc_notify, call, args, res);
+}
+
+static struct rpc_proc sm_procs_cluster[SM_NPROCS];
+
 struct rpc_program nsm_program(struct nlm *n)
 {
+	const struct rpc_proc *procs = sm_procs;
+
+	if (n->opts.db) {
+		memcpy(sm_procs_cluster, sm_procs, sizeof(sm_procs));
+		sm_procs_cluster[SM_NOTIFY].handler = notify_deferred;
+		procs = sm_procs_cluster;
+	}
 	return (struct rpc_program){ .name = "nsm", .prog = NSM_PROG,
-				     .vers = NSM_VERS1, .procs = sm_procs,
-				     .nprocs = sizeof(sm_procs) /
-					       sizeof(sm_procs[0]),
-				     .ctx = n };
+				     .vers = NSM_VERS1, .procs = procs,
+				     .nprocs = SM_NPROCS, .ctx = n };
 }

@@ -17,6 +17,8 @@
  */
 #include "harness.h"
 
+#include <nfsc/libnfs-raw-nlm.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -38,9 +40,10 @@ static const char *names[NGW] = { "gw-a", "gw-b", "gw-c" };
 
 static int start_gw(int i)
 {
+	static const char *const args[] = { "--grace", "0", NULL };
 	struct e2e_gw_opts o = { .threads = 2, .meta = meta, .node = names[i],
 				 .store_of = i ? &gw[0] : NULL,
-				 .upload_delay = "1" };
+				 .upload_delay = "1", .extra_args = args };
 
 	if (e2e_gw_start_opts(&gw[i], &o))
 		return -1;
@@ -572,6 +575,172 @@ static void test_db_outage(void)
 			  names[i]);
 }
 
+/* ---- locks across gateways ---- */
+
+/* The NLM port gateway i logged at its last start. */
+static int nlm_port(int i)
+{
+	static const char tag[] = "NLM v4 and NSM v1 on 127.0.0.1:";
+	char *log = e2e_gw_log_read(&gw[i]), *p, *last = NULL;
+	int port = -1;
+
+	for (p = log; p && (p = strstr(p, tag)); p++)
+		last = p;
+	if (last)
+		port = atoi(last + strlen(tag));
+	free(log);
+	return port;
+}
+
+struct nsync {
+	int done, status;
+	uint32_t stat;
+	int holder_svid;
+};
+
+static void nlm_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+{
+	struct nsync *s = priv;
+
+	(void)rpc;
+	s->done = 1;
+	s->status = status;
+	/* Every NLM4 result starts with the cookie, then the stat. */
+	if (status == RPC_STATUS_SUCCESS && data)
+		s->stat = ((NLM4_LOCKres *)data)->status;
+}
+
+static void nlm_test_cb(struct rpc_context *rpc, int status, void *data,
+			void *priv)
+{
+	struct nsync *s = priv;
+	NLM4_TESTres *r = data;
+
+	(void)rpc;
+	s->done = 1;
+	s->status = status;
+	if (status == RPC_STATUS_SUCCESS && r) {
+		s->stat = r->reply.status;
+		if (r->reply.status == NLM4_DENIED)
+			s->holder_svid = (int)r->reply.nlm4_testreply_u.lock.holder.svid;
+	}
+}
+
+static int nwait(struct rpc_context *rpc, struct nsync *s, int q)
+{
+	uint64_t end = e2e_now_ms() + 20000;
+
+	if (q)
+		return -1;
+	while (!s->done && e2e_now_ms() < end) {
+		struct pollfd pfd = { .fd = rpc_get_fd(rpc),
+				      .events = (short)rpc_which_events(rpc) };
+
+		if (poll(&pfd, 1, 100) < 0 || rpc_service(rpc, pfd.revents) < 0)
+			return -1;
+	}
+	return s->done && s->status == RPC_STATUS_SUCCESS ? (int)s->stat : -1;
+}
+
+static nlm4_lock mk(const nfs_fh3 *fh, const char *host, uint32_t svid)
+{
+	nlm4_lock l = { .caller_name = (char *)host, .svid = svid,
+			.oh = (char *)host };
+
+	l.fh.data.data_len = fh->data.data_len;
+	l.fh.data.data_val = fh->data.data_val;
+	return l;
+}
+
+static int nlm_lock_on(struct rpc_context *c, nlm4_lock l, int block)
+{
+	NLM4_LOCKargs a = { .block = (uint32_t)block, .exclusive = 1, .lock = l,
+			    .state = 1 };
+	struct nsync s = { 0 };
+
+	return nwait(c, &s, rpc_nlm4_lock_async(c, nlm_cb, &a, &s));
+}
+
+static int nlm_unlock_on(struct rpc_context *c, nlm4_lock l)
+{
+	NLM4_UNLOCKargs a = { .lock = l };
+	struct nsync s = { 0 };
+
+	return nwait(c, &s, rpc_nlm4_unlock_async(c, nlm_cb, &a, &s));
+}
+
+static int nlm_test_on(struct rpc_context *c, nlm4_lock l, int *svid)
+{
+	NLM4_TESTargs a = { .exclusive = 1, .lock = l };
+	struct nsync s = { 0 };
+	int rc = nwait(c, &s, rpc_nlm4_test_async(c, nlm_test_cb, &a, &s));
+
+	if (svid)
+		*svid = s.holder_svid;
+	return rc;
+}
+
+/*
+ * Locks are the cluster's: a lock taken through A conflicts with one asked
+ * through B (TEST names A's holder), a blocking request queued through B
+ * is granted by A's UNLOCK (B's client polls and holds it), and a lock
+ * survives the restart of the gateway it was taken through.
+ */
+static void test_locks(void)
+{
+	struct e2e_rpc *la, *lb;
+	struct rpc_context *a, *b;
+	nfs_fh3 f;
+	int svid = 0, st = -1;
+
+	E2E_STATUS("CREATE lk on A", create(0, &root[0], "lk", GUARDED, &f),
+		   NFS3_OK);
+	E2E_REQUIRE(wait_lookup(1, &root[1], "lk", NFS3_OK) >= 0, "lk on B");
+	la = e2e_rpc_open(nlm_port(0), NLM_PROGRAM, NLM_V4);
+	lb = e2e_rpc_open(nlm_port(1), NLM_PROGRAM, NLM_V4);
+	E2E_REQUIRE(la && lb, "NLM connections to A and B");
+	a = e2e_rpc_ctx(la);
+	b = e2e_rpc_ctx(lb);
+	E2E_CHECK(nlm_lock_on(a, mk(&f, "clientA", 11), 0) == NLM4_GRANTED,
+		  "LOCK through A");
+	st = nlm_test_on(b, mk(&f, "clientB", 22), &svid);
+	E2E_CHECK(st == NLM4_DENIED && svid == 11,
+		  "TEST through B: %d, holder svid %d, want DENIED by 11", st,
+		  svid);
+	st = nlm_lock_on(b, mk(&f, "clientB", 22), 0);
+	E2E_CHECK(st == NLM4_DENIED, "a non-blocking LOCK through B: %d", st);
+	E2E_CHECK(nlm_lock_on(b, mk(&f, "clientB", 22), 1) == NLM4_BLOCKED,
+		  "a blocking LOCK through B is queued");
+	E2E_CHECK(nlm_unlock_on(a, mk(&f, "clientA", 11)) == NLM4_GRANTED,
+		  "UNLOCK through A");
+	/* A granted B's queued request; its client's next poll holds it. */
+	E2E_CHECK(nlm_lock_on(b, mk(&f, "clientB", 22), 1) == NLM4_GRANTED,
+		  "B's poll after A's UNLOCK");
+	E2E_CHECK(nlm_test_on(a, mk(&f, "clientA", 11), &svid) == NLM4_DENIED &&
+			  svid == 22,
+		  "TEST through A sees B's lock (svid %d)", svid);
+	/* The gateway B locked through goes and comes back: the lock stays. */
+	e2e_rpc_close(lb);
+	e2e_rpc_close(nfs[1]);
+	nfs[1] = NULL;
+	E2E_REQUIRE(e2e_gw_stop(&gw[1]) == 0 && e2e_gw_restart(&gw[1]) == 0,
+		    "restart B");
+	nfs[1] = e2e_rpc_open(gw[1].nfs_port, NFS_PROGRAM, NFS_V3);
+	E2E_REQUIRE(nfs[1] && !e2e_root_fh(nfs[1], &gw[1], &root[1]),
+		    "B again");
+	E2E_CHECK(nlm_test_on(a, mk(&f, "clientA", 11), &svid) == NLM4_DENIED &&
+			  svid == 22,
+		  "B's lock after B's restart (svid %d)", svid);
+	lb = e2e_rpc_open(nlm_port(1), NLM_PROGRAM, NLM_V4);
+	E2E_REQUIRE(lb, "NLM connection to B again");
+	st = nlm_unlock_on(e2e_rpc_ctx(lb), mk(&f, "clientB", 22));
+	E2E_CHECK(st == NLM4_GRANTED, "UNLOCK through B again: %d", st);
+	E2E_CHECK(nlm_test_on(a, mk(&f, "clientA", 11), NULL) == NLM4_GRANTED,
+		  "the file is free");
+	e2e_rpc_close(la);
+	e2e_rpc_close(lb);
+}
+
 static int suite_init(void)
 {
 	if (e2e_pg_createdb(meta, sizeof(meta)))
@@ -947,6 +1116,7 @@ int main(void)
 	CU_add_test(s, "crossing directory renames", test_rename_cycle);
 	CU_add_test(s, "one writer per file", test_one_writer);
 	CU_add_test(s, "kill -9 mid-write", test_kill_mid_write);
+	CU_add_test(s, "locks across gateways", test_locks);
 	CU_add_test(s, "PostgreSQL down and back", test_db_outage);
 	return e2e_run_cunit();
 }
