@@ -145,8 +145,10 @@ static long read_all(int i, const nfs_fh3 *fh, void *buf, size_t cap)
 			return -EIO;
 		if (r.status != NFS3_OK)
 			return -(long)r.status;
-		memcpy((char *)buf + got, r.READ3res_u.resok.data.data_val,
-		       r.READ3res_u.resok.count);
+		if (r.READ3res_u.resok.count)
+			memcpy((char *)buf + got,
+			       r.READ3res_u.resok.data.data_val,
+			       r.READ3res_u.resok.count);
 		got += r.READ3res_u.resok.count;
 		if (r.READ3res_u.resok.eof || !r.READ3res_u.resok.count ||
 		    got == cap)
@@ -1057,8 +1059,9 @@ static void test_migrate(void)
 		if (!e2e_nfs3_read(j, &f, 0, sizeof(buf), &rr) &&
 		    rr.status == NFS3_OK) {
 			got = rr.READ3res_u.resok.count;
-			memcpy(buf, rr.READ3res_u.resok.data.data_val,
-			       (size_t)got);
+			if (got > 0)
+				memcpy(buf, rr.READ3res_u.resok.data.data_val,
+				       (size_t)got);
 		}
 	} while ((got != 12 || memcmp(buf, "not uploaded", 12)) &&
 		 e2e_now_ms() - t0 < 30000 && !usleep(200 * 1000));
