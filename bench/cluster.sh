@@ -62,7 +62,8 @@ eval "$env_text"
 PGDIR=$MAPFS_PG_DIR
 echo "cluster.sh: PostgreSQL at $MAPFS_PG_URL" >&2
 
-# start_gw DIR [META NODE]: a gateway in the background; its URL on stdout.
+# start_gw DIR [META NODE]: a gateway in the background; its URL appended
+# to urls.  (Not in a $(...) subshell: PIDS must reach stop_gws.)
 start_gw() {
 	local d=$1 meta=${2:-} node=${3:-}
 	mkdir -p "$d/state"
@@ -77,7 +78,7 @@ start_gw() {
 	nfs=$(sed -n 's/.*nfs=127.0.0.1:\([0-9]*\).*/\1/p' "$d/out")
 	mnt=$(sed -n 's/.*mount=127.0.0.1:\([0-9]*\).*/\1/p' "$d/out")
 	[ -n "$nfs" ] || { cat "$d/err" >&2; exit 1; }
-	echo "nfs://127.0.0.1/mapfs?nfsport=$nfs&mountport=$mnt&version=3"
+	urls+=("nfs://127.0.0.1/mapfs?nfsport=$nfs&mountport=$mnt&version=3")
 }
 
 RES=$WORK/results.tsv
@@ -87,12 +88,12 @@ for round in $(seq "$ROUNDS"); do
 		mkdir -p "$WORK/store-$round-$cfg"
 		urls=()
 		case $cfg in
-		lmdb) urls+=("$(start_gw "$WORK/$round-$cfg-0")") ;;
+		lmdb) start_gw "$WORK/$round-$cfg-0" ;;
 		pg*)
 			n=${cfg#pg}
 			meta=$("$ROOT/tests/pg/pg.sh" createdb "$PGDIR" "c${round}_$cfg")
 			for i in $(seq 0 $((n - 1))); do
-				urls+=("$(start_gw "$WORK/$round-$cfg-$i" "$meta" "n$i")")
+				start_gw "$WORK/$round-$cfg-$i" "$meta" "n$i"
 			done
 			;;
 		esac
