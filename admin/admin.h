@@ -22,9 +22,11 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "fs/fs.h"
 
+struct db;
 struct fs;
 struct metrics_buf;
 struct nfsd;
@@ -35,6 +37,8 @@ struct admin_ctx {
 	struct fs *fs;
 	struct nfsd *nfsd;
 	struct store *store;
+	struct db *db;                           /* for the cluster's state */
+	const struct sockaddr_storage *nfs_addr; /* where NFS listens */
 	const char *export_path; /* --export, e.g. /mapfs */
 	const char *store_url;
 	const char *cache_dir;   /* STATE/cache */

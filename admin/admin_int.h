@@ -33,4 +33,7 @@ int admin_send(int fd, const char *fmt, ...)
 /* Run the command in line (NUL-terminated, no newline); answers on fd. */
 void admin_cmd_run(struct admin *a, int fd, char *line);
 
+/* ready.c: `ctl ready`, for health checks.  Answers on fd. */
+void admin_cmd_ready(struct admin *a, int fd);
+
 #endif

@@ -546,6 +546,8 @@ void admin_cmd_run(struct admin *a, int fd, char *line)
 		cmd_evict(a, fd, arg);
 	else if (!strcmp(line, "clients") && !arg)
 		cmd_clients(a, fd);
+	else if (!strcmp(line, "ready") && !arg)
+		admin_cmd_ready(a, fd);
 	else
 		admin_send(fd, "err unknown command or wrong arguments: '%.64s'",
 			   line);

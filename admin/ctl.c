@@ -31,7 +31,9 @@ static void ctl_usage(FILE *f)
 		"                 changes made behind the gateway show at once\n"
 		"  warm PATH      fetch every file below PATH into the cache\n"
 		"  evict PATH     drop the cached data of PATH's files that are in the store\n"
-		"  clients        the mounted clients (host and path)\n\n"
+		"  clients        the mounted clients (host and path)\n"
+		"  ready          exit 0 if the gateway answers NFS and, in a\n"
+		"                 cluster, holds its lease (for health checks)\n\n"
 		"PATH is as clients see it (/mapfs/dir) or relative to the export root.\n"
 		"The socket is STATE/ctl.sock (default state %s); only root or\n"
 		"the gateway's own user may use it.\n",

@@ -104,8 +104,9 @@ enum db_cursor_op {
 
 /*
  * Open (creating if needed) the engine in directory dir with the given
- * map size (bytes) and at most maxtables tables.  Returns 0 or -errno.
- * The writer thread starts here.
+ * map size (bytes) and at most maxtables tables.  Returns 0 or -errno:
+ * -EBUSY when another process (or open) has dir.  The writer thread
+ * starts here.
  */
 int db_open(const char *dir, size_t mapsize, unsigned maxtables,
 	    struct db **out);
@@ -223,6 +224,29 @@ int db_send(struct db *db, uint32_t to, const char *msg);
 /* The handler of messages to this node: must not block for long. */
 typedef void (*db_msg_fn)(void *ctx, uint32_t from, const char *msg);
 void db_on_message(struct db *db, db_msg_fn fn, void *ctx);
+
+/*
+ * Membership, as this node last read it (with each lease renewal, every
+ * third of a lease; no round trip here).  A node is down once its lease
+ * ran out by the database's clock.  True for this node, for a node alone,
+ * and for any node not known to be down (before the first reading too).
+ */
+bool db_node_up(struct db *db, uint32_t node);
+
+/*
+ * fn(ctx, node) on the follower thread each time a node is first seen
+ * down (at start: each node down then).  It must not block for long.
+ */
+typedef void (*db_node_fn)(void *ctx, uint32_t node);
+void db_on_node_down(struct db *db, db_node_fn fn, void *ctx);
+
+/*
+ * Whether this node's own lease surely still holds: its last renewal was
+ * sent less than 3/4 of a lease ago by this machine's clock.  Once false,
+ * other nodes may soon take over what this one owns: writes to the store
+ * wait (fencing).  Always true for a node alone.
+ */
+bool db_lease_held(struct db *db);
 
 /*
  * Begin a read snapshot for the calling thread (cheap: a per-thread txn

@@ -139,6 +139,10 @@ int db_pg_send(struct db_pg *pg, uint32_t to, const char *msg);
 
 /* The message handler (lmdb.c keeps it; pg.c calls it). */
 void db_deliver(struct db *db, uint32_t from, const char *msg);
+/* The node-down handler, likewise. */
+void db_deliver_down(struct db *db, uint32_t node);
+bool db_pg_node_up(struct db_pg *pg, uint32_t node);
+bool db_pg_lease_held(struct db_pg *pg);
 int db_pg_alloc_ids(struct db_pg *pg, uint64_t n, uint64_t *first);
 int db_pg_secret(struct db_pg *pg, const char *name, void *buf, size_t len);
 
@@ -189,5 +193,8 @@ int db_load_snapshot(struct db *db, const struct db_remote *recs, size_t n,
 int db_local_seq(struct db *db, uint64_t *seq);
 int db_local_cluster(struct db *db, char *id, size_t cap);
 int db_set_local_cluster(struct db *db, const char *id);
+/* A text of this replica's own (buf empty: none).  0 or -errno. */
+int db_local_text(struct db *db, const char *name, char *buf, size_t cap);
+int db_set_local_text(struct db *db, const char *name, const char *val);
 
 #endif

@@ -20,12 +20,15 @@
 #include "db/db.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "db/db_int.h"
@@ -66,6 +69,7 @@ struct db_op {
 
 struct db {
 	MDB_env *env;
+	int lock_fd; /* flock'ed: one process per directory */
 	uint64_t id; /* tells a thread's cached read txn which env it is for */
 	struct db_tinfo tables[DB_TABLES_MAX];
 	MDB_dbi vers, meta; /* internal tables (cluster) */
@@ -85,6 +89,8 @@ struct db {
 	struct db_cluster_opts *copts;
 	db_msg_fn on_msg;
 	void *on_msg_ctx;
+	db_node_fn on_down;
+	void *on_down_ctx;
 	struct db_pg *pg;
 	struct db_track track; /* the writer's, reused group after group */
 };
@@ -388,6 +394,7 @@ int db_open(const char *dir, size_t mapsize, unsigned maxtables,
 {
 	static uint64_t next_id; /* distinct ids across opens in one process */
 	struct db *db = calloc(1, sizeof(*db));
+	char lockpath[4096];
 	int rc;
 
 	if (!db)
@@ -396,9 +403,26 @@ int db_open(const char *dir, size_t mapsize, unsigned maxtables,
 		rc = -errno;
 		goto out_free;
 	}
+	/* LMDB lets processes share an env; a gateway's state must not be
+	 * (two writers of one cache, one node name twice): the second one
+	 * is refused.  The lock goes with the process, however it ends. */
+	rc = snprintf(lockpath, sizeof(lockpath), "%s/gateway.lock", dir);
+	if (rc < 0 || (size_t)rc >= sizeof(lockpath)) {
+		rc = -ENAMETOOLONG;
+		goto out_free;
+	}
+	db->lock_fd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (db->lock_fd < 0) {
+		rc = -errno;
+		goto out_free;
+	}
+	if (flock(db->lock_fd, LOCK_EX | LOCK_NB)) {
+		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		goto out_lock;
+	}
 	rc = db_err(mdb_env_create(&db->env));
 	if (rc)
-		goto out_free;
+		goto out_lock;
 	/* Two internal tables beside the caller's. */
 	if ((rc = db_err(mdb_env_set_mapsize(db->env, mapsize))) ||
 	    (rc = db_err(mdb_env_set_maxdbs(db->env, maxtables + 2))) ||
@@ -426,6 +450,8 @@ out_sync:
 	pthread_mutex_destroy(&db->lock);
 out_env:
 	mdb_env_close(db->env);
+out_lock:
+	close(db->lock_fd);
 out_free:
 	free(db);
 	return rc;
@@ -462,6 +488,7 @@ void db_close(struct db *db)
 	pthread_mutex_destroy(&db->lock);
 	db_track_free(&db->track);
 	copts_free(db->copts);
+	close(db->lock_fd);
 	free(db);
 }
 
@@ -618,6 +645,28 @@ void db_deliver(struct db *db, uint32_t from, const char *msg)
 {
 	if (db->on_msg)
 		db->on_msg(db->on_msg_ctx, from, msg);
+}
+
+bool db_node_up(struct db *db, uint32_t node)
+{
+	return !db->pg || db_pg_node_up(db->pg, node);
+}
+
+void db_on_node_down(struct db *db, db_node_fn fn, void *ctx)
+{
+	db->on_down = fn;
+	db->on_down_ctx = ctx;
+}
+
+void db_deliver_down(struct db *db, uint32_t node)
+{
+	if (db->on_down)
+		db->on_down(db->on_down_ctx, node);
+}
+
+bool db_lease_held(struct db *db)
+{
+	return !db->pg || db_pg_lease_held(db->pg);
 }
 
 /* ---- reads ------------------------------------------------------------- */
@@ -1255,32 +1304,50 @@ int db_local_seq(struct db *db, uint64_t *seq)
 	return rc && rc != MDB_NOTFOUND ? db_err(rc) : 0;
 }
 
-int db_local_cluster(struct db *db, char *id, size_t cap)
+int db_local_text(struct db *db, const char *name, char *buf, size_t cap)
 {
 	struct db_txn *t;
-	MDB_val k = { 7, "cluster" }, v;
+	MDB_val k = { strlen(name), (void *)name }, v;
 	int rc = db_read_begin(db, &t);
 
 	if (rc)
 		return rc;
-	id[0] = '\0';
+	buf[0] = '\0';
 	rc = mdb_get(t->mdb, db->meta, &k, &v);
 	if (!rc && v.mv_size < cap) {
-		memcpy(id, v.mv_data, v.mv_size);
-		id[v.mv_size] = '\0';
+		memcpy(buf, v.mv_data, v.mv_size);
+		buf[v.mv_size] = '\0';
 	}
 	db_read_end(db, t);
 	return rc && rc != MDB_NOTFOUND ? db_err(rc) : 0;
 }
 
-static int set_cluster_fn(struct db_txn *t, void *arg)
+struct local_text {
+	const char *name, *val;
+};
+
+static int set_text_fn(struct db_txn *t, void *arg)
 {
-	MDB_val k = { 7, "cluster" }, v = { strlen(arg), arg };
+	struct local_text *lt = arg;
+	MDB_val k = { strlen(lt->name), (void *)lt->name },
+		v = { strlen(lt->val), (void *)lt->val };
 
 	return db_err(mdb_put(t->mdb, t->db->meta, &k, &v, 0));
 }
 
+int db_set_local_text(struct db *db, const char *name, const char *val)
+{
+	struct local_text lt = { name, val };
+
+	return db_write_as(db, set_text_fn, &lt, true);
+}
+
+int db_local_cluster(struct db *db, char *id, size_t cap)
+{
+	return db_local_text(db, "cluster", id, cap);
+}
+
 int db_set_local_cluster(struct db *db, const char *id)
 {
-	return db_write_as(db, set_cluster_fn, (void *)id, true);
+	return db_set_local_text(db, "cluster", id);
 }

@@ -85,6 +85,17 @@ struct db_pg {
 	 * after a stale commit, the writer's catch-up move it, only up. */
 	uint64_t applied;
 	uint64_t lease_next_ms;
+	/* Until when this node's lease surely holds, by this clock (ms). */
+	uint64_t held_until_ms;
+	/* Renewing without a gap since (ms; 0: the last renewal failed),
+	 * and the last renewal that went through. */
+	uint64_t renewing_since_ms, renewed_ms;
+	/* Membership as last read (the follower's): ids of the nodes whose
+	 * lease ran out, sorted. */
+	pthread_mutex_t nodes_lock;
+	uint32_t *down;
+	size_t ndown;
+	bool nodes_known;
 };
 
 static uint64_t now_ms(void)
@@ -553,6 +564,124 @@ static int node_renew(struct db_pg *pg, PGconn *c)
 	return rc;
 }
 
+static bool id_in(const uint32_t *ids, size_t n, uint32_t id)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (ids[mid] == id)
+			return true;
+		if (ids[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/*
+ * Read which nodes are down; tell of each one newly so.  Only once this
+ * node has itself renewed without a miss for a lease and the time a
+ * node takes to reconnect: after an outage of the database every lease
+ * has run out, and the others must have had their chance to renew.
+ */
+static void nodes_refresh(struct db_pg *pg, PGconn *c)
+{
+	char me[16];
+	const char *p[1] = { me };
+	uint32_t *down, *fresh, *old;
+	size_t n, nfresh = 0;
+	PGresult *r;
+
+	if (!pg->renewing_since_ms ||
+	    now_ms() - pg->renewing_since_ms <
+		    pg->o.lease_ms + 2 * RECONNECT_MIN_MS + FOLLOW_POLL_MS)
+		return;
+	snprintf(me, sizeof(me), "%u", pg->node_id);
+	r = exec_text(c,
+		      "SELECT id FROM mapfs_nodes WHERE lease_until < now()"
+		      " AND id <> $1 ORDER BY id",
+		      1, p, PGRES_TUPLES_OK);
+	if (!r)
+		return;
+	n = (size_t)PQntuples(r);
+	down = calloc(n + 1, sizeof(*down));
+	fresh = calloc(n + 1, sizeof(*fresh));
+	if (!down || !fresh) {
+		free(down);
+		free(fresh);
+		PQclear(r);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		down[i] = (uint32_t)strtoul(PQgetvalue(r, (int)i, 0), NULL, 10);
+	PQclear(r);
+	pthread_mutex_lock(&pg->nodes_lock);
+	for (size_t i = 0; i < n; i++)
+		if (!pg->nodes_known || !id_in(pg->down, pg->ndown, down[i]))
+			fresh[nfresh++] = down[i];
+	old = pg->down;
+	pg->down = down;
+	pg->ndown = n;
+	pg->nodes_known = true;
+	pthread_mutex_unlock(&pg->nodes_lock);
+	free(old);
+	for (size_t i = 0; i < nfresh; i++) {
+		log_info("cluster: node %u is down (its lease ran out)",
+			 fresh[i]);
+		db_deliver_down(pg->db, fresh[i]);
+	}
+	free(fresh);
+}
+
+/* Renew the lease (and with it, read who is down); when to do it next. */
+static void lease_tick(struct db_pg *pg, PGconn *c)
+{
+	uint64_t sent = now_ms();
+
+	if (node_renew(pg, c) == 0) {
+		__atomic_store_n(&pg->held_until_ms,
+				 sent + pg->o.lease_ms - pg->o.lease_ms / 4,
+				 __ATOMIC_RELEASE);
+		/* A gap of half a lease (no connection) counts as a miss. */
+		if (pg->renewing_since_ms &&
+		    sent - pg->renewed_ms > pg->o.lease_ms / 2)
+			pg->renewing_since_ms = 0;
+		if (!pg->renewing_since_ms) {
+			/* Back after a gap: who is down is unknown again
+			 * (none, until the others had their chance). */
+			pg->renewing_since_ms = sent;
+			pthread_mutex_lock(&pg->nodes_lock);
+			pg->ndown = 0;
+			pthread_mutex_unlock(&pg->nodes_lock);
+		}
+		pg->renewed_ms = sent;
+	} else {
+		pg->renewing_since_ms = 0;
+	}
+	nodes_refresh(pg, c);
+	pg->lease_next_ms = sent + pg->o.lease_ms / 3;
+}
+
+bool db_pg_node_up(struct db_pg *pg, uint32_t node)
+{
+	bool down;
+
+	if (node == pg->node_id)
+		return true;
+	pthread_mutex_lock(&pg->nodes_lock);
+	down = id_in(pg->down, pg->ndown, node);
+	pthread_mutex_unlock(&pg->nodes_lock);
+	return !down;
+}
+
+bool db_pg_lease_held(struct db_pg *pg)
+{
+	return now_ms() < __atomic_load_n(&pg->held_until_ms, __ATOMIC_ACQUIRE);
+}
+
 /* ---- the follower -------------------------------------------------------- */
 
 /* Records of a result (tbl, k, v, ver columns from col on), as remotes. */
@@ -800,17 +929,23 @@ static void *follower_main(void *arg)
 					break;
 				}
 			} while (notifies_drain(pg, c));
-			if (now_ms() >= pg->lease_next_ms) {
-				node_renew(pg, c);
-				pg->lease_next_ms = now_ms() + pg->o.lease_ms / 3;
-			}
+			if (now_ms() >= pg->lease_next_ms)
+				lease_tick(pg, c);
 			pf[1] = (struct pollfd){ .fd = PQsocket(c),
 						 .events = POLLIN };
 			nfds = 2;
 		} else {
 			listening = false;
 		}
-		if (poll(pf, (nfds_t)nfds, FOLLOW_POLL_MS) > 0 &&
+		uint64_t now = now_ms();
+		int wait = FOLLOW_POLL_MS;
+
+		/* Short leases (tests) renew more often than the poll. */
+		if (nfds == 2 && pg->lease_next_ms < now + (uint64_t)wait)
+			wait = pg->lease_next_ms > now
+				       ? (int)(pg->lease_next_ms - now)
+				       : 0;
+		if (poll(pf, (nfds_t)nfds, wait) > 0 &&
 		    (pf[0].revents & POLLIN))
 			break;
 	}
@@ -842,6 +977,7 @@ int db_pg_open(struct db *db, const struct db_cluster_opts *o,
 	pg->o = *o;
 	pg->stop_pipe[0] = pg->stop_pipe[1] = -1;
 	pthread_mutex_init(&pg->svc_lock, NULL);
+	pthread_mutex_init(&pg->nodes_lock, NULL);
 	f = fopen("/dev/urandom", "r");
 	if (!f || fread(rnd, 1, sizeof(rnd), f) != sizeof(rnd)) {
 		if (f)
@@ -851,6 +987,13 @@ int db_pg_open(struct db *db, const struct db_cluster_opts *o,
 	fclose(f);
 	for (int i = 0; i < 16; i++)
 		snprintf(pg->instance + 2 * i, 3, "%02x", rnd[i]);
+	/* The same state directory is the same instance: only one process
+	 * has it (db_open's lock), so a restart takes its name back at once
+	 * instead of waiting for its old lease to run out. */
+	if ((rc = db_local_text(db, "instance", local_id, sizeof(local_id))))
+		return open_fail(pg, rc);
+	if (strlen(local_id) == 32)
+		memcpy(pg->instance, local_id, 33);
 	/* Unreachable: retry with backoff, saying so; misconfigured: stop. */
 	while ((rc = pgc_connect(pg, &pg->wr, false)) == -EAGAIN) {
 		log_info("cluster: retrying in %u ms", backoff);
@@ -880,6 +1023,8 @@ int db_pg_open(struct db *db, const struct db_cluster_opts *o,
 	}
 	if (rc)
 		return open_fail(pg, -EIO);
+	if ((rc = db_set_local_text(db, "instance", pg->instance)))
+		return open_fail(pg, rc);
 	pg->wr_up = true;
 	if ((rc = pgc_connect(pg, &pg->svc, false)) ||
 	    (rc = pgc_connect(pg, &pg->fol, false)))
@@ -906,8 +1051,7 @@ int db_pg_open(struct db *db, const struct db_cluster_opts *o,
 	}
 	if (rc)
 		return open_fail(pg, rc);
-	node_renew(pg, pg->fol.c);
-	pg->lease_next_ms = now_ms() + o->lease_ms / 3;
+	lease_tick(pg, pg->fol.c);
 	if (pipe2(pg->stop_pipe, O_CLOEXEC) ||
 	    pthread_create(&pg->follower, NULL, follower_main, pg))
 		return open_fail(pg, -errno ? -errno : -EAGAIN);
@@ -955,6 +1099,8 @@ void db_pg_close(struct db_pg *pg)
 	pgc_close(&pg->svc);
 	pgc_close(&pg->fol);
 	pthread_mutex_destroy(&pg->svc_lock);
+	pthread_mutex_destroy(&pg->nodes_lock);
+	free(pg->down);
 	free(pg);
 }
 

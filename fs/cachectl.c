@@ -109,7 +109,7 @@ int fs_dirty_stat(struct fs *fs, struct fs_dirty_stat *out)
 	rc = db_read_begin(fs->db, &txn);
 	if (rc)
 		return rc;
-	rc = db_count(txn, fs->dbi_pending, &out->pending);
+	rc = fs_pending_count(fs, txn, &out->pending);
 	if (!rc) {
 		rc = db_cursor_open(txn, fs->dbi_work, &cur);
 	}

@@ -141,7 +141,7 @@ struct fs_opts {
 	uint32_t default_uid, default_gid; /* for objects without metadata */
 	uint64_t max_dirty;     /* dirty cache bytes past which WRITE and
 				   CREATE answer -EAGAIN (0: no limit) */
-	bool strict_commit;     /* COMMIT waits until the store has it */
+	bool strict_commit;     /* COMMIT, stable WRITE wait for the store */
 	bool read_only;
 };
 
@@ -172,6 +172,13 @@ void fs_close(struct fs *fs, bool flush);
 
 /* Upload every dirty inode now and wait (tests, SIGTERM).  0 or -errno. */
 int fs_flush(struct fs *fs);
+
+/*
+ * A counter that moves each time this node dropped changes it had not
+ * made stable in the store (in a cluster: a file another node took over
+ * while this one was cut off).  nfsd folds it into the write verifier.
+ */
+uint64_t fs_write_epoch(struct fs *fs);
 
 /* Attributes of ino.  -ESTALE if the inode does not exist. */
 int fs_getattr(struct fs *fs, uint64_t ino, struct fs_attr *out);
@@ -278,8 +285,10 @@ void fs_read_splice(struct fs *fs, struct fs_io *io,
 
 /*
  * WRITE all len bytes at off.  *committed says how stable the data is on
- * return (>= stable asked for).  -EAGAIN (retry) while the cache holds
- * opts.max_dirty of dirty data or the store is unreachable; CREATE too.
+ * return (>= stable asked for; with opts.strict_commit a stable WRITE
+ * answers once the file is in the store).  -EAGAIN (retry) while the
+ * cache holds opts.max_dirty of dirty data or the store is unreachable;
+ * CREATE too.
  */
 void fs_write(struct fs *fs, struct fs_io *io, const struct fs_ctx *ctx,
 	      uint64_t ino, uint64_t off, const void *data, size_t len,

@@ -127,6 +127,14 @@ struct fs {
 	/* Store work failing for good (failures.c). */
 	pthread_mutex_t fail_lock;
 	struct fs_fail *fails;
+
+	/* Cluster (owner.c): a takeover sweep is queued; fs_write_epoch;
+	 * no more jobs once closing.  pend_next: the next pending seq of
+	 * this node (pending.c; the db writer's). */
+	atomic_bool sweep_queued;
+	atomic_uint_fast64_t write_epoch;
+	atomic_bool running, closing; /* between workers up and fs_close */
+	uint64_t pend_next;
 };
 
 /* Time now, ns since the epoch / ms. */
@@ -154,6 +162,11 @@ int fs_inode_get(struct fs *fs, struct db_txn *txn, uint64_t ino,
 		 struct fs_inode *out);
 int fs_inode_put(struct fs *fs, struct db_txn *txn, const struct fs_inode *in);
 int fs_inode_del(struct fs *fs, struct db_txn *txn, uint64_t ino);
+/* This node's own counters and marks ("meta" table).  0, -ENOENT. */
+int fs_meta_get_u64(struct fs *fs, struct db_txn *txn, const char *name,
+		    uint64_t *out);
+int fs_meta_put_u64(struct fs *fs, struct db_txn *txn, const char *name,
+		    uint64_t val);
 /* The persisted inode counter (unchanged when there is none yet). */
 int fs_meta_next_ino(struct fs *fs, uint64_t *next);
 /* Persist next_ino past ino (apply of a create). */
@@ -227,15 +240,42 @@ int fs_sticky_check(const struct fs_ctx *ctx, const struct fs_inode *dir,
 int fs_unlink_inode(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
 		    struct fs_inode *victim, bool queue_delete);
 
-/* pending.c */
+/* pending.c: the queue of store moves and deletes. */
+/* A record's seq holds its node's id from this bit up. */
+#define FS_PEND_NODE_SHIFT 40
+/* Queue op (in a change's txn, on the db writer).  0 or -errno. */
 int fs_pending_add(struct fs *fs, struct db_txn *txn, uint32_t op, uint64_t ino,
 		   const char *src, const char *dst);
 int fs_pending_decode(const struct db_val *k, const struct db_val *v,
 		      struct fs_pending *out);
+/* Where this node's numbering goes on (fs_open, after db_start). */
+int fs_pending_init(struct fs *fs);
+/* The node whose record seq is. */
+uint32_t fs_pending_node(uint64_t seq);
+/* Whether this node runs node's records for it: a dead node's, or the
+ * records of a gateway alone that became a cluster (node 0). */
+bool fs_pending_adoptable(struct fs *fs, uint32_t node);
+/*
+ * fn(arg, rec) for the records this node runs, in the order it runs
+ * them (the adopted ones first, then its own), until fn returns
+ * non-zero (returned).  0 or -errno.
+ */
+int fs_pending_each(struct fs *fs, struct db_txn *txn,
+		    int (*fn)(void *arg, const struct fs_pending *p), void *arg);
+/* How many records this node has to run. */
+int fs_pending_count(struct fs *fs, struct db_txn *txn, uint64_t *n);
+/* Whether any node's record concerns ino (*node: whose, if not NULL). */
+bool fs_pending_of(struct fs *fs, struct db_txn *txn, uint64_t ino,
+		   uint32_t *node);
+/* Whether any node's record is a COPY into key (not there yet). */
+bool fs_pending_copy_into(struct fs *fs, struct db_txn *txn, const char *key);
 
 /* worker.c */
 int fs_workers_start(struct fs *fs);
+/* Run what is queued and stop; later jobs run inline on their caller. */
 void fs_workers_stop(struct fs *fs);
+/* Once nothing can queue a job any more (after db_stop). */
+void fs_workers_free(struct fs *fs);
 /* Run fn(fs, arg) on a worker thread.  On -ENOMEM runs it inline. */
 void fs_defer(struct fs *fs, void (*fn)(struct fs *, void *), void *arg);
 
@@ -275,12 +315,25 @@ void fs_owner_release(struct fs *fs, struct fs_inode *in);
 int fs_owner_reconcile(struct fs *fs);
 /* db_msg_fn for the messages of other nodes ("release INO"). */
 void fs_owner_on_message(void *ctx, uint32_t from, const char *msg);
+/*
+ * Take over the files of nodes that are down (db_node_up false): soon,
+ * on a worker (coalesced; never blocks).  Also db_node_fn's handler.
+ */
+void fs_owner_sweep_kick(struct fs *fs);
+void fs_owner_on_node_down(void *ctx, uint32_t node);
+/*
+ * Another node's change made in (this node's record after it, dirty
+ * here) someone else's: drop this node's changes of it (never blocks).
+ */
+void fs_owner_lost(struct fs *fs, const struct fs_inode *in);
 
 /* syncer.c */
 int fs_syncer_start(struct fs *fs);
 /* Write ino (and every pending record before it) to the store now and
  * wait (--strict-commit).  Blocks: worker threads only.  0 or -EAGAIN. */
 int fs_sync_inode(struct fs *fs, uint64_t ino);
+/* Run the pending records this node runs, now.  Blocks.  0 or -errno. */
+int fs_sync_pending(struct fs *fs);
 void fs_syncer_stop(struct fs *fs);
 
 #endif

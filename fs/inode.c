@@ -244,6 +244,12 @@ static void irec_changed(void *ctx, db_table tbl, const struct db_val *key,
 	}
 	if (fs_inode_decode(ino, after, &a))
 		return;
+	/* Taken over while this node was cut off: its changes are void. */
+	if ((a.flags & FS_F_DIRTY) && b.owner && b.owner == db_node_id(fs->db) &&
+	    a.owner != b.owner) {
+		fs_owner_lost(fs, &a);
+		return;
+	}
 	if (!(a.flags & FS_F_DIRTY_DATA) &&
 	    (a.size != b.size || strcmp(a.etag, b.etag)))
 		cache_drop(fs->cache, ino);
@@ -256,8 +262,8 @@ const struct db_share_ops fs_inode_share = {
 	.max = FS_IREC_MAX,
 };
 
-static int meta_get_u64(struct fs *fs, struct db_txn *txn, const char *name,
-			uint64_t *out)
+int fs_meta_get_u64(struct fs *fs, struct db_txn *txn, const char *name,
+		    uint64_t *out)
 {
 	struct db_val k = { strlen(name), (void *)name }, v;
 	int rc = db_get(txn, fs->dbi_meta, &k, &v);
@@ -270,8 +276,8 @@ static int meta_get_u64(struct fs *fs, struct db_txn *txn, const char *name,
 	return 0;
 }
 
-static int meta_put_u64(struct fs *fs, struct db_txn *txn, const char *name,
-			uint64_t val)
+int fs_meta_put_u64(struct fs *fs, struct db_txn *txn, const char *name,
+		    uint64_t val)
 {
 	struct db_val k = { strlen(name), (void *)name }, v = { sizeof(val), &val };
 
@@ -285,7 +291,7 @@ int fs_meta_next_ino(struct fs *fs, uint64_t *next)
 
 	if (rc)
 		return rc;
-	rc = meta_get_u64(fs, txn, "next_ino", next);
+	rc = fs_meta_get_u64(fs, txn, "next_ino", next);
 	db_read_end(fs->db, txn);
 	return rc == -ENOENT ? 0 : rc;
 }
@@ -293,13 +299,13 @@ int fs_meta_next_ino(struct fs *fs, uint64_t *next)
 int fs_meta_note_ino(struct fs *fs, struct db_txn *txn, uint64_t ino)
 {
 	uint64_t next = 0;
-	int rc = meta_get_u64(fs, txn, "next_ino", &next);
+	int rc = fs_meta_get_u64(fs, txn, "next_ino", &next);
 
 	if (rc && rc != -ENOENT)
 		return rc;
 	if (next > ino)
 		return 0;
-	return meta_put_u64(fs, txn, "next_ino", ino + 1);
+	return fs_meta_put_u64(fs, txn, "next_ino", ino + 1);
 }
 
 /* Inode numbers one node takes from the cluster's counter at a time. */
@@ -365,12 +371,12 @@ int fs_ino_blocks_start(struct fs *fs)
 int fs_meta_init(struct fs *fs, struct db_txn *txn)
 {
 	uint64_t version, next;
-	int rc = meta_get_u64(fs, txn, "version", &version);
+	int rc = fs_meta_get_u64(fs, txn, "version", &version);
 
 	if (rc == -ENOENT) {
-		rc = meta_put_u64(fs, txn, "version", FS_FORMAT_VERSION);
+		rc = fs_meta_put_u64(fs, txn, "version", FS_FORMAT_VERSION);
 		if (!rc)
-			rc = meta_put_u64(fs, txn, "next_ino", FS_ROOT_INO + 1);
+			rc = fs_meta_put_u64(fs, txn, "next_ino", FS_ROOT_INO + 1);
 		if (rc)
 			return rc;
 	} else if (rc) {
@@ -378,7 +384,7 @@ int fs_meta_init(struct fs *fs, struct db_txn *txn)
 	} else if (version != FS_FORMAT_VERSION) {
 		return -EPROTO;
 	}
-	rc = meta_get_u64(fs, txn, "next_ino", &next);
+	rc = fs_meta_get_u64(fs, txn, "next_ino", &next);
 	if (rc)
 		return rc;
 	atomic_store(&fs->next_ino, next);

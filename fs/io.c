@@ -171,7 +171,7 @@ static int fetch_err(struct io_op *op, long res)
 {
 	struct fs *fs = op->fs;
 	struct db_txn *txn;
-	uint64_t n;
+	uint32_t node = 0;
 	bool queued = false;
 
 	if (res == -ENOENT && op->owner && op->owner != db_node_id(fs->db)) {
@@ -180,8 +180,11 @@ static int fetch_err(struct io_op *op, long res)
 	}
 	if (res != -ENOENT || db_read_begin(fs->db, &txn))
 		return (int)res;
-	queued = db_count(txn, fs->dbi_pending, &n) == 0 && n;
+	queued = fs_pending_of(fs, txn, op->ino, &node);
 	db_read_end(fs->db, txn);
+	/* A dead node's move: the sweep runs it. */
+	if (queued && fs_pending_adoptable(fs, node))
+		fs_owner_sweep_kick(fs);
 	return queued ? -EAGAIN : (int)res;
 }
 
@@ -318,6 +321,23 @@ void fs_read_splice(struct fs *fs, struct fs_io *io,
 
 static void write_fetched(void *p, long res);
 
+static void write_finish(struct io_op *op, int err)
+{
+	if (!err)
+		*op->committed = op->stable;
+	if (op->wcc && fs_getattr(op->fs, op->ino, &op->wcc->after) == 0)
+		op->wcc->after_ok = true;
+	io_free(op, err);
+}
+
+/* The data is on this node's disk; the reply waits for the upload.  A
+ * store that cannot take it now answers -EAGAIN: the client resends
+ * the WRITE (the same bytes again, harmless). */
+static void write_store_job(struct fs *fs, void *p)
+{
+	write_finish(p, fs_sync_inode(fs, ((struct io_op *)p)->ino));
+}
+
 static void write_cb(void *p, long res)
 {
 	struct io_op *op = p;
@@ -330,10 +350,14 @@ static void write_cb(void *p, long res)
 		io_free(op, res == -ENODATA ? -EAGAIN : (int)res);
 		return;
 	}
-	*op->committed = op->stable;
-	if (op->wcc && fs_getattr(op->fs, op->ino, &op->wcc->after) == 0)
-		op->wcc->after_ok = true;
-	io_free(op, 0);
+	/* --strict-commit: a stable WRITE is a COMMIT of its own, and stable
+	 * means in the store (a client that sends one WRITE FILE_SYNC for
+	 * its fsync never sends a COMMIT). */
+	if (op->stable != FS_UNSTABLE && op->fs->opts.strict_commit) {
+		fs_defer(op->fs, write_store_job, op);
+		return;
+	}
+	write_finish(op, 0);
 }
 
 static void write_data(struct io_op *op)

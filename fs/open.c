@@ -37,7 +37,8 @@ static int open_init_apply(struct db_txn *txn, void *p)
 	return fs_inode_put(fs, txn, &root);
 }
 
-/* The tables: the namespace is the cluster's, the rest this node's. */
+/* The tables: the namespace and the queued store work are the cluster's,
+ * the rest this node's. */
 static int fs_tables_open(struct fs *fs, const struct db_share_ops *inodes)
 {
 	struct db *db = fs->db;
@@ -50,7 +51,8 @@ static int fs_tables_open(struct fs *fs, const struct db_share_ops *inodes)
 				&fs->dbi_cookies)) ||
 	    (rc = db_table_open(db, "keys", DB_SHARED, &fs->dbi_keys)) ||
 	    (rc = db_table_open(db, "meta", 0, &fs->dbi_meta)) ||
-	    (rc = db_table_open(db, "pending", DB_INTKEY, &fs->dbi_pending)) ||
+	    (rc = db_table_open(db, "pending", DB_INTKEY | DB_SHARED,
+				&fs->dbi_pending)) ||
 	    (rc = db_table_open(db, "work", DB_INTKEY, &fs->dbi_work)) ||
 	    (rc = db_table_open(db, "mpu", 0, &fs->dbi_mpu)) ||
 	    (rc = db_table_open(db, "mpu_intent", 0, &fs->dbi_mpu_intent)))
@@ -84,6 +86,8 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 	if (rc)
 		goto out_free;
 	rc = db_write(db, open_init_apply, fs);
+	if (!rc)
+		rc = fs_pending_init(fs);
 	if (rc)
 		goto out_free;
 	rc = fs_workers_start(fs);
@@ -95,11 +99,18 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 	rc = fs_syncer_start(fs);
 	if (rc)
 		goto out_workers;
+	atomic_store(&fs->running, true);
+	if (db_clustered(db)) {
+		/* Nodes dead before this one started, then each that dies. */
+		db_on_node_down(db, fs_owner_on_node_down, fs);
+		fs_owner_sweep_kick(fs);
+	}
 	*out = fs;
 	return 0;
 
 out_workers:
 	fs_workers_stop(fs);
+	fs_workers_free(fs);
 out_free:
 	pthread_mutex_destroy(&fs->ino_lock);
 	pthread_mutex_destroy(&fs->fail_lock);
@@ -112,12 +123,16 @@ void fs_close(struct fs *fs, bool flush)
 {
 	if (!fs)
 		return;
+	/* No new jobs from the follower (messages, nodes down) from here. */
+	atomic_store(&fs->closing, true);
+	db_on_node_down(fs->db, NULL, NULL);
 	fs_workers_stop(fs);
 	if (flush)
 		fs_flush(fs);
 	fs_syncer_stop(fs);
 	/* No other node's change reaches the hooks of a freed fs. */
 	db_stop(fs->db);
+	fs_workers_free(fs);
 	fs_fail_free(fs);
 	pthread_mutex_destroy(&fs->ino_lock);
 	pthread_mutex_destroy(&fs->fail_lock);

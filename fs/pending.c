@@ -4,8 +4,16 @@
  * renamed objects.  Records are committed in the same transaction as the
  * namespace change that needs them, so a crash resumes them; the syncer
  * runs them in seq order and drops each once the store confirmed it.
+ *
+ * In a cluster the records are shared, so that a node's queued work
+ * outlives it: each node numbers its own in a range of its own (its id in
+ * the top bits), runs those, and runs a dead node's (or, after a
+ * migration, the ones of the gateway alone, node 0) before its own, in
+ * their order.  The others' records also tell a node that an object is
+ * still on its way to a key (a COPY into it) or away from one.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "db/db.h"
@@ -23,10 +31,8 @@ int fs_pending_add(struct fs *fs, struct db_txn *txn, uint32_t op, uint64_t ino,
 	unsigned char buf[sizeof(struct pend_hdr) + 2 * STORE_KEY_MAX];
 	struct pend_hdr h = { .op = op, .ino = ino };
 	size_t sl = strlen(src), dl = dst ? strlen(dst) : 0;
-	struct db_cursor *cur;
 	struct db_val k, v;
-	uint64_t seq = 1;
-	int rc;
+	uint64_t seq;
 
 	if (sl > STORE_KEY_MAX || dl > STORE_KEY_MAX)
 		return -ENAMETOOLONG;
@@ -39,21 +45,104 @@ int fs_pending_add(struct fs *fs, struct db_txn *txn, uint32_t op, uint64_t ino,
 	memcpy(buf + sizeof(h), src, sl);
 	if (dl)
 		memcpy(buf + sizeof(h) + sl, dst, dl);
-	/* Order only matters among live records: the next seq is last + 1. */
-	rc = db_cursor_open(txn, fs->dbi_pending, &cur);
-	if (rc)
-		return rc;
-	rc = db_cursor_get(cur, &k, &v, DB_LAST);
-	if (rc == 0 && k.size == sizeof(seq)) {
-		memcpy(&seq, k.data, sizeof(seq));
-		seq++;
-	}
-	db_cursor_close(cur);
-	if (rc && rc != -ENOENT)
-		return rc;
+	/* Order only matters among live records (a group run again just
+	 * leaves a gap).  The db writer's, like every apply. */
+	seq = fs->pend_next++;
 	k = (struct db_val){ sizeof(seq), &seq };
 	v = (struct db_val){ sizeof(h) + sl + dl, buf };
-	return db_put(txn, fs->dbi_pending, &k, &v, DB_APPEND);
+	/* Alone, every new record is the last one of the table. */
+	return db_put(txn, fs->dbi_pending, &k, &v,
+		      db_clustered(fs->db) ? 0 : DB_APPEND);
+}
+
+static uint64_t pend_base(uint32_t node)
+{
+	return (uint64_t)node << FS_PEND_NODE_SHIFT;
+}
+
+uint32_t fs_pending_node(uint64_t seq)
+{
+	return (uint32_t)(seq >> FS_PEND_NODE_SHIFT);
+}
+
+int fs_pending_init(struct fs *fs)
+{
+	uint64_t base = pend_base(db_node_id(fs->db)), seq, last = base;
+	struct db_cursor *cur;
+	struct db_txn *txn;
+	struct db_val k, v;
+	int rc = db_read_begin(fs->db, &txn), mrc;
+
+	if (rc)
+		return rc;
+	rc = db_cursor_open(txn, fs->dbi_pending, &cur);
+	if (rc) {
+		db_read_end(fs->db, txn);
+		return rc;
+	}
+	k = (struct db_val){ sizeof(base), &base };
+	for (int op = DB_SET_RANGE; !(mrc = db_cursor_get(cur, &k, &v, op));
+	     op = DB_NEXT) {
+		if (k.size != sizeof(seq))
+			continue;
+		memcpy(&seq, k.data, sizeof(seq));
+		if (fs_pending_node(seq) != db_node_id(fs->db))
+			break;
+		last = seq;
+	}
+	db_cursor_close(cur);
+	db_read_end(fs->db, txn);
+	if (mrc && mrc != -ENOENT)
+		return mrc;
+	fs->pend_next = last + 1;
+	return 0;
+}
+
+bool fs_pending_adoptable(struct fs *fs, uint32_t node)
+{
+	return db_clustered(fs->db) && node != db_node_id(fs->db) &&
+	       (!node || !db_node_up(fs->db, node));
+}
+
+/*
+ * fn(arg, rec) for each record of nodes that want(fs, node) says yes to,
+ * in seq order, until fn returns non-zero (that value) or the end (0).
+ * The records of a node not wanted are skipped in one seek.
+ */
+static int pending_walk(struct fs *fs, struct db_txn *txn,
+			bool (*want)(struct fs *, uint32_t),
+			int (*fn)(void *, const struct fs_pending *), void *arg)
+{
+	struct db_cursor *cur;
+	struct db_val k, v;
+	uint64_t next;
+	int rc = db_cursor_open(txn, fs->dbi_pending, &cur), mrc, op;
+
+	if (rc)
+		return rc;
+	for (op = DB_FIRST; !(mrc = db_cursor_get(cur, &k, &v, op));) {
+		struct fs_pending p;
+		uint32_t node;
+
+		op = DB_NEXT;
+		if ((rc = fs_pending_decode(&k, &v, &p)))
+			break;
+		node = fs_pending_node(p.seq);
+		if (!want(fs, node)) {
+			if (node + 1 >= 1u << (64 - FS_PEND_NODE_SHIFT))
+				break;
+			next = pend_base(node + 1);
+			k = (struct db_val){ sizeof(next), &next };
+			op = DB_SET_RANGE;
+			continue;
+		}
+		if ((rc = fn(arg, &p)))
+			break;
+	}
+	db_cursor_close(cur);
+	if (rc)
+		return rc;
+	return mrc == -ENOENT ? 0 : mrc;
 }
 
 int fs_pending_decode(const struct db_val *k, const struct db_val *v,
@@ -75,4 +164,78 @@ int fs_pending_decode(const struct db_val *k, const struct db_val *v,
 	memcpy(out->dst, (char *)v->data + sizeof(h) + h.src_len, h.dst_len);
 	out->dst[h.dst_len] = '\0';
 	return 0;
+}
+
+static bool want_any(struct fs *fs, uint32_t node)
+{
+	(void)fs;
+	(void)node;
+	return true;
+}
+
+static bool want_mine(struct fs *fs, uint32_t node)
+{
+	return node == db_node_id(fs->db);
+}
+
+int fs_pending_each(struct fs *fs, struct db_txn *txn,
+		    int (*fn)(void *arg, const struct fs_pending *p), void *arg)
+{
+	int rc = 0;
+
+	if (db_clustered(fs->db))
+		rc = pending_walk(fs, txn, fs_pending_adoptable, fn, arg);
+	return rc ? rc : pending_walk(fs, txn, want_mine, fn, arg);
+}
+
+static int count_one(void *arg, const struct fs_pending *p)
+{
+	(void)p;
+	(*(uint64_t *)arg)++;
+	return 0;
+}
+
+int fs_pending_count(struct fs *fs, struct db_txn *txn, uint64_t *n)
+{
+	if (!db_clustered(fs->db))
+		return db_count(txn, fs->dbi_pending, n); /* all are its own */
+	*n = 0;
+	return fs_pending_each(fs, txn, count_one, n);
+}
+
+struct find_ino {
+	uint64_t ino;
+	uint32_t node;
+};
+
+static int find_ino(void *arg, const struct fs_pending *p)
+{
+	struct find_ino *f = arg;
+
+	if (p->ino != f->ino)
+		return 0;
+	f->node = fs_pending_node(p->seq);
+	return 1;
+}
+
+bool fs_pending_of(struct fs *fs, struct db_txn *txn, uint64_t ino,
+		   uint32_t *node)
+{
+	struct find_ino f = { .ino = ino };
+	int rc = pending_walk(fs, txn, want_any, find_ino, &f);
+
+	if (rc == 1 && node)
+		*node = f.node;
+	return rc != 0; /* an error counts as "maybe": wait */
+}
+
+static int find_copy_into(void *arg, const struct fs_pending *p)
+{
+	return p->op == FS_PEND_COPY && !strcmp(p->dst, arg);
+}
+
+bool fs_pending_copy_into(struct fs *fs, struct db_txn *txn, const char *key)
+{
+	return pending_walk(fs, txn, want_any, find_copy_into,
+			    (void *)key) != 0;
 }

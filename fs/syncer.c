@@ -104,6 +104,14 @@ static void snap_free(struct sync_snap *s)
 	free(s->items);
 }
 
+static int snap_pend(void *arg, const struct fs_pending *p)
+{
+	struct sync_snap *s = arg;
+
+	s->pend[s->npend++] = *p;
+	return s->npend == SYNC_BATCH;
+}
+
 static int snap_take(struct fs *fs, struct sync_snap *s)
 {
 	struct db_cursor *cur = NULL;
@@ -121,19 +129,9 @@ static int snap_take(struct fs *fs, struct sync_snap *s)
 	rc = db_read_begin(fs->db, &txn);
 	if (rc)
 		return rc;
-	rc = db_cursor_open(txn, fs->dbi_pending, &cur);
-	for (int op = DB_FIRST; !rc && s->npend < SYNC_BATCH; op = DB_NEXT) {
-		int mrc = db_cursor_get(cur, &k, &v, op);
-
-		if (mrc) {
-			rc = mrc == -ENOENT ? 0 : mrc;
-			break;
-		}
-		rc = fs_pending_decode(&k, &v, &s->pend[s->npend++]);
-	}
-	if (cur)
-		db_cursor_close(cur);
-	cur = NULL;
+	rc = fs_pending_each(fs, txn, snap_pend, s);
+	if (rc == 1)
+		rc = 0; /* a batch is full */
 	if (!rc)
 		rc = db_cursor_open(txn, fs->dbi_work, &cur);
 	for (int op = DB_FIRST; !rc && s->nitems < SYNC_BATCH; op = DB_NEXT) {
@@ -182,7 +180,7 @@ static int work_left(struct fs *fs, size_t *n)
 
 	if (rc)
 		return rc;
-	rc = db_count(txn, fs->dbi_pending, &a);
+	rc = fs_pending_count(fs, txn, &a);
 	if (!rc)
 		rc = db_count(txn, fs->dbi_work, &b);
 	db_read_end(fs->db, txn);
@@ -208,6 +206,8 @@ static int pend_commit_apply(struct db_txn *txn, void *arg)
 	struct fs_inode in;
 	int rc = db_del(txn, fs->dbi_pending, &k);
 
+	if (rc == -ENOENT)
+		return 0; /* another node ran it too (adopted), and first */
 	if (rc)
 		return rc;
 	if (p->op == FS_PEND_DEL)
@@ -225,18 +225,38 @@ static int pend_commit_apply(struct db_txn *txn, void *arg)
 	return fs_inode_put(fs, txn, &in);
 }
 
+/*
+ * A COPY's source is missing: deleted out of band (nothing to move), or
+ * not there yet because another node's COPY into it has not run (a file
+ * renamed on one node and again on another): then wait for that one.
+ */
+static bool copy_source_coming(struct fs *fs, const char *src)
+{
+	struct db_txn *txn;
+	bool coming;
+
+	if (!db_clustered(fs->db) || db_read_begin(fs->db, &txn))
+		return false;
+	coming = fs_pending_copy_into(fs, txn, src);
+	db_read_end(fs->db, txn);
+	return coming;
+}
+
 static int run_pending(struct fs *fs, const struct fs_pending *p)
 {
 	struct pend_commit pc = { .fs = fs, .p = p };
 	int rc;
 
+	/* A node whose lease may have run out writes nothing (owner.c). */
+	if (!db_lease_held(fs->db))
+		return -EAGAIN;
 	if (p->op == FS_PEND_DEL) {
 		rc = store_delete(fs->store, p->src);
 	} else if (p->op == FS_PEND_COPY) {
 		rc = store_copy(fs->store, p->src, p->dst, NULL, NULL);
 		pc.copied = rc == 0;
 		if (rc == -ENOENT)
-			rc = 0; /* deleted out of band: nothing to move */
+			rc = copy_source_coming(fs, p->src) ? -EAGAIN : 0;
 	} else {
 		rc = -EIO;
 	}
@@ -771,6 +791,9 @@ static int sync_item(struct fs *fs, struct sync_item *it)
 	uint64_t t0 = fs_now_ms();
 	int rc = 0;
 
+	/* A node whose lease may have run out writes nothing (owner.c). */
+	if (!db_lease_held(fs->db))
+		return -EAGAIN;
 	if (it->in.ino != FS_ROOT_INO) /* the root has no object */
 		rc = upload(fs, it, &info);
 	if (rc)
@@ -976,6 +999,20 @@ int fs_flush(struct fs *fs)
 			usleep(20000);
 	}
 	pthread_mutex_unlock(&fs->sync_lock);
+	return rc;
+}
+
+int fs_sync_pending(struct fs *fs)
+{
+	bool progress = true;
+	int rc = 0;
+
+	/* Passes for no inode at all: the pending records alone. */
+	for (int i = 0; i < SYNC_INODE_TRIES && progress && !rc; i++) {
+		pthread_mutex_lock(&fs->sync_lock);
+		rc = sync_pass(fs, true, UINT64_MAX, &progress);
+		pthread_mutex_unlock(&fs->sync_lock);
+	}
 	return rc;
 }
 

@@ -61,6 +61,10 @@ void fs_workers_stop(struct fs *fs)
 	for (int i = 0; i < fs->nworkers; i++)
 		pthread_join(fs->workers[i], NULL);
 	fs->nworkers = 0;
+}
+
+void fs_workers_free(struct fs *fs)
+{
 	pthread_cond_destroy(&fs->job_wake);
 	pthread_mutex_destroy(&fs->job_lock);
 }
@@ -77,6 +81,13 @@ void fs_defer(struct fs *fs, void (*fn)(struct fs *, void *), void *arg)
 	j->arg = arg;
 	j->next = NULL;
 	pthread_mutex_lock(&fs->job_lock);
+	if (fs->job_stop) {
+		/* Stopped (fs_close): a late job of the follower runs here. */
+		pthread_mutex_unlock(&fs->job_lock);
+		free(j);
+		fn(fs, arg);
+		return;
+	}
 	*fs->job_tail = j;
 	fs->job_tail = &j->next;
 	pthread_cond_signal(&fs->job_wake);

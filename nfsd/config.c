@@ -111,7 +111,7 @@ static const struct opt opts[] = {
 	{ "max-dirty", OPT_SIZE, OFF(max_dirty), "SIZE",
 	  "dirty data past which writes answer JUKEBOX (default: half the cache size)" },
 	{ "strict-commit", OPT_BOOL, OFF(strict_commit), NULL,
-	  "COMMIT replies only once the data is in the store" },
+	  "COMMIT and stable WRITEs reply only once the data is in the store" },
 	{ "cache-direct", OPT_BOOL, OFF(cache_direct), NULL,
 	  "O_DIRECT for block-aligned cache reads and writes (bypass the page cache)" },
 	{ "meta", OPT_STR, OFF(meta), "URL",
@@ -121,7 +121,7 @@ static const struct opt opts[] = {
 	{ "lease", OPT_MS, OFF(lease_ms), "SECONDS",
 	  "a cluster node that stops renewing its lease is gone after this (default 5)" },
 	{ "cluster-commit", OPT_STR, OFF(cluster_commit), "store|local",
-	  "in a cluster, COMMIT replies once the data is in the store (default) or, faster and lost with the machine, on local disk" },
+	  "in a cluster, COMMIT and stable WRITEs reply once the data is in the store (default) or, faster and lost with the machine, on local disk" },
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))

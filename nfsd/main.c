@@ -212,7 +212,12 @@ static int gateway_open_storage(struct gateway *gw)
 	}
 	if ((rc = state_path(gw, "db", path, sizeof(path))) ||
 	    (rc = db_open(path, DB_MAPSIZE, 16, &gw->db))) {
-		log_error("database %s: %s", path, strerror(-rc));
+		if (rc == -EBUSY)
+			log_error("state directory %s is in use by another "
+				  "mapfs-gw process (a gateway or meta migrate)",
+				  gw->cfg.state);
+		else
+			log_error("database %s: %s", path, strerror(-rc));
 		return rc;
 	}
 	if (gw->cfg.meta && (rc = gateway_join(gw)))
@@ -531,6 +536,8 @@ static int gateway_open_ops(struct gateway *gw, uint64_t started_ms)
 	gw->admin_ctx = (struct admin_ctx){ .fs = gw->fs,
 					    .nfsd = &gw->nfsd,
 					    .store = gw->store,
+					    .db = gw->db,
+					    .nfs_addr = &gw->nfs_addr,
 					    .export_path = gw->cfg.export_path,
 					    .store_url = gw->cfg.store,
 					    .cache_dir = gw->cache_dir,
@@ -721,9 +728,12 @@ int main(int argc, char **argv)
 	    (rc = gateway_open_nlm(&gw)) || (rc = gateway_listen(&gw)) ||
 	    (rc = gateway_open_ops(&gw, started_ms))) {
 		/* A cluster that refused this configuration (another store,
-		 * a newer schema, a name in use, wrong credentials): 2, as
-		 * for any bad configuration. */
-		int code = gw.cfg.meta && (rc == -EINVAL || rc == -EPROTO) ? 2 : 1;
+		 * a newer schema, a name in use, wrong credentials), a state
+		 * directory in use: 2, as for any bad configuration. */
+		int code = (gw.cfg.meta && (rc == -EINVAL || rc == -EPROTO)) ||
+					   rc == -EBUSY
+				   ? 2
+				   : 1;
 
 		gateway_close(&gw);
 		return code;

@@ -137,6 +137,9 @@ int gateway_migrate_main(int argc, char **argv)
 	if (rc == -ENOTEMPTY) {
 		fprintf(stderr, "mapfs-gw: the target database holds a namespace "
 				"already: nothing was copied\n");
+	} else if (rc == -EBUSY) {
+		fprintf(stderr, "mapfs-gw: %s is in use by a running gateway: "
+				"stop it first\n", cfg.state);
 	} else if (rc) {
 		fprintf(stderr, "mapfs-gw: migrate: %s\n", strerror(-rc));
 	} else {
@@ -145,5 +148,8 @@ int gateway_migrate_main(int argc, char **argv)
 		       "states)\n", cfg.state);
 	}
 	config_free(&cfg);
-	return rc == -ENOTEMPTY || rc == -EINVAL || rc == -EPROTO ? 2 : rc ? 1 : 0;
+	return rc == -ENOTEMPTY || rc == -EINVAL || rc == -EPROTO ||
+		       rc == -EBUSY
+		   ? 2
+		   : rc ? 1 : 0;
 }

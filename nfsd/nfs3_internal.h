@@ -247,6 +247,7 @@ struct nfs3_write_call {
 	size_t count;
 	enum fs_stable committed;
 	struct fs_wcc wcc;
+	uint8_t verf[NFS3_WRITEVERFSIZE]; /* as the WRITE began */
 };
 
 struct nfs3_commit_call {

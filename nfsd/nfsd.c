@@ -14,6 +14,14 @@
 #define NFSD_XFER_DEFAULT (1u << 20) /* rtmax/wtmax when unset: 1 MiB */
 
 /* Initialise n; fs, key, fsid, nloops, read_only are the caller's. */
+void nfsd_write_verf(const struct nfsd *n, uint8_t out[8])
+{
+	uint64_t e = n->fs ? fs_write_epoch(n->fs) : 0;
+
+	for (int i = 0; i < 8; i++)
+		out[i] = n->write_verf[i] ^ (uint8_t)(e >> (8 * i));
+}
+
 int nfsd_init(struct nfsd *n)
 {
 	ssize_t r;

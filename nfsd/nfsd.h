@@ -22,7 +22,7 @@ struct fs;
 struct nfsd {
 	struct fs *fs;
 	struct handle_key key;
-	uint8_t write_verf[8]; /* fixed for the process, new every start */
+	uint8_t write_verf[8]; /* new every start; see nfsd_write_verf */
 	/*
 	 * fattr3 fsid.  Every export shows the one namespace, so all share
 	 * it, as knfsd's exports of one file system do.
@@ -53,6 +53,13 @@ struct nfsd_mount {
  */
 int nfsd_init(struct nfsd *n);
 void nfsd_fini(struct nfsd *n);
+
+/*
+ * The write verifier (RFC 1813 3.3.7) now: new at every start, and again
+ * each time this node dropped data it had not made stable (fs_write_epoch),
+ * so that clients resend their uncommitted writes.
+ */
+void nfsd_write_verf(const struct nfsd *n, uint8_t out[8]);
 
 /*
  * Publish t (ids set; n owns it now) as the export table.  Calls already

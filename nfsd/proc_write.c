@@ -24,7 +24,7 @@ static void write_finish(struct nfs3_write_call *st, nfsstat3 status)
 	metrics_add(MET_NFS_WRITE_BYTES, st->count);
 	ok->count = (count3)st->count;
 	ok->committed = (stable_how)st->committed;
-	memcpy(ok->verf, st->n->write_verf, NFS3_WRITEVERFSIZE);
+	memcpy(ok->verf, st->verf, NFS3_WRITEVERFSIZE);
 	rpc_call_done(st->call);
 }
 
@@ -44,6 +44,9 @@ void nfs3_proc_write(struct rpc_call *call, void *argp, void *resp)
 
 	st->call = call;
 	st->n = rpc_call_ctx(call);
+	/* Taken before the data lands: should this node drop it later (its
+	 * file taken over, see fs_write_epoch), the COMMIT's differs. */
+	nfsd_write_verf(st->n, st->verf);
 	status = nfs3_fh_verify(call, &args->file, &exp, &st->ctx, &ino,
 				&st->wcc.after);
 	if (status != NFS3_OK) {
@@ -83,8 +86,8 @@ static void commit_finish(struct nfs3_commit_call *st, nfsstat3 status)
 			 &st->res.COMMIT3res_u.resfail.file_wcc);
 	} else {
 		nfs3_wcc(st->n, &st->wcc, &st->res.COMMIT3res_u.resok.file_wcc);
-		memcpy(st->res.COMMIT3res_u.resok.verf, st->n->write_verf,
-		       NFS3_WRITEVERFSIZE);
+		nfsd_write_verf(st->n,
+				(uint8_t *)st->res.COMMIT3res_u.resok.verf);
 	}
 	rpc_call_done(st->call);
 }

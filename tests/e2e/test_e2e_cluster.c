@@ -10,8 +10,10 @@
  * - atomic namespace operations: one of two concurrent CREATEs of a name
  *   wins, two crossing directory renames never make a cycle;
  * - one writer per file: another gateway's WRITE waits (JUKEBOX) while a
- *   file has changes not in the store; a gateway killed -9 mid-write
- *   uploads its file when it restarts, and nobody overwrote it meanwhile;
+ *   file has changes not in the store; a gateway killed -9 and restarted
+ *   at once uploads its file, and nobody overwrote it meanwhile; one that
+ *   stays dead has its files taken over once its lease ran out, with
+ *   everything it had made stable;
  * - PostgreSQL down: cached reads go on, changes answer JUKEBOX, and
  *   everything resumes without a restart when it is back.
  */
@@ -40,7 +42,8 @@ static const char *names[NGW] = { "gw-a", "gw-b", "gw-c" };
 
 static int start_gw(int i)
 {
-	static const char *const args[] = { "--grace", "0", NULL };
+	static const char *const args[] = { "--grace", "0", "--lease", "3",
+					    NULL };
 	struct e2e_gw_opts o = { .threads = 2, .meta = meta, .node = names[i],
 				 .store_of = i ? &gw[0] : NULL,
 				 .upload_delay = "1", .extra_args = args };
@@ -480,13 +483,17 @@ static void test_one_writer(void)
 }
 
 /*
- * A is killed -9 with stable but not uploaded data: its file is still
- * A's (B's WRITE waits), and once A is back its data goes up; B then
- * reads it and writes after it.
+ * A is killed -9 and stays dead.  Once its lease ran out the others take
+ * its files over: what reached the store (its stable WRITE: with the
+ * default --cluster-commit store, in the store before the reply) is the
+ * file; what it had not made stable (an UNSTABLE write, a file never
+ * uploaded) is gone, and B's client, whose verifier changed, would
+ * resend it.  A's clients' writes go on through B.  When A comes back it
+ * drops its stale changes and reads the file as B left it.
  */
-static void test_kill_mid_write(void)
+static void test_kill_takeover(void)
 {
-	nfs_fh3 f, fb;
+	nfs_fh3 f, g, fb, gb;
 	char buf[64];
 	long got = 0;
 	int st = -1;
@@ -496,35 +503,113 @@ static void test_kill_mid_write(void)
 		   NFS3_OK);
 	E2E_STATUS("WRITE crash on A (FILE_SYNC)",
 		   write_on(0, &f, 0, "stable-data", 11, FILE_SYNC), NFS3_OK);
+	E2E_STATUS("WRITE crash on A (UNSTABLE, never committed)",
+		   write_on(0, &f, 11, "+unstable", 9, UNSTABLE), NFS3_OK);
+	E2E_STATUS("CREATE never on A", create(0, &root[0], "never", GUARDED,
+					       &g),
+		   NFS3_OK);
+	E2E_STATUS("WRITE never on A (UNSTABLE)",
+		   write_on(0, &g, 0, "lost", 4, UNSTABLE), NFS3_OK);
+	E2E_REQUIRE(wait_lookup(1, &root[1], "never", NFS3_OK) >= 0 &&
+			    lookup(1, &root[1], "crash", &fb) == NFS3_OK &&
+			    lookup(1, &root[1], "never", &gb) == NFS3_OK,
+		    "crash and never not on B");
 	E2E_REQUIRE(e2e_gw_kill9(&gw[0]) == 0, "kill -9 A");
 	e2e_rpc_close(nfs[0]);
 	nfs[0] = NULL;
-	E2E_REQUIRE(wait_lookup(1, &root[1], "crash", NFS3_OK) >= 0 &&
-			    lookup(1, &root[1], "crash", &fb) == NFS3_OK,
-		    "crash not on B");
-	E2E_STATUS("WRITE crash on B while A is dead",
-		   write_on(1, &fb, 0, "XXXXXXXXXXX", 11, FILE_SYNC),
-		   NFS3ERR_JUKEBOX);
+	uint64_t t0 = e2e_now_ms();
+
+	while (e2e_now_ms() - t0 < 30000 &&
+	       (st = write_on(1, &fb, 11, "+b", 2, FILE_SYNC)) ==
+		       NFS3ERR_JUKEBOX)
+		usleep(100 * 1000);
+	E2E_STATUS("WRITE crash on B once A's lease ran out", st, NFS3_OK);
+	fprintf(stderr, "  [B's WRITE of A's file went through %llu ms after "
+		"the kill -9 (lease 3 s)]\n",
+		(unsigned long long)(e2e_now_ms() - t0));
+	got = read_all(1, &fb, buf, sizeof(buf));
+	E2E_CHECK(got == 13 && !memcmp(buf, "stable-data+b", 13),
+		  "B reads %ld bytes '%.*s', want stable-data+b", got,
+		  got > 0 ? (int)got : 0, buf);
+	t0 = e2e_now_ms();
+	do
+		got = read_all(1, &gb, buf, sizeof(buf));
+	while (got == -NFS3ERR_JUKEBOX && e2e_now_ms() - t0 < 10000 &&
+	       !usleep(100 * 1000));
+	E2E_CHECK(got == 0, "never on B: %ld bytes (nothing reached the "
+		  "store)", got);
+	/* Taken over by B or C: from C, B waits for it to let go. */
+	t0 = e2e_now_ms();
+	while (e2e_now_ms() - t0 < 10000 &&
+	       (st = write_on(1, &gb, 0, "new", 3, FILE_SYNC)) ==
+		       NFS3ERR_JUKEBOX)
+		usleep(100 * 1000);
+	E2E_STATUS("WRITE never on B", st, NFS3_OK);
+	E2E_CHECK(e2e_log_count(gw[1].log, "took over", false) +
+				  e2e_log_count(gw[2].log, "took over", false) >=
+			  2,
+		  "the takeovers are logged");
+
 	E2E_REQUIRE(e2e_gw_restart(&gw[0]) == 0, "restart A");
 	nfs[0] = e2e_rpc_open(gw[0].nfs_port, NFS_PROGRAM, NFS_V3);
-	/* Handles live in their connection's memory: the root's again. */
+	E2E_REQUIRE(nfs[0] && !e2e_root_fh(nfs[0], &gw[0], &root[0]),
+		    "connect A again");
+	E2E_CHECK(e2e_log_count(gw[0].log, "was taken over", false) >= 2,
+		  "A says its changes of crash and never were dropped");
+	t0 = e2e_now_ms();
+	do
+		got = read_all(0, &f, buf, sizeof(buf));
+	while ((got != 13 || memcmp(buf, "stable-data+b", 13)) &&
+	       e2e_now_ms() - t0 < 10000 && !usleep(100 * 1000));
+	E2E_CHECK(got == 13 && !memcmp(buf, "stable-data+b", 13),
+		  "A reads %ld bytes '%.*s' of crash, want B's", got,
+		  got > 0 ? (int)got : 0, buf);
+	if (got != 13)
+		e2e_gw_dump_log(&gw[0]);
+	t0 = e2e_now_ms();
+	do
+		got = read_all(0, &g, buf, sizeof(buf));
+	while ((got != 3 || memcmp(buf, "new", 3)) &&
+	       e2e_now_ms() - t0 < 10000 && !usleep(100 * 1000));
+	E2E_CHECK(got == 3 && !memcmp(buf, "new", 3),
+		  "A reads %ld bytes of never, want B's 'new'", got);
+}
+
+/*
+ * A is killed -9 and comes back before its lease ran out for anyone to
+ * notice: nothing was taken over, and what it had not uploaded (an
+ * UNSTABLE write, not lost on its disk) goes up from its cache.
+ */
+static void test_kill_restart(void)
+{
+	nfs_fh3 f, fb;
+	char buf[64];
+	long got = 0;
+
+	E2E_STATUS("CREATE quick on A", create(0, &root[0], "quick", GUARDED,
+					       &f),
+		   NFS3_OK);
+	E2E_STATUS("WRITE quick on A (UNSTABLE)",
+		   write_on(0, &f, 0, "kept-on-disk", 12, UNSTABLE), NFS3_OK);
+	E2E_REQUIRE(wait_lookup(1, &root[1], "quick", NFS3_OK) >= 0 &&
+			    lookup(1, &root[1], "quick", &fb) == NFS3_OK,
+		    "quick not on B");
+	E2E_REQUIRE(e2e_gw_kill9(&gw[0]) == 0, "kill -9 A");
+	e2e_rpc_close(nfs[0]);
+	nfs[0] = NULL;
+	E2E_REQUIRE(e2e_gw_restart(&gw[0]) == 0, "restart A");
+	nfs[0] = e2e_rpc_open(gw[0].nfs_port, NFS_PROGRAM, NFS_V3);
 	E2E_REQUIRE(nfs[0] && !e2e_root_fh(nfs[0], &gw[0], &root[0]),
 		    "connect A again");
 	uint64_t t0 = e2e_now_ms();
 
 	do
 		got = read_all(1, &fb, buf, sizeof(buf));
-	while ((got != 11 || memcmp(buf, "stable-data", 11)) &&
+	while ((got != 12 || memcmp(buf, "kept-on-disk", 12)) &&
 	       e2e_now_ms() - t0 < 20000 && !usleep(100 * 1000));
-	E2E_CHECK(got == 11 && !memcmp(buf, "stable-data", 11),
+	E2E_CHECK(got == 12 && !memcmp(buf, "kept-on-disk", 12),
 		  "B reads %ld bytes '%.*s' after A came back", got,
 		  got > 0 ? (int)got : 0, buf);
-	t0 = e2e_now_ms();
-	while (e2e_now_ms() - t0 < 15000 &&
-	       (st = write_on(1, &fb, 11, "+b", 2, FILE_SYNC)) ==
-		       NFS3ERR_JUKEBOX)
-		usleep(100 * 1000);
-	E2E_STATUS("WRITE crash on B after A uploaded", st, NFS3_OK);
 }
 
 /*
@@ -1118,7 +1203,8 @@ int main(void)
 	CU_add_test(s, "concurrent CREATE of one name", test_create_race);
 	CU_add_test(s, "crossing directory renames", test_rename_cycle);
 	CU_add_test(s, "one writer per file", test_one_writer);
-	CU_add_test(s, "kill -9 mid-write", test_kill_mid_write);
+	CU_add_test(s, "kill -9, back at once: nothing lost", test_kill_restart);
+	CU_add_test(s, "kill -9, gone: the others take over", test_kill_takeover);
 	CU_add_test(s, "locks across gateways", test_locks);
 	CU_add_test(s, "PostgreSQL down and back", test_db_outage);
 	return e2e_run_cunit();

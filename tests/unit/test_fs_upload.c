@@ -275,15 +275,21 @@ static int w_wait(struct wait *w)
 
 #define WAIT_INIT { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0 }
 
-static int do_write(uint64_t ino, uint64_t off, const void *buf, size_t len)
+static int do_write_how(uint64_t ino, uint64_t off, const void *buf,
+			size_t len, enum fs_stable how)
 {
 	struct wait w = WAIT_INIT;
 	enum fs_stable committed;
 	struct fs_wcc wcc;
 
-	fs_write(fs, &io_room, &ROOT, ino, off, buf, len, FS_UNSTABLE,
-		 &committed, &wcc, w_done, &w);
+	fs_write(fs, &io_room, &ROOT, ino, off, buf, len, how, &committed,
+		 &wcc, w_done, &w);
 	return w_wait(&w);
+}
+
+static int do_write(uint64_t ino, uint64_t off, const void *buf, size_t len)
+{
+	return do_write_how(ino, off, buf, len, FS_UNSTABLE);
 }
 
 static int do_create(const char *name, uint64_t *ino)
@@ -597,6 +603,15 @@ static void test_strict_commit(void)
 	CU_ASSERT_FATAL(do_create("empty", &ino2) == 0);
 	CU_ASSERT(do_commit(ino2) == 0);
 	CU_ASSERT(store_head(inner, "empty", &info) == 0 && info.size == 0);
+	/* A FILE_SYNC WRITE is a COMMIT of its own: a Linux client that
+	 * flushes in one WRITE sends no COMMIT after it. */
+	CU_ASSERT_FATAL(do_create("fsync", &ino2) == 0);
+	CU_ASSERT(do_commit(ino2) == 0);
+	CU_ASSERT(do_write_how(ino2, 0, "synced", 6, FS_FILE_SYNC) == 0);
+	CU_ASSERT(store_head(inner, "fsync", &info) == 0 && info.size == 6);
+	/* An UNSTABLE one waits for its COMMIT, as before. */
+	CU_ASSERT(do_write(ino2, 6, "+later", 6) == 0);
+	CU_ASSERT(store_head(inner, "fsync", &info) == 0 && info.size == 6);
 	fx_close();
 }
 
