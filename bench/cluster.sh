@@ -15,10 +15,11 @@
 # file store; PostgreSQL is durable (fsync, synchronous_commit on).
 # mapfs-bench runs --threads client connections spread over the gateways
 # (thread i on gateway i mod N) with the items create, lookup, getattr
-# (rates), visibility (CREATE on one gateway to the first LOOKUP that
-# finds it on the next: the cross-gateway window; on one gateway it is a
-# second connection to it), then readdir of one directory of --readdir
-# entries (made untimed).  Client, gateways and PostgreSQL share this
+# (rates; lookup and getattr after `ctl flush` of every gateway, so the
+# creates' uploads do not share the CPUs), visibility (CREATE on one
+# gateway to the first LOOKUP that finds it on the next: the
+# cross-gateway window; on one gateway it is a second connection to it),
+# then readdir of one directory of --readdir entries (made untimed).  Client, gateways and PostgreSQL share this
 # machine's CPUs.  Makes no assertions.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -78,6 +79,7 @@ start_gw() {
 	nfs=$(sed -n 's/.*nfs=127.0.0.1:\([0-9]*\).*/\1/p' "$d/out")
 	mnt=$(sed -n 's/.*mount=127.0.0.1:\([0-9]*\).*/\1/p' "$d/out")
 	[ -n "$nfs" ] || { cat "$d/err" >&2; exit 1; }
+	dirs+=("$d")
 	urls+=("nfs://127.0.0.1/mapfs?nfsport=$nfs&mountport=$mnt&version=3")
 }
 
@@ -86,7 +88,7 @@ RES=$WORK/results.tsv
 for round in $(seq "$ROUNDS"); do
 	for cfg in $CONFIGS; do
 		mkdir -p "$WORK/store-$round-$cfg"
-		urls=()
+		urls=() dirs=()
 		case $cfg in
 		lmdb) start_gw "$WORK/$round-$cfg-0" ;;
 		pg*)
@@ -99,16 +101,21 @@ for round in $(seq "$ROUNDS"); do
 		esac
 		# --keep: each configuration has a fresh store and state anyway.
 		"$BENCH" -p "$THREADS" -q 16 --duration "$DURATION" --small-file-count "$FILES" --keep \
-			--items create,lookup,getattr,visibility --json "${urls[@]}" \
+			--items create --json "${urls[@]}" >"$WORK/$round-$cfg-cr.json"
+		# Warm reads are measured on gateways at rest: the creates'
+		# uploads (and their commits) would otherwise share the CPUs.
+		for d in "${dirs[@]}"; do "$GW" ctl --state "$d/state" flush >/dev/null; done
+		"$BENCH" -p "$THREADS" -q 16 --duration "$DURATION" --small-file-count "$FILES" --keep \
+			--items lookup,getattr,visibility --json "${urls[@]}" \
 			>"$WORK/$round-$cfg.json"
 		"$BENCH" -p 1 --small-file-count "$READDIR" --keep --items readdir --json \
 			"${urls[@]}" >"$WORK/$round-$cfg-rd.json"
-		python3 - "$WORK/$round-$cfg.json" "$WORK/$round-$cfg-rd.json" "$cfg" "$round" >>"$RES" <<'EOF'
+		python3 - "$WORK/$round-$cfg-cr.json" "$WORK/$round-$cfg.json" "$WORK/$round-$cfg-rd.json" "$cfg" "$round" >>"$RES" <<'EOF'
 import json, sys
-for path in sys.argv[1:3]:
+for path in sys.argv[1:4]:
     for it in json.load(open(path))["items"]:
         lat = it["latency_us"]
-        print("\t".join([sys.argv[3], sys.argv[4], it["name"], str(it["value"]),
+        print("\t".join([sys.argv[4], sys.argv[5], it["name"], str(it["value"]),
                          str(lat["p50"]), str(lat["p99"])]))
 EOF
 		stop_gws

@@ -272,9 +272,16 @@ static int group_try(struct db *db, struct db_op *ops)
 		shared |= op->shared;
 	}
 	if (shared) {
+		uint64_t t0 = metrics_now_ns();
+
 		rc = db_track_final(&db->track);
-		if (!rc)
+		if (!rc) {
 			rc = db_pg_commit(db->pg, &db->track, &seq, &stale);
+			metrics_inc(rc == -ESTALE ? MET_CLUSTER_STALE
+						  : MET_CLUSTER_COMMITS);
+			metrics_add(MET_CLUSTER_COMMIT_US,
+				    (metrics_now_ns() - t0) / 1000);
+		}
 		if (!rc)
 			rc = vers_commit(db, txn, seq);
 		if (rc) {

@@ -44,6 +44,12 @@
 	  "LMDB write transactions committed (each one group, made durable)")  \
 	X(DB_CHANGES, "mapfs_db_changes_total", "",                            \
 	  "Namespace and journal changes applied in those transactions")       \
+	X(CLUSTER_COMMITS, "mapfs_cluster_commits_total", "",                  \
+	  "Groups of changes committed in the cluster database")               \
+	X(CLUSTER_COMMIT_US, "mapfs_cluster_commit_microseconds_total", "",    \
+	  "Time those commits took, round trip included")                      \
+	X(CLUSTER_STALE, "mapfs_cluster_commits_stale_total", "",              \
+	  "Commits refused as stale (another node changed what they read)")    \
 	X(CACHE_HITS, "mapfs_cache_reads_total", "result=\"hit\"",             \
 	  "Cache reads, by whether the data was local")                        \
 	X(CACHE_MISSES, "mapfs_cache_reads_total", "result=\"miss\"", "")      \
