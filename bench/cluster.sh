@@ -83,12 +83,19 @@ start_gw() {
 	urls+=("nfs://127.0.0.1/mapfs?nfsport=$nfs&mountport=$mnt&version=3")
 }
 
+psql_do() { # DB ARGS...: as PostgreSQL's own user, on its socket
+	local db=$1
+	shift
+	runuser -u "$(stat -c %U "$PGDIR")" -- /usr/lib/postgresql/15/bin/psql -X -q \
+		-h "$PGDIR" -p "$MAPFS_PG_PORT" -U mapfs -d "$db" "$@" >/dev/null
+}
+
 RES=$WORK/results.tsv
 : >"$RES"
 for round in $(seq "$ROUNDS"); do
 	for cfg in $CONFIGS; do
 		mkdir -p "$WORK/store-$round-$cfg"
-		urls=() dirs=()
+		urls=() dirs=() meta=
 		case $cfg in
 		lmdb) start_gw "$WORK/$round-$cfg-0" ;;
 		pg*)
@@ -105,6 +112,8 @@ for round in $(seq "$ROUNDS"); do
 		# Warm reads are measured on gateways at rest: the creates'
 		# uploads (and their commits) would otherwise share the CPUs.
 		for d in "${dirs[@]}"; do "$GW" ctl --state "$d/state" flush >/dev/null; done
+		# ... and PostgreSQL's clean-up after them done now, not then.
+		[ -z "$meta" ] || psql_do "c${round}_$cfg" -c "VACUUM ANALYZE" -c "CHECKPOINT"
 		"$BENCH" -p "$THREADS" -q 16 --duration "$DURATION" --small-file-count "$FILES" --keep \
 			--items lookup,getattr,visibility --json "${urls[@]}" \
 			>"$WORK/$round-$cfg.json"
@@ -119,6 +128,8 @@ for path in sys.argv[1:4]:
                          str(lat["p50"]), str(lat["p99"])]))
 EOF
 		stop_gws
+		# Its autovacuum must not run under the next configuration.
+		[ -z "$meta" ] || psql_do postgres -c "DROP DATABASE c${round}_$cfg" -c "CHECKPOINT"
 		echo "cluster.sh: round $round $cfg done" >&2
 	done
 done

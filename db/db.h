@@ -235,10 +235,30 @@ bool db_node_up(struct db *db, uint32_t node);
 
 /*
  * fn(ctx, node) on the follower thread each time a node is first seen
- * down (at start: each node down then).  It must not block for long.
+ * down (at start: each node down then).  It must not block for long
+ * (a round trip or two).  Up to DB_NODE_HANDLERS handlers; fn NULL
+ * removes ctx's.
  */
+#define DB_NODE_HANDLERS 4
 typedef void (*db_node_fn)(void *ctx, uint32_t node);
 void db_on_node_down(struct db *db, db_node_fn fn, void *ctx);
+
+/*
+ * Notes a node leaves in the cluster for whoever outlives it: short
+ * texts of a kind (NLM: "nsm", the hosts to tell when a gateway dies).
+ * Adding one that is there, or removing one that is not, is no error.
+ * Block for a round trip; -ENOTSUP when alone, -EAGAIN while the
+ * database is down.
+ */
+int db_note_add(struct db *db, const char *kind, const char *note);
+int db_note_del(struct db *db, const char *kind, const char *note);
+/*
+ * Take the notes of that kind that node left (a dead one's): each is
+ * removed and given to fn(ctx, note) once, to one caller only, however
+ * many take at once.  0 or -errno.
+ */
+int db_notes_take(struct db *db, uint32_t node, const char *kind,
+		  void (*fn)(void *ctx, const char *note), void *ctx);
 
 /*
  * Whether this node's own lease surely still holds: its last renewal was

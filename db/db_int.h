@@ -142,6 +142,10 @@ void db_deliver(struct db *db, uint32_t from, const char *msg);
 /* The node-down handler, likewise. */
 void db_deliver_down(struct db *db, uint32_t node);
 bool db_pg_node_up(struct db_pg *pg, uint32_t node);
+int db_pg_note(struct db_pg *pg, const char *kind, const char *note,
+	       bool add);
+int db_pg_notes_take(struct db_pg *pg, uint32_t node, const char *kind,
+		     void (*fn)(void *ctx, const char *note), void *ctx);
 bool db_pg_lease_held(struct db_pg *pg);
 int db_pg_alloc_ids(struct db_pg *pg, uint64_t n, uint64_t *first);
 int db_pg_secret(struct db_pg *pg, const char *name, void *buf, size_t len);

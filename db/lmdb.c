@@ -89,8 +89,11 @@ struct db {
 	struct db_cluster_opts *copts;
 	db_msg_fn on_msg;
 	void *on_msg_ctx;
-	db_node_fn on_down;
-	void *on_down_ctx;
+	struct {
+		db_node_fn fn;
+		void *ctx;
+	} on_down[DB_NODE_HANDLERS];
+	pthread_mutex_t on_down_lock;
 	struct db_pg *pg;
 	struct db_track track; /* the writer's, reused group after group */
 };
@@ -441,6 +444,7 @@ int db_open(const char *dir, size_t mapsize, unsigned maxtables,
 		goto out_env;
 	db->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
 	db_track_init(&db->track);
+	pthread_mutex_init(&db->on_down_lock, NULL);
 	pthread_mutex_init(&db->lock, NULL);
 	pthread_cond_init(&db->wake, NULL);
 	pthread_mutex_init(&db->readers_lock, NULL);
@@ -455,6 +459,7 @@ out_sync:
 	pthread_mutex_destroy(&db->readers_lock);
 	pthread_cond_destroy(&db->wake);
 	pthread_mutex_destroy(&db->lock);
+	pthread_mutex_destroy(&db->on_down_lock);
 out_env:
 	mdb_env_close(db->env);
 out_lock:
@@ -493,6 +498,7 @@ void db_close(struct db *db)
 	mdb_env_close(db->env);
 	pthread_cond_destroy(&db->wake);
 	pthread_mutex_destroy(&db->lock);
+	pthread_mutex_destroy(&db->on_down_lock);
 	db_track_free(&db->track);
 	copts_free(db->copts);
 	close(db->lock_fd);
@@ -661,14 +667,42 @@ bool db_node_up(struct db *db, uint32_t node)
 
 void db_on_node_down(struct db *db, db_node_fn fn, void *ctx)
 {
-	db->on_down = fn;
-	db->on_down_ctx = ctx;
+	pthread_mutex_lock(&db->on_down_lock);
+	for (int i = 0; i < DB_NODE_HANDLERS; i++)
+		if (db->on_down[i].ctx == ctx || (fn && !db->on_down[i].fn)) {
+			db->on_down[i].fn = fn;
+			db->on_down[i].ctx = fn ? ctx : NULL;
+			if (fn)
+				break;
+		}
+	pthread_mutex_unlock(&db->on_down_lock);
 }
 
 void db_deliver_down(struct db *db, uint32_t node)
 {
-	if (db->on_down)
-		db->on_down(db->on_down_ctx, node);
+	/* Held while they run: a handler removed is not running after. */
+	pthread_mutex_lock(&db->on_down_lock);
+	for (int i = 0; i < DB_NODE_HANDLERS; i++)
+		if (db->on_down[i].fn)
+			db->on_down[i].fn(db->on_down[i].ctx, node);
+	pthread_mutex_unlock(&db->on_down_lock);
+}
+
+int db_note_add(struct db *db, const char *kind, const char *note)
+{
+	return db->pg ? db_pg_note(db->pg, kind, note, true) : -ENOTSUP;
+}
+
+int db_note_del(struct db *db, const char *kind, const char *note)
+{
+	return db->pg ? db_pg_note(db->pg, kind, note, false) : -ENOTSUP;
+}
+
+int db_notes_take(struct db *db, uint32_t node, const char *kind,
+		  void (*fn)(void *ctx, const char *note), void *ctx)
+{
+	return db->pg ? db_pg_notes_take(db->pg, node, kind, fn, ctx)
+		      : -ENOTSUP;
 }
 
 bool db_lease_held(struct db *db)

@@ -340,6 +340,9 @@ static const char schema_sql[] =
 	"  ino bigint PRIMARY KEY, state bytea NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS mapfs_lock_hosts ("
 	"  host bytea PRIMARY KEY, n bigint NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS mapfs_notes ("
+	"  node int NOT NULL, kind text NOT NULL, note text NOT NULL,"
+	"  PRIMARY KEY (node, kind, note));"
 	"CREATE OR REPLACE FUNCTION mapfs_commit(p_node int,"
 	"    rt text[], rk bytea[], rv bigint[],"
 	"    wt text[], wk bytea[], wv bytea[])"
@@ -1233,6 +1236,70 @@ int db_pg_send(struct db_pg *pg, uint32_t to, const char *msg)
 		PQclear(r);
 	}
 	pthread_mutex_unlock(&pg->svc_lock);
+	return rc;
+}
+
+/* ---- notes ---------------------------------------------------------------- */
+
+/* One statement on the service connection with params; -EAGAIN if down. */
+static int svc_exec(struct db_pg *pg, const char *sql, int n,
+		    const char *const *params)
+{
+	PGconn *c;
+	PGresult *r;
+	int rc = -EAGAIN;
+
+	pthread_mutex_lock(&pg->svc_lock);
+	c = pgc_get(pg, &pg->svc);
+	if (c) {
+		r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
+		rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0
+							  : res_err(c, r, "note");
+		PQclear(r);
+	}
+	pthread_mutex_unlock(&pg->svc_lock);
+	return rc;
+}
+
+int db_pg_note(struct db_pg *pg, const char *kind, const char *note,
+	       bool add)
+{
+	char id[16];
+	const char *p[3] = { id, kind, note };
+
+	snprintf(id, sizeof(id), "%u", pg->node_id);
+	return svc_exec(pg,
+			add ? "INSERT INTO mapfs_notes VALUES ($1, $2, $3)"
+			      " ON CONFLICT DO NOTHING"
+			    : "DELETE FROM mapfs_notes WHERE node = $1"
+			      " AND kind = $2 AND note = $3",
+			3, p);
+}
+
+int db_pg_notes_take(struct db_pg *pg, uint32_t node, const char *kind,
+		     void (*fn)(void *ctx, const char *note), void *ctx)
+{
+	char id[16];
+	const char *p[2] = { id, kind };
+	PGconn *c;
+	PGresult *r = NULL;
+	int rc = -EAGAIN;
+
+	snprintf(id, sizeof(id), "%u", node);
+	pthread_mutex_lock(&pg->svc_lock);
+	c = pgc_get(pg, &pg->svc);
+	if (c) {
+		r = PQexecParams(c,
+				 "DELETE FROM mapfs_notes WHERE node = $1"
+				 " AND kind = $2 RETURNING note",
+				 2, NULL, p, NULL, NULL, 0);
+		rc = PQresultStatus(r) == PGRES_TUPLES_OK ? 0
+							 : res_err(c, r, "notes");
+	}
+	pthread_mutex_unlock(&pg->svc_lock);
+	for (int i = 0; !rc && i < PQntuples(r); i++)
+		fn(ctx, PQgetvalue(r, i, 0));
+	PQclear(r);
 	return rc;
 }
 

@@ -13,11 +13,13 @@
  * not block and cannot use an event loop's ring.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cache/cache.h"
+#include "common/log.h"
 #include "db/db.h"
 #include "fs/fs_int.h"
 
@@ -229,10 +231,14 @@ static void read_fetched(void *p, long res)
 	struct io_op *op = p;
 
 	if (res < 0) {
+		log_debug("fs: fetch for a read of %" PRIu64 ": %s", op->ino,
+			  strerror((int)-res));
 		io_free(op, fetch_err(op, res));
 		return;
 	}
 	if (io_refetch(op)) {
+		log_debug("fs: %" PRIu64 " changed under a read's fetch",
+			  op->ino);
 		if (op->tries++ < FS_IO_TRIES)
 			io_fetch(op, false, read_fetched);
 		else
@@ -253,6 +259,8 @@ static void read_cb(void *p, long res)
 		return;
 	}
 	if (res < 0) {
+		log_debug("fs: read of %" PRIu64 " @%" PRIu64 ": %s (tries %d)",
+			  op->ino, op->off, strerror((int)-res), op->tries);
 		io_free(op, res == -ENODATA ? -EAGAIN : (int)res);
 		return;
 	}

@@ -125,7 +125,7 @@ void fs_close(struct fs *fs, bool flush)
 		return;
 	/* No new jobs from the follower (messages, nodes down) from here. */
 	atomic_store(&fs->closing, true);
-	db_on_node_down(fs->db, NULL, NULL);
+	db_on_node_down(fs->db, NULL, fs);
 	fs_workers_stop(fs);
 	if (flush)
 		fs_flush(fs);

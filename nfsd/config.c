@@ -96,6 +96,8 @@ static const struct opt opts[] = {
 	  "lock manager (NLM v4) and status monitor (NSM) port (default 0: a free port, found through rpcbind)" },
 	{ "grace", OPT_MS, OFF(grace_ms), "SECONDS",
 	  "after a start, grant only lock reclaims for this long (default 45)" },
+	{ "nlm-name", OPT_STR, OFF(nlm_name), "NAME",
+	  "the name clients mount this service by, told to them after a restart or a takeover (SM_NOTIFY); with a floating address, that address or its DNS name (default: the host name)" },
 	{ "nlm-client-rpcbind-port", OPT_PORT, OFF(nlm_client_rpcbind_port), "N",
 	  "port of the clients' rpcbind, asked where their lockd and statd listen for callbacks (default 111)" },
 	{ "metrics", OPT_STR, OFF(metrics), "ADDR:PORT",
@@ -547,6 +549,7 @@ void config_free(struct config *cfg)
 {
 	free(cfg->meta);
 	free(cfg->node);
+	free(cfg->nlm_name);
 	free(cfg->cluster_commit);
 	free(cfg->store);
 	free(cfg->state);

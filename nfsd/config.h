@@ -40,6 +40,7 @@ struct config {
 	int nlm_port;        /* NLM + NSM; 0 = pick a free port */
 	uint32_t grace_ms;   /* after start only lock reclaims are granted */
 	int nlm_client_rpcbind_port; /* clients' rpcbind, for callbacks */
+	char *nlm_name;      /* the name SM_NOTIFY gives; NULL: host name */
 	char *metrics;       /* Prometheus endpoint ADDR:PORT; NULL = off */
 	char *log_target;    /* "stderr" or "syslog" */
 	bool check_config;   /* --check-config: validate, then exit */

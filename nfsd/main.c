@@ -393,6 +393,7 @@ static int gateway_open_nlm(struct gateway *gw)
 				  .host_max = gw->cfg.max_locks_per_host,
 				  .db = gw->cfg.meta ? gw->db : NULL,
 				  .state_dir = gw->cfg.state,
+				  .name = gw->cfg.nlm_name,
 				  .grace_ms = gw->cfg.grace_ms,
 				  .client_rpcbind_port =
 					  (uint16_t)gw->cfg.nlm_client_rpcbind_port },

@@ -35,7 +35,9 @@ int nlm_open(const struct nlm_opts *opts, struct nlm **out)
 		return -ENOMEM;
 	n->opts = *opts;
 	pthread_mutex_init(&n->clients_lock, NULL);
-	if (gethostname(n->hostname, sizeof(n->hostname) - 1))
+	if (opts->name && opts->name[0])
+		snprintf(n->hostname, sizeof(n->hostname), "%s", opts->name);
+	else if (gethostname(n->hostname, sizeof(n->hostname) - 1))
 		strcpy(n->hostname, "mapfs-gw");
 	if (asprintf(&n->state_dir, "%s/nsm", opts->state_dir) < 0) {
 		n->state_dir = NULL;
@@ -61,6 +63,7 @@ int nlm_open(const struct nlm_opts *opts, struct nlm **out)
 				  (uint64_t)opts->grace_ms * 1000000u;
 	}
 	nsm_notify_clients(n);
+	nsm_cluster_start(n);
 	log_info("nlm: NSM state %d, grace %u s", n->state,
 		 opts->grace_ms / 1000);
 	*out = n;
@@ -75,7 +78,9 @@ void nlm_close(struct nlm *n)
 {
 	if (!n)
 		return;
-	/* Calls waiting for the database first: they may queue callbacks. */
+	/* No more gateways' deaths to hear of; then calls waiting for the
+	 * database: both may queue callbacks. */
+	nsm_cluster_stop(n);
 	nlm_pool_stop(n);
 	/* Callbacks next: a GRANTED answer may still touch the table. */
 	nlm_cb_stop(n->cb);

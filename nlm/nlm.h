@@ -37,6 +37,10 @@ struct nlm_opts {
 	 * every gateway (nlm/cluster.c). */
 	struct db *db;
 	const char *state_dir;        /* NSM state and client list go in nsm/ */
+	/* The name clients mount this service by, sent in SM_NOTIFY (in a
+	 * cluster with a floating address: that address or its DNS name);
+	 * NULL: the host name. */
+	const char *name;
 	uint32_t grace_ms;            /* reclaims only, after start */
 	uint16_t client_rpcbind_port; /* where clients' rpcbind listens; 111 */
 };

@@ -151,6 +151,12 @@ bool nsm_peer_local(const struct sockaddr_storage *peer);
 /* Queue SM_NOTIFY to every client the previous run recorded. */
 void nsm_notify_clients(struct nlm *n);
 
+/* In a cluster: when a gateway dies, its clients are asked to reclaim
+ * (SM_NOTIFY naming n->hostname).  Start before locks are granted; stop
+ * before the callback queue goes.  No-ops alone. */
+void nsm_cluster_start(struct nlm *n);
+void nsm_cluster_stop(struct nlm *n);
+
 /* Free the in-memory client set and SM_MON list. */
 void nsm_free(struct nlm *n);
 

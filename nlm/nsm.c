@@ -17,6 +17,14 @@
  * releases another host's locks by sending its name.  One address has
  * at most NSM_NAMES_PER_HOST names recorded.
  *
+ * In a cluster each record is also a note of this node in the database
+ * ("nsm": "ADDRESS<tab>NAME"); when a gateway dies, the first survivor
+ * to see it takes its notes and sends each host SM_NOTIFY naming the
+ * service (--nlm-name, the floating address clients mount), so their
+ * lockds reclaim through whichever gateway holds that address now.  The
+ * locks themselves are in the database and were never lost: a reclaim
+ * finds its own lock and is granted.
+ *
  * SM_MON registrations (someone asks to hear when a host restarts) are
  * kept in memory; when that host's SM_NOTIFY arrives, each registrant is
  * called back with its my_id procedure, as statd does for its lockd.
@@ -34,6 +42,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "db/db.h"
 #include "nlm/nlm_int.h"
 
 #define NSM_NOTIFY_TRIES 5
@@ -63,6 +72,44 @@ bool nsm_peer_local(const struct sockaddr_storage *peer)
 					  [12] = 127, [15] = 1 } };
 
 	return host_eq(&h, &lo6) || host_eq(&h, &lo4);
+}
+
+/* host's address as text (IPv4-mapped ones as IPv4). */
+static void host_text(const struct nlm_host *h, char *buf, size_t cap)
+{
+	static const uint8_t v4[12] = { [10] = 0xff, [11] = 0xff };
+
+	if (!memcmp(h->addr, v4, sizeof(v4)))
+		inet_ntop(AF_INET, h->addr + 12, buf, (socklen_t)cap);
+	else
+		inet_ntop(AF_INET6, h->addr, buf, (socklen_t)cap);
+}
+
+/* A cluster's note of (name, host): "ADDRESS<tab>NAME". */
+static void note_of(const char *name, const struct nlm_host *h, char *buf,
+		    size_t cap)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	host_text(h, a, sizeof(a));
+	snprintf(buf, cap, "%s\t%s", a, name);
+}
+
+/* Add or remove the cluster's note of (name, host); alone, nothing. */
+static void note_set(struct nlm *n, const char *name,
+		     const struct nlm_host *h, bool add)
+{
+	char note[INET6_ADDRSTRLEN + 300];
+	int rc;
+
+	if (!n->opts.db)
+		return;
+	note_of(name, h, note, sizeof(note));
+	rc = add ? db_note_add(n->opts.db, "nsm", note)
+		 : db_note_del(n->opts.db, "nsm", note);
+	if (rc)
+		log_warn("nsm: %s the cluster's record of client %s: %s",
+			 add ? "adding" : "removing", name, strerror(-rc));
 }
 
 /* A client record being notified: removed once the notify got through. */
@@ -192,6 +239,11 @@ int nsm_client_note(struct nlm *n, const char *caller,
 			 strerror(-rc));
 		rc = 0; /* the lock is still good for this run */
 	}
+	pthread_mutex_unlock(&n->clients_lock);
+	/* For the survivors, should this gateway die (a round trip, once
+	 * per host a run). */
+	note_set(n, caller, &h, true);
+	return 0;
 out_unlock:
 	pthread_mutex_unlock(&n->clients_lock);
 	return rc;
@@ -215,7 +267,7 @@ static void client_unlink(struct nlm *n, const char *caller,
 size_t nsm_client_forget(struct nlm *n, const char *caller,
 			 const struct nlm_host *host)
 {
-	struct nlm_client **pp, *c;
+	struct nlm_client **pp, *c, *gone = NULL;
 	size_t k = 0;
 
 	pthread_mutex_lock(&n->clients_lock);
@@ -226,13 +278,19 @@ size_t nsm_client_forget(struct nlm *n, const char *caller,
 		}
 		*pp = c->next;
 		client_unlink(n, c->name, &c->host);
-		free(c->name);
-		free(c);
+		c->next = gone;
+		gone = c;
 		k++;
 	}
 	if (host)
 		client_unlink(n, caller, host);
 	pthread_mutex_unlock(&n->clients_lock);
+	while ((c = gone)) {
+		gone = c->next;
+		note_set(n, c->name, &c->host, false);
+		free(c->name);
+		free(c);
+	}
 	return k;
 }
 
@@ -252,14 +310,106 @@ static void notify_done(void *arg, int err, void *res)
 		/* A host that locked again in this run keeps its record (an
 		 * older version's record was replaced by one in the new
 		 * naming then). */
-		if (!c || client_path(x->n, c->name, &c->host, path,
-				      sizeof(path)) || strcmp(path, x->path))
+		bool again = c && !client_path(x->n, c->name, &c->host, path,
+					       sizeof(path)) &&
+			     !strcmp(path, x->path);
+
+		if (!again && x->path[0])
 			unlink(x->path);
 		pthread_mutex_unlock(&x->n->clients_lock);
+		if (!again && x->path[0])
+			note_set(x->n, x->name, &x->host, false);
 		log_info("nsm: notified %s of state %d", x->name, x->n->state);
 	}
 	free(x->name);
 	free(x);
+}
+
+/* SM_NOTIFY (name, ss) of this run's state; x's path says what to
+ * remove once it got through ("": nothing).  x is the queue's then. */
+static void notify_queue(struct nlm *n, struct nsm_notify_ctx *x,
+			 const struct sockaddr_storage *ss)
+{
+	sm_stat_chge args = { .mon_name = n->hostname, .state = n->state };
+
+	x->n = n;
+	nlm_host_of(ss, &x->host);
+	if (nlm_cb_queue(n->cb, &(struct nlm_cb_call){
+				 .addr = *ss, .prog = NSM_PROG,
+				 .vers = NSM_VERS1, .proc = SM_NOTIFY,
+				 .encode = (xdrproc_t)xdr_sm_stat_chge,
+				 .args = &args, .tries = NSM_NOTIFY_TRIES,
+				 .done = notify_done, .arg = x })) {
+		free(x->name);
+		free(x);
+	}
+}
+
+/* An address in text into ss (port 0).  0, or -EINVAL. */
+static int addr_parse(const char *text, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, text, &((struct sockaddr_in *)ss)->sin_addr) == 1)
+		ss->ss_family = AF_INET;
+	else if (inet_pton(AF_INET6, text,
+			   &((struct sockaddr_in6 *)ss)->sin6_addr) == 1)
+		ss->ss_family = AF_INET6;
+	return ss->ss_family ? 0 : -EINVAL;
+}
+
+struct takeover {
+	struct nlm *n;
+	uint32_t node;
+};
+
+/* One note of a dead gateway: tell that host to reclaim (here). */
+static void takeover_one(void *arg, const char *note)
+{
+	struct takeover *t = arg;
+	const char *tab = strchr(note, '\t');
+	char addr[INET6_ADDRSTRLEN] = "";
+	struct sockaddr_storage ss;
+	struct nsm_notify_ctx *x;
+
+	if (tab && (size_t)(tab - note) < sizeof(addr) && tab[1]) {
+		memcpy(addr, note, (size_t)(tab - note));
+		addr[tab - note] = '\0';
+	}
+	if (!addr[0] || addr_parse(addr, &ss)) {
+		log_warn("nsm: bad note of node %u: %s", t->node, note);
+		return;
+	}
+	x = calloc(1, sizeof(*x) + 1); /* path "": no record file */
+	if (!x || !(x->name = strdup(tab + 1))) {
+		free(x);
+		return;
+	}
+	log_info("nsm: node %u is down: asking client %s (%s) to reclaim "
+		 "its locks", t->node, x->name, addr);
+	notify_queue(t->n, x, &ss);
+}
+
+/* db_node_fn: the clients of a gateway that died reclaim through us. */
+static void nsm_node_down(void *ctx, uint32_t node)
+{
+	struct takeover t = { .n = ctx, .node = node };
+	int rc = db_notes_take(t.n->opts.db, node, "nsm", takeover_one, &t);
+
+	if (rc)
+		log_warn("nsm: the clients of node %u (down): %s", node,
+			 strerror(-rc));
+}
+
+void nsm_cluster_start(struct nlm *n)
+{
+	if (n->opts.db)
+		db_on_node_down(n->opts.db, nsm_node_down, n);
+}
+
+void nsm_cluster_stop(struct nlm *n)
+{
+	if (n->opts.db)
+		db_on_node_down(n->opts.db, NULL, n);
 }
 
 /* Queue SM_NOTIFY to the host recorded in file leaf of clients/. */
@@ -270,7 +420,6 @@ static void notify_one(struct nlm *n, const char *dir, const char *leaf)
 	size_t len = dash ? (size_t)(dash - leaf) : strlen(leaf), plen;
 	struct sockaddr_storage ss = { 0 };
 	struct nsm_notify_ctx *x;
-	sm_stat_chge args;
 	ssize_t r;
 	int fd;
 
@@ -296,28 +445,12 @@ static void notify_one(struct nlm *n, const char *dir, const char *leaf)
 		close(fd);
 	buf[r > 0 ? r : 0] = 0;
 	buf[strcspn(buf, "\n")] = 0;
-	if (inet_pton(AF_INET, buf, &((struct sockaddr_in *)&ss)->sin_addr) == 1)
-		ss.ss_family = AF_INET;
-	else if (inet_pton(AF_INET6, buf,
-			   &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1)
-		ss.ss_family = AF_INET6;
-	if (!ss.ss_family || !(x->name = strdup(name))) {
+	if (addr_parse(buf, &ss) || !(x->name = strdup(name))) {
 		log_warn("nsm: bad client record %s", x->path);
 		free(x);
 		return;
 	}
-	x->n = n;
-	nlm_host_of(&ss, &x->host);
-	args = (sm_stat_chge){ .mon_name = n->hostname, .state = n->state };
-	if (nlm_cb_queue(n->cb, &(struct nlm_cb_call){
-				 .addr = ss, .prog = NSM_PROG,
-				 .vers = NSM_VERS1, .proc = SM_NOTIFY,
-				 .encode = (xdrproc_t)xdr_sm_stat_chge,
-				 .args = &args, .tries = NSM_NOTIFY_TRIES,
-				 .done = notify_done, .arg = x })) {
-		free(x->name);
-		free(x);
-	}
+	notify_queue(n, x, &ss);
 }
 
 void nsm_notify_clients(struct nlm *n)

@@ -514,6 +514,17 @@ static void test_kill_takeover(void)
 			    lookup(1, &root[1], "crash", &fb) == NFS3_OK &&
 			    lookup(1, &root[1], "never", &gb) == NFS3_OK,
 		    "crash and never not on B");
+	/* A's handles outlive its connection's memory: A's client keeps
+	 * them across the restart. */
+	char fbuf[NFS3_FHSIZE], gbuf[NFS3_FHSIZE];
+
+	E2E_REQUIRE(f.data.data_len <= sizeof(fbuf) &&
+			    g.data.data_len <= sizeof(gbuf),
+		    "handles too long");
+	memcpy(fbuf, f.data.data_val, f.data.data_len);
+	memcpy(gbuf, g.data.data_val, g.data.data_len);
+	f.data.data_val = fbuf;
+	g.data.data_val = gbuf;
 	E2E_REQUIRE(e2e_gw_kill9(&gw[0]) == 0, "kill -9 A");
 	e2e_rpc_close(nfs[0]);
 	nfs[0] = NULL;
@@ -564,8 +575,6 @@ static void test_kill_takeover(void)
 	E2E_CHECK(got == 13 && !memcmp(buf, "stable-data+b", 13),
 		  "A reads %ld bytes '%.*s' of crash, want B's", got,
 		  got > 0 ? (int)got : 0, buf);
-	if (got != 13)
-		e2e_gw_dump_log(&gw[0]);
 	t0 = e2e_now_ms();
 	do
 		got = read_all(0, &g, buf, sizeof(buf));

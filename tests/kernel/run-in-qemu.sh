@@ -13,13 +13,16 @@
 # which Linux's lockd insists on before it accepts a GRANTED callback.
 #
 # Environment: KT_NFS_PORT KT_MOUNT_PORT KT_EXPORT KT_CB_RPCBIND_PORT
-# KT_LOCKD_PORT (all required), KT_FILES (dir of static binaries: /opt/bin),
+# KT_LOCKD_PORT (all required), KT_CB_BIND (the address those two forwards
+# listen on, default 127.0.0.1), KT_CB_PORTS (more ports forwarded so, as
+# themselves: 111 for the guest's statd, which shares rpcbind's port),
+# KT_FILES (dir of static binaries: /opt/bin),
 # KT_TIMEOUT (s, default 170), KT_VERBOSE=1 (kernel console to stderr),
 # KT_MOUNT_OPTS (extra mount options).
 # Exit: the guest script's status; 120-122 guest setup failed (122: mount);
 # 124 timeout; 125 the guest died without a status; 2 usage.
 set -uo pipefail
-[ $# -eq 1 ] && [ -r "$1" ] || { sed -n '2,21p' "$0" >&2; exit 2; }
+[ $# -eq 1 ] && [ -r "$1" ] || { sed -n '2,24p' "$0" >&2; exit 2; }
 for v in KT_NFS_PORT KT_MOUNT_PORT KT_EXPORT KT_CB_RPCBIND_PORT KT_LOCKD_PORT; do
   [ -n "${!v:-}" ] || { echo "run-in-qemu: $v is not set" >&2; exit 2; }
 done
@@ -73,8 +76,12 @@ ENV
 # ---- boot: serial 0 = console, 1 = script output, 2 = exit status ----
 : > "$RUN/console"; : > "$RUN/out"; : > "$RUN/rc"
 NET="user,id=n0,ipv6=off,net=10.0.2.0/24,host=10.0.2.2"
-NET="$NET,hostfwd=tcp:127.0.0.1:$KT_CB_RPCBIND_PORT-10.0.2.15:111"
-NET="$NET,hostfwd=tcp:127.0.0.1:$KT_LOCKD_PORT-10.0.2.15:$KT_LOCKD_PORT"
+CB=${KT_CB_BIND:-127.0.0.1}
+NET="$NET,hostfwd=tcp:$CB:$KT_CB_RPCBIND_PORT-10.0.2.15:111"
+NET="$NET,hostfwd=tcp:$CB:$KT_LOCKD_PORT-10.0.2.15:$KT_LOCKD_PORT"
+for p in ${KT_CB_PORTS:-}; do
+  NET="$NET,hostfwd=tcp:$CB:$p-10.0.2.15:$p"
+done
 qemu-system-x86_64 -accel tcg,thread=multi -cpu max -nodefaults -nographic \
   -no-reboot -m "${KT_MEM:-512}" -smp "${KT_SMP:-2}" \
   -kernel "$KERNEL" -initrd "$RUN/initrd.gz" \

@@ -10,10 +10,19 @@
  *
  *   minirpcbind [-s] [-p PORT] [-r FILE]
  *
- * -p: the port (default 111); -s: also serve NSM v1 on a free port,
- * registered here; -r FILE: write "ready\n" to FILE once listening.
- * Versions 3 and 4 of rpcbind get PROG_MISMATCH (2..2), which makes the
- * kernel fall back to v2.  One thread, poll(), no allocation per call.
+ * -p: the port (default 111); -s: also serve NSM v1, on the same port
+ * (so one forwarded port reaches both); -r FILE: write "ready\n" to FILE
+ * once listening.  Versions 3 and 4 of rpcbind get PROG_MISMATCH (2..2),
+ * which makes the kernel fall back to v2.  One thread, poll(), no
+ * allocation per call.
+ *
+ * As statd it keeps what lockd's SM_MON asks (its callback and cookie),
+ * and on an SM_NOTIFY from a server calls lockd back (NLM proc 16, from
+ * 127.0.0.1 and a reserved port, as lockd insists) for every monitor, as
+ * rpc.statd does: lockd then reclaims its locks on that server.  (It
+ * does not match the notify's name against the monitored one: the test
+ * client has one server, whose name it knows by another address.)  Each
+ * forwarded notify is logged to stderr.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,6 +46,15 @@ struct map {
 static struct map maps[MAXMAP];
 static int nmaps;
 static uint32_t nsm_state = 1;
+
+#define MAXMON 16
+/* An SM_MON: whom to call (prog/vers/proc on this host) with priv. */
+static struct mon {
+	char name[256];
+	uint32_t prog, vers, proc;
+	uint8_t priv[16];
+} mons[MAXMON];
+static int nmons;
 
 struct conn {
 	int fd;
@@ -82,6 +100,110 @@ static int map_set(uint32_t prog, uint32_t vers, uint32_t prot, uint32_t port)
 		return 0; /* rpcbind refuses to replace a mapping */
 	maps[nmaps++] = (struct map){ prog, vers, prot, port };
 	return 1;
+}
+
+/* An XDR string at a (within end) into buf; the bytes after it, or NULL. */
+static const uint8_t *get_str(const uint8_t *a, const uint8_t *end, char *buf,
+			      size_t cap)
+{
+	uint32_t n;
+
+	if (end - a < 4)
+		return NULL;
+	n = rd(a);
+	a += 4;
+	if (n >= cap || (size_t)(end - a) < ((n + 3) & ~3u))
+		return NULL;
+	memcpy(buf, a, n);
+	buf[n] = 0;
+	return a + ((n + 3) & ~3u);
+}
+
+/* SM_MON's args: mon_name, my_name, my_prog, my_vers, my_proc, priv. */
+static void mon_add(const uint8_t *a, const uint8_t *end)
+{
+	struct mon m;
+	char my_name[256];
+
+	a = get_str(a, end, m.name, sizeof(m.name));
+	a = a ? get_str(a, end, my_name, sizeof(my_name)) : NULL;
+	if (!a || end - a < 28)
+		return;
+	m.prog = rd(a);
+	m.vers = rd(a + 4);
+	m.proc = rd(a + 8);
+	memcpy(m.priv, a + 12, 16);
+	for (int i = 0; i < nmons; i++)
+		if (!strcmp(mons[i].name, m.name) &&
+		    !memcmp(mons[i].priv, m.priv, 16)) {
+			mons[i] = m;
+			return;
+		}
+	if (nmons < MAXMON)
+		mons[nmons++] = m;
+}
+
+/* Call lockd back for m: nlm_reboot { mon_name, state, priv[16] }. */
+static void mon_call(const struct mon *m, uint32_t state)
+{
+	struct map *lm = map_find(m->prog, m->vers, IPPROTO_TCP);
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	uint8_t b[512], r[64];
+	size_t n = strlen(m->name), o = 4;
+	int fd = -1;
+
+	if (!lm || n > 255)
+		return;
+	wr(b + o, 0x6b746e31); o += 4;          /* xid */
+	wr(b + o, 0); o += 4;                   /* CALL */
+	wr(b + o, 2); o += 4;                   /* RPC v2 */
+	wr(b + o, m->prog); o += 4;
+	wr(b + o, m->vers); o += 4;
+	wr(b + o, m->proc); o += 4;
+	memset(b + o, 0, 16); o += 16;          /* AUTH_NONE cred, verf */
+	wr(b + o, (uint32_t)n); o += 4;
+	memset(b + o, 0, (n + 3) & ~3u);
+	memcpy(b + o, m->name, n); o += (n + 3) & ~3u;
+	wr(b + o, state); o += 4;
+	memcpy(b + o, m->priv, 16); o += 16;
+	wr(b, 0x80000000u | (uint32_t)(o - 4));
+	/* lockd takes this only from a reserved port of the loopback. */
+	for (int port = 1023; port > 600 && fd < 0; port--) {
+		struct sockaddr_in me = { .sin_family = AF_INET,
+					  .sin_port = htons((uint16_t)port),
+					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (fd >= 0 && bind(fd, (struct sockaddr *)&me, sizeof(me))) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	sa.sin_port = htons((uint16_t)lm->port);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    write(fd, b, o) != (ssize_t)o || read(fd, r, sizeof(r)) <= 0)
+		fprintf(stderr, "minirpcbind: calling lockd back for %s failed\n",
+			m->name);
+	else
+		fprintf(stderr, "minirpcbind: SM_NOTIFY: lockd told that %s "
+			"restarted (state %u)\n", m->name, state);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* SM_NOTIFY's args: mon_name, state.  Tell every monitor's lockd. */
+static void notify(const uint8_t *a, const uint8_t *end)
+{
+	char name[256];
+
+	a = get_str(a, end, name, sizeof(name));
+	if (!a || end - a < 4)
+		return;
+	fprintf(stderr, "minirpcbind: SM_NOTIFY from %s, state %u\n", name,
+		rd(a));
+	for (int i = 0; i < nmons; i++)
+		mon_call(&mons[i], rd(a));
 }
 
 /*
@@ -157,8 +279,11 @@ static size_t answer(const uint8_t *rec, size_t len, uint8_t *out)
 	if (prog == 100024 && vers == 1) {
 		STATUS(0);
 		switch (proc) {
-		case 0: case 6: break;          /* NULL, NOTIFY: void */
-		case 1: case 2: RES(0); RES(nsm_state); break; /* STAT, MON */
+		case 0: break;                  /* NULL: void */
+		case 6: notify(a, rec + len); break; /* NOTIFY: void */
+		case 2: mon_add(a, rec + len); /* MON, then as STAT */
+		/* fall through */
+		case 1: RES(0); RES(nsm_state); break; /* STAT, MON */
 		case 3: case 4: RES(nsm_state); break;         /* UNMON(_ALL) */
 		default: o -= 4; STATUS(3);
 		}
@@ -223,9 +348,9 @@ int main(int argc, char **argv)
 {
 	static struct conn conns[MAXCONN];
 	struct pollfd pfd[MAXCONN + 2];
-	uint16_t port = 111, bound, sm_port = 0;
+	uint16_t port = 111, bound;
 	const char *ready = NULL;
-	int lfd[2] = { -1, -1 }, nl = 1, opt, statd = 0;
+	int lfd[1] = { -1 }, nl = 1, opt, statd = 0;
 
 	while ((opt = getopt(argc, argv, "sp:r:")) != -1) {
 		if (opt == 's')
@@ -244,12 +369,8 @@ int main(int argc, char **argv)
 	}
 	map_set(100000, 2, IPPROTO_TCP, bound);
 	if (statd) {
-		lfd[1] = listen_on(0, &sm_port);
-		if (lfd[1] < 0)
-			return 1;
-		nl = 2;
-		map_set(100024, 1, IPPROTO_TCP, sm_port);
-		map_set(100024, 1, IPPROTO_UDP, sm_port);
+		map_set(100024, 1, IPPROTO_TCP, bound);
+		map_set(100024, 1, IPPROTO_UDP, bound);
 	}
 	if (ready) {
 		FILE *f = fopen(ready, "w");
