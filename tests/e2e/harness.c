@@ -365,7 +365,9 @@ static const char *pg_script(void)
 	return path;
 }
 
-static int pg_script_run(const char *cmd, const char *arg, char **out)
+/* "pg.sh CMD ARGS..." with the watcher's pid; stdout into *out. */
+static int pg_script_argv(char **out, const char *cmd, const char *a1,
+			  const char *a2)
 {
 	struct strv argv = { 0 }, env = { 0 };
 	int rc;
@@ -375,14 +377,21 @@ static int pg_script_run(const char *cmd, const char *arg, char **out)
 	strv_add(&argv, "bash");
 	strv_add(&argv, "%s", pg_script());
 	strv_add(&argv, "%s", cmd);
-	if (pgsrv.dir[0])
-		strv_add(&argv, "%s", pgsrv.dir);
-	if (arg)
-		strv_add(&argv, "%s", arg);
+	if (a1)
+		strv_add(&argv, "%s", a1);
+	if (a2)
+		strv_add(&argv, "%s", a2);
 	rc = run_cmd(argv.v, env.v, out);
 	strv_free(&argv);
 	strv_free(&env);
 	return rc;
+}
+
+static int pg_script_run(const char *cmd, const char *arg, char **out)
+{
+	if (pgsrv.dir[0])
+		return pg_script_argv(out, cmd, pgsrv.dir, arg);
+	return pg_script_argv(out, cmd, arg, NULL);
 }
 
 static void pg_at_exit(void)
@@ -453,6 +462,61 @@ int e2e_pg_down(void)
 int e2e_pg_up(void)
 {
 	return pg_server() || pg_script_run("start", NULL, NULL) ? -1 : 0;
+}
+
+static struct {
+	char dir[64]; /* p/ the primary, s/ the standby */
+} pgpair;
+
+static void pgpair_at_exit(void)
+{
+	char p[96], sd[96], cmd[128];
+
+	snprintf(p, sizeof(p), "%s/p", pgpair.dir);
+	snprintf(sd, sizeof(sd), "%s/s", pgpair.dir);
+	pg_script_argv(NULL, "stop", sd, NULL);
+	pg_script_argv(NULL, "stop", p, NULL);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", pgpair.dir);
+	if (system(cmd))
+		say("could not remove %s", pgpair.dir);
+}
+
+int e2e_pg_pair_start(char *url, size_t cap)
+{
+	char p[96], sd[96], *out = NULL;
+	uint64_t t0 = e2e_now_ms();
+	int rc;
+
+	snprintf(pgpair.dir, sizeof(pgpair.dir), "/tmp/mapfs-pgpair-XXXXXX");
+	if (!mkdtemp(pgpair.dir) || chmod(pgpair.dir, 0755))
+		return -1;
+	atexit(pgpair_at_exit);
+	snprintf(p, sizeof(p), "%s/p", pgpair.dir);
+	snprintf(sd, sizeof(sd), "%s/s", pgpair.dir);
+	rc = pg_script_argv(NULL, "start", p, NULL);
+	if (!rc)
+		rc = pg_script_argv(&out, "standby", p, sd);
+	if (rc || !out || env_get(out, "MAPFS_PG_PAIR_URL", url, cap)) {
+		say("could not start a PostgreSQL primary and standby (%d)", rc);
+		free(out);
+		return -1;
+	}
+	free(out);
+	say("PostgreSQL primary and synchronous standby at %s, up in %llu ms",
+	    url, (unsigned long long)(e2e_now_ms() - t0));
+	return 0;
+}
+
+int e2e_pg_pair_failover(void)
+{
+	char p[96], sd[96];
+
+	snprintf(p, sizeof(p), "%s/p", pgpair.dir);
+	snprintf(sd, sizeof(sd), "%s/s", pgpair.dir);
+	return pg_script_argv(NULL, "kill", p, NULL) ||
+			       pg_script_argv(NULL, "promote", sd, NULL)
+		       ? -1
+		       : 0;
 }
 
 static struct e2e_s3 s3srv;

@@ -642,7 +642,13 @@ static void test_db_outage(void)
 	E2E_REQUIRE(wait_lookup(1, &root[1], "before", NFS3_OK) >= 0 &&
 			    lookup(1, &root[1], "before", &fb) == NFS3_OK,
 		    "before not on B");
-	E2E_REQUIRE(read_all(1, &fb, buf, sizeof(buf)) == 4, "read on B");
+	/* A's COMMIT is on B once the propagation window passed. */
+	uint64_t t1 = e2e_now_ms();
+
+	while ((got = read_all(1, &fb, buf, sizeof(buf))) != 4 &&
+	       e2e_now_ms() - t1 < WINDOW_MS)
+		usleep(20 * 1000);
+	E2E_REQUIRE(got == 4, "read on B: %ld", got);
 	E2E_REQUIRE(e2e_pg_down() == 0, "stop PostgreSQL");
 	for (int i = 0; i < NGW; i++)
 		E2E_STATUS("LOOKUP before while the db is down",
@@ -1169,6 +1175,170 @@ static void test_migrate(void)
 	e2e_gw_cleanup(&alone);
 }
 
+/* ---- PostgreSQL fails over ----------------------------------------- */
+
+struct pf {
+	uint64_t at_ms;  /* when the failover began */
+	int rc;
+};
+
+static void *pf_failover(void *arg)
+{
+	struct pf *f = arg;
+
+	f->at_ms = e2e_now_ms();
+	f->rc = e2e_pg_pair_failover();
+	return NULL;
+}
+
+/* A call's status, with JUKEBOX retried (counted) for up to 30 s. */
+static int pf_retry(int (*call)(struct e2e_rpc *, const nfs_fh3 *,
+				const char *, nfs_fh3 *),
+		    struct e2e_rpc *r, const nfs_fh3 *fh, const char *name,
+		    nfs_fh3 *out, int *jukebox)
+{
+	uint64_t t0 = e2e_now_ms();
+	int st;
+
+	while ((st = call(r, fh, name, out)) == NFS3ERR_JUKEBOX &&
+	       e2e_now_ms() - t0 < 30000) {
+		(*jukebox)++;
+		usleep(50 * 1000);
+	}
+	return st;
+}
+
+static int pf_create(struct e2e_rpc *r, const nfs_fh3 *dir, const char *name,
+		     nfs_fh3 *out)
+{
+	CREATE3args a = { .where = { *dir, (char *)name } };
+	CREATE3res res;
+
+	/* UNCHECKED: a retry after a reply lost in the failover opens the
+	 * file its first try made, as a client's retransmission would. */
+	a.how.mode = UNCHECKED;
+	a.how.createhow3_u.obj_attributes = e2e_sattr_mode(0644);
+	if (e2e_nfs3_create(r, &a, &res))
+		return -1;
+	if (res.status == NFS3_OK && res.CREATE3res_u.resok.obj.handle_follows)
+		*out = e2e_fh_dup(r,
+				  &res.CREATE3res_u.resok.obj.post_op_fh3_u.handle);
+	return res.status;
+}
+
+static int pf_write(struct e2e_rpc *r, const nfs_fh3 *fh, const char *data,
+		    nfs_fh3 *unused)
+{
+	WRITE3res res;
+
+	(void)unused;
+	if (e2e_nfs3_write(r, fh, 0, data, (uint32_t)strlen(data), FILE_SYNC,
+			   &res))
+		return -1;
+	return res.status;
+}
+
+/*
+ * The database fails over under load: a primary with a synchronous
+ * standby, the gateways given both (target_session_attrs=read-write).
+ * A client of A creates files and writes each FILE_SYNC, one after the
+ * other; the primary is killed and the standby promoted.  The client
+ * sees JUKEBOX in the gap and no other error, the gateways reconnect by
+ * themselves, and every file it was answered for is on B with its
+ * bytes.
+ */
+static void test_pg_failover(void)
+{
+	static const char *const args[] = { "--lease", "3", NULL };
+	struct e2e_gw g[2] = { 0 };
+	struct e2e_rpc *r[2] = { NULL, NULL };
+	nfs_fh3 rt[2];
+	char url[512], name[32];
+	struct pf f = { 0 };
+	pthread_t t;
+	int n = 0, jukebox = 0, st = NFS3_OK, started = 0;
+	uint64_t last_ok, gap = 0, t0;
+
+	E2E_REQUIRE(e2e_pg_pair_start(url, sizeof(url)) == 0,
+		    "a primary and a standby");
+	for (int i = 0; i < 2; i++) {
+		struct e2e_gw_opts o = { .threads = 2, .meta = url,
+					 .node = i ? "pf-b" : "pf-a",
+					 .store_of = i ? &g[0] : NULL,
+					 .upload_delay = "1", .extra_args = args };
+
+		E2E_REQUIRE(e2e_gw_start_opts(&g[i], &o) == 0, "gateway %d", i);
+		r[i] = e2e_rpc_open(g[i].nfs_port, NFS_PROGRAM, NFS_V3);
+		E2E_REQUIRE(r[i] && !e2e_root_fh(r[i], &g[i], &rt[i]),
+			    "connect to gateway %d", i);
+	}
+	t0 = last_ok = e2e_now_ms();
+	/* 2 s of load, the failover, then 6 s more after it began. */
+	while (!started || e2e_now_ms() - f.at_ms < 6000) {
+		nfs_fh3 fh;
+
+		if (!started && e2e_now_ms() - t0 > 2000) {
+			E2E_REQUIRE(!pthread_create(&t, NULL, pf_failover, &f),
+				    "failover thread");
+			started = 1;
+			while (!f.at_ms)
+				usleep(1000);
+		}
+		snprintf(name, sizeof(name), "pf-%d", n);
+		st = pf_retry(pf_create, r[0], &rt[0], name, &fh, &jukebox);
+		if (st == NFS3_OK)
+			st = pf_retry(pf_write, r[0], &fh, name, NULL, &jukebox);
+		if (st != NFS3_OK)
+			break;
+		if (e2e_now_ms() - last_ok > gap)
+			gap = e2e_now_ms() - last_ok;
+		last_ok = e2e_now_ms();
+		n++;
+	}
+	if (started)
+		pthread_join(t, NULL);
+	E2E_CHECK(f.rc == 0, "kill the primary, promote the standby");
+	E2E_STATUS("create and write through the failover", st, NFS3_OK);
+	fprintf(stderr, "  [%d files created and written, %d JUKEBOX replies; "
+		"the longest wait for one: %llu ms]\n", n, jukebox,
+		(unsigned long long)gap);
+	E2E_CHECK(jukebox > 0, "the failover was not noticed (no JUKEBOX)");
+	/* Every one on B, with its bytes (B's replica may lag a moment). */
+	int missing = 0;
+
+	for (int i = 0; i < n; i++) {
+		char buf[64];
+		nfs_fh3 fh;
+		READ3res rr;
+		uint64_t t1 = e2e_now_ms();
+		int ok = 0;
+
+		snprintf(name, sizeof(name), "pf-%d", i);
+		do {
+			LOOKUP3res lr;
+
+			if (e2e_nfs3_lookup(r[1], &rt[1], name, &lr) ||
+			    lr.status != NFS3_OK)
+				continue;
+			fh = e2e_fh_dup(r[1], &lr.LOOKUP3res_u.resok.object);
+			if (!e2e_nfs3_read(r[1], &fh, 0, sizeof(buf), &rr) &&
+			    rr.status == NFS3_OK &&
+			    rr.READ3res_u.resok.count == strlen(name) &&
+			    !memcmp(rr.READ3res_u.resok.data.data_val, name,
+				    strlen(name)))
+				ok = 1;
+		} while (!ok && e2e_now_ms() - t1 < 5000 && !usleep(50000));
+		missing += !ok;
+	}
+	E2E_CHECK(missing == 0, "%d of %d acknowledged files missing on B",
+		  missing, n);
+	for (int i = 0; i < 2; i++) {
+		e2e_rpc_close(r[i]);
+		E2E_CHECK(e2e_gw_stop(&g[i]) == 0, "stop gateway %d", i);
+		e2e_gw_cleanup(&g[i]);
+	}
+}
+
 static int config_init(void)
 {
 	snprintf(cdir, sizeof(cdir), "/tmp/mapfs-e2e-cfg-XXXXXX");
@@ -1204,6 +1374,8 @@ int main(void)
 		CU_add_test(c, "a gateway's own state", test_standalone_state);
 		CU_add_test(c, "PostgreSQL late at start", test_db_late);
 		CU_add_test(c, "a gateway alone grows into a cluster", test_migrate);
+		CU_add_test(c, "PostgreSQL fails over under load",
+			    test_pg_failover);
 	}
 	CU_pSuite s = CU_add_suite("cluster", suite_init, suite_fini);
 	CU_add_test(s, "one handle on every gateway", test_handles);

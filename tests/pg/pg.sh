@@ -8,6 +8,11 @@
 #   pg.sh halt DIR      stop, keep DIR (start DIR brings it back, same port)
 #   pg.sh kill DIR      stop at once (-m immediate: a crash, for outages)
 #   pg.sh createdb DIR NAME   a fresh database NAME; prints its URI
+#   pg.sh standby DIR SDIR   a synchronous standby of DIR's server in SDIR
+#                       (pg_basebackup, streaming; DIR's commits wait for
+#                       it); prints MAPFS_PG_STANDBY_DIR, _PORT and
+#                       MAPFS_PG_PAIR_URL (both hosts, read-write target)
+#   pg.sh promote SDIR  make the standby the primary
 #
 # Besides the superuser "mapfs" (trust), the role "mapfs_pw" must log in
 # with the password "right" (scram-sha-256): the wrong-password tests.
@@ -130,6 +135,42 @@ kill)
 	stop_server "$dir" immediate
 	rm -f "$dir/keep"
 	;;
+standby)
+	dir=${2:?pg.sh standby DIR SDIR} sdir=${3:?pg.sh standby DIR SDIR}
+	port=$(cat "$dir/port")
+	mkdir -p "$sdir"
+	sdir=$(cd "$sdir" && pwd)
+	[ "$(id -u)" != 0 ] || chown "$(pg_user)" "$sdir"
+	chmod 0700 "$sdir"
+	sport=$(s3_reserve_ports 1 "$sdir") || die "no free port"
+	echo "$sport" >"$sdir/port"
+	as_pg "$PGBIN/pg_basebackup" -d "host=$dir port=$port user=mapfs application_name=s1" \
+		-D "$sdir/data" -R -X stream -c fast >"$sdir/basebackup.log" 2>&1 ||
+		die "pg_basebackup failed: $(tail -3 "$sdir/basebackup.log")"
+	as_pg "$PGBIN/pg_ctl" -D "$sdir/data" -w -t 60 -l "$sdir/log" -o \
+		"-p $sport -k $sdir -c listen_addresses=127.0.0.1 -c max_connections=200 -c shared_buffers=64MB" \
+		start >/dev/null 2>&1 || die "the standby did not start: $(tail -3 "$sdir/log" | tr '\n' ' ')"
+	# Only now: a standby copied with it would wait for itself once promoted.
+	as_pg "$PGBIN/psql" -X -q -h "$dir" -p "$port" -U mapfs -d postgres \
+		-c "ALTER SYSTEM SET synchronous_standby_names = 's1'" \
+		-c "SELECT pg_reload_conf()" >/dev/null || die "synchronous_standby_names"
+	for _ in $(seq 100); do
+		st=$(as_pg "$PGBIN/psql" -X -qAt -h "$dir" -p "$port" -U mapfs -d postgres \
+			-c "SELECT sync_state FROM pg_stat_replication WHERE application_name = 's1'")
+		[ "$st" = sync ] && break
+		sleep 0.1
+	done
+	[ "$st" = sync ] || die "the standby is not synchronous ($st)"
+	watch "$sdir"
+	echo "MAPFS_PG_STANDBY_DIR=$sdir"
+	echo "MAPFS_PG_STANDBY_PORT=$sport"
+	echo "MAPFS_PG_PAIR_URL=postgresql://mapfs@127.0.0.1:$port,127.0.0.1:$sport/mapfs?target_session_attrs=read-write"
+	;;
+promote)
+	sdir=${2:?pg.sh promote SDIR}
+	as_pg "$PGBIN/pg_ctl" -D "$sdir/data" -w -t 60 promote >/dev/null 2>&1 ||
+		die "promote failed: $(tail -3 "$sdir/log" | tr '\n' ' ')"
+	;;
 createdb)
 	dir=${2:?pg.sh createdb DIR NAME} name=${3:?pg.sh createdb DIR NAME}
 	port=$(cat "$dir/port")
@@ -138,7 +179,7 @@ createdb)
 	echo "postgresql://mapfs@127.0.0.1:$port/$name"
 	;;
 *)
-	echo "usage: pg.sh start [DIR] | stop DIR | halt DIR | kill DIR | createdb DIR NAME" >&2
+	echo "usage: pg.sh start [DIR] | stop DIR | halt DIR | kill DIR | createdb DIR NAME | standby DIR SDIR | promote SDIR" >&2
 	exit 2
 	;;
 esac
