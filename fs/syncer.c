@@ -47,8 +47,12 @@
  * never learnt the id of (a crash in between, or a lost answer).  Such
  * uploads are found with ListMultipartUploads and aborted, at start and
  * before the key's next multipart upload.  Files must be quiet for
- * SYNC_MIN_QUIET_MS even when flushing: ctime ticks are coarse, and a
- * write in the same tick as the snapshot would otherwise go unnoticed.
+ * SYNC_MIN_QUIET_MS even when flushing (not to upload a file in the
+ * middle of a burst of writes), but for the one file a strict COMMIT or
+ * stable WRITE waits for (fs_sync_inode): its client asked for it now.
+ * A write racing an upload is never lost either way: the upload's commit
+ * leaves the file dirty unless its size, write count (wseq) and mtime
+ * are still what the snapshot saw (cs_equal).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -817,7 +821,10 @@ static int sync_pass(struct fs *fs, bool flushing, uint64_t only,
 	int rc, first = 0;
 
 	*progress = false;
-	if (delay < SYNC_MIN_QUIET_MS)
+	/* One file a client waits for (fs_sync_inode): at once. */
+	bool waited_for = only && only != UINT64_MAX;
+
+	if (delay < SYNC_MIN_QUIET_MS && !waited_for)
 		delay = SYNC_MIN_QUIET_MS;
 	rc = snap_take(fs, &s);
 	if (rc)
@@ -845,7 +852,8 @@ static int sync_pass(struct fs *fs, bool flushing, uint64_t only,
 	/* Past half the dirty limit, files go up as soon as they pause,
 	 * before writers start getting JUKEBOX. */
 	cache_usage(fs->cache, &u);
-	if (fs->opts.max_dirty && u.dirty >= fs->opts.max_dirty / 2)
+	if (fs->opts.max_dirty && u.dirty >= fs->opts.max_dirty / 2 &&
+	    !waited_for)
 		delay = SYNC_MIN_QUIET_MS;
 	for (size_t i = 0; i < s.nitems; i++) {
 		struct sync_item *it = &s.items[i];
@@ -1051,7 +1059,7 @@ int fs_sync_inode(struct fs *fs, uint64_t ino)
 			return rc == -ENOMEM ? rc : -EAGAIN;
 		if (!inode_dirty(fs, ino))
 			return 0;
-		usleep(20000); /* not quiet for SYNC_MIN_QUIET_MS yet */
+		usleep(20000); /* written again during its upload */
 	}
 	return -EAGAIN;
 }
