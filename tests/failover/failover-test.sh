@@ -8,8 +8,9 @@
 # in the lab namespace, tests/kernel/run-in-qemu.sh), takes an NLM lock
 # and appends + fsyncs one line at a time (tests/kernel/guest/failover.sh).
 # Once 15 lines are in, the gateway holding the address is killed -9.
-# Checked: the client goes on through the survivor (the time from the
-# kill to its next fsync is printed: the target is under 15 s), every
+# Checked: the client goes on through the survivor (its longest
+# append+fsync, the one across the kill, is printed: the target is under
+# 15 s, measured, not asserted), every
 # line it fsync'd is in the store's object at the end, the survivor asked
 # the client to reclaim its lock (SM_NOTIFY) and the client's lockd did.
 #
@@ -163,21 +164,15 @@ done
 grep -q "^done 15 " "$WORK/guest.out" || { cat "$WORK/guest.out"; fail "the client did not get to line 15"; }
 last=$(grep -c "^done " "$WORK/guest.out")
 kill -9 "$GWPID_a"
-t0=$(date +%s%N)
 say "killed gateway a (-9) after $last lines"
-resumed=
-for _ in $(seq 1200); do
-  now=$(grep -c "^done " "$WORK/guest.out")
-  if [ "$now" -gt "$last" ]; then
-    resumed=$(( ($(date +%s%N) - t0) / 1000000 )); break
-  fi
-  kill -0 $QPID 2>/dev/null || break
-  sleep 0.05
-done
 wait $QPID; grc=$?
 cat "$WORK/guest.out"
-[ -n "$resumed" ] || fail "the client never wrote again after the kill"
-say "the client's next fsync returned $resumed ms after the kill -9 (target: under 15000)"
+# The guest timed each append+fsync: the longest one spans the failover.
+stall=$(sed -n 's/.*the longest append+fsync: line \([0-9]*\), \([0-9.]*\) s.*/\1 \2/p' "$WORK/guest.out")
+[ -n "$stall" ] || fail "the client did not finish its lines"
+set -- $stall
+[ "$1" -ge $((last - 1)) ] || fail "the longest wait (line $1) came before the kill (line $last)"
+say "the client's longest append+fsync, across the failover: $2 s (target: under 15 s)"
 has_vip b && say "$VIP is on gateway b" || fail "$VIP did not move to gateway b"
 [ $grc = 0 ] || fail "the guest failed ($grc)"
 
