@@ -992,6 +992,71 @@ static void test_node_name_twice(void)
 	e2e_gw_cleanup(&one);
 }
 
+/* GETATTR of gateway g's root over a connection of its own. */
+static int getattr_root(struct e2e_gw *g)
+{
+	struct e2e_rpc *r = e2e_rpc_open(g->nfs_port, NFS_PROGRAM, NFS_V3);
+	nfs_fh3 rt;
+	int st = -1;
+
+	if (r && !e2e_root_fh(r, g, &rt))
+		st = getattr_raw(r, &rt);
+	e2e_rpc_close(r);
+	return st;
+}
+
+/*
+ * Two processes on one state directory (a typo in a unit, a second
+ * service): the second exits 2 at once and says why; nothing of the
+ * first's is touched.  `ctl ready` answers yes for the running one, and
+ * no once its database is gone.
+ */
+static void test_state_locked(void)
+{
+	char err[4096], cmd[600], url[256], store[E2E_PATH_MAX + 16];
+	struct e2e_gw one;
+	struct e2e_gw_opts o = { .threads = 1, .meta = url, .node = "locker" };
+	int rc;
+
+	/* A database of its own: the shared one serves another store. */
+	E2E_REQUIRE(e2e_pg_createdb(url, sizeof(url)) == 0, "createdb");
+	E2E_REQUIRE(e2e_gw_start_opts(&one, &o) == 0, "the first gateway");
+	snprintf(store, sizeof(store), "%s%s",
+		 e2e_backend_is_s3() ? "" : "file://", one.store);
+	rc = gw_try(url, "locker-2", one.state, store, NULL, err,
+		    sizeof(err), 20000);
+	E2E_CHECK(rc == 2, "a second gateway on its state: exit %d, want 2",
+		  rc);
+	E2E_CHECK(strstr(err, "is in use by another mapfs-gw"),
+		  "no clear message: %s", err);
+	E2E_STATUS("the first still answers", getattr_root(&one), NFS3_OK);
+	snprintf(cmd, sizeof(cmd), "'%s' ctl --state '%s' ready >/dev/null",
+		 getenv("MAPFS_GW"), one.state);
+	rc = system(cmd);
+	E2E_CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0,
+		  "ctl ready of a serving gateway: %d", rc);
+	E2E_REQUIRE(e2e_pg_down() == 0, "stop PostgreSQL");
+	/* Not ready once its lease may have run out (3/4 of 5 s). */
+	uint64_t t0 = e2e_now_ms();
+
+	do
+		rc = system(cmd);
+	while (WIFEXITED(rc) && WEXITSTATUS(rc) == 0 &&
+	       e2e_now_ms() - t0 < 15000 && !usleep(250 * 1000));
+	E2E_CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) != 0,
+		  "ctl ready with the database down: %d", rc);
+	E2E_REQUIRE(e2e_pg_up() == 0, "start PostgreSQL again");
+	t0 = e2e_now_ms();
+	do
+		rc = system(cmd);
+	while ((!WIFEXITED(rc) || WEXITSTATUS(rc) != 0) &&
+	       e2e_now_ms() - t0 < 30000 && !usleep(250 * 1000));
+	E2E_CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0,
+		  "ctl ready once the database is back: %d", rc);
+	E2E_CHECK(e2e_gw_stop(&one) == 0, "the first stops");
+	e2e_gw_cleanup(&one);
+}
+
 /* Another --store than the cluster's: exit 2, naming both. */
 static void test_other_store(void)
 {
@@ -1374,6 +1439,8 @@ int main(void)
 		CU_add_test(c, "a gateway's own state", test_standalone_state);
 		CU_add_test(c, "PostgreSQL late at start", test_db_late);
 		CU_add_test(c, "a gateway alone grows into a cluster", test_migrate);
+		CU_add_test(c, "one state directory, one process; ctl ready",
+			    test_state_locked);
 		CU_add_test(c, "PostgreSQL fails over under load",
 			    test_pg_failover);
 	}
