@@ -34,6 +34,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,8 +218,23 @@ static void pgc_close(struct pgc *p)
 static int res_err(PGconn *c, PGresult *r, const char *what)
 {
 	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+	static _Atomic uint64_t read_only_logged_ms;
 	char msg[512];
 
+	/* A database that went read-only (a demoted primary, a standby
+	 * named by mistake, default_transaction_read_only): changes wait
+	 * and are retried; say why, once every 30 s. */
+	if (state && !strcmp(state, "25006")) {
+		uint64_t now = now_ms(), last = atomic_load(&read_only_logged_ms);
+
+		if ((!last || now - last >= 30000) &&
+		    atomic_compare_exchange_strong(&read_only_logged_ms, &last,
+						   now))
+			log_warn("cluster: the database refuses writes (%s): "
+				 "changes wait (clients get NFS3ERR_JUKEBOX) "
+				 "until it takes them again",
+				 pq_msg(c, msg, sizeof(msg)));
+	}
 	if (!c || PQstatus(c) != CONNECTION_OK || !state ||
 	    !strncmp(state, "08", 2) ||   /* connection exception */
 	    !strncmp(state, "57P", 3) ||  /* admin shutdown, crash */

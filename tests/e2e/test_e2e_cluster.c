@@ -246,6 +246,11 @@ static void test_write_a_read_b(void)
 	got = read_all(1, &fbh, back, len);
 	E2E_CHECK(got == (long)len && !memcmp(data, back, len),
 		  "B read %ld bytes, not what A wrote", got);
+	/* C too, once the window passed for it (it may lag B). */
+	t0 = e2e_now_ms();
+	while (getattr_on(2, &fbh, &fb) == NFS3_OK && fb.size != len &&
+	       e2e_now_ms() - t0 < WINDOW_MS)
+		usleep(10000);
 	got = read_all(2, &fbh, back, len);
 	E2E_CHECK(got == (long)len && !memcmp(data, back, len),
 		  "C read %ld bytes, not what A wrote", got);
@@ -675,6 +680,61 @@ static void test_db_outage(void)
 	for (int i = 0; i < NGW; i++)
 		E2E_CHECK(e2e_gw_alive(&gw[i]), "%s died in the outage",
 			  names[i]);
+}
+
+/* psql as the superuser on the cluster's database; 0 if it ran. */
+static int psql(const char *sql)
+{
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd), "psql -X -q '%s' -c \"%s\" >/dev/null",
+		 meta, sql);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/*
+ * The database goes read-only (a primary demoted behind our back, or
+ * default_transaction_read_only): reads go on, changes answer JUKEBOX,
+ * the log says why; once it takes writes again the change goes through
+ * and nothing was lost.
+ */
+static void test_db_read_only(void)
+{
+	int st = -1;
+	char *log;
+
+	E2E_STATUS("CREATE ro-before on A",
+		   create(0, &root[0], "ro-before", GUARDED, NULL), NFS3_OK);
+	E2E_REQUIRE(psql("ALTER SYSTEM SET default_transaction_read_only = on")
+				== 0 &&
+			    psql("SELECT pg_reload_conf()") == 0,
+		    "make the database read-only");
+	/* The reload reaches every backend at its next statement. */
+	sleep(1);
+	st = create(1, &root[1], "ro-during", GUARDED, NULL);
+	E2E_STATUS("CREATE while the database is read-only", st,
+		   NFS3ERR_JUKEBOX);
+	E2E_STATUS("LOOKUP while the database is read-only",
+		   lookup(2, &root[2], "ro-before", NULL), NFS3_OK);
+	log = e2e_gw_log_read(&gw[1]);
+	E2E_CHECK(log && strstr(log, "the database refuses writes"),
+		  "B's log does not say why it waits");
+	free(log);
+	sleep(2);
+	E2E_REQUIRE(psql("ALTER SYSTEM RESET default_transaction_read_only")
+				== 0 &&
+			    psql("SELECT pg_reload_conf()") == 0,
+		    "make the database writable");
+	uint64_t t0 = e2e_now_ms();
+	while (e2e_now_ms() - t0 < 30000 &&
+	       (st = create(1, &root[1], "ro-during", GUARDED, NULL)) ==
+		       NFS3ERR_JUKEBOX)
+		usleep(200 * 1000);
+	E2E_STATUS("CREATE once the database takes writes", st, NFS3_OK);
+	E2E_CHECK(wait_lookup(0, &root[0], "ro-during", NFS3_OK) >= 0,
+		  "ro-during not on A");
+	for (int i = 0; i < NGW; i++)
+		E2E_CHECK(e2e_gw_alive(&gw[i]), "%s died", names[i]);
 }
 
 /* ---- locks across gateways ---- */
@@ -1455,5 +1515,6 @@ int main(void)
 	CU_add_test(s, "kill -9, gone: the others take over", test_kill_takeover);
 	CU_add_test(s, "locks across gateways", test_locks);
 	CU_add_test(s, "PostgreSQL down and back", test_db_outage);
+	CU_add_test(s, "PostgreSQL read-only and back", test_db_read_only);
 	return e2e_run_cunit();
 }
