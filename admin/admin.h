@@ -57,7 +57,7 @@ struct admin_stats {
 	uint64_t failing; /* keys whose store work fails for good */
 	char failing_key[FS_KEY_TEXT_MAX]; /* the one failing longest */
 	int failing_err;
-	bool store_down; /* store_down(): writes answer JUKEBOX meanwhile */
+	bool store_down; /* store_down(): served from the cache meanwhile */
 };
 
 /* Fill *st now (walks the cache directory and the dirty inodes). */

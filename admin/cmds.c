@@ -273,9 +273,12 @@ static void cmd_status(struct admin *a, int fd)
 			admin_send(fd, "> upload_failing_longest: %s: %s",
 				   st.failing_key, strerror(-st.failing_err));
 	}
-	/* A one-key listing: reachable, credentials good, bucket there. */
+	/* A one-key listing: reachable, credentials good, bucket there.
+	 * Not while it is known down: that would wait for its retries. */
 	t0 = mono_ms();
-	rc = store_list(a->ctx.store, "", '/', NULL, 1, &page);
+	rc = store_down(a->ctx.store)
+		     ? -EAGAIN
+		     : store_list(a->ctx.store, "", '/', NULL, 1, &page);
 	if (rc)
 		admin_send(fd, "> store: error: %s (%" PRIu64 " ms)",
 			   strerror(-rc), mono_ms() - t0);
@@ -283,8 +286,12 @@ static void cmd_status(struct admin *a, int fd)
 		admin_send(fd, "> store: ok (%" PRIu64 " ms)", mono_ms() - t0);
 	store_page_free(&page);
 	admin_send(fd, "> store_state: %s",
-		   store_down(a->ctx.store) ? "down (writes answer JUKEBOX)"
-					    : "up");
+		   store_down(a->ctx.store)
+			   ? "down (answering from the cache; changes wait "
+			     "for the store)"
+			   : "up");
+	admin_send(fd, "> stale_answers: %" PRIu64,
+		   metrics_get(MET_STALE_ANSWERS));
 	admin_send(fd, "ok");
 }
 

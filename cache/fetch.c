@@ -405,7 +405,11 @@ static void run_fetch(struct cache *c, struct cache_task *tasks, uint32_t n,
 		if (rc == -ENODATA)
 			void_ = true;
 	}
-	if (!void_ && !rc && len) {
+	/* Known down: the caller's JUKEBOX now, not after the retries
+	 * (the syncer's probe tells when the store answers again). */
+	if (!void_ && !rc && len && store_down(c->st))
+		rc = -EAGAIN;
+	else if (!void_ && !rc && len) {
 		atomic_fetch_add(&c->gets, 1);
 		/* Tests count these lines: a GET is what a warm cache must
 		 * avoid. */

@@ -236,8 +236,15 @@ int fs_lookup_at(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 		found = d.ino;
 	else if (!strcmp(name, ".."))
 		found = d.ino == FS_ROOT_INO ? FS_ROOT_INO : d.parent;
-	else if ((rc = fs_dirent_get(fs, txn, dir, name, &found, NULL)))
+	else if ((rc = fs_dirent_get(fs, txn, dir, name, &found, NULL))) {
+		/* Not in a listing past its TTL that the store cannot renew:
+		 * another writer may have made it meanwhile.  Only what the
+		 * gateway has seen is answered while the store is away. */
+		if (rc == -ENOENT && !fs_listing_fresh(fs, &d) &&
+		    store_down(fs->store))
+			rc = -EAGAIN;
 		goto out_end;
+	}
 	rc = fs_inode_get(fs, txn, found, &child);
 	if (rc == -ESTALE)
 		rc = -EIO; /* an entry without its inode: corrupt */

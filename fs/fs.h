@@ -287,8 +287,9 @@ void fs_read_splice(struct fs *fs, struct fs_io *io,
  * WRITE all len bytes at off.  *committed says how stable the data is on
  * return (>= stable asked for; with opts.strict_commit a stable WRITE
  * answers once the file is in the store).  -EAGAIN (retry) while the
- * cache holds opts.max_dirty of dirty data or the store is unreachable;
- * CREATE too.
+ * cache holds opts.max_dirty of dirty data (CREATE too), or when a stable
+ * write needs the store (strict_commit) and it is unreachable.  With the
+ * store down, other writes land in the cache and wait for it.
  */
 void fs_write(struct fs *fs, struct fs_io *io, const struct fs_ctx *ctx,
 	      uint64_t ino, uint64_t off, const void *data, size_t len,

@@ -280,7 +280,7 @@ void fs_workers_free(struct fs *fs);
 void fs_defer(struct fs *fs, void (*fn)(struct fs *, void *), void *arg);
 
 /* io.c: -EAGAIN (JUKEBOX) while new data must wait: too much dirty data
- * in the cache, or the store unreachable.  0 otherwise. */
+ * in the cache (opts.max_dirty).  0 otherwise, the store down or not. */
 int fs_backpressure(struct fs *fs);
 
 /* failures.c: store work that retrying alone cannot fix. */

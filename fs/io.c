@@ -67,8 +67,8 @@ int fs_backpressure(struct fs *fs)
 {
 	struct cache_usage u;
 
-	if (store_down(fs->store))
-		return -EAGAIN;
+	/* The store being down is no reason: the cache and the journal
+	 * keep the changes until it is back (up to max_dirty). */
 	if (!fs->opts.max_dirty)
 		return 0;
 	cache_usage(fs->cache, &u);

@@ -8,6 +8,12 @@
  * size and etag (and lose their cache file).  Entries with local changes,
  * not yet in the store, mid-rename, or stored after the listing began are
  * kept: the listing cannot know them yet.
+ *
+ * Stale if error: while the store does not answer, a directory listed
+ * before (however long ago) is answered from what the namespace holds,
+ * and counted (mapfs_stale_answers_total); only one never listed waits
+ * (-EAGAIN, the client's JUKEBOX).  The syncer's probe notices the store
+ * is back, and the next access lists again.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -37,6 +43,7 @@ struct reval_op {
 	struct fs *fs;
 	uint64_t dir;
 	bool force;
+	bool listed; /* listed before: a store error is answered stale */
 	char prefix[STORE_KEY_MAX + 2];
 	uint64_t list_start_ms;
 	bool marker_seen;
@@ -445,11 +452,21 @@ static void reval_job(struct fs *fs, void *p)
 		return;
 	}
 	op->list_start_ms = fs_now_ms();
-	if (!rc)
+	if (!rc) {
+		op->listed = dir.listed_at_ms != 0;
 		rc = reval_list(op);
+	}
 	if (!rc) {
 		items_sort(op);
 		rc = reval_head_new(op);
+	}
+	/* The store did not answer: what the namespace holds will do. */
+	if (rc == -EAGAIN && op->listed) {
+		metrics_inc(MET_STALE_ANSWERS);
+		log_debug("fs: %s answered from its last listing (store down)",
+			  op->prefix);
+		reval_free(op, 0);
+		return;
 	}
 	if (!rc) {
 		rc = db_write(fs->db, reval_apply, op);
@@ -501,6 +518,13 @@ void fs_revalidate(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 		rc = -ENOTDIR;
 	if (rc || (!force && fs_listing_fresh(fs, &in))) {
 		done(arg, rc);
+		return;
+	}
+	/* Known down: no listing to wait for (see the top of the file). */
+	if (store_down(fs->store)) {
+		if (in.listed_at_ms)
+			metrics_inc(MET_STALE_ANSWERS);
+		done(arg, in.listed_at_ms ? 0 : -EAGAIN);
 		return;
 	}
 	op = calloc(1, sizeof(*op));

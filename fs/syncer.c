@@ -887,6 +887,18 @@ static int sync_pass(struct fs *fs, bool flushing, uint64_t only,
 	return first;
 }
 
+/* What waited for the store, said once when it answers again. */
+static void log_backlog(struct fs *fs)
+{
+	struct fs_dirty_stat ds;
+
+	if (fs_dirty_stat(fs, &ds))
+		return;
+	log_info("fs: the store is back: replaying %" PRIu64 " changed files "
+		 "(%" PRIu64 " bytes) and %" PRIu64 " deletes and renames, in "
+		 "order", ds.files, ds.bytes, ds.pending);
+}
+
 static void *syncer_main(void *p)
 {
 	struct fs *fs = p;
@@ -924,6 +936,8 @@ static void *syncer_main(void *p)
 			pthread_mutex_lock(&fs->sync_wlock);
 			continue;
 		}
+		if (down)
+			log_backlog(fs);
 		pthread_mutex_lock(&fs->sync_lock);
 		int rc = sync_pass(fs, false, 0, &progress);
 
@@ -1048,6 +1062,10 @@ static bool inode_dirty(struct fs *fs, uint64_t ino)
  */
 int fs_sync_inode(struct fs *fs, uint64_t ino)
 {
+	/* Known down: the client's COMMIT is retried, not held for the
+	 * store's retries (the probe tells when it is back). */
+	if (store_down(fs->store))
+		return -EAGAIN;
 	for (int i = 0; i < SYNC_INODE_TRIES; i++) {
 		bool progress;
 		int rc;

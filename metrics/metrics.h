@@ -33,6 +33,8 @@
 	  "Log lines a remote host caused, dropped by the per-host rate limit") \
 	X(KEYS_SKIPPED, "mapfs_store_keys_skipped_total", "",                  \
 	  "Listed object keys that no file name can stand for (NUL, empty, . or .. segment, too long, the store's own)") \
+	X(STALE_ANSWERS, "mapfs_stale_answers_total", "",                      \
+	  "Directory revalidations answered from the namespace because the store did not answer") \
 	X(UPLOAD_FAILURES, "mapfs_upload_failures_total", "",                  \
 	  "Uploads that failed with an error retrying cannot fix (the file stays dirty and is retried with backoff)") \
 	X(NFS_READ_BYTES, "mapfs_nfs_bytes_total", "dir=\"read\"",             \

@@ -1445,8 +1445,9 @@ static int s3_open(const struct store_opts *opts, struct store **out)
 		store_page_free(&page);
 		abort_stale_uploads(s);
 	} else if (err == -EAGAIN) {
-		log_warn("s3: %s is not answering; starting anyway (new data "
-			 "waits until it does)", s->origin);
+		log_warn("s3: %s is not answering; starting anyway (serving "
+			 "from the cache; changes wait until it answers)",
+			 s->origin);
 		s->base.down_since_ms = now_ms(); /* store_down() */
 		err = 0;
 	} else if (err == -EACCES) {

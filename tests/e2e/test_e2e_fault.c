@@ -25,6 +25,8 @@
 #include "harness.h"
 #include "../fault/faultctl.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -481,6 +483,88 @@ static void test_no_progress(void)
 	env_stop();
 }
 
+/* ---- the store flapping ---- */
+
+static atomic_int flap_stop;
+
+/* Refused (503 to everything) and back, every second, until told. */
+static void *flapper(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&flap_stop)) {
+		fault_proxy_mode(&P, "503 1");
+		usleep(1000000);
+		fault_proxy_mode(&P, "pass");
+		usleep(1000000);
+	}
+	return NULL;
+}
+
+/*
+ * The store up and down every second (issue 17): writes, creates and
+ * reads of cached data go on through it; once it holds still, every file
+ * is in the bucket with its bytes and reads back right: neither the
+ * cache nor the journal took harm from uploads cut in every state.
+ */
+static void test_flapping(void)
+{
+	struct file fl[NSIZES * 2];
+	nfs_fh3 fh[NSIZES * 2];
+	pthread_t th;
+	uint64_t t0;
+	int jukes = 0, left;
+
+	env_start("1", "0", NULL);
+	atomic_store(&flap_stop, 0);
+	E2E_REQUIRE(pthread_create(&th, NULL, flapper, NULL) == 0, "thread");
+	t0 = e2e_now_ms();
+	for (size_t i = 0; i < NSIZES * 2; i++) {
+		struct file *f = &fl[i];
+		char *data;
+
+		memset(f, 0, sizeof(*f));
+		snprintf(f->name, sizeof(f->name), "flap%zu", i);
+		f->size = sizes[i % NSIZES];
+		f->seed = 5000 + i;
+		data = file_data(f);
+		e2e_sha256_hex(data, f->size, f->sha);
+		fh[i] = create(f->name, &jukes);
+		write_commit(&fh[i], f->name, data, f->size, &jukes);
+		free(data);
+		/* Cached data reads through the flapping. */
+		E2E_CHECK(read_check(&fh[i / 2], &fl[i / 2], &jukes),
+			  "READ %s while the store flaps", fl[i / 2].name);
+	}
+	/* A few more flaps with the uploads under way. */
+	while (e2e_now_ms() - t0 < 8000)
+		usleep(200000);
+	atomic_store(&flap_stop, 1);
+	pthread_join(th, NULL);
+	set_mode("pass");
+	fprintf(stderr, "  %zu files written through a flapping store in "
+		"%llu ms, %d JUKEBOX\n", NSIZES * 2,
+		(unsigned long long)(e2e_now_ms() - t0), jukes);
+	t0 = e2e_now_ms();
+	do {
+		left = 0;
+		for (size_t i = 0; i < NSIZES * 2; i++) {
+			if (!fl[i].uploaded)
+				fl[i].uploaded = in_bucket(&fl[i]);
+			left += !fl[i].uploaded;
+		}
+		if (left)
+			usleep(300000);
+	} while (left && e2e_now_ms() - t0 < UPLOAD_MS);
+	for (size_t i = 0; i < NSIZES * 2; i++) {
+		E2E_CHECK(fl[i].uploaded, "%s: not in the bucket with its "
+			  "bytes after the store held still", fl[i].name);
+		E2E_CHECK(read_check(&fh[i], &fl[i], &jukes),
+			  "READ %s after the flapping", fl[i].name);
+	}
+	E2E_CHECK(e2e_gw_alive(&E.gw), "gateway alive at the end");
+	env_stop();
+}
+
 static int suite_init(void)
 {
 	const struct e2e_s3 *s3 = e2e_s3_server();
@@ -519,5 +603,6 @@ int main(void)
 		    test_cold_reads);
 	CU_add_test(s, "no progress: JUKEBOX, cached data, recovery",
 		    test_no_progress);
+	CU_add_test(s, "the store flapping every second", test_flapping);
 	return e2e_run_cunit();
 }

@@ -7,9 +7,10 @@
  *  - what the S3 API puts, changes or deletes is seen through NFS after the
  *    directory TTL (--dir-ttl 1), with attributes from its metadata or sane
  *    defaults without;
- *  - with the S3 server down, cached data is still served, misses and
- *    writes answer NFS3ERR_JUKEBOX, the gateway lives on, and once the
- *    server is back nothing that was acknowledged is lost;
+ *  - with the S3 server down, cached data and the namespace as last
+ *    listed are still served, misses answer NFS3ERR_JUKEBOX, changes
+ *    land in the cache and the journal (a kill -9 meanwhile included),
+ *    and once the server is back the bucket is what the clients wrote;
  *  - wrong credentials stop the gateway at start with a clear message.
  */
 #include "harness.h"
@@ -617,15 +618,26 @@ static void test_s3_down(void)
 	}
 	fprintf(stderr, "  miss answered in %llu ms\n",
 		(unsigned long long)(e2e_now_ms() - t0));
-	/* The miss found the store down: from now on new data waits, even
-	 * though no upload has failed yet (pending.bin's is not due). */
+	/* A second miss, the store known down: answered at once. */
+	t0 = e2e_now_ms();
+	{
+		READ3res rd;
+
+		E2E_RPC(E.r, e2e_nfs3_read(E.r, &fu, 65536, 4096, &rd));
+		E2E_STATUS("READ uncached.bin again (S3 down)", rd.status,
+			   NFS3ERR_JUKEBOX);
+	}
+	E2E_CHECK(e2e_now_ms() - t0 < 1000,
+		  "a miss with the store known down took %llu ms",
+		  (unsigned long long)(e2e_now_ms() - t0));
+	/* Changes land in the cache and wait for the store. */
 	{
 		WRITE3res w;
 
 		E2E_RPC(E.r, e2e_nfs3_write(E.r, &fc, 0, "down", 4, FILE_SYNC,
 					    &w));
 		E2E_STATUS("WRITE cached.bin FILE_SYNC (S3 down)", w.status,
-			   NFS3ERR_JUKEBOX);
+			   NFS3_OK);
 		wrote_ok = w.status == NFS3_OK;
 	}
 	{
@@ -636,7 +648,7 @@ static void test_s3_down(void)
 		a.how.createhow3_u.obj_attributes = e2e_sattr_mode(0644);
 		E2E_RPC(E.r, e2e_nfs3_create(E.r, &a, &res));
 		E2E_STATUS("CREATE new.txt (S3 down, listing expired)",
-			   res.status, NFS3ERR_JUKEBOX);
+			   res.status, NFS3_OK);
 		created_ok = res.status == NFS3_OK;
 	}
 	E2E_REQUIRE(e2e_gw_alive(&E.gw), "the gateway died with S3 down");
@@ -696,6 +708,216 @@ static void test_s3_down(void)
 	free(cached);
 	free(uncached);
 	free(pending);
+}
+
+/* Status of a READDIR of dir (its first page); *names gets the names
+ * joined with '/' when OK. */
+static int readdir_names(struct e2e_rpc *r, const nfs_fh3 *dir, char *names,
+			 size_t cap)
+{
+	READDIR3args a = { .dir = *dir, .count = 65536 };
+	READDIR3res res;
+	size_t o = 0;
+
+	names[0] = '\0';
+	E2E_RPC(r, e2e_nfs3_readdir(r, &a, &res));
+	if (res.status != NFS3_OK)
+		return res.status;
+	for (entry3 *e = res.READDIR3res_u.resok.reply.entries; e;
+	     e = e->nextentry)
+		o += (size_t)snprintf(names + o, o < cap ? cap - o : 0, "/%s",
+				      e->name);
+	return NFS3_OK;
+}
+
+/* GET key: the HTTP status (404 once it is gone). */
+static int s3_status(const char *key)
+{
+	struct e2e_s3_resp r;
+	int code = -1;
+
+	if (e2e_s3_request("HEAD", key, NULL, NULL, 0, NULL, &r) == 0)
+		code = r.code;
+	e2e_s3_resp_free(&r);
+	return code;
+}
+
+/* Wait until key answers HEAD with code (UPLOAD_MS); 0 or -1. */
+static int s3_wait_status(const char *key, int code)
+{
+	uint64_t t0 = e2e_now_ms();
+
+	while (s3_status(key) != code) {
+		if (e2e_now_ms() - t0 > UPLOAD_MS) {
+			fprintf(stderr, "  HEAD %s: still %d after %d ms, want "
+				"%d\n", key, s3_status(key), UPLOAD_MS, code);
+			return -1;
+		}
+		usleep(200000);
+	}
+	return 0;
+}
+
+/*
+ * The store away for a while (issue 17): LOOKUP, GETATTR, READDIR and
+ * READ of what the gateway knows go on however old its listing; only a
+ * directory never listed waits (JUKEBOX).  Writes, creates, mkdirs,
+ * renames and removes are accepted; a kill -9 during the outage loses
+ * none of them; when the store is back the bucket ends as the clients
+ * left it, and the log says what was replayed.
+ */
+static void test_s3_outage(void)
+{
+	const size_t len = 100000;
+	char *keep = malloc(len), *old = malloc(len), *fresh = malloc(len),
+	     key[512], names[4096];
+	struct e2e_s3_resp r;
+	nfs_fh3 fk, fo, fg, d, fi, remote, nd, fn;
+	int st;
+
+	E2E_REQUIRE(keep && old && fresh, "malloc");
+	e2e_fill(keep, len, 11);
+	e2e_fill(old, len, 12);
+	e2e_fill(fresh, len, 13);
+	env_start(&E, "1");
+	fk = create_file(E.r, &E.root, "keep.bin", 0644);
+	E2E_STATUS("WRITE keep.bin", write_commit(E.r, &fk, 0, keep, len),
+		   NFS3_OK);
+	fo = create_file(E.r, &E.root, "old.bin", 0644);
+	E2E_STATUS("WRITE old.bin", write_commit(E.r, &fo, 0, old, len),
+		   NFS3_OK);
+	fg = create_file(E.r, &E.root, "gone.bin", 0644);
+	E2E_STATUS("WRITE gone.bin", write_commit(E.r, &fg, 0, "bye", 3),
+		   NFS3_OK);
+	d = make_dir(E.r, &E.root, "d", 0755);
+	fi = create_file(E.r, &d, "in.txt", 0644);
+	E2E_STATUS("WRITE d/in.txt", write_commit(E.r, &fi, 0, "inside", 6),
+		   NFS3_OK);
+	/* A directory another S3 writer made: seen in the root's listing,
+	 * never listed itself. */
+	e2e_s3_key(&E.gw, "remote/x", key, sizeof(key));
+	E2E_REQUIRE(s3_put(key, "x", 1, NULL) == 200, "PUT %s", key);
+	E2E_REQUIRE(lookup_until(E.r, &E.root, "remote", NFS3_OK, &remote) >= 0,
+		    "remote/ not seen through NFS");
+	e2e_s3_key(&E.gw, "d/in.txt", key, sizeof(key));
+	E2E_REQUIRE(s3_wait_object(key, "inside", 6, -1, &r) == 0,
+		    "d/in.txt never uploaded");
+	e2e_s3_resp_free(&r);
+	e2e_s3_key(&E.gw, "old.bin", key, sizeof(key));
+	E2E_REQUIRE(s3_wait_object(key, old, len, -1, &r) == 0,
+		    "old.bin never uploaded");
+	e2e_s3_resp_free(&r);
+
+	E2E_REQUIRE(e2e_s3_down() == 0, "take the S3 server down");
+	usleep(1500000); /* past the dir TTL: every listing is stale */
+
+	/* What the gateway knows, however old. */
+	E2E_STATUS("LOOKUP keep.bin (S3 down, TTL past)",
+		   lookup(E.r, &E.root, "keep.bin", NULL, NULL), NFS3_OK);
+	(void)getattr(E.r, &fk, "GETATTR keep.bin (S3 down)");
+	E2E_STATUS("READDIR / (S3 down)",
+		   readdir_names(E.r, &E.root, names, sizeof(names)), NFS3_OK);
+	E2E_CHECK(strstr(names, "/keep.bin") && strstr(names, "/d") &&
+			  strstr(names, "/remote"),
+		  "READDIR / with S3 down: %s", names);
+	E2E_STATUS("LOOKUP d/in.txt (S3 down)",
+		   lookup(E.r, &d, "in.txt", NULL, NULL), NFS3_OK);
+	/* A name the gateway never saw: another writer may have made it. */
+	E2E_STATUS("LOOKUP of a name not there (S3 down)",
+		   lookup(E.r, &E.root, "never-was", NULL, NULL),
+		   NFS3ERR_JUKEBOX);
+	read_equals(E.r, &fk, keep, len, "READ keep.bin (S3 down)");
+	/* Never listed: nothing known to answer with. */
+	E2E_STATUS("READDIR remote/ (never listed, S3 down)",
+		   readdir_names(E.r, &remote, names, sizeof(names)),
+		   NFS3ERR_JUKEBOX);
+
+	/* Changes are accepted. */
+	memcpy(keep, "CHANGED", 7);
+	E2E_STATUS("WRITE keep.bin (S3 down)",
+		   write_commit(E.r, &fk, 0, "CHANGED", 7), NFS3_OK);
+	fn = create_file(E.r, &E.root, "new.bin", 0644);
+	E2E_STATUS("WRITE new.bin (S3 down)",
+		   write_commit(E.r, &fn, 0, fresh, len), NFS3_OK);
+	nd = make_dir(E.r, &E.root, "nd", 0755);
+	fn = create_file(E.r, &nd, "f.txt", 0644);
+	E2E_STATUS("WRITE nd/f.txt (S3 down)",
+		   write_commit(E.r, &fn, 0, "made while down", 15), NFS3_OK);
+	{
+		RENAME3res rr;
+		REMOVE3res rm;
+
+		E2E_RPC(E.r, e2e_nfs3_rename(E.r, &E.root, "old.bin", &E.root,
+					     "renamed.bin", &rr));
+		E2E_STATUS("RENAME old.bin renamed.bin (S3 down)", rr.status,
+			   NFS3_OK);
+		E2E_RPC(E.r, e2e_nfs3_remove(E.r, &E.root, "gone.bin", &rm));
+		E2E_STATUS("REMOVE gone.bin (S3 down)", rm.status, NFS3_OK);
+	}
+
+	/* A kill -9 in the outage: the journal has it all. */
+	E2E_REQUIRE(e2e_gw_kill9(&E.gw) == 0, "kill -9 the gateway");
+	e2e_rpc_close(E.r);
+	E2E_REQUIRE(e2e_gw_restart(&E.gw) == 0, "restart with S3 down");
+	E.r = e2e_rpc_open(E.gw.nfs_port, NFS_PROGRAM, NFS_V3);
+	E2E_REQUIRE(E.r && e2e_root_fh(E.r, &E.gw, &E.root) == 0,
+		    "mount after the restart");
+	E2E_STATUS("LOOKUP new.bin after the restart (S3 down)",
+		   lookup(E.r, &E.root, "new.bin", &fn, NULL), NFS3_OK);
+	read_equals(E.r, &fn, fresh, len, "READ new.bin (restarted, S3 down)");
+	E2E_STATUS("READDIR / after the restart (S3 down)",
+		   readdir_names(E.r, &E.root, names, sizeof(names)), NFS3_OK);
+	E2E_CHECK(strstr(names, "/new.bin") && strstr(names, "/renamed.bin") &&
+			  !strstr(names, "/gone.bin") &&
+			  !strstr(names, "/old.bin"),
+		  "READDIR / after the restart with S3 down: %s", names);
+	/* (Handles from the old connection went with it.) */
+	E2E_STATUS("LOOKUP remote after the restart (S3 down)",
+		   lookup(E.r, &E.root, "remote", &remote, NULL), NFS3_OK);
+
+	E2E_REQUIRE(e2e_s3_up() == 0, "bring the S3 server back");
+	/* The bucket is what the clients left. */
+	e2e_s3_key(&E.gw, "keep.bin", key, sizeof(key));
+	E2E_CHECK(s3_wait_object(key, keep, len, -1, &r) == 0,
+		  "keep.bin: not the bytes written during the outage");
+	e2e_s3_resp_free(&r);
+	e2e_s3_key(&E.gw, "new.bin", key, sizeof(key));
+	E2E_CHECK(s3_wait_object(key, fresh, len, -1, &r) == 0,
+		  "new.bin (created during the outage) not in the bucket");
+	e2e_s3_resp_free(&r);
+	e2e_s3_key(&E.gw, "nd/f.txt", key, sizeof(key));
+	E2E_CHECK(s3_wait_object(key, "made while down", 15, -1, &r) == 0,
+		  "nd/f.txt (made during the outage) not in the bucket");
+	e2e_s3_resp_free(&r);
+	e2e_s3_key(&E.gw, "renamed.bin", key, sizeof(key));
+	E2E_CHECK(s3_wait_object(key, old, len, -1, &r) == 0,
+		  "renamed.bin not in the bucket with old.bin's bytes");
+	e2e_s3_resp_free(&r);
+	e2e_s3_key(&E.gw, "old.bin", key, sizeof(key));
+	E2E_CHECK(s3_wait_status(key, 404) == 0,
+		  "old.bin still in the bucket after its rename");
+	e2e_s3_key(&E.gw, "gone.bin", key, sizeof(key));
+	E2E_CHECK(s3_wait_status(key, 404) == 0,
+		  "gone.bin still in the bucket after its remove");
+	e2e_s3_key(&E.gw, "d/in.txt", key, sizeof(key));
+	E2E_CHECK(s3_wait_object(key, "inside", 6, -1, &r) == 0,
+		  "d/in.txt changed");
+	e2e_s3_resp_free(&r);
+	E2E_CHECK(e2e_gw_log_count(&E.gw, "the store is back: replaying") >= 1,
+		  "the log does not say what was replayed");
+	/* Listings come back by themselves. */
+	st = -1;
+	for (uint64_t t0 = e2e_now_ms(); e2e_now_ms() - t0 < SEE_MS;
+	     usleep(200000))
+		if ((st = readdir_names(E.r, &remote, names, sizeof(names))) ==
+		    NFS3_OK)
+			break;
+	E2E_STATUS("READDIR remote/ (S3 back)", st, NFS3_OK);
+	E2E_CHECK(strstr(names, "/x") != NULL, "remote/ lists %s", names);
+	E2E_CHECK(e2e_gw_alive(&E.gw), "gateway alive at the end");
+	free(keep);
+	free(old);
+	free(fresh);
 }
 
 /* Start with bad credentials: non-zero exit, a clear line, no secret. */
@@ -770,5 +992,7 @@ int main(void)
 	CU_add_test(s, "wrong credentials fail at start", test_wrong_credentials);
 	CU_add_test(s, "S3 down: cached reads, JUKEBOX, nothing lost",
 		    test_s3_down);
+	CU_add_test(s, "S3 down: the namespace as known, changes replayed",
+		    test_s3_outage);
 	return e2e_run_cunit();
 }
