@@ -46,6 +46,7 @@ void fs_attr_fill(struct fs *fs, const struct fs_inode *in,
 	out->uid = in->uid;
 	out->gid = in->gid;
 	out->size = in->type == FS_LNK ? strlen(in->target) : in->size;
+	fs_rdev_get(in, &out->rdev_major, &out->rdev_minor);
 	out->used = out->size;
 	out->atime = fs_ns_to_ts(in->atime);
 	out->mtime = fs_ns_to_ts(in->mtime);

@@ -327,7 +327,11 @@ void fs_symlink(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 		struct fs_attr *attr, struct fs_wcc *dir_wcc, fs_done_fn done,
 		void *arg);
 
-/* MKNOD: the store cannot represent device/special files: -ENOTSUP. */
+/*
+ * MKNOD a FIFO, socket or device (major, minor: devices only): a
+ * zero-byte object with the type in its mode.  -EPERM for a device
+ * unless ctx is root; -EEXIST if name exists.
+ */
 void fs_mknod(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 	      const char *name, enum fs_type type,
 	      const struct fs_sattr *sattr, uint32_t major, uint32_t minor,

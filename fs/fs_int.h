@@ -153,6 +153,20 @@ int64_t fs_ts_to_ns(const struct timespec *ts);
 /* A directory listed from the store within the TTL (revalidate.c). */
 bool fs_listing_fresh(struct fs *fs, const struct fs_inode *in);
 
+/* inode.c: special files (FIFO, socket, devices). */
+/* The S_IFMT bits of type, as the store's mode carries them (s3fs's way). */
+uint32_t fs_type_ifmt(uint32_t type);
+/* FS_FIFO, FS_SOCK, FS_CHR or FS_BLK for a mode with those S_IFMT bits,
+ * else 0 (a regular file, or a mode without a type). */
+uint32_t fs_special_type(uint32_t mode);
+/* A device's number lives in the record's verf (used otherwise only by
+ * EXCLUSIVE-created regular files): major, then minor. */
+void fs_rdev_set(struct fs_inode *in, uint32_t major, uint32_t minor);
+void fs_rdev_get(const struct fs_inode *in, uint32_t *major, uint32_t *minor);
+/* The Linux dev_t of a device (x-amz-meta-rdev), and back. */
+uint64_t fs_rdev_dev(const struct fs_inode *in);
+void fs_rdev_from_dev(struct fs_inode *in, uint64_t dev);
+
 /* inode.c: records. */
 /* A record's bytes (from the "inodes" table) into *out.  0 or -EIO. */
 int fs_inode_decode(uint64_t ino, const struct db_val *v, struct fs_inode *out);

@@ -12,6 +12,8 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "cache/cache.h"
 #include "db/db.h"
@@ -65,6 +67,61 @@ struct timespec fs_ns_to_ts(int64_t ns)
 int64_t fs_ts_to_ns(const struct timespec *ts)
 {
 	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
+
+uint32_t fs_type_ifmt(uint32_t type)
+{
+	switch (type) {
+	case FS_REG: return S_IFREG;
+	case FS_DIR: return S_IFDIR;
+	case FS_BLK: return S_IFBLK;
+	case FS_CHR: return S_IFCHR;
+	case FS_LNK: return S_IFLNK;
+	case FS_SOCK: return S_IFSOCK;
+	case FS_FIFO: return S_IFIFO;
+	}
+	return 0;
+}
+
+uint32_t fs_special_type(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFIFO: return FS_FIFO;
+	case S_IFSOCK: return FS_SOCK;
+	case S_IFCHR: return FS_CHR;
+	case S_IFBLK: return FS_BLK;
+	}
+	return 0;
+}
+
+void fs_rdev_set(struct fs_inode *in, uint32_t major, uint32_t minor)
+{
+	memcpy(in->verf, &major, 4);
+	memcpy(in->verf + 4, &minor, 4);
+}
+
+void fs_rdev_get(const struct fs_inode *in, uint32_t *major, uint32_t *minor)
+{
+	bool dev = in->type == FS_CHR || in->type == FS_BLK;
+
+	*major = *minor = 0;
+	if (dev) {
+		memcpy(major, in->verf, 4);
+		memcpy(minor, in->verf + 4, 4);
+	}
+}
+
+uint64_t fs_rdev_dev(const struct fs_inode *in)
+{
+	uint32_t major, minor;
+
+	fs_rdev_get(in, &major, &minor);
+	return makedev(major, minor);
+}
+
+void fs_rdev_from_dev(struct fs_inode *in, uint64_t dev)
+{
+	fs_rdev_set(in, major(dev), minor(dev));
 }
 
 int fs_inode_decode(uint64_t ino, const struct db_val *v, struct fs_inode *out)

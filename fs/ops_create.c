@@ -25,6 +25,7 @@ struct create_op {
 	struct fs_sattr sattr;
 	uint8_t verf[8];
 	char target[FS_PATH_MAX + 1];
+	uint32_t major, minor; /* devices */
 	uint64_t new_ino;
 	uint64_t existing; /* UNCHECKED / EXCLUSIVE retry: the inode found */
 	uint64_t *ino_out;
@@ -128,6 +129,15 @@ static void new_inode(struct create_op *op, const struct fs_inode *dir,
 		in->flags = FS_F_DIRTY_META;
 		strcpy(in->target, op->target);
 		break;
+	case FS_CHR:
+	case FS_BLK:
+		fs_rdev_set(in, op->major, op->minor);
+		/* fall through */
+	case FS_FIFO:
+	case FS_SOCK:
+		in->mode = 0644;
+		in->flags = FS_F_DIRTY_META; /* a zero-byte object */
+		break;
 	}
 	if (sa->mask & FS_SET_MODE)
 		in->mode = sa->mode & 07777;
@@ -229,6 +239,7 @@ static void create_common(struct fs *fs, const struct fs_ctx *ctx,
 			  uint64_t dir, const char *name, uint32_t type,
 			  enum fs_create_how how, const struct fs_sattr *sattr,
 			  const uint8_t verf[8], const char *target,
+			  uint32_t major, uint32_t minor,
 			  uint64_t *ino, struct fs_attr *attr,
 			  struct fs_wcc *dir_wcc, fs_done_fn done, void *arg)
 {
@@ -256,7 +267,8 @@ static void create_common(struct fs *fs, const struct fs_ctx *ctx,
 		return;
 	}
 	*op = (struct create_op){ .fs = fs, .ctx = *ctx, .dir = dir,
-				  .type = type, .how = how, .ino_out = ino,
+				  .type = type, .how = how, .major = major,
+				  .minor = minor, .ino_out = ino,
 				  .attr_out = attr, .dir_wcc = dir_wcc,
 				  .done = done, .arg = arg };
 	strcpy(op->name, name);
@@ -309,7 +321,8 @@ void fs_create(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 		return;
 	}
 	create_common(fs, ctx, dir, name, FS_REG, how, sattr,
-		      verf ? verf : zero, NULL, ino, attr, dir_wcc, done, arg);
+		      verf ? verf : zero, NULL, 0, 0, ino, attr, dir_wcc, done,
+		      arg);
 }
 
 /* MKDIR (RFC 1813 3.3.9): -EEXIST for any existing name. */
@@ -319,7 +332,7 @@ void fs_mkdir(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 	      void *arg)
 {
 	create_common(fs, ctx, dir, name, FS_DIR, FS_CREATE_GUARDED, sattr,
-		      NULL, NULL, ino, attr, dir_wcc, done, arg);
+		      NULL, NULL, 0, 0, ino, attr, dir_wcc, done, arg);
 }
 
 /* SYMLINK (RFC 1813 3.3.10): the object's body will be the target. */
@@ -330,23 +343,37 @@ void fs_symlink(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 		void *arg)
 {
 	create_common(fs, ctx, dir, name, FS_LNK, FS_CREATE_GUARDED, sattr,
-		      NULL, target, ino, attr, dir_wcc, done, arg);
+		      NULL, target, 0, 0, ino, attr, dir_wcc, done, arg);
 }
 
-/* MKNOD: a store object cannot be a device, socket or fifo. */
+/*
+ * MKNOD (RFC 1813 3.3.11): a FIFO, socket or device becomes a zero-byte
+ * object whose mode carries the type (and x-amz-meta-rdev the device
+ * number), as s3fs stores them.  Devices only for root (after squashing):
+ * -EPERM otherwise, as mknod(2) without CAP_MKNOD.
+ */
 void fs_mknod(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 	      const char *name, enum fs_type type,
 	      const struct fs_sattr *sattr, uint32_t major, uint32_t minor,
 	      uint64_t *ino, struct fs_attr *attr, struct fs_wcc *dir_wcc,
 	      fs_done_fn done, void *arg)
 {
-	(void)ctx, (void)name, (void)type, (void)sattr, (void)major,
-		(void)minor, (void)ino, (void)attr;
-	if (dir_wcc)
-		memset(dir_wcc, 0, sizeof(*dir_wcc));
-	if (dir_wcc && fs_getattr(fs, dir, &dir_wcc->after) == 0)
-		dir_wcc->after_ok = true;
-	done(arg, fs->opts.read_only ? -EROFS : -ENOTSUP);
+	int rc = 0;
+
+	if (!fs_special_type(fs_type_ifmt(type)))
+		rc = -EINVAL; /* nfsd sends only these; BADTYPE is its own */
+	else if ((type == FS_CHR || type == FS_BLK) && ctx->uid != 0)
+		rc = -EPERM;
+	if (rc) {
+		if (dir_wcc)
+			memset(dir_wcc, 0, sizeof(*dir_wcc));
+		if (dir_wcc && fs_getattr(fs, dir, &dir_wcc->after) == 0)
+			dir_wcc->after_ok = true;
+		done(arg, fs->opts.read_only ? -EROFS : rc);
+		return;
+	}
+	create_common(fs, ctx, dir, name, type, FS_CREATE_GUARDED, sattr, NULL,
+		      NULL, major, minor, ino, attr, dir_wcc, done, arg);
 }
 
 /* LINK: one object per key cannot carry two names. */

@@ -222,6 +222,16 @@ static int reval_import(struct reval_op *op, struct db_txn *txn,
 		memcpy(in.etag, it->etag, sizeof(in.etag));
 		in.mtime = it->last_modified_ns;
 		if (it->have_info) {
+			uint32_t special = m->has_mode && !it->target &&
+						   !it->size
+					   ? fs_special_type(m->mode)
+					   : 0;
+
+			if (special) {
+				in.type = special;
+				if (m->has_rdev)
+					fs_rdev_from_dev(&in, m->rdev);
+			}
 			if (m->has_mode)
 				in.mode = m->mode & 07777;
 			if (m->has_uid)

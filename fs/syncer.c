@@ -281,6 +281,12 @@ static void meta_of(const struct sync_item *it, struct store_meta *m)
 				  .mode = it->in.mode, .uid = it->in.uid,
 				  .gid = it->in.gid, .mtime_ns = mtime,
 				  .symlink = it->in.type == FS_LNK };
+	/* FIFOs, sockets and devices say what they are, as s3fs does. */
+	if (fs_special_type(fs_type_ifmt(it->in.type))) {
+		m->mode |= fs_type_ifmt(it->in.type);
+		m->has_rdev = it->in.type == FS_CHR || it->in.type == FS_BLK;
+		m->rdev = m->has_rdev ? fs_rdev_dev(&it->in) : 0;
+	}
 }
 
 /*
@@ -647,6 +653,10 @@ static int upload(struct fs *fs, struct sync_item *it, struct store_info *out)
 	meta_of(it, &m);
 	switch (it->in.type) {
 	case FS_DIR:
+	case FS_FIFO:
+	case FS_SOCK:
+	case FS_CHR:
+	case FS_BLK:
 		return store_put(fs->store, it->key, "", 0, &m, out);
 	case FS_LNK:
 		return store_put(fs->store, it->key, it->in.target,

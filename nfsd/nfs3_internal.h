@@ -288,6 +288,8 @@ struct nfs3_create_call {
 	wcc_data *ok_wcc, *fail_wcc;
 	uint64_t dir;
 	enum fs_create_how how;
+	enum fs_type type;     /* MKNOD: what to make */
+	uint32_t major, minor; /* MKNOD of a device */
 	void (*go)(struct nfs3_create_call *st); /* the fs call, once fresh */
 };
 

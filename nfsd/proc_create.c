@@ -106,6 +106,13 @@ static void create_go_symlink(struct nfs3_create_call *st)
 		   st);
 }
 
+static void create_go_mknod(struct nfs3_create_call *st)
+{
+	fs_mknod(st->n->fs, &st->ctx, st->dir, st->name, st->type, &st->sattr,
+		 st->major, st->minor, &st->ino, &st->attr, &st->dir_wcc,
+		 create_done, st);
+}
+
 /* CREATE: UNCHECKED and GUARDED with attributes, EXCLUSIVE with a verifier. */
 void nfs3_proc_create(struct rpc_call *call, void *argp, void *resp)
 {
@@ -197,8 +204,7 @@ void nfs3_proc_symlink(struct rpc_call *call, void *argp, void *resp)
 
 /*
  * MKNOD: devices, sockets and FIFOs only (3.3.11: other types are
- * BADTYPE).  fs answers ENOTSUP, the store has no way to keep them, but
- * the call is checked fully so the answer does not depend on that.
+ * BADTYPE); each becomes a zero-byte object with its type in its mode.
  */
 void nfs3_proc_mknod(struct rpc_call *call, void *argp, void *resp)
 {
@@ -236,10 +242,9 @@ void nfs3_proc_mknod(struct rpc_call *call, void *argp, void *resp)
 		create_finish(st, status);
 		return;
 	}
-	/* No listing needed: the store cannot hold these (ENOTSUP). */
-	st->dir_wcc.after_ok = false;
 	/* ftype3 is numbered as enum fs_type. */
-	fs_mknod(st->n->fs, &st->ctx, st->dir, st->name,
-		 (enum fs_type)args->what.type, &st->sattr, major, minor,
-		 &st->ino, &st->attr, &st->dir_wcc, create_done, st);
+	st->type = (enum fs_type)args->what.type;
+	st->major = major;
+	st->minor = minor;
+	create_go(st, create_go_mknod);
 }

@@ -24,10 +24,11 @@
 
 /* File attributes kept with an object (x-amz-meta-* on S3, xattrs here). */
 struct store_meta {
-	bool has_mode, has_uid, has_gid, has_mtime;
+	bool has_mode, has_uid, has_gid, has_mtime, has_rdev;
 	uint32_t mode; /* permission bits (and S_IFMT bits if known) */
 	uint32_t uid, gid;
 	int64_t mtime_ns;
+	uint64_t rdev; /* devices: the Linux dev_t (makedev), as s3fs writes */
 	bool symlink; /* the body is a symlink target */
 };
 

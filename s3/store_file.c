@@ -58,6 +58,7 @@
 #define XA_GID "user.mapfs.gid"
 #define XA_MTIME "user.mapfs.mtime"
 #define XA_SYMLINK "user.mapfs.symlink"
+#define XA_RDEV "user.mapfs.rdev"
 #define XA_MPU_KEY "user.mapfs.mpu-key"
 #define XA_PROBE "user.mapfs.probe"
 /* On a directory made by a "dir/" PUT: an explicit marker, kept when
@@ -308,7 +309,7 @@ static int xattr_store(int fd, const char *name, const char *val)
 static int meta_write(int fd, const struct store_meta *m)
 {
 	static const struct store_meta none;
-	char mode[16], uid[16], gid[16], mtime[24];
+	char mode[16], uid[16], gid[16], mtime[24], rdev[24];
 	int err;
 
 	if (!m)
@@ -317,6 +318,7 @@ static int meta_write(int fd, const struct store_meta *m)
 	snprintf(uid, sizeof(uid), "%" PRIu32, m->uid);
 	snprintf(gid, sizeof(gid), "%" PRIu32, m->gid);
 	snprintf(mtime, sizeof(mtime), "%" PRId64, m->mtime_ns);
+	snprintf(rdev, sizeof(rdev), "%" PRId64, (int64_t)m->rdev);
 	err = xattr_store(fd, XA_MODE, m->has_mode ? mode : NULL);
 	if (!err)
 		err = xattr_store(fd, XA_UID, m->has_uid ? uid : NULL);
@@ -326,6 +328,10 @@ static int meta_write(int fd, const struct store_meta *m)
 		err = xattr_store(fd, XA_MTIME, m->has_mtime ? mtime : NULL);
 	if (!err)
 		err = xattr_store(fd, XA_SYMLINK, m->symlink ? "1" : NULL);
+	if (!err)
+		err = xattr_store(fd, XA_RDEV,
+				  m->has_rdev && m->rdev <= INT64_MAX ? rdev
+								      : NULL);
 	return err;
 }
 
@@ -384,6 +390,11 @@ static int meta_read(int fd, struct store_meta *m)
 	if (r < 0)
 		return r;
 	m->symlink = r;
+	r = xattr_num(fd, XA_RDEV, false, 0, INT64_MAX, &v);
+	if (r < 0)
+		return r;
+	m->has_rdev = r;
+	m->rdev = r ? (uint64_t)v : 0;
 	return 0;
 }
 

@@ -18,7 +18,9 @@
  * symlink carries x-amz-meta-mapfs-symlink: 1 and its mode's S_IFLNK; an
  * object with either (s3fs marks symlinks by mode alone) reads back as a
  * symlink.  Directory markers are sent as application/x-directory like
- * s3fs's.
+ * s3fs's.  A device carries its number in x-amz-meta-rdev (decimal
+ * dev_t), and FIFOs, sockets and devices their type in the mode's S_IFMT
+ * bits, as s3fs stores them.
  *
  * Addressing: virtual-hosted (bucket.host) unless --s3-path-style, or the
  * bucket name is not a DNS label (dots, capitals, '_'), or the endpoint
@@ -103,7 +105,7 @@ struct resp_hdrs {
 	bool has_length;
 	uint64_t length;
 	int64_t last_modified, date; /* seconds; 0 = absent */
-	char mode[24], uid[24], gid[24], mtime[40], symlink[8];
+	char mode[24], uid[24], gid[24], mtime[40], symlink[8], rdev[24];
 };
 
 struct req {
@@ -201,6 +203,8 @@ static void on_header(void *arg, const char *name, size_t nlen,
 		hdr_copy(rh->mtime, sizeof(rh->mtime), v, vlen);
 	} else if (hdr_is(name, nlen, "x-amz-meta-mapfs-symlink")) {
 		hdr_copy(rh->symlink, sizeof(rh->symlink), v, vlen);
+	} else if (hdr_is(name, nlen, "x-amz-meta-rdev")) {
+		hdr_copy(rh->rdev, sizeof(rh->rdev), v, vlen);
 	}
 }
 
@@ -496,7 +500,8 @@ static bool mtime_parse(const char *s, int64_t *ns)
 	return true;
 }
 
-static bool u32_parse(const char *s, uint32_t *out)
+/* A decimal of at most max; false if s is anything else. */
+static bool dec_parse(const char *s, uint64_t max, uint64_t *out)
 {
 	unsigned long long v;
 	char *end;
@@ -505,7 +510,17 @@ static bool u32_parse(const char *s, uint32_t *out)
 		return false;
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (errno || *end || v > UINT32_MAX)
+	if (errno || *end || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool u32_parse(const char *s, uint32_t *out)
+{
+	uint64_t v;
+
+	if (!dec_parse(s, UINT32_MAX, &v))
 		return false;
 	*out = (uint32_t)v;
 	return true;
@@ -513,7 +528,7 @@ static bool u32_parse(const char *s, uint32_t *out)
 
 /* Headers for m; bufs holds their text and lives as long as r. */
 struct meta_bufs {
-	char mode[16], uid[16], gid[16], mtime[32];
+	char mode[16], uid[16], gid[16], mtime[32], rdev[24];
 };
 
 static void meta_headers(struct req *r, const char *key,
@@ -546,6 +561,10 @@ static void meta_headers(struct req *r, const char *key,
 	}
 	if (m->symlink)
 		req_hdr(r, "x-amz-meta-mapfs-symlink", "1");
+	if (m->has_rdev) {
+		snprintf(b->rdev, sizeof(b->rdev), "%" PRIu64, m->rdev);
+		req_hdr(r, "x-amz-meta-rdev", b->rdev);
+	}
 }
 
 /* Metadata from response headers; malformed fields read as absent. */
@@ -564,6 +583,9 @@ static void meta_read(const struct resp_hdrs *rh, struct store_meta *m)
 	m->has_mtime = rh->mtime[0] && mtime_parse(rh->mtime, &m->mtime_ns);
 	if (!m->has_mtime)
 		m->mtime_ns = 0;
+	m->has_rdev = rh->rdev[0] && dec_parse(rh->rdev, UINT64_MAX, &m->rdev);
+	if (!m->has_rdev)
+		m->rdev = 0;
 	m->symlink = strcmp(rh->symlink, "1") == 0 ||
 		     strcasecmp(rh->symlink, "true") == 0 ||
 		     (m->has_mode && S_ISLNK(m->mode));

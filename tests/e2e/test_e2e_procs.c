@@ -778,39 +778,82 @@ static void test_mkdir(void)
 	E2E_STATUS("MKDIR over a file", res.status, NFS3ERR_EXIST);
 }
 
-static void test_mknod(void)
+/* MKNOD of type t named name in d: the status; *h the handle on OK. */
+static int mknod_as(const nfs_fh3 *d, const char *name, ftype3 t,
+		    uint32_t major, uint32_t minor, nfs_fh3 *h)
 {
-	nfs_fh3 d = mk_dir(&ROOT, "t_mknod");
-	MKNOD3args a = { .where = { .dir = d, .name = "fifo" } };
+	MKNOD3args a = { .where = { .dir = *d, .name = (char *)name } };
 	MKNOD3res res;
 
-	a.what.type = NF3FIFO;
-	a.what.mknoddata3_u.pipe_attributes = e2e_sattr_mode(0644);
+	a.what.type = t;
+	if (t == NF3CHR) {
+		a.what.mknoddata3_u.chr_device.dev_attributes =
+			e2e_sattr_mode(0640);
+		a.what.mknoddata3_u.chr_device.spec.specdata1 = major;
+		a.what.mknoddata3_u.chr_device.spec.specdata2 = minor;
+	} else if (t == NF3BLK) {
+		a.what.mknoddata3_u.blk_device.dev_attributes =
+			e2e_sattr_mode(0640);
+		a.what.mknoddata3_u.blk_device.spec.specdata1 = major;
+		a.what.mknoddata3_u.blk_device.spec.specdata2 = minor;
+	} else if (t == NF3SOCK) {
+		a.what.mknoddata3_u.sock_attributes = e2e_sattr_mode(0640);
+	} else if (t == NF3FIFO) {
+		a.what.mknoddata3_u.pipe_attributes = e2e_sattr_mode(0640);
+	}
 	E2E_RPC(R, e2e_nfs3_mknod(R, &a, &res));
-	E2E_CHECK(res.status == NFS3_OK || res.status == NFS3ERR_NOTSUPP,
-		  "MKNOD FIFO: got %s, want NFS3_OK or NFS3ERR_NOTSUPP",
-		  e2e_nfsstat(res.status));
 	if (res.status == NFS3_OK) {
-		nfs_fh3 h = obj_fh(&res.MKNOD3res_u.resok.obj, &d, "fifo");
-
-		E2E_CHECK(getattr_ok(&h, "fifo").type == NF3FIFO,
-			  "MKNOD FIFO made another type");
+		want_wcc_after(&res.MKNOD3res_u.resok.dir_wcc, "MKNOD dir_wcc");
+		if (h)
+			*h = obj_fh(&res.MKNOD3res_u.resok.obj, d, name);
 	} else {
 		want_wcc_after(&res.MKNOD3res_u.resfail.dir_wcc,
-			       "MKNOD NOTSUPP dir_wcc");
-		E2E_CHECK(!dir_has(&d, "fifo"),
-			  "MKNOD answered NOTSUPP but 'fifo' exists");
+			       "MKNOD failure dir_wcc");
 	}
-	a.where.name = "chr";
-	a.what.type = NF3CHR;
-	a.what.mknoddata3_u.chr_device.dev_attributes = e2e_sattr_mode(0644);
-	a.what.mknoddata3_u.chr_device.spec.specdata1 = 1;
-	a.what.mknoddata3_u.chr_device.spec.specdata2 = 3;
-	E2E_RPC(R, e2e_nfs3_mknod(R, &a, &res));
-	E2E_CHECK(res.status == NFS3_OK || res.status == NFS3ERR_NOTSUPP ||
-			  res.status == NFS3ERR_PERM,
-		  "MKNOD CHR: got %s, want NFS3_OK, NFS3ERR_NOTSUPP or "
-		  "NFS3ERR_PERM", e2e_nfsstat(res.status));
+	return res.status;
+}
+
+/*
+ * MKNOD (issue 22): FIFOs, sockets and (for root) devices are made, with
+ * their type, mode and device number; they have no data to READ; a
+ * regular file is BADTYPE; an existing name is EXIST.
+ */
+static void test_mknod(void)
+{
+	nfs_fh3 d = mk_dir(&ROOT, "t_mknod"), h;
+	static const struct {
+		const char *name;
+		ftype3 type;
+		uint32_t major, minor;
+	} k[] = { { "fifo", NF3FIFO, 0, 0 }, { "sock", NF3SOCK, 0, 0 },
+		  { "chr", NF3CHR, 1, 3 }, { "blk", NF3BLK, 7, 0 } };
+	READ3res rd;
+
+	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+		E2E_STATUS(k[i].name, mknod_as(&d, k[i].name, k[i].type,
+					       k[i].major, k[i].minor, &h),
+			   NFS3_OK);
+		h = e2e_fh_dup(R, &h);
+		fattr3 fa = getattr_ok(&h, k[i].name);
+
+		E2E_CHECK(fa.type == k[i].type && (fa.mode & 07777) == 0640 &&
+				  fa.size == 0,
+			  "MKNOD %s: type %d mode %o size %llu", k[i].name,
+			  fa.type, fa.mode, (unsigned long long)fa.size);
+		E2E_CHECK(fa.rdev.specdata1 == k[i].major &&
+				  fa.rdev.specdata2 == k[i].minor,
+			  "MKNOD %s: rdev %u,%u, want %u,%u", k[i].name,
+			  fa.rdev.specdata1, fa.rdev.specdata2, k[i].major,
+			  k[i].minor);
+		E2E_CHECK(dir_has(&d, k[i].name), "%s not listed", k[i].name);
+		E2E_RPC(R, e2e_nfs3_read(R, &h, 0, 10, &rd));
+		E2E_STATUS("READ of a special file", rd.status, NFS3ERR_INVAL);
+	}
+	E2E_STATUS("MKNOD over an existing name",
+		   mknod_as(&d, "fifo", NF3FIFO, 0, 0, NULL), NFS3ERR_EXIST);
+	E2E_STATUS("MKNOD of a regular file",
+		   mknod_as(&d, "reg", NF3REG, 0, 0, NULL), NFS3ERR_BADTYPE);
+	E2E_CHECK(!dir_has(&d, "reg"), "MKNOD BADTYPE made 'reg'");
 }
 
 static void test_remove(void)

@@ -920,6 +920,54 @@ static void test_s3_outage(void)
 	free(fresh);
 }
 
+/*
+ * Special files the way s3fs keeps them (issue 22): a FIFO made through
+ * NFS is a zero-byte object whose x-amz-meta-mode has S_IFIFO; a
+ * character device PUT through the S3 API with S_IFCHR and
+ * x-amz-meta-rdev is seen through NFS as that device.
+ */
+static void test_special_files(void)
+{
+	static const char *const chr_hdrs[] = { "x-amz-meta-mode: 8612",
+		"x-amz-meta-rdev: 259", "x-amz-meta-uid: 0", NULL };
+	MKNOD3args a = { .where = { .name = "pipe" } };
+	MKNOD3res res;
+	struct e2e_s3_resp r;
+	unsigned long long mode = 0;
+	char key[512];
+	nfs_fh3 dev;
+	fattr3 fa;
+	uint64_t t0;
+
+	env_start(&E, "0");
+	a.where.dir = E.root;
+	a.what.type = NF3FIFO;
+	a.what.mknoddata3_u.pipe_attributes = e2e_sattr_mode(0600);
+	E2E_RPC(E.r, e2e_nfs3_mknod(E.r, &a, &res));
+	E2E_STATUS("MKNOD pipe", res.status, NFS3_OK);
+	e2e_s3_key(&E.gw, "pipe", key, sizeof(key));
+	E2E_CHECK(s3_wait_object(key, "", 0, -1, &r) == 0,
+		  "the FIFO is not a zero-byte object");
+	E2E_CHECK(meta_u64(&r, "mode", &mode) == 0 && mode == (010000 | 0600),
+		  "the FIFO's x-amz-meta-mode is %llo, want 10600", mode);
+	e2e_s3_resp_free(&r);
+
+	e2e_s3_key(&E.gw, "dev-null", key, sizeof(key));
+	E2E_REQUIRE(s3_put(key, "", 0, chr_hdrs) == 200, "PUT %s", key);
+	E2E_REQUIRE(lookup_until(E.r, &E.root, "dev-null", NFS3_OK, &dev) >= 0,
+		    "dev-null not seen through NFS");
+	t0 = e2e_now_ms();
+	do {
+		fa = getattr(E.r, &dev, "GETATTR dev-null");
+	} while (fa.type != NF3CHR && e2e_now_ms() - t0 < SEE_MS &&
+		 !usleep(100000));
+	E2E_CHECK(fa.type == NF3CHR && fa.rdev.specdata1 == 1 &&
+			  fa.rdev.specdata2 == 3 && (fa.mode & 07777) == 0644,
+		  "dev-null: type %d rdev %u,%u mode %o, want a character "
+		  "device 1,3 0644", fa.type, fa.rdev.specdata1,
+		  fa.rdev.specdata2, fa.mode);
+}
+
 /* Start with bad credentials: non-zero exit, a clear line, no secret. */
 static void bad_start(const char *what, const char *key_id,
 		      const char *secret)
@@ -990,6 +1038,7 @@ int main(void)
 	CU_add_test(s, "S3 API puts/changes/deletes, NFS sees after TTL",
 		    test_s3_to_nfs);
 	CU_add_test(s, "wrong credentials fail at start", test_wrong_credentials);
+	CU_add_test(s, "special files, the s3fs way", test_special_files);
 	CU_add_test(s, "S3 down: cached reads, JUKEBOX, nothing lost",
 		    test_s3_down);
 	CU_add_test(s, "S3 down: the namespace as known, changes replayed",

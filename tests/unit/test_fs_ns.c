@@ -617,7 +617,24 @@ static void test_io_setattr(void)
 	w_init(&w, 1);
 	fs_mknod(F.fs, &ROOT, FS_ROOT_INO, "n", FS_FIFO, NULL, 0, 0, &l, &a,
 		 NULL, w_done, &w);
-	CU_ASSERT(w_wait(&w) == -ENOTSUP);
+	CU_ASSERT(w_wait(&w) == 0 && a.type == FS_FIFO && a.size == 0);
+	CU_ASSERT(do_read(l, 0, buf, 10, &n, &eof) == -EINVAL);
+	w_init(&w, 1);
+	fs_mknod(F.fs, &ROOT, FS_ROOT_INO, "c", FS_CHR, NULL, 4, 64, &l, &a,
+		 NULL, w_done, &w);
+	CU_ASSERT(w_wait(&w) == 0 && a.type == FS_CHR &&
+		  a.rdev_major == 4 && a.rdev_minor == 64);
+	/* Devices are root's: anyone else gets EPERM. */
+	const struct fs_ctx user = { .loop = -1, .uid = 1000, .gid = 1000 };
+
+	w_init(&w, 1);
+	fs_mknod(F.fs, &user, FS_ROOT_INO, "b", FS_BLK, NULL, 8, 0, &l, &a,
+		 NULL, w_done, &w);
+	CU_ASSERT(w_wait(&w) == -EPERM);
+	w_init(&w, 1);
+	fs_mknod(F.fs, &ROOT, FS_ROOT_INO, "n", FS_SOCK, NULL, 0, 0, &l, &a,
+		 NULL, w_done, &w);
+	CU_ASSERT(w_wait(&w) == -EEXIST);
 	w_init(&w, 1);
 	fs_link(F.fs, &ROOT, f, FS_ROOT_INO, "hard", &a, NULL, w_done, &w);
 	CU_ASSERT(w_wait(&w) == -ENOTSUP);

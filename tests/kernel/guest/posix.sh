@@ -1,5 +1,5 @@
 # POSIX workload through the kernel client: round trips, renames, links,
-# modes, deep mkdir, a 1000-file tree removed, a tar tree extracted.
+# modes, FIFOs and devices, deep mkdir, a 1000-file tree removed, a tar tree extracted.
 . /kt/lib.sh
 D=/mnt/posix L=/tmp/local
 rm -rf "$D"; mkdir -p "$D" "$L"
@@ -15,6 +15,8 @@ t rename-file         sh -c "mv $D/r4.copy $D/a/b/moved && [ -f $D/a/b/moved ] &
 t rename-over         sh -c "echo one > $D/x && echo two > $D/y && mv -f $D/x $D/y && [ \"\$(cat $D/y)\" = one ] && [ ! -e $D/x ]"
 t rename-dir          sh -c "mv $D/a $D/a2 && [ -f $D/a2/b/moved ] && [ -d $D/a2/b/c/d/e ]"
 t symlink             sh -c "ln -s a2/b/moved $D/sl && [ -L $D/sl ] && [ \"\$(readlink $D/sl)\" = a2/b/moved ] && cmp $D/sl $D/a2/b/moved"
+t mkfifo              sh -c "mkfifo $D/fifo && [ -p $D/fifo ] && (echo through > $D/fifo &) && [ \"\$(cat $D/fifo)\" = through ]"
+t mknod-chr           sh -c "mknod $D/null c 1 3 && [ -c $D/null ] && [ \"\$(stat -c %t,%T $D/null)\" = 1,3 ] && echo x > $D/null && rm $D/null $D/fifo"
 t chmod               sh -c "chmod 640 $D/y && [ \"\$(stat -c %a $D/y)\" = 640 ] && chmod 711 $D/a2 && [ \"\$(stat -c %a $D/a2)\" = 711 ]"
 t tree-1000-create    sh -c "mkdir $D/tree && cd $D/tree && i=0; while [ \$i -lt 1000 ]; do [ \$((i % 100)) = 0 ] && mkdir d\$((i / 100)); echo \$i > d\$((i / 100))/f\$i; i=\$((i+1)); done"
 t tree-1000-count     sh -c "[ \"\$(find $D/tree -type f | wc -l)\" -eq 1000 ]"
