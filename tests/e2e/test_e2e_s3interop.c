@@ -26,6 +26,8 @@
 #define TTL "1"                 /* --dir-ttl for these tests */
 #define SEE_MS 15000            /* out-of-band change visible within */
 #define UPLOAD_MS 30000         /* an acknowledged write reaches S3 within */
+#define OUTAGE_MS 60000         /* how long test_s3_outage keeps S3 away */
+#define OUTAGE_FILES 30         /* at most this many made during it */
 #define CHUNK 65536
 
 /* ------------------------------------------------------------------ */
@@ -759,7 +761,7 @@ static int s3_wait_status(const char *key, int code)
 }
 
 /*
- * The store away for a while (issue 17): LOOKUP, GETATTR, READDIR and
+ * The store away for a minute (issue 17): LOOKUP, GETATTR, READDIR and
  * READ of what the gateway knows go on however old its listing; only a
  * directory never listed waits (JUKEBOX).  Writes, creates, mkdirs,
  * renames and removes are accepted; a kill -9 during the outage loses
@@ -809,6 +811,8 @@ static void test_s3_outage(void)
 	e2e_s3_resp_free(&r);
 
 	E2E_REQUIRE(e2e_s3_down() == 0, "take the S3 server down");
+	uint64_t down_ms = e2e_now_ms();
+
 	usleep(1500000); /* past the dir TTL: every listing is stale */
 
 	/* What the gateway knows, however old. */
@@ -854,6 +858,31 @@ static void test_s3_outage(void)
 		E2E_RPC(E.r, e2e_nfs3_remove(E.r, &E.root, "gone.bin", &rm));
 		E2E_STATUS("REMOVE gone.bin (S3 down)", rm.status, NFS3_OK);
 	}
+
+	/* The rest of the outage: the same mix, every 2 s, until it has
+	 * lasted OUTAGE_MS; each round makes a file. */
+	int made = 0;
+
+	for (; made < OUTAGE_FILES && e2e_now_ms() - down_ms < OUTAGE_MS;
+	     made++) {
+		char nm[32];
+		nfs_fh3 fm;
+
+		read_equals(E.r, &fk, keep, len, "READ keep.bin (S3 down)");
+		E2E_STATUS("READDIR / (S3 down, later)",
+			   readdir_names(E.r, &E.root, names, sizeof(names)),
+			   NFS3_OK);
+		E2E_STATUS("READDIR remote/ (S3 down, later)",
+			   readdir_names(E.r, &remote, names, sizeof(names)),
+			   NFS3ERR_JUKEBOX);
+		snprintf(nm, sizeof(nm), "during-%d.txt", made);
+		fm = create_file(E.r, &nd, nm, 0644);
+		E2E_STATUS(nm, write_commit(E.r, &fm, 0, nm, strlen(nm)),
+			   NFS3_OK);
+		usleep(2000000);
+	}
+	fprintf(stderr, "  S3 away for %llu ms, %d files made meanwhile\n",
+		(unsigned long long)(e2e_now_ms() - down_ms), made);
 
 	/* A kill -9 in the outage: the journal has it all. */
 	E2E_REQUIRE(e2e_gw_kill9(&E.gw) == 0, "kill -9 the gateway");
@@ -903,6 +932,16 @@ static void test_s3_outage(void)
 	E2E_CHECK(s3_wait_object(key, "inside", 6, -1, &r) == 0,
 		  "d/in.txt changed");
 	e2e_s3_resp_free(&r);
+	for (int i = 0; i < made; i++) {
+		char nm[48];
+
+		snprintf(nm, sizeof(nm), "nd/during-%d.txt", i);
+		e2e_s3_key(&E.gw, nm, key, sizeof(key));
+		E2E_CHECK(s3_wait_object(key, nm + 3, strlen(nm + 3), -1,
+					 &r) == 0,
+			  "%s (made during the outage) not in the bucket", nm);
+		e2e_s3_resp_free(&r);
+	}
 	E2E_CHECK(e2e_gw_log_count(&E.gw, "the store is back: replaying") >= 1,
 		  "the log does not say what was replayed");
 	/* Listings come back by themselves. */

@@ -8,9 +8,15 @@
 # lockd asks; the gateway's callbacks reach the guest's rpcbind and lockd
 # through ports QEMU forwards (see run-in-qemu.sh).
 #
+# A test may have a host side, host/NAME.sh, sourced here: its host_setup
+# runs before the gateway starts (it may set STORE_ARGS and GW_ARGS),
+# host_drive while the guest runs (QPID is QEMU's runner, GUEST_OUT its
+# output so far), host_check once the guest is done.
+#
 # When something needed is missing (qemu-system-x86_64, a kernel with NFS
 # modules, static busybox, a C compiler with a static libc, unprivileged
-# user namespaces) it prints "SKIPPED: ..." and exits 0.
+# user namespaces, or what host_setup needs) it prints "SKIPPED: ..." and
+# exits 0.
 set -uo pipefail
 NAME=${1:?test name} GW=${2:?mapfs-gw binary}
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -51,8 +57,14 @@ for _ in $(seq 50); do [ -e "$RUN/rpcbind.ready" ] && break; sleep 0.1; done
 
 export KT_NFS_PORT=2049 KT_MOUNT_PORT=20048 KT_EXPORT=/mapfs
 export KT_CB_RPCBIND_PORT=1111 KT_LOCKD_PORT=4045 KT_FILES="$RUN/bin"
+STORE_ARGS=(--store "file://$RUN/store") GW_ARGS=()
+HOOK="$HERE/host/$NAME.sh"
+if [ -f "$HOOK" ]; then
+  . "$HOOK"
+  host_setup || { echo "kernel-test: host_setup of $NAME failed" >&2; exit 1; }
+fi
 mkfifo "$RUN/ready"
-"$GW" --store "file://$RUN/store" --state "$RUN/state" --bind 127.0.0.1 \
+"$GW" "${STORE_ARGS[@]}" "${GW_ARGS[@]}" --state "$RUN/state" --bind 127.0.0.1 \
   --nfs-port $KT_NFS_PORT --mount-port $KT_MOUNT_PORT --nlm-port 4001 \
   --export $KT_EXPORT --grace 0 --nlm-client-rpcbind-port $KT_CB_RPCBIND_PORT \
   --upload-delay 1 --threads 2 --foreground --log-level "${KT_LOG_LEVEL:-info}" \
@@ -63,8 +75,19 @@ case "$line" in
   *) echo "kernel-test: the gateway did not start: '$line'" >&2; cat "$RUN/gw.log" >&2; exit 1 ;;
 esac
 
-"$HERE/run-in-qemu.sh" "$HERE/guest/$NAME.sh"
-rc=$?
+if [ -f "$HOOK" ]; then
+  GUEST_OUT="$RUN/guest.out"
+  "$HERE/run-in-qemu.sh" "$HERE/guest/$NAME.sh" > "$GUEST_OUT" 2>&1 &
+  QPID=$!; PIDS+=($QPID)
+  host_drive; drc=$?
+  wait $QPID; rc=$?
+  cat "$GUEST_OUT"
+  [ $drc = 0 ] || rc=1
+  [ $rc != 0 ] || host_check || rc=1
+else
+  "$HERE/run-in-qemu.sh" "$HERE/guest/$NAME.sh"
+  rc=$?
+fi
 kill -TERM $GWPID; wait $GWPID; gwrc=$?
 if [ $rc != 0 ] || [ $gwrc != 0 ] || [ -n "${KT_VERBOSE:-}" ]; then
   echo "---- gateway log (tail; exit $gwrc) ----" >&2; tail -40 "$RUN/gw.log" >&2
