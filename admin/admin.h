@@ -88,13 +88,15 @@ int admin_start(const char *sock_path, const struct admin_ctx *ctx,
 void admin_stop(struct admin *a);
 
 /*
- * The client: argv is "ctl [--socket PATH | --state DIR | --config FILE]
- * CMD [PATH]" (argv[0] is "ctl"), or the short forms "refresh PATH" and
- * "flush [PATH]".  Prints the answer; a warm shows a progress bar when
- * stderr is a terminal.  Returns the exit status: 0 ok, 1 the command
- * failed, 2 usage or cannot connect.
+ * The control socket's protocol, shared with its client (daemon/ctl.c):
+ * one command per line, each at most ADMIN_LINE_MAX bytes (a command and
+ * a path of FS_PATH_MAX); answers are lines, the last "ok" or "err ...".
  */
-int admin_ctl_main(int argc, char **argv);
+#define ADMIN_LINE_MAX 4200
+
+/* Send one line (fmt without the newline).  0 or -errno (peer gone). */
+int admin_send(int fd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /*
  * Bytes on disk (st_blocks) and number of regular files under dir.  For

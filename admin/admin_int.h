@@ -11,7 +11,6 @@
 
 #include "admin/admin.h"
 
-#define ADMIN_LINE_MAX 4200 /* a command and a path of FS_PATH_MAX */
 #define ADMIN_CLIENTS_MAX 8 /* commands running at once */
 
 struct admin {
@@ -25,10 +24,6 @@ struct admin {
 	int nclients;
 	atomic_bool stopping; /* long commands check it between files */
 };
-
-/* Send one line (fmt without the newline).  0 or -errno (peer gone). */
-int admin_send(int fd, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
 
 /* Run the command in line (NUL-terminated, no newline); answers on fd. */
 void admin_cmd_run(struct admin *a, int fd, char *line);

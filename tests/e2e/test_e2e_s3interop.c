@@ -534,8 +534,9 @@ changed:
 	{
 		uint64_t t0 = e2e_now_ms();
 		char got[sizeof(changed)];
-		int st = NFS3_OK, seen = 0;
+		int seen = 0;
 
+		st = NFS3_OK;
 		while (!seen && e2e_now_ms() - t0 < SEE_MS) {
 			nfs_fh3 h;
 

@@ -1,11 +1,13 @@
 /*
  * tests/unit/test_rpc_rpcbind.c - registration with the local rpcbind.
  *
- * Works with or without an rpcbind on 127.0.0.1:111: without one the
- * calls must fail fast with -ECONNREFUSED (never hang the gateway's
- * start); with one, a registration must be visible and removable.
+ * With an rpcbind on 127.0.0.1:111 a registration must be visible and
+ * removable.  Without one the calls must fail fast with -ECONNREFUSED
+ * (never hang the gateway's start), and the test then says that the
+ * registration went untested: exit 77, which ctest counts as skipped.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <time.h>
 
 #include <CUnit/Basic.h>
@@ -16,6 +18,8 @@
 #include <rpc/pmap_clnt.h>
 
 #define TPROG 0x20000099u
+
+static int no_rpcbind; /* set: the registration could not be tested */
 
 static long ms_since(const struct timespec *t0)
 {
@@ -46,6 +50,7 @@ static void test_set_unset(void)
 	CU_ASSERT(rc == 0 || rc == -ECONNREFUSED);
 	if (rc == -ECONNREFUSED) {
 		CU_ASSERT_EQUAL(rpc_rpcbind_unset(TPROG, 1), -ECONNREFUSED);
+		no_rpcbind = 1;
 		return;
 	}
 	CU_ASSERT_EQUAL(getport(), 40999);
@@ -74,5 +79,10 @@ int main(void)
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures() + CU_get_number_of_suites_failed();
 	CU_cleanup_registry();
+	if (!fails && no_rpcbind) {
+		printf("SKIPPED: no rpcbind on 127.0.0.1:111: only the fast "
+		       "failure was tested, not a registration\n");
+		return 77;
+	}
 	return fails ? 1 : 0;
 }

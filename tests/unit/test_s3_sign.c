@@ -714,18 +714,18 @@ int main(void)
 		{ "credentials from shared files", test_creds_files },
 		{ "credentials from instance metadata", test_creds_imds },
 	};
-	CU_pSuite suite;
+	CU_pSuite cs;
 	unsigned failed;
 
 	if (!mkdtemp(tmpdir))
 		return 1;
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
-	suite = CU_add_suite("s3_sign", NULL, NULL);
-	for (size_t i = 0; suite && i < sizeof(tests) / sizeof(tests[0]); i++)
-		if (!CU_add_test(suite, tests[i].name, tests[i].fn))
-			suite = NULL;
-	if (!suite) {
+	cs = CU_add_suite("s3_sign", NULL, NULL);
+	for (size_t i = 0; cs && i < sizeof(tests) / sizeof(tests[0]); i++)
+		if (!CU_add_test(cs, tests[i].name, tests[i].fn))
+			cs = NULL;
+	if (!cs) {
 		CU_cleanup_registry();
 		return 1;
 	}

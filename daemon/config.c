@@ -1,9 +1,9 @@
 /*
- * nfsd/config.c - defaults, the INI config file (libinih) and the command
+ * daemon/config.c - defaults, the INI config file (libinih) and the command
  * line.  Every option has one row in the table below, used by both the
  * file ("key = value" under [mapfs-gw]) and the CLI ("--key value").
  */
-#include "nfsd/config.h"
+#include "daemon/config.h"
 
 #include <errno.h>
 #include <getopt.h>

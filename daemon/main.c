@@ -1,5 +1,5 @@
 /*
- * nfsd/main.c - the mapfs-gw daemon: wires the rooms together.
+ * daemon/main.c - the mapfs-gw daemon: wires the rooms together.
  *
  * store (s3/) <- cache (cache/) <- namespace (fs/, over db/) <- NFS and
  * MOUNT programs (nfsd/, mountd/) <- transport (rpc/); beside them the
@@ -28,7 +28,8 @@
 #include "fs/fs.h"
 #include "metrics/httpd.h"
 #include "metrics/metrics.h"
-#include "nfsd/config.h"
+#include "daemon/config.h"
+#include "daemon/ctl.h"
 #include "nfsd/nfsd.h"
 #include "nlm/nlm.h"
 #include "rpc/rpc.h"
@@ -684,7 +685,7 @@ int main(int argc, char **argv)
 	/* The operator's commands talk to a running gateway. */
 	if (argc > 1 && (!strcmp(argv[1], "ctl") || !strcmp(argv[1], "refresh") ||
 			 !strcmp(argv[1], "flush")))
-		return admin_ctl_main(argc - 1, argv + 1);
+		return ctl_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "meta"))
 		return gateway_migrate_main(argc - 1, argv + 1);
 

@@ -1,5 +1,5 @@
 /*
- * nfsd/config.h - the daemon's settings: defaults, the INI config file,
+ * daemon/config.h - the daemon's settings: defaults, the INI config file,
  * and the command line (which overrides the file).
  */
 #ifndef MAPFS_CONFIG_H

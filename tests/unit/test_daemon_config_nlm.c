@@ -1,10 +1,10 @@
-/* Unit tests for the locking options of nfsd/config.c: defaults, values,
+/* Unit tests for the locking options of daemon/config.c: defaults, values,
  * and the port clashes refused. */
 #include <CUnit/Basic.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "nfsd/config.h"
+#include "daemon/config.h"
 
 static char errbuf[4096];
 

@@ -1,4 +1,4 @@
-/* Unit tests for nfsd/config.c: defaults, the INI file, CLI precedence,
+/* Unit tests for daemon/config.c: defaults, the INI file, CLI precedence,
  * and bad values named in the error message. */
 #include <CUnit/Basic.h>
 #include <errno.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nfsd/config.h"
+#include "daemon/config.h"
 
 static char errbuf[4096];
 

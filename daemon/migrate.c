@@ -1,5 +1,5 @@
 /*
- * nfsd/migrate.c - `mapfs-gw meta migrate`: grow a gateway alone into a
+ * daemon/migrate.c - `mapfs-gw meta migrate`: grow a gateway alone into a
  * cluster.
  *
  *   mapfs-gw meta migrate [--config FILE] [--state DIR] [--store URL]
@@ -23,7 +23,7 @@
 #include "common/log.h"
 #include "db/db.h"
 #include "fs/fs.h"
-#include "nfsd/config.h"
+#include "daemon/config.h"
 #include "nfsd/handle.h"
 
 #define DB_MAPSIZE_MIGRATE (64ull << 30) /* as the gateway maps it */

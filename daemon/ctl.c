@@ -1,5 +1,5 @@
 /*
- * admin/ctl.c - `mapfs-gw ctl`: send one command to the control socket
+ * daemon/ctl.c - `mapfs-gw ctl`: send one command to the control socket
  * and print the answer (a progress bar for warm on a terminal).
  */
 #include <errno.h>
@@ -12,8 +12,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "admin/admin_int.h"
-#include "nfsd/config.h"
+#include "admin/admin.h"
+#include "daemon/config.h"
+#include "daemon/ctl.h"
 
 #define CTL_DEFAULT_STATE "/var/lib/mapfs-gw"
 #define BAR_WIDTH 24
@@ -174,7 +175,7 @@ static int run(const char *path, const char *cmd)
 	return rc;
 }
 
-int admin_ctl_main(int argc, char **argv)
+int ctl_main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
 		{ "socket", required_argument, NULL, 's' },

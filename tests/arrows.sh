@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# tests/arrows.sh [ROOT] - the rooms' arrows hold: every #include "ROOM/..."
+# in a room's sources names the room itself or one it may use, as the
+# block after "arrows:" in docs/ARCHITECTURE.md says (written once, there),
+# and a room's private header (ROOM/*_int.h) is included only inside
+# ROOM.  Every directory with C sources must be a room of that block.
+# Prints each wrong arrow; exit 1 if there is one.
+set -euo pipefail
+ROOT=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+DOC=$ROOT/docs/ARCHITECTURE.md
+# The block: the first fenced block after the line with "arrows:".
+declare -A may
+while read -r room arrow rest; do
+	[ "$arrow" = "->" ] || { echo "arrows.sh: bad line in $DOC: $room $arrow $rest" >&2; exit 2; }
+	may[$room]=" $rest "
+done < <(awk '/arrows:/ { f = 1; next }
+	f == 1 && /^```/ { f = 2; next }
+	f == 2 && /^```/ { exit }
+	f == 2 && NF { print }' "$DOC")
+[ ${#may[@]} -gt 0 ] || { echo "arrows.sh: no arrows block in $DOC" >&2; exit 2; }
+bad=0
+for dir in "$ROOT"/*/; do
+	room=$(basename "$dir")
+	case $room in tests|build*|etc|docs|cmake|var) continue ;; esac
+	ls "$dir"*.c "$dir"*.h >/dev/null 2>&1 || continue
+	if [ -z "${may[$room]+x}" ]; then
+		echo "arrows: $room/ has C sources but is no room of $DOC"; bad=1; continue
+	fi
+	while IFS=: read -r file line inc; do
+		to=${inc%%/*}
+		if [ "$to" != "$room" ] && [[ "${may[$room]}" != *" $to "* ]]; then
+			echo "arrows: ${file#$ROOT/}:$line: $room -> $to ($inc) is not an arrow of $DOC"; bad=1
+		elif [ "$to" != "$room" ] && [[ $inc == *_int.h ]]; then
+			echo "arrows: ${file#$ROOT/}:$line: $inc is $to's own"; bad=1
+		fi
+	done < <(grep -Hno '^#include "[a-z0-9_]*/[^"]*"' "$dir"*.c "$dir"*.h 2>/dev/null |
+		sed 's/#include "\(.*\)"$/\1/')
+done
+[ $bad = 0 ] && echo "arrows: every include follows the rooms' arrows"
+exit $bad
