@@ -37,7 +37,7 @@ sleep 2
 echo "outage: phase 2 done"
 wait $late
 t late-ops   grep -q "late ops done" /tmp/late
-echo "outage: the late ops finished $(( $(date +%s) - start )) s after the outage began"
+echo "outage: the late ops finished $(( $(date +%s) - start )) s after the work in the outage began"
 sync
 (cd "$D" && for f in f1 f2 f3 sub/note renamed new; do
   echo "final $(sha256sum < $f | cut -d' ' -f1) o/$f"; done)
