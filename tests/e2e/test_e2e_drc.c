@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <CUnit/Basic.h>
+#include "tests/lib/testlib.h"
 
 #define NFSPROC3_READ_ 6
 #define NFSPROC3_REMOVE_ 12
@@ -253,13 +254,6 @@ static int wait_closed(int fd, int ms, size_t *bytes)
 	}
 }
 
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
 /* CREATE name in the root and return its handle (a copy owned by R). */
 static nfs_fh3 mk_file(const char *name)
 {
@@ -390,7 +384,7 @@ static void test_idle_timeout(void)
 	for (uint32_t i = 0; i < 15; i++) {
 		E2E_CHECK(null_ok(busy, 100 + i, 10000),
 			  "busy connection: no reply to call %u", i);
-		sleep_ms(200);
+		test_sleep_ms(200);
 	}
 	closed = wait_closed(idle, 10000, NULL);
 	E2E_CHECK(closed == 1, "an idle connection is open after 13 s");
@@ -436,14 +430,14 @@ static void test_never_reads(void)
 		E2E_STATUS("GETATTR beside the non-reader", ga.status, NFS3_OK);
 		t = e2e_now_ms() - t;
 		worst = t > worst ? t : worst;
-		sleep_ms(300);
+		test_sleep_ms(300);
 	}
 	E2E_CHECK(worst < 3000, "a GETATTR took %llu ms beside the non-reader",
 		  (unsigned long long)worst);
 	/* Not a byte read for 6 s; then the replies stop early: it was
 	 * closed, rather than served everything once it read. */
 	if (e2e_now_ms() - t0 < 6000)
-		sleep_ms((int)(6000 - (e2e_now_ms() - t0)));
+		test_sleep_ms((int)(6000 - (e2e_now_ms() - t0)));
 	E2E_CHECK(wait_closed(lazy, 30000, &bytes) == 1,
 		  "the non-reader is still connected");
 	E2E_CHECK(bytes < (size_t)NBIG * BIG,

@@ -27,6 +27,7 @@
 #include "cache/cache_int.h" /* ntasks: waiting for readahead to settle */
 #include "db/db.h"
 #include "s3/store.h"
+#include "tests/lib/testlib.h"
 
 #define MIB (1u << 20)
 #define WAIT_MS 20000
@@ -316,6 +317,21 @@ static void *reader_main(void *p)
 	return NULL;
 }
 
+/* Two readers wait on inode 3's entry (the second queued behind the
+ * first). */
+static bool two_waiters(void *arg)
+{
+	struct cache *c = arg;
+	struct cache_entshard *s = cache_ent_shard(c, 3);
+	bool two;
+
+	pthread_mutex_lock(&s->lock);
+	two = cache_ent_find_locked(s, 3)->waiters &&
+	      cache_ent_find_locked(s, 3)->waiters->next;
+	pthread_mutex_unlock(&s->lock);
+	return two;
+}
+
 /* Two readers of one missing chunk, the GET held: one GET. */
 static void test_one_get_per_chunk(void)
 {
@@ -332,18 +348,7 @@ static void test_one_get_per_chunk(void)
 	CU_ASSERT_FATAL(gate_wait(1));
 	pthread_create(&tb, NULL, reader_main, &b);
 	/* b must be queued on the same chunk before the GET is let go. */
-	for (int i = 0; i < 2000; i++) {
-		struct cache_entshard *s = cache_ent_shard(c, 3);
-		bool two;
-
-		pthread_mutex_lock(&s->lock);
-		two = cache_ent_find_locked(s, 3)->waiters &&
-		      cache_ent_find_locked(s, 3)->waiters->next;
-		pthread_mutex_unlock(&s->lock);
-		if (two)
-			break;
-		usleep(1000);
-	}
+	CU_ASSERT(test_wait_until(two_waiters, c, 2000, 1));
 	gate(false);
 	pthread_join(ta, NULL);
 	pthread_join(tb, NULL);

@@ -22,6 +22,7 @@
 #include <CUnit/Basic.h>
 
 #include "rpc/rpc.h"
+#include "tests/lib/testlib.h"
 
 #define TPROG 0x20000097u
 #define BIG_LEN (1u << 20)
@@ -54,21 +55,6 @@ static const struct rpc_proc procs[] = {
 static const struct rpc_program prog = { .name = "t", .prog = TPROG,
 					  .vers = 1, .procs = procs,
 					  .nprocs = 2 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
 
 static struct rpc_server *srv_start(int nloops, uint32_t max_conns,
 				    uint16_t *port)
@@ -142,10 +128,10 @@ static int null_call(int fd, uint32_t xid, int ms)
  * ms.  Reads and discards what comes; *bytes counts it. */
 static int wait_closed(int fd, int ms, size_t *bytes)
 {
-	int64_t end = now_ms() + ms;
+	int64_t end = test_now_ms() + ms;
 	static char sink[1 << 16];
 
-	while (now_ms() < end) {
+	while (test_now_ms() < end) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		ssize_t n;
 
@@ -186,7 +172,7 @@ static void test_busy_not_idle(void)
 	/* 3 s of traffic, a call every 200 ms: never 1 s idle. */
 	for (uint32_t i = 0; i < 15; i++) {
 		CU_ASSERT_EQUAL(null_call(fd, 10 + i, 5000), 0);
-		sleep_ms(200);
+		test_sleep_ms(200);
 	}
 	close(fd);
 	rpc_server_free(srv);
@@ -205,8 +191,8 @@ static void test_slowloris(void)
 	other = tcp_connect(port, 0);
 	call_words(w, 20, 0);
 	/* One byte each 300 ms: never idle, the record takes 13 s. */
-	end = now_ms() + 10000;
-	for (size_t i = 0; i < sizeof(w) && now_ms() < end; i++) {
+	end = test_now_ms() + 10000;
+	for (size_t i = 0; i < sizeof(w) && test_now_ms() < end; i++) {
 		if (send(slow, (char *)w + i, 1, MSG_NOSIGNAL) != 1 ||
 		    wait_closed(slow, 300, NULL)) {
 			closed = 1;
@@ -239,16 +225,16 @@ static void test_nonreader(void)
 				(ssize_t)sizeof(w));
 	}
 	/* The other client, on the same loop, is answered promptly. */
-	t0 = now_ms();
+	t0 = test_now_ms();
 	for (uint32_t i = 0; i < 10; i++) {
-		t = now_ms();
+		t = test_now_ms();
 		CU_ASSERT_EQUAL(null_call(other, 200 + i, 5000), 0);
-		CU_ASSERT(now_ms() - t < 2000);
-		sleep_ms(300);
+		CU_ASSERT(test_now_ms() - t < 2000);
+		test_sleep_ms(300);
 	}
 	/* Give the stall timeout (1 s) time to fire while lazy reads nothing. */
-	if (now_ms() - t0 < 5000)
-		sleep_ms((int)(5000 - (now_ms() - t0)));
+	if (test_now_ms() - t0 < 5000)
+		test_sleep_ms((int)(5000 - (test_now_ms() - t0)));
 	/* Now read: it ends early because the server closed, not after
 	 * every reply came. */
 	CU_ASSERT_EQUAL(wait_closed(lazy, 20000, &bytes), 1);
@@ -277,7 +263,7 @@ static void test_max_conns(void)
 	/* A slot freed is a slot for the next one. */
 	close(a);
 	for (int i = 0; i < 50; i++) {
-		sleep_ms(100);
+		test_sleep_ms(100);
 		d = tcp_connect(port, 0);
 		if (null_call(d, 5, 2000) == 0)
 			break;

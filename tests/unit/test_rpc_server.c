@@ -33,6 +33,7 @@
 #include <CUnit/Basic.h>
 
 #include "rpc/rpc.h"
+#include "tests/lib/testlib.h"
 
 #define TPROG 0x20000099u
 #define MAX_INFLIGHT 8
@@ -59,13 +60,6 @@ static struct worker W = { .mu = PTHREAD_MUTEX_INITIALIZER,
 static int ctx_token;
 static atomic_int bad_ctx;
 
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
 static void *worker_main(void *arg)
 {
 	struct rpc_call *batch[512];
@@ -82,11 +76,11 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&W.mu);
 		/* Let later calls arrive, so they can be answered first; on
 		 * a loaded machine wait a little longer for a second one. */
-		sleep_ms(W.delay_ms);
+		test_sleep_ms(W.delay_ms);
 		pthread_mutex_lock(&W.mu);
 		for (int i = 0; i < 20 && W.n < 2; i++) {
 			pthread_mutex_unlock(&W.mu);
-			sleep_ms(10);
+			test_sleep_ms(10);
 			pthread_mutex_lock(&W.mu);
 		}
 		n = W.n;
@@ -728,7 +722,7 @@ static void test_watch(void)
 	CU_ASSERT_FATAL(rpc_server_start(s2) == 0);
 	CU_ASSERT(write(watch_fd, &one, sizeof(one)) == sizeof(one));
 	while (atomic_load(&watch_hits) < 3 && waited++ < 500)
-		sleep_ms(2);
+		test_sleep_ms(2);
 	CU_ASSERT_EQUAL(atomic_load(&watch_hits), 3);
 	CU_ASSERT_EQUAL(atomic_load(&watch_loop), 1);
 	rpc_server_stop(s2, 1000);
@@ -962,7 +956,7 @@ static void test_stop_waits(void)
 	call_rec(&m, 60, 2, TPROG, 1, 1, CRED_NONE, &v, 1);
 	CU_ASSERT_FATAL(send_all(fd, m.b, m.len) == 0);
 	while (atomic_load(&W.outstanding) == 0 && waited++ < 500)
-		sleep_ms(2);
+		test_sleep_ms(2);
 	CU_ASSERT_FATAL(atomic_load(&W.outstanding) == 1);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	rpc_server_stop(s2, 5000);
@@ -1008,14 +1002,14 @@ static void test_stop_timeout(void)
 	while ((atomic_load(&W.outstanding) != 0 ||
 		atomic_load(&W.finishing) != atomic_load(&W.done)) &&
 	       waited++ < 5000)
-		sleep_ms(2);
+		test_sleep_ms(2);
 	waited = 0;
 	W.delay_ms = 1000;
 	done0 = atomic_load(&W.done);
 	call_rec(&m, 80, 2, TPROG, 1, 1, CRED_NONE, &v, 1);
 	CU_ASSERT_FATAL(send_all(fd, m.b, m.len) == 0);
 	while (atomic_load(&W.outstanding) == 0 && waited++ < 500)
-		sleep_ms(2);
+		test_sleep_ms(2);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	rpc_server_stop(s3, 50);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -1027,7 +1021,7 @@ static void test_stop_timeout(void)
 	close(fd);
 	waited = 0;
 	while (atomic_load(&W.done) == done0 && waited++ < 5000)
-		sleep_ms(2);
+		test_sleep_ms(2);
 	CU_ASSERT_EQUAL(atomic_load(&W.done), done0 + 1);
 	rpc_server_free(s3);
 	W.delay_ms = 20;
