@@ -67,7 +67,8 @@ void admin_metrics_collect(void *arg, struct metrics_buf *b)
 	metrics_buf_gauge(b, "mapfs_store_up",
 			  "1 while the store answers, 0 from the first request "
 			  "it left unanswered (answers come from the cache, "
-			  "changes wait) until it answers again", "", st.store_down ? 0 : 1);
+			  "changes wait) until it answers again", "",
+			  st.store_down ? 0 : 1);
 	if (st.dirty_err)
 		return;
 	metrics_buf_gauge(b, "mapfs_dirty_files",
