@@ -161,6 +161,25 @@ static bool io_refetch(struct io_op *op)
 	return true;
 }
 
+/* op's object as the record says now: 0, or -errno. */
+static int io_reload(struct io_op *op)
+{
+	struct db_txn *txn;
+	struct fs_inode in;
+	int rc = db_read_begin(op->fs->db, &txn);
+
+	if (rc)
+		return rc;
+	rc = fs_inode_get(op->fs, txn, op->ino, &in);
+	db_read_end(op->fs->db, txn);
+	if (rc)
+		return rc;
+	op->size = in.size;
+	op->owner = in.owner;
+	op->etag_hash = etag_hash(in.etag);
+	return 0;
+}
+
 /*
  * A fetch's error as the client should see it.  A missing object while
  * store work is still queued is most likely a rename whose COPY has not
@@ -393,6 +412,16 @@ static int mark_dirty_apply(struct db_txn *txn, void *p)
 		return rc;
 	if (in.flags & FS_F_DIRTY_DATA)
 		return 0;
+	/*
+	 * The object changed since the write's fetch: another node's
+	 * upload that this replica had not applied when the write began
+	 * (the commit then ran again on the fresh record), or another
+	 * writer.  The chunks fetched, or taken as past the object's end,
+	 * are the old object's: marking now would upload them (zeros where
+	 * the new object has bytes).  The write starts over.
+	 */
+	if (in.size != op->size || etag_hash(in.etag) != op->etag_hash)
+		return -ESTALE;
 	/* DIRTY_DATA promises a cache entry: it may have gone (dropped). */
 	if (!cache_is_local(op->fs->cache, in.ino))
 		return -EAGAIN;
@@ -404,6 +433,16 @@ static void mark_dirty_done(void *p, int err)
 {
 	struct io_op *op = p;
 
+	if (err == -ESTALE) {
+		/* See mark_dirty_apply: drop the old chunks, fetch anew. */
+		cache_drop(op->fs->cache, op->ino);
+		if (op->tries++ < FS_IO_TRIES && io_reload(op) == 0) {
+			op->marked = false;
+			io_fetch(op, true, write_fetched);
+			return;
+		}
+		err = -EAGAIN; /* the client retries */
+	}
 	if (err) {
 		if (op->wcc && fs_getattr(op->fs, op->ino, &op->wcc->after) == 0)
 			op->wcc->after_ok = true;

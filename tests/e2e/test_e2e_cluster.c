@@ -138,6 +138,7 @@ static int commit_on(int i, const nfs_fh3 *fh)
 /* READ all of a file on gateway i into buf[cap]: bytes, or -status. */
 static long read_all(int i, const nfs_fh3 *fh, void *buf, size_t cap)
 {
+	uint64_t t0 = e2e_now_ms();
 	size_t got = 0;
 
 	for (;;) {
@@ -146,6 +147,14 @@ static long read_all(int i, const nfs_fh3 *fh, void *buf, size_t cap)
 
 		if (e2e_nfs3_read(nfs[i], fh, got, n, &r))
 			return -EIO;
+		/* As a client does: JUKEBOX (a file another gateway has not
+		 * let go of yet, seen from a replica still behind) is
+		 * retried, for as long as a change may take to show. */
+		if (r.status == NFS3ERR_JUKEBOX &&
+		    e2e_now_ms() - t0 < WINDOW_MS) {
+			usleep(100 * 1000);
+			continue;
+		}
 		if (r.status != NFS3_OK)
 			return -(long)r.status;
 		if (r.READ3res_u.resok.count)
