@@ -292,6 +292,12 @@ static void cmd_status(struct admin *a, int fd)
 			   : "up");
 	admin_send(fd, "> stale_answers: %" PRIu64,
 		   metrics_get(MET_STALE_ANSWERS));
+	uint64_t aside = metrics_get(MET_CONFLICTS_ASIDE),
+		 again = metrics_get(MET_CONFLICTS_REUPLOADED),
+		 lost = metrics_get(MET_CONFLICTS_LOST);
+	admin_send(fd, "> conflicts: %" PRIu64 " (%" PRIu64 " kept aside, %"
+		   PRIu64 " uploaded again, %" PRIu64 " lost)",
+		   aside + again + lost, aside, again, lost);
 	admin_send(fd, "ok");
 }
 

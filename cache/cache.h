@@ -66,6 +66,10 @@ struct cache_opts {
 struct cache_obj {
 	const char *key; /* store key */
 	uint64_t size;   /* object size in bytes */
+	/* The version the cached bytes are of: every GET for the inode
+	 * pins it (a GET of another version fails -ESTALE, so no file
+	 * mixes two).  NULL or "": unknown, not pinned. */
+	const char *etag;
 };
 
 struct cache_stat {

@@ -21,6 +21,7 @@
 
 #include "cache/cache.h"
 #include "db/db.h"
+#include "s3/store.h"
 
 #define CACHE_NDIRS 256       /* shard directories XX = low byte of ino */
 #define CACHE_NAME_MAX 24     /* "INO": 16 hex digits */
@@ -132,6 +133,7 @@ struct cache_ent {
 	uint64_t snap_gen;
 	struct cache_stat snap;
 	char *key;             /* the object last fetched from (readahead) */
+	char etag[STORE_ETAG_MAX]; /* its version fetches pin ("": none) */
 	uint64_t ra_next, ra_last, ra_win; /* sequential-read detection */
 	struct cache_wait *waiters;
 };
@@ -148,6 +150,7 @@ struct cache_task {
 	uint32_t idx;
 	uint64_t epoch;
 	char *key;
+	char etag[STORE_ETAG_MAX]; /* the version to GET ("": any) */
 };
 
 struct cache_req; /* one ring operation (ring.c) */

@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -107,6 +108,7 @@ void cache_task_add_locked(struct cache_ent *e, uint64_t i,
 		free(t);
 		return; /* the waiter is answered -ENOMEM by the kick */
 	}
+	memcpy(t->etag, e->etag, sizeof(t->etag));
 	t->ent = e;
 	t->idx = (uint32_t)i;
 	t->epoch = e->epoch;
@@ -415,8 +417,9 @@ static void run_fetch(struct cache *c, struct cache_task *tasks, uint32_t n,
 		 * avoid. */
 		log_debug("cache: GET %s @%" PRIu64 " +%" PRIu64, tasks->key,
 			  r.first * c->cs, len);
-		rc = store_get_stream(c->st, tasks->key, r.first * c->cs, len,
-				      run_sink, &r, &got);
+		rc = store_get_stream_if(c->st, tasks->key, tasks->etag,
+					 r.first * c->cs, len, run_sink, &r,
+					 &got);
 		if (rc == -ECANCELED)
 			rc = 0, void_ = true;
 		/* Shorter than the limit says: the object changed under us. */
@@ -425,7 +428,12 @@ static void run_fetch(struct cache *c, struct cache_task *tasks, uint32_t n,
 	}
 	if (r.f)
 		cache_fd_put(r.f);
-	if (rc < 0 && rc != -ENOENT && rc != -EAGAIN)
+	if (rc == -ESTALE)
+		log_info("cache: %s changed in the store under a fetch of "
+			 "inode %" PRIu64 " (someone else's write): its reader "
+			 "gets ESTALE, not a mix of two versions", tasks->key,
+			 e->ino);
+	else if (rc < 0 && rc != -ENOENT && rc != -EAGAIN)
 		log_warn("cache: fetch of inode %" PRIu64 " chunks %" PRIu64
 			 "+%" PRIu32 " failed: %s", e->ino, r.first, n,
 			 strerror(-rc));
@@ -540,6 +548,9 @@ static void wait_add(struct cache *c, struct cache_ent *e,
 			e->key = key;
 		}
 	}
+	if (obj->key)
+		snprintf(e->etag, sizeof(e->etag), "%s",
+			 obj->etag ? obj->etag : "");
 	/* Past the limit every chunk is readable: no need to walk them. */
 	if (e->limit == 0 || w->cur > (e->limit - 1) / c->cs) {
 		w->cur = 1;

@@ -88,6 +88,7 @@ struct fs_job {
 };
 
 #define FS_WORKERS 2
+#define FS_UPLOADED_SLOTS 64 /* conflict.c: recent uploads remembered */
 
 struct fs {
 	struct fs_opts opts;
@@ -123,6 +124,11 @@ struct fs {
 	bool sync_started;
 	uint32_t backoff_ms;
 	pthread_t syncer;
+	/* The last uploads' ETags (conflict.c), under sync_lock. */
+	struct fs_uploaded {
+		uint64_t ino;
+		char etag[STORE_ETAG_MAX];
+	} uploaded[FS_UPLOADED_SLOTS];
 
 	/* Store work failing for good (failures.c). */
 	pthread_mutex_t fail_lock;
@@ -136,6 +142,21 @@ struct fs {
 	atomic_bool running, closing; /* between workers up and fs_close */
 	uint64_t pend_next;
 };
+
+/*
+ * conflict.c: an upload of snap (a record of key, size bytes of data)
+ * was refused because the store holds another version (why -ESTALE) or
+ * none (-ENOENT).  Settles it as conflict.c says (ours aside, uploaded
+ * again, or theirs wins), logged and counted.  0, or the error that
+ * leaves the upload to be tried again.  Under sync_lock.
+ */
+int fs_conflict(struct fs *fs, const struct fs_inode *snap, const char *key,
+		uint64_t size, int why);
+/* ino's upload left an object of version etag (under sync_lock). */
+void fs_conflict_uploaded(struct fs *fs, uint64_t ino, const char *etag);
+
+/* A done callback for work whose result no one waits for. */
+void fs_done_nothing(void *arg, int err);
 
 /* Time now, ns since the epoch / ms. */
 int64_t fs_now_ns(void);
@@ -152,6 +173,21 @@ int64_t fs_ts_to_ns(const struct timespec *ts);
 
 /* A directory listed from the store within the TTL (revalidate.c). */
 bool fs_listing_fresh(struct fs *fs, const struct fs_inode *in);
+
+/*
+ * ino's object in the store is not the version its record names
+ * (someone else wrote it): its directory is listed again now, in the
+ * background, which takes the new version in and drops the cached bytes
+ * of the old one (revalidate.c).
+ */
+void fs_store_changed(struct fs *fs, uint64_t ino);
+
+/* The version of its object a fetch for in pins (NULL: none in the store
+ * yet), for struct cache_obj. */
+static inline const char *fs_obj_etag(const struct fs_inode *in)
+{
+	return (in->flags & FS_F_IN_STORE) && in->etag[0] ? in->etag : NULL;
+}
 
 /* inode.c: special files (FIFO, socket, devices). */
 /* The S_IFMT bits of type, as the store's mode carries them (s3fs's way). */

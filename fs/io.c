@@ -13,6 +13,7 @@
  * not block and cannot use an event loop's ring.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,7 @@ struct io_op {
 	int pipe_fd;          /* READ into a pipe, if >= 0 */
 	const void *data;     /* WRITE */
 	enum fs_stable stable;
-	char *key;     /* the store key, built for a fetch (a miss) only */
+	struct io_obj *obj; /* built for a fetch (a miss) only */
 	uint64_t size; /* the record's, for a fetch */
 	int tries;
 	uint32_t owner; /* cluster: the node whose changes it has, 0 none */
@@ -92,8 +93,8 @@ static void io_free(struct io_op *op, int err)
 	fs_done_fn done = op->done;
 	void *arg = op->arg;
 
-	free(op->key);
-	op->key = NULL;
+	free(op->obj);
+	op->obj = NULL;
 	done(arg, err);
 }
 
@@ -195,6 +196,12 @@ static int fetch_err(struct io_op *op, long res)
 	uint32_t node = 0;
 	bool queued = false;
 
+	/* Someone else replaced the object: no mix of two versions; the
+	 * directory is listed again to take the new one in. */
+	if (res == -ESTALE) {
+		fs_store_changed(fs, op->ino);
+		return -ESTALE;
+	}
 	if (res == -ENOENT && op->owner && op->owner != db_node_id(fs->db)) {
 		fs_owner_ask(fs, op->owner, op->ino);
 		return -EAGAIN;
@@ -209,46 +216,75 @@ static int fetch_err(struct io_op *op, long res)
 	return queued ? -EAGAIN : (int)res;
 }
 
+/* What a fetch GETs: the object and the version the record knows. */
+struct io_obj {
+	char key[STORE_KEY_MAX + 1];
+	char etag[STORE_ETAG_MAX]; /* "": not in the store yet */
+};
+
 /*
- * The object op's chunks come from, once (a hit never needs it).  A
- * dirty file's chunks that were never local are its object's too.
+ * The object op's chunks come from, as the record says now (a hit never
+ * needs it).  A dirty file's chunks that were never local are its
+ * object's too, of the version it was last in step with.
  */
-static int io_key(struct io_op *op)
+static int io_obj_load(struct io_op *op)
 {
 	struct db_txn *txn;
+	struct fs_inode in;
 	int rc;
 
-	if (op->key)
-		return 0;
-	op->key = malloc(STORE_KEY_MAX + 1);
-	if (!op->key)
+	if (!op->obj && !(op->obj = malloc(sizeof(*op->obj))))
 		return -ENOMEM;
 	rc = db_read_begin(op->fs->db, &txn);
 	if (rc)
 		return rc;
-	rc = fs_key_build(op->fs, txn, op->ino, op->key, STORE_KEY_MAX + 1);
+	rc = fs_key_build(op->fs, txn, op->ino, op->obj->key,
+			  sizeof(op->obj->key));
+	if (!rc)
+		rc = fs_inode_get(op->fs, txn, op->ino, &in);
 	db_read_end(op->fs->db, txn);
+	if (!rc)
+		snprintf(op->obj->etag, sizeof(op->obj->etag), "%s",
+			 fs_obj_etag(&in) ? fs_obj_etag(&in) : "");
 	return rc;
 }
 
 /* Fetch what op's range lacks, then done (with for_write: the edges). */
 static void io_fetch(struct io_op *op, bool for_write, cache_done_fn done)
 {
-	int rc = io_key(op);
+	int rc = io_obj_load(op);
 
 	if (rc) {
 		done(op, rc);
 		return;
 	}
 	cache_fetch(op->fs->cache, op->loop, op->ino,
-		    &(struct cache_obj){ .key = op->key, .size = op->size },
+		    &(struct cache_obj){ .key = op->obj->key, .size = op->size,
+					 .etag = op->obj->etag },
 		    op->off, op->len, for_write, done, op);
+}
+
+/*
+ * A fetch met another version of the object than the one it pinned: if
+ * the record moved on meanwhile (an upload, a listing), fetch again, of
+ * the new one.  True when it did.
+ */
+static bool io_refetch_stale(struct io_op *op, long res, bool for_write,
+			     cache_done_fn done)
+{
+	if (res != -ESTALE || op->tries >= FS_IO_TRIES || !io_refetch(op))
+		return false;
+	op->tries++;
+	io_fetch(op, for_write, done);
+	return true;
 }
 
 static void read_fetched(void *p, long res)
 {
 	struct io_op *op = p;
 
+	if (io_refetch_stale(op, res, false, read_fetched))
+		return;
 	if (res < 0) {
 		log_debug("fs: fetch for a read of %" PRIu64 ": %s", op->ino,
 			  strerror((int)-res));
@@ -456,6 +492,8 @@ static void write_fetched(void *p, long res)
 {
 	struct io_op *op = p;
 
+	if (io_refetch_stale(op, res, true, write_fetched))
+		return;
 	if (res < 0) {
 		io_free(op, fetch_err(op, res));
 		return;

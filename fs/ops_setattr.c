@@ -239,6 +239,8 @@ void fs_setattr(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 		return;
 	}
 	cache_fetch(fs->cache, ctx->loop, ino,
-		    &(struct cache_obj){ .key = key, .size = in.size }, 0, 0,
+		    &(struct cache_obj){ .key = key, .size = in.size,
+					 .etag = fs_obj_etag(&in) },
+		    0, 0,
 		    false, setattr_fetched, op);
 }

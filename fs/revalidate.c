@@ -577,3 +577,25 @@ int fs_revalidate_attr(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	fs_revalidate(fs, ctx, in.parent, true, done, arg);
 	return 1;
 }
+
+/* See fs_int.h. */
+void fs_done_nothing(void *arg, int err)
+{
+	(void)arg;
+	(void)err;
+}
+
+/* See fs_int.h. */
+void fs_store_changed(struct fs *fs, uint64_t ino)
+{
+	struct fs_inode in;
+	struct db_txn *txn;
+	int rc = db_read_begin(fs->db, &txn);
+
+	if (rc)
+		return;
+	rc = fs_inode_get(fs, txn, ino, &in);
+	db_read_end(fs->db, txn);
+	if (!rc && ino != FS_ROOT_INO)
+		fs_revalidate(fs, NULL, in.parent, true, fs_done_nothing, NULL);
+}

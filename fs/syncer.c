@@ -197,6 +197,7 @@ struct pend_commit {
 	struct fs *fs;
 	const struct fs_pending *p;
 	bool copied; /* COPY found its source and placed the object */
+	struct store_info info; /* the copy's */
 };
 
 static int pend_commit_apply(struct db_txn *txn, void *arg)
@@ -226,6 +227,9 @@ static int pend_commit_apply(struct db_txn *txn, void *arg)
 	if (fs_obj_key(fs, txn, &in, key, sizeof(key)) || strcmp(key, p->dst))
 		return 0;
 	in.synced_ms = fs_now_ms();
+	/* A copy is a new version (its ETag may differ): reads pin it. */
+	if (pc->info.etag[0])
+		memcpy(in.etag, pc->info.etag, sizeof(in.etag));
 	return fs_inode_put(fs, txn, &in);
 }
 
@@ -257,7 +261,7 @@ static int run_pending(struct fs *fs, const struct fs_pending *p)
 	if (p->op == FS_PEND_DEL) {
 		rc = store_delete(fs->store, p->src);
 	} else if (p->op == FS_PEND_COPY) {
-		rc = store_copy(fs->store, p->src, p->dst, NULL, NULL);
+		rc = store_copy(fs->store, p->src, p->dst, NULL, &pc.info);
 		pc.copied = rc == 0;
 		if (rc == -ENOENT)
 			rc = copy_source_coming(fs, p->src) ? -EAGAIN : 0;
@@ -305,7 +309,8 @@ static int data_fetch_pinned(struct fs *fs, const struct sync_item *it,
 	if (rc)
 		return rc;
 	cache_fetch(fs->cache, -1, it->in.ino,
-		    &(struct cache_obj){ .key = it->key, .size = it->in.size },
+		    &(struct cache_obj){ .key = it->key, .size = it->in.size,
+					 .etag = fs_obj_etag(&it->in) },
 		    off, len, false, sync_res_done, &res);
 	if (res) {
 		cache_unpin(*pin);
@@ -574,7 +579,7 @@ static void *mpu_thread(void *p)
 
 static int put_multipart(struct fs *fs, const struct sync_item *it, int fd,
 			 uint64_t size, const struct store_meta *meta,
-			 struct store_info *out)
+			 const struct store_cond *cond, struct store_info *out)
 {
 	struct mpu m = { .fs = fs, .it = it, .fd = fd, .size = size,
 			 .copy_ok = it->in.flags & FS_F_IN_STORE };
@@ -628,8 +633,8 @@ static int put_multipart(struct fs *fs, const struct sync_item *it, int fd,
 	pthread_mutex_destroy(&m.lock);
 	rc = m.err;
 	if (!rc)
-		rc = store_mpu_complete(fs->store, it->key, upload_id, m.nparts,
-					m.etags, out);
+		rc = store_mpu_complete_if(fs->store, it->key, upload_id,
+					   m.nparts, m.etags, cond, out);
 	/* Kept in the journal if the abort fails: tried again at start. */
 	if (!rc || store_mpu_abort(fs->store, it->key, upload_id) == 0)
 		db_write(fs->db, mpu_rec_del_apply,
@@ -643,24 +648,57 @@ out_free:
 	return rc;
 }
 
-/* The store operation for one dirty inode.  -ENODATA: not possible now. */
+/*
+ * What the upload of it is based on: the version the record last saw, or
+ * none (a new key).  Directory markers hold nothing to lose: always.  A
+ * record from before ETags were kept cannot say: always.
+ */
+static void cond_of(const struct sync_item *it, struct store_cond *c)
+{
+	memset(c, 0, sizeof(*c));
+	if (it->in.type == FS_DIR)
+		c->kind = STORE_IF_ANY;
+	else if (!(it->in.flags & FS_F_IN_STORE))
+		c->kind = STORE_IF_NONE;
+	else if (it->in.etag[0])
+		c->kind = STORE_IF_MATCH;
+	memcpy(c->etag, it->in.etag, sizeof(c->etag));
+}
+
+/*
+ * The size of it's data as the upload sends it: the cache file's while
+ * its data is dirty here, else the record's.
+ */
+static uint64_t item_size(const struct sync_item *it)
+{
+	return (it->in.flags & FS_F_DIRTY_DATA) && it->have_cs ? it->cs.size
+								: it->in.size;
+}
+
+/*
+ * The store operation for one dirty inode, if the store still holds the
+ * version it is based on (else -ESTALE, or -ENOENT if that is gone).
+ * -ENODATA: not possible now.
+ */
 static int upload(struct fs *fs, struct sync_item *it, struct store_info *out)
 {
+	struct store_cond c;
 	struct store_meta m;
 	uint64_t size;
 	int fd, rc;
 
 	meta_of(it, &m);
+	cond_of(it, &c);
 	switch (it->in.type) {
 	case FS_DIR:
 	case FS_FIFO:
 	case FS_SOCK:
 	case FS_CHR:
 	case FS_BLK:
-		return store_put(fs->store, it->key, "", 0, &m, out);
+		return store_put_if(fs->store, it->key, "", 0, &m, &c, out);
 	case FS_LNK:
-		return store_put(fs->store, it->key, it->in.target,
-				 strlen(it->in.target), &m, out);
+		return store_put_if(fs->store, it->key, it->in.target,
+				    strlen(it->in.target), &m, &c, out);
 	case FS_REG:
 		break;
 	default:
@@ -668,12 +706,11 @@ static int upload(struct fs *fs, struct sync_item *it, struct store_info *out)
 	}
 	/* Only the attributes changed: the store rewrites them itself. */
 	if (!(it->in.flags & FS_F_DIRTY_DATA) && (it->in.flags & FS_F_IN_STORE))
-		return store_copy(fs->store, it->key, it->key, &m, out);
+		return store_copy_if(fs->store, it->key, it->key, &m, &c, out);
 	rc = cache_open_fd(fs->cache, it->in.ino, &fd);
 	if (rc)
 		return rc;
-	size = (it->in.flags & FS_F_DIRTY_DATA) && it->have_cs ? it->cs.size
-								: it->in.size;
+	size = item_size(it);
 	/*
 	 * One PUT up to the store's cut, but past the default one only for
 	 * data that is all here: a rewrite of a big object that is mostly
@@ -683,14 +720,14 @@ static int upload(struct fs *fs, struct sync_item *it, struct store_info *out)
 	if (size > store_put_max(fs->store) ||
 	    (size > STORE_PUT_MAX_DEFAULT &&
 	     !cache_range_local(fs->cache, it->in.ino, 0, size))) {
-		rc = put_multipart(fs, it, fd, size, &m, out);
+		rc = put_multipart(fs, it, fd, size, &m, &c, out);
 	} else {
 		struct cache_pin *pin;
 
 		rc = data_fetch_pinned(fs, it, 0, size, &pin);
 		if (!rc) {
-			rc = store_put_fd(fs->store, it->key, fd, size, &m,
-					  out);
+			rc = store_put_fd_if(fs->store, it->key, fd, size, &m,
+					     &c, out);
 			cache_unpin(pin);
 		}
 	}
@@ -798,6 +835,32 @@ static int upload_commit_apply(struct db_txn *txn, void *arg)
 	return fs_work_sync(fs, txn, &in);
 }
 
+/*
+ * The version it's upload is based on, as the record says now: a COPY
+ * of this pass (a rename) gave it a new one after the snapshot.  -EAGAIN
+ * if it moved or went meanwhile (the next pass sees it as it is).
+ */
+static int item_base_refresh(struct fs *fs, struct sync_item *it)
+{
+	char key[STORE_KEY_MAX + 2];
+	struct fs_inode in;
+	struct db_txn *txn;
+	int rc = db_read_begin(fs->db, &txn);
+
+	if (rc)
+		return rc;
+	rc = fs_inode_get(fs, txn, it->in.ino, &in);
+	if (!rc)
+		rc = fs_obj_key(fs, txn, &in, key, sizeof(key));
+	db_read_end(fs->db, txn);
+	if (rc || strcmp(key, it->key))
+		return -EAGAIN;
+	memcpy(it->in.etag, in.etag, sizeof(it->in.etag));
+	it->in.flags = (it->in.flags & ~(uint32_t)FS_F_IN_STORE) |
+		       (in.flags & FS_F_IN_STORE);
+	return 0;
+}
+
 static int sync_item(struct fs *fs, struct sync_item *it)
 {
 	struct store_info info = { 0 };
@@ -809,9 +872,16 @@ static int sync_item(struct fs *fs, struct sync_item *it)
 	if (!db_lease_held(fs->db))
 		return -EAGAIN;
 	if (it->in.ino != FS_ROOT_INO) /* the root has no object */
+		rc = item_base_refresh(fs, it);
+	if (!rc && it->in.ino != FS_ROOT_INO)
 		rc = upload(fs, it, &info);
+	/* Someone else wrote (or deleted) the key meanwhile. */
+	if (rc == -ESTALE || (rc == -ENOENT && (it->in.flags & FS_F_IN_STORE)))
+		return fs_conflict(fs, &it->in, it->key, item_size(it), rc);
 	if (rc)
 		return rc;
+	if (it->in.ino != FS_ROOT_INO)
+		fs_conflict_uploaded(fs, it->in.ino, info.etag);
 	log_debug("fs: uploaded %s (%" PRIu64 " bytes) in %" PRIu64 " ms",
 		  it->key, info.size, fs_now_ms() - t0);
 	return db_write(fs->db, upload_commit_apply, &uc);

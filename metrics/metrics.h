@@ -35,6 +35,11 @@
 	  "Listed object keys that no file name can stand for (NUL, empty, . or .. segment, too long, the store's own)") \
 	X(STALE_ANSWERS, "mapfs_stale_answers_total", "",                      \
 	  "Directory revalidations answered from the namespace because the store did not answer") \
+	X(CONFLICTS_ASIDE, "mapfs_conflicts_total", "outcome=\"aside\"",       \
+	  "Uploads refused because someone else wrote or deleted the key: ours moved to a .conflict- sibling, uploaded again, or (parts never cached) dropped") \
+	X(CONFLICTS_REUPLOADED, "mapfs_conflicts_total",                      \
+	  "outcome=\"uploaded_again\"", "")                                   \
+	X(CONFLICTS_LOST, "mapfs_conflicts_total", "outcome=\"theirs_won\"", "") \
 	X(UPLOAD_FAILURES, "mapfs_upload_failures_total", "",                  \
 	  "Uploads that failed with an error retrying cannot fix (the file stays dirty and is retried with backoff)") \
 	X(NFS_READ_BYTES, "mapfs_nfs_bytes_total", "dir=\"read\"",             \

@@ -26,6 +26,7 @@ static const struct {
 	{ "RequestTimeout", -EAGAIN },
 	{ "ExpiredToken", -EAGAIN }, /* credentials are refreshed first */
 	{ "OperationAborted", -EAGAIN },
+	{ "ConditionalRequestConflict", -EAGAIN }, /* a racing write: retry */
 	{ "NotImplemented", -ENOTSUP },
 	{ "InvalidRange", -ERANGE },
 	{ "InvalidPart", -EINVAL },
@@ -34,6 +35,8 @@ static const struct {
 	{ "EntityTooLarge", -EFBIG },
 	{ "KeyTooLongError", -ENAMETOOLONG },
 	{ "BadDigest", -EIO },
+	/* A conditional request found another version: someone else's. */
+	{ "PreconditionFailed", -ESTALE },
 };
 
 static const struct {
@@ -42,7 +45,8 @@ static const struct {
 } status_map[] = {
 	{ 400, -EINVAL },  { 403, -EACCES },  { 404, -ENOENT },
 	{ 405, -ENOTSUP }, { 408, -EAGAIN },  { 416, -ERANGE },
-	{ 429, -EAGAIN },  { 500, -EAGAIN },  { 501, -ENOTSUP },
+	{ 412, -ESTALE },  { 429, -EAGAIN },  { 500, -EAGAIN },
+	{ 501, -ENOTSUP },
 	{ 502, -EAGAIN },  { 503, -EAGAIN },  { 504, -EAGAIN },
 };
 

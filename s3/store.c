@@ -63,6 +63,7 @@ int store_open(const struct store_opts *opts, struct store **out)
 		return err;
 	st->ops = ops;
 	st->put_max = opts->put_max;
+	st->cond_bits = -1; /* not asked yet */
 	st->url = strdup(opts->url);
 	if (!st->url) {
 		ops->close(st);
@@ -220,35 +221,146 @@ int store_get_stream(struct store *st, const char *key, uint64_t off,
 		     uint64_t len, store_sink_fn sink, void *arg,
 		     uint64_t *got)
 {
+	return store_get_stream_if(st, key, NULL, off, len, sink, arg, got);
+}
+
+/* The pin of a backend without get_stream: the version is checked by a
+ * HEAD first, and a GET's answer cannot be pinned (a window). */
+int store_get_stream_if(struct store *st, const char *key,
+			const char *if_match, uint64_t off, uint64_t len,
+			store_sink_fn sink, void *arg, uint64_t *got)
+{
 	int rc;
 
 	*got = 0;
-	if (st->ops->get_stream)
-		rc = st->ops->get_stream(st, key, off, len, sink, arg, got);
-	else if (st->ops->get)
-		rc = get_stream_pieces(st, key, off, len, sink, arg, got);
-	else
+	if (if_match && !*if_match)
+		if_match = NULL;
+	if (st->ops->get_stream) {
+		rc = st->ops->get_stream(st, key, if_match, off, len, sink,
+					 arg, got);
+	} else if (st->ops->get) {
+		struct store_info info;
+
+		/* (A store without HEAD, a test's, cannot pin.) */
+		if (!st->ops->head)
+			if_match = NULL;
+		rc = if_match ? st->ops->head(st, key, &info) : 0;
+		if (!rc && if_match && strcmp(info.etag, if_match))
+			rc = -ESTALE;
+		if (!rc)
+			rc = get_stream_pieces(st, key, off, len, sink, arg,
+					       got);
+	} else {
 		return -ENOTSUP;
+	}
 	return store_done(st, MET_OP_GET, rc, rc ? 0 : *got);
+}
+
+/*
+ * The backend's cond_native, asked until it can tell (0 bits: none).
+ * Said once in the log when some condition is not honoured.
+ */
+static int cond_bits(struct store *st)
+{
+	int bits = atomic_load_explicit(&st->cond_bits, memory_order_acquire);
+
+	if (bits >= 0)
+		return bits;
+	if (!st->ops->cond_native)
+		bits = 0;
+	else if ((bits = st->ops->cond_native(st)) < 0)
+		return 0; /* cannot tell yet: HEAD this time, ask again */
+	if (bits != STORE_COND_ALL)
+		log_warn("store %s: ignores conditions on%s%s%s; those uploads "
+			 "HEAD their key first, and a write by another client "
+			 "between the HEAD and the upload is overwritten",
+			 st->url ? st->url : "",
+			 bits & STORE_COND_NONE_OK ? "" : " If-None-Match PUTs,",
+			 bits & STORE_COND_MATCH_OK ? "" : " If-Match PUTs,",
+			 bits & STORE_COND_MPU_OK ? ""
+						  : " multipart completes");
+	atomic_store_explicit(&st->cond_bits, bits, memory_order_release);
+	return bits;
+}
+
+/* Does cond (not STORE_IF_ANY) hold for key now?  One HEAD: 0, -ESTALE,
+ * -ENOENT (STORE_IF_MATCH of a key that is gone) or the HEAD's error. */
+static int cond_by_head(struct store *st, const char *key,
+			const struct store_cond *cond)
+{
+	struct store_info info;
+	int rc = store_head(st, key, &info);
+
+	if (cond->kind == STORE_IF_NONE)
+		return rc == -ENOENT ? 0 : rc ? rc : -ESTALE;
+	if (rc)
+		return rc;
+	return strcmp(info.etag, cond->etag) ? -ESTALE : 0;
+}
+
+/*
+ * The part of cond the backend cannot check itself, checked with a HEAD
+ * of key now: 0 (the write may go, with *pass, what remains for the
+ * request: NULL for none), or cond_by_head's error.
+ */
+static int cond_check(struct store *st, const char *key,
+		      const struct store_cond *cond, bool mpu,
+		      const struct store_cond **pass)
+{
+	int need;
+
+	*pass = NULL;
+	if (!cond || cond->kind == STORE_IF_ANY)
+		return 0;
+	need = mpu ? STORE_COND_MPU_OK
+	       : cond->kind == STORE_IF_NONE ? STORE_COND_NONE_OK
+					     : STORE_COND_MATCH_OK;
+	if (cond_bits(st) & need) {
+		*pass = cond;
+		return 0;
+	}
+	return cond_by_head(st, key, cond);
 }
 
 int store_put(struct store *st, const char *key, const void *buf, size_t len,
 	      const struct store_meta *meta, struct store_info *out)
 {
+	return store_put_if(st, key, buf, len, meta, NULL, out);
+}
+
+int store_put_if(struct store *st, const char *key, const void *buf,
+		 size_t len, const struct store_meta *meta,
+		 const struct store_cond *cond, struct store_info *out)
+{
+	const struct store_cond *pass;
+	int rc;
+
 	if (!st->ops->put)
 		return -ENOTSUP;
-	int rc = st->ops->put(st, key, buf, len, meta, out);
-
+	rc = cond_check(st, key, cond, false, &pass);
+	if (!rc)
+		rc = st->ops->put(st, key, buf, len, meta, pass, out);
 	return store_done(st, MET_OP_PUT, rc, rc ? 0 : len);
 }
 
 int store_put_fd(struct store *st, const char *key, int fd, uint64_t len,
 		 const struct store_meta *meta, struct store_info *out)
 {
+	return store_put_fd_if(st, key, fd, len, meta, NULL, out);
+}
+
+int store_put_fd_if(struct store *st, const char *key, int fd, uint64_t len,
+		    const struct store_meta *meta,
+		    const struct store_cond *cond, struct store_info *out)
+{
+	const struct store_cond *pass;
+	int rc;
+
 	if (!st->ops->put_fd)
 		return -ENOTSUP;
-	int rc = st->ops->put_fd(st, key, fd, len, meta, out);
-
+	rc = cond_check(st, key, cond, false, &pass);
+	if (!rc)
+		rc = st->ops->put_fd(st, key, fd, len, meta, pass, out);
 	return store_done(st, MET_OP_PUT, rc, rc ? 0 : len);
 }
 
@@ -333,9 +445,26 @@ int store_mpu_complete(struct store *st, const char *key,
 		       const char *upload_id, int nparts,
 		       char (*etags)[STORE_ETAG_MAX], struct store_info *out)
 {
+	return store_mpu_complete_if(st, key, upload_id, nparts, etags, NULL,
+				     out);
+}
+
+int store_mpu_complete_if(struct store *st, const char *key,
+			  const char *upload_id, int nparts,
+			  char (*etags)[STORE_ETAG_MAX],
+			  const struct store_cond *cond,
+			  struct store_info *out)
+{
+	const struct store_cond *pass;
+	int rc;
+
 	if (!st->ops->mpu_complete)
 		return -ENOTSUP;
-	return store_counted(st, MET_OP_MPU, st->ops->mpu_complete(st, key, upload_id, nparts, etags, out));
+	rc = cond_check(st, key, cond, true, &pass);
+	if (!rc)
+		rc = st->ops->mpu_complete(st, key, upload_id, nparts, etags,
+					   pass, out);
+	return store_counted(st, MET_OP_MPU, rc);
 }
 
 int store_mpu_abort(struct store *st, const char *key, const char *upload_id)
@@ -373,9 +502,22 @@ void store_page_free(struct store_page *page)
 int store_copy(struct store *st, const char *src, const char *dst,
 	       const struct store_meta *meta, struct store_info *out)
 {
+	return store_copy_if(st, src, dst, meta, NULL, out);
+}
+
+int store_copy_if(struct store *st, const char *src, const char *dst,
+		  const struct store_meta *meta, const struct store_cond *cond,
+		  struct store_info *out)
+{
+	int rc = 0;
+
 	if (!st->ops->copy)
 		return -ENOTSUP;
-	return store_counted(st, MET_OP_COPY, st->ops->copy(st, src, dst, meta, out));
+	if (cond && cond->kind != STORE_IF_ANY)
+		rc = cond_by_head(st, dst, cond);
+	if (!rc)
+		rc = st->ops->copy(st, src, dst, meta, out);
+	return store_counted(st, MET_OP_COPY, rc);
 }
 
 int store_delete(struct store *st, const char *key)

@@ -54,6 +54,27 @@ struct store_page {
 	char *next_token; /* NULL when the listing is complete */
 };
 
+/*
+ * What a write is based on (the *_if calls).  A write whose condition
+ * does not hold changes nothing and returns -ESTALE (S3's 412
+ * Precondition Failed: someone else wrote the key); STORE_IF_MATCH on a
+ * key that is gone returns -ENOENT.  A store that honours If-Match /
+ * If-None-Match checks in the same request; one that ignores them (found
+ * by a probe on the first conditional write, said in the log) gets a HEAD
+ * just before the write instead: a write by another client between the
+ * two is then overwritten.
+ */
+enum store_if {
+	STORE_IF_ANY = 0, /* unconditional */
+	STORE_IF_NONE,    /* only if no object has the key (If-None-Match: *) */
+	STORE_IF_MATCH,   /* only if the object is etag's version (If-Match) */
+};
+
+struct store_cond {
+	enum store_if kind;
+	char etag[STORE_ETAG_MAX]; /* STORE_IF_MATCH */
+};
+
 struct store_opts {
 	const char *url; /* file:///abs/path or s3://bucket[/prefix] */
 	/* S3 only; NULL, false or 0 picks the default. */
@@ -131,6 +152,16 @@ int store_get_stream(struct store *st, const char *key, uint64_t off,
 		     uint64_t *got);
 
 /*
+ * store_get_stream pinned to one version: with if_match (an etag; NULL or
+ * "" pins nothing) a GET of any other version returns -ESTALE and hands
+ * the sink nothing, so a reader that needs more bytes of an object never
+ * mixes two versions of it.
+ */
+int store_get_stream_if(struct store *st, const char *key,
+			const char *if_match, uint64_t off, uint64_t len,
+			store_sink_fn sink, void *arg, uint64_t *got);
+
+/*
  * PUT a whole object from memory, metadata in the same request.  It
  * replaces any old object atomically (a new etag).  A key ending in '/' is
  * a directory marker: its body must be empty.  out may be NULL.
@@ -141,6 +172,14 @@ int store_put(struct store *st, const char *key, const void *buf, size_t len,
 /* PUT a whole object from bytes [0, len) of an open file. */
 int store_put_fd(struct store *st, const char *key, int fd, uint64_t len,
 		 const struct store_meta *meta, struct store_info *out);
+
+/* store_put and store_put_fd only if cond holds (NULL: always). */
+int store_put_if(struct store *st, const char *key, const void *buf,
+		 size_t len, const struct store_meta *meta,
+		 const struct store_cond *cond, struct store_info *out);
+int store_put_fd_if(struct store *st, const char *key, int fd, uint64_t len,
+		    const struct store_meta *meta,
+		    const struct store_cond *cond, struct store_info *out);
 
 /*
  * The largest object that is best sent as one PUT (store_put_fd);
@@ -172,6 +211,13 @@ int store_mpu_part_copy(struct store *st, const char *key,
 int store_mpu_complete(struct store *st, const char *key,
 		       const char *upload_id, int nparts,
 		       char (*etags)[STORE_ETAG_MAX], struct store_info *out);
+/* store_mpu_complete only if cond holds for key (NULL: always); the
+ * upload stays (to abort) when it does not. */
+int store_mpu_complete_if(struct store *st, const char *key,
+			  const char *upload_id, int nparts,
+			  char (*etags)[STORE_ETAG_MAX],
+			  const struct store_cond *cond,
+			  struct store_info *out);
 int store_mpu_abort(struct store *st, const char *key, const char *upload_id);
 
 /* A multipart upload in progress (store_mpu_list). */
@@ -208,6 +254,15 @@ void store_page_free(struct store_page *page);
 int store_copy(struct store *st, const char *src, const char *dst,
 	       const struct store_meta *meta, struct store_info *out);
 
+/*
+ * store_copy only if cond holds for dst (NULL: always).  S3 has no
+ * conditional copy that every server honours: this one HEADs dst just
+ * before the copy (the window of the HEAD fallback above).
+ */
+int store_copy_if(struct store *st, const char *src, const char *dst,
+		  const struct store_meta *meta, const struct store_cond *cond,
+		  struct store_info *out);
+
 /* Delete a key; deleting an absent key is not an error. */
 int store_delete(struct store *st, const char *key);
 
@@ -226,12 +281,18 @@ struct store_ops {
 	int (*get)(struct store *, const char *, uint64_t, size_t, void *,
 		   size_t *);
 	/* May be NULL: store.c then GETs into a bounded buffer. */
-	int (*get_stream)(struct store *, const char *, uint64_t, uint64_t,
-			  store_sink_fn, void *, uint64_t *);
+	int (*get_stream)(struct store *, const char *, const char *if_match,
+			  uint64_t, uint64_t, store_sink_fn, void *,
+			  uint64_t *);
+	/* Writes with a cond (NULL: none) check it in the request itself;
+	 * store.c passes only conditions cond_native says the backend
+	 * honours, and HEADs for the others. */
 	int (*put)(struct store *, const char *, const void *, size_t,
-		   const struct store_meta *, struct store_info *);
+		   const struct store_meta *, const struct store_cond *,
+		   struct store_info *);
 	int (*put_fd)(struct store *, const char *, int, uint64_t,
-		      const struct store_meta *, struct store_info *);
+		      const struct store_meta *, const struct store_cond *,
+		      struct store_info *);
 	int (*mpu_create)(struct store *, const char *,
 			  const struct store_meta *, char **);
 	int (*mpu_part)(struct store *, const char *, const char *, int, int,
@@ -240,7 +301,8 @@ struct store_ops {
 			     const char *, uint64_t, uint64_t,
 			     char[STORE_ETAG_MAX]);
 	int (*mpu_complete)(struct store *, const char *, const char *, int,
-			    char (*)[STORE_ETAG_MAX], struct store_info *);
+			    char (*)[STORE_ETAG_MAX], const struct store_cond *,
+			    struct store_info *);
 	int (*mpu_abort)(struct store *, const char *, const char *);
 	int (*mpu_list)(struct store *, const char *, struct store_upload **,
 			size_t *);
@@ -252,7 +314,18 @@ struct store_ops {
 	int (*del_many)(struct store *, const char *const *, size_t);
 	int (*statfs)(struct store *, uint64_t *, uint64_t *); /* may be NULL */
 	uint64_t (*put_max)(struct store *); /* NULL: the default */
+	/*
+	 * Which conditions the backend honours in the request itself:
+	 * STORE_COND_* bits, or -errno if it cannot tell yet (asked again
+	 * later).  NULL: none (store.c HEADs before each conditional write).
+	 */
+	int (*cond_native)(struct store *);
 };
+
+#define STORE_COND_NONE_OK 1  /* If-None-Match: * on PUT */
+#define STORE_COND_MATCH_OK 2 /* If-Match on PUT */
+#define STORE_COND_MPU_OK 4   /* the same on CompleteMultipartUpload */
+#define STORE_COND_ALL 7
 
 /* Every backend's struct begins with this. */
 struct store {
@@ -262,6 +335,8 @@ struct store {
 	/* store_down(): 0 while it answers, else CLOCK_MONOTONIC ms of the
 	 * first -EAGAIN of this outage (a backend's open may set it). */
 	_Atomic int64_t down_since_ms;
+	/* STORE_COND_* bits the backend honours; -1 until it could tell. */
+	_Atomic int cond_bits;
 };
 
 #endif

@@ -27,6 +27,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -71,6 +72,9 @@ struct store_file {
 	int root_fd;
 	int stage_fd; /* ROOT/.mapfs-tmp */
 	int mpu_fd;   /* ROOT/.mapfs-mpu */
+	/* An If-Match check and its rename, one at a time in this process
+	 * (another process writing ROOT has the window of a HEAD). */
+	pthread_mutex_t cond_lock;
 };
 
 static struct store_file *sf_of(struct store *st)
@@ -537,14 +541,59 @@ static int tmp_create(int dirfd, char name[TMP_NAME_MAX], int *out)
 }
 
 /*
- * Move staged file tmp (open as fd) into kp's place: metadata, fsync,
- * rename over any old object, fsync the directory.  The info is taken
- * after the rename, which moves ctime, so a HEAD later sees the same etag.
- * On failure the caller unlinks tmp (harmless if it was renamed already).
+ * Does kp's object (in its directory dfd) hold cond (STORE_IF_MATCH)?
+ * 0, -ESTALE (another version), -ENOENT (none).
+ */
+static int cond_match(int dfd, const struct keypath *kp,
+		      const struct store_cond *cond)
+{
+	char etag[STORE_ETAG_MAX];
+	struct stat sb;
+
+	if (fstatat(dfd, kp->leaf, &sb, AT_SYMLINK_NOFOLLOW))
+		return errno == ENOENT ? -ENOENT : -errno;
+	if (!S_ISREG(sb.st_mode))
+		return -ESTALE;
+	etag_fill(&sb, false, etag);
+	return strcmp(etag, cond->etag) ? -ESTALE : 0;
+}
+
+/*
+ * Rename staged tmp into kp's place in dfd if cond (NULL: none) holds:
+ * If-None-Match as a rename that replaces nothing, If-Match checked and
+ * renamed under cond_lock.
+ */
+static int cond_rename(struct store_file *sf, const char *tmp, int dfd,
+		       const struct keypath *kp, const struct store_cond *cond)
+{
+	int err = 0;
+
+	if (cond && cond->kind == STORE_IF_NONE) {
+		if (renameat2(sf->stage_fd, tmp, dfd, kp->leaf,
+			      RENAME_NOREPLACE))
+			return errno == EEXIST ? -ESTALE : -errno;
+		return 0;
+	}
+	if (!cond || cond->kind == STORE_IF_ANY)
+		return renameat(sf->stage_fd, tmp, dfd, kp->leaf) ? -errno : 0;
+	pthread_mutex_lock(&sf->cond_lock);
+	err = cond_match(dfd, kp, cond);
+	if (!err && renameat(sf->stage_fd, tmp, dfd, kp->leaf))
+		err = -errno;
+	pthread_mutex_unlock(&sf->cond_lock);
+	return err;
+}
+
+/*
+ * Move staged file tmp (open as fd) into kp's place if cond holds:
+ * metadata, fsync, rename over any old object, fsync the directory.  The
+ * info is taken after the rename, which moves ctime, so a HEAD later sees
+ * the same etag.  On failure the caller unlinks tmp (harmless if it was
+ * renamed already).
  */
 static int stage_commit(struct store_file *sf, int fd, const char *tmp,
 			const struct keypath *kp, const struct store_meta *meta,
-			struct store_info *out)
+			const struct store_cond *cond, struct store_info *out)
 {
 	struct stat sb;
 	int dfd, err;
@@ -557,9 +606,8 @@ static int stage_commit(struct store_file *sf, int fd, const char *tmp,
 	err = kp_parent(sf, kp, true, &dfd);
 	if (err)
 		return err;
-	if (renameat(sf->stage_fd, tmp, dfd, kp->leaf))
-		err = -errno;
-	else if (fsync(dfd))
+	err = cond_rename(sf, tmp, dfd, kp, cond);
+	if (!err && fsync(dfd))
 		err = -errno;
 	close(dfd);
 	if (err || !out)
@@ -658,6 +706,7 @@ static void file_close(struct store *st)
 		close(sf->stage_fd);
 	if (sf->root_fd >= 0)
 		close(sf->root_fd);
+	pthread_mutex_destroy(&sf->cond_lock);
 	free(sf);
 }
 
@@ -674,6 +723,7 @@ static int file_open(const struct store_opts *opts, struct store **out)
 	if (!sf)
 		return -ENOMEM;
 	sf->root_fd = sf->stage_fd = sf->mpu_fd = -1;
+	pthread_mutex_init(&sf->cond_lock, NULL);
 	err = path_mkdirs(path);
 	if (err)
 		goto out_close;
@@ -772,9 +822,65 @@ out_close:
 	return err;
 }
 
+/* The bounce buffer of file_get_stream. */
+#define STREAM_BUF (1u << 20)
+
+/*
+ * Stream [off, off+len) of one open version of the object: the fd pins
+ * its inode, so a PUT meanwhile (a new inode) is not mixed in; with
+ * if_match, another version than that is -ESTALE before any byte.
+ */
+static int file_get_stream(struct store *st, const char *key,
+			   const char *if_match, uint64_t off, uint64_t len,
+			   store_sink_fn sink, void *arg, uint64_t *got)
+{
+	struct store_file *sf = sf_of(st);
+	char etag[STORE_ETAG_MAX];
+	struct keypath kp;
+	struct stat sb;
+	char *buf = NULL;
+	int fd, err;
+
+	*got = 0;
+	err = key_parse(key, &kp);
+	if (err)
+		return err;
+	if (kp.marker) {
+		err = marker_open(sf, &kp, false, &fd, &sb);
+		if (!err)
+			close(fd);
+		return err;
+	}
+	err = obj_open(sf, &kp, &fd, &sb);
+	if (err)
+		return err;
+	etag_fill(&sb, false, etag);
+	if (if_match && strcmp(etag, if_match))
+		err = -ESTALE;
+	else if (off < (uint64_t)sb.st_size && len && !(buf = malloc(STREAM_BUF)))
+		err = -ENOMEM;
+	while (!err && buf && *got < len) {
+		size_t want = len - *got < STREAM_BUF ? (size_t)(len - *got)
+						      : STREAM_BUF;
+		ssize_t n = pread(fd, buf, want, (off_t)(off + *got));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			err = -errno;
+		else if (n == 0)
+			break; /* the end of the object */
+		else if (!(err = sink(arg, buf, (size_t)n)))
+			*got += (uint64_t)n;
+	}
+	free(buf);
+	close(fd);
+	return err;
+}
+
 static int file_put(struct store *st, const char *key, const void *buf,
 		    size_t len, const struct store_meta *meta,
-		    struct store_info *out)
+		    const struct store_cond *cond, struct store_info *out)
 {
 	struct store_file *sf = sf_of(st);
 	char tmp[TMP_NAME_MAX];
@@ -791,7 +897,7 @@ static int file_put(struct store *st, const char *key, const void *buf,
 		return err;
 	err = write_all(fd, buf, len);
 	if (!err)
-		err = stage_commit(sf, fd, tmp, &kp, meta, out);
+		err = stage_commit(sf, fd, tmp, &kp, meta, cond, out);
 	if (err)
 		unlinkat(sf->stage_fd, tmp, 0);
 	close(fd);
@@ -800,7 +906,7 @@ static int file_put(struct store *st, const char *key, const void *buf,
 
 static int file_put_fd(struct store *st, const char *key, int src,
 		       uint64_t len, const struct store_meta *meta,
-		       struct store_info *out)
+		       const struct store_cond *cond, struct store_info *out)
 {
 	struct store_file *sf = sf_of(st);
 	char tmp[TMP_NAME_MAX];
@@ -817,7 +923,7 @@ static int file_put_fd(struct store *st, const char *key, int src,
 		return err;
 	err = copy_bytes(src, 0, fd, 0, len);
 	if (!err)
-		err = stage_commit(sf, fd, tmp, &kp, meta, out);
+		err = stage_commit(sf, fd, tmp, &kp, meta, cond, out);
 	if (err)
 		unlinkat(sf->stage_fd, tmp, 0);
 	close(fd);
@@ -867,7 +973,7 @@ static int file_copy(struct store *st, const char *src, const char *dst,
 		goto out_close_src;
 	err = copy_bytes(sfd, 0, fd, 0, (uint64_t)sb.st_size);
 	if (!err)
-		err = stage_commit(sf, fd, tmp, &dkp, meta, out);
+		err = stage_commit(sf, fd, tmp, &dkp, meta, NULL, out);
 	if (err)
 		unlinkat(sf->stage_fd, tmp, 0);
 	close(fd);
@@ -1196,6 +1302,7 @@ out_close_upload:
 static int file_mpu_complete(struct store *st, const char *key,
 			     const char *upload_id, int nparts,
 			     char (*etags)[STORE_ETAG_MAX],
+			     const struct store_cond *cond,
 			     struct store_info *out)
 {
 	struct store_file *sf = sf_of(st);
@@ -1240,7 +1347,7 @@ static int file_mpu_complete(struct store *st, const char *key,
 	if (!err)
 		err = meta_read(ufd, &meta);
 	if (!err)
-		err = stage_commit(sf, fd, tmp, &kp, &meta, out);
+		err = stage_commit(sf, fd, tmp, &kp, &meta, cond, out);
 	if (err)
 		goto out_unlink;
 	close(fd);
@@ -1701,12 +1808,20 @@ static uint64_t file_put_max(struct store *st)
 	return UINT64_MAX;
 }
 
+/* Both conditions are checked with the rename that places an object. */
+static int file_cond_native(struct store *st)
+{
+	(void)st;
+	return STORE_COND_ALL;
+}
+
 const struct store_ops store_file_ops = {
 	.scheme = "file",
 	.open = file_open,
 	.close = file_close,
 	.head = file_head,
 	.get = file_get,
+	.get_stream = file_get_stream,
 	.put = file_put,
 	.put_fd = file_put_fd,
 	.mpu_create = file_mpu_create,
@@ -1721,4 +1836,5 @@ const struct store_ops store_file_ops = {
 	.del_many = file_del_many,
 	.statfs = file_statfs,
 	.put_max = file_put_max,
+	.cond_native = file_cond_native,
 };

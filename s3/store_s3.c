@@ -48,6 +48,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <stdatomic.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -76,6 +78,7 @@
 #define RETRY_CAP_MS 5000
 #define HDRS_MAX 16
 #define QUERY_MAX 8
+#define WID_LEN 32 /* hex digits of a conditional write's id */
 #define EMPTY_SHA256 \
 	"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
@@ -90,6 +93,9 @@ struct store_s3 {
 	char *host;     /* the Host header */
 	char *path;     /* encoded path before the key: "" or "/bucket" */
 	uint64_t put_max; /* store_put_max() */
+	/* The server compares If-Match with the ETag unquoted (radosgw 16.2
+	 * on PUT): learnt from a 412 of the version it holds. */
+	_Atomic bool match_bare;
 };
 
 static struct store_s3 *s3_of(struct store *st)
@@ -106,6 +112,7 @@ struct resp_hdrs {
 	uint64_t length;
 	int64_t last_modified, date; /* seconds; 0 = absent */
 	char mode[24], uid[24], gid[24], mtime[40], symlink[8], rdev[24];
+	char wid[WID_LEN + 1]; /* x-amz-meta-mapfs-wid: the write's id */
 };
 
 struct req {
@@ -205,6 +212,8 @@ static void on_header(void *arg, const char *name, size_t nlen,
 		hdr_copy(rh->symlink, sizeof(rh->symlink), v, vlen);
 	} else if (hdr_is(name, nlen, "x-amz-meta-rdev")) {
 		hdr_copy(rh->rdev, sizeof(rh->rdev), v, vlen);
+	} else if (hdr_is(name, nlen, "x-amz-meta-mapfs-wid")) {
+		hdr_copy(rh->wid, sizeof(rh->wid), v, vlen);
 	}
 }
 
@@ -621,7 +630,9 @@ static char *copy_source(const struct store_s3 *s, const char *key)
 
 /* ---- objects ------------------------------------------------------------ */
 
-static int s3_head(struct store *st, const char *key, struct store_info *out)
+/* HEAD key; wid (may be NULL) gets the write id the object carries. */
+static int head_wid(struct store *st, const char *key, struct store_info *out,
+		    char wid[WID_LEN + 1])
 {
 	struct req r = { .method = "HEAD", .key = key };
 	int err = key_check(key);
@@ -635,9 +646,85 @@ static int s3_head(struct store *st, const char *key, struct store_info *out)
 		snprintf(out->etag, sizeof(out->etag), "%s", r.rh.etag);
 		out->last_modified_ns = r.rh.last_modified * 1000000000;
 		meta_read(&r.rh, &out->meta);
+		if (wid)
+			memcpy(wid, r.rh.wid, WID_LEN + 1);
 	}
 	req_free(&r);
 	return err;
+}
+
+static int s3_head(struct store *st, const char *key, struct store_info *out)
+{
+	return head_wid(st, key, out, NULL);
+}
+
+/* ---- conditional writes ------------------------------------------------- */
+
+/* cond's headers on r (none for NULL); buf keeps the If-Match value. */
+static void cond_headers(struct store_s3 *s, struct req *r,
+			 const struct store_cond *cond,
+			 char buf[STORE_ETAG_MAX + 2])
+{
+	if (!cond || cond->kind == STORE_IF_ANY)
+		return;
+	if (cond->kind == STORE_IF_NONE) {
+		req_hdr(r, "if-none-match", "*");
+		return;
+	}
+	if (atomic_load(&s->match_bare))
+		snprintf(buf, STORE_ETAG_MAX + 2, "%s", cond->etag);
+	else
+		snprintf(buf, STORE_ETAG_MAX + 2, "\"%s\"", cond->etag);
+	req_hdr(r, "if-match", buf);
+}
+
+/*
+ * A conditional write of key was answered 412 (-ESTALE): what it means,
+ * from a HEAD.  Our own write, whose answer was lost before a retry, if
+ * the object carries our wid (then 0, *out from the HEAD); -ENOENT for
+ * an If-Match of a key that is gone; *again (with -ESTALE) when the
+ * object is the very version If-Match named, so the server compared the
+ * quotes too: from now on it is sent bare.  Else -ESTALE (someone else
+ * wrote it) or the HEAD's error.
+ */
+static int cond_settle(struct store *st, const char *key,
+		       const struct store_cond *cond, const char *wid,
+		       struct store_info *out, bool *again)
+{
+	struct store_s3 *s = s3_of(st);
+	char got[WID_LEN + 1] = "";
+	struct store_info info;
+	int err = head_wid(st, key, &info, got);
+
+	*again = false;
+	if (err == -ENOENT)
+		return cond->kind == STORE_IF_MATCH ? -ENOENT : -ESTALE;
+	if (err)
+		return err;
+	if (wid && *wid && !strcmp(got, wid)) {
+		if (out)
+			*out = info;
+		return 0;
+	}
+	if (cond->kind == STORE_IF_MATCH && !strcmp(info.etag, cond->etag) &&
+	    !atomic_exchange(&s->match_bare, true)) {
+		log_info("s3: %s compares If-Match without the quotes; sending "
+			 "it bare", s->origin);
+		*again = true;
+	}
+	return -ESTALE;
+}
+
+/* A fresh write id: WID_LEN hex digits, or "" if none could be had. */
+static void wid_make(char wid[WID_LEN + 1])
+{
+	unsigned char raw[WID_LEN / 2];
+
+	wid[0] = '\0';
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+		return;
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(wid + 2 * i, 3, "%02x", raw[i]);
 }
 
 static int s3_get(struct store *st, const char *key, uint64_t off,
@@ -671,13 +758,33 @@ static int s3_get(struct store *st, const char *key, uint64_t off,
 	return err;
 }
 
-static int s3_get_stream(struct store *st, const char *key, uint64_t off,
-			 uint64_t len, store_sink_fn sink, void *arg,
-			 uint64_t *got)
+/* A pinned GET's sink: bytes only of the version asked for. */
+struct pin_sink {
+	store_sink_fn sink;
+	void *arg;
+	const char *want;          /* the ETag pinned */
+	const struct resp_hdrs *rh; /* the answer's, filled before the body */
+};
+
+/* A server that ignores If-Match on GET (s3rver) still names the ETag
+ * it answers with: another one is refused before any byte goes on. */
+static int pin_sink_fn(void *arg, const void *p, size_t n)
+{
+	struct pin_sink *ps = arg;
+
+	if (ps->rh->etag[0] && strcmp(ps->rh->etag, ps->want))
+		return -ESTALE;
+	return ps->sink(ps->arg, p, n);
+}
+
+static int s3_get_stream(struct store *st, const char *key,
+			 const char *if_match, uint64_t off, uint64_t len,
+			 store_sink_fn sink, void *arg, uint64_t *got)
 {
 	struct req r = { .method = "GET", .key = key, .sink = sink,
 			 .sink_arg = arg };
-	char range[64];
+	struct pin_sink ps = { sink, arg, if_match, &r.rh };
+	char range[64], ifm[STORE_ETAG_MAX + 2];
 	int err = key_check(key);
 
 	*got = 0;
@@ -686,11 +793,22 @@ static int s3_get_stream(struct store *st, const char *key, uint64_t off,
 	if (!len || len > SIZE_MAX) {
 		struct store_info info;
 
-		return len ? -EINVAL : s3_head(st, key, &info);
+		if (len)
+			return -EINVAL;
+		err = s3_head(st, key, &info);
+		return !err && if_match && strcmp(info.etag, if_match) ? -ESTALE
+								       : err;
 	}
 	snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64, off,
 		 off + len - 1);
 	req_hdr(&r, "range", range);
+	if (if_match) {
+		/* A GET's If-Match is compared as HTTP says: quoted. */
+		snprintf(ifm, sizeof(ifm), "\"%s\"", if_match);
+		req_hdr(&r, "if-match", ifm);
+		r.sink = pin_sink_fn;
+		r.sink_arg = &ps;
+	}
 	r.dst_len = (size_t)len;
 	r.dst_skip = off;
 	err = s3_do(s3_of(st), &r);
@@ -701,10 +819,17 @@ static int s3_get_stream(struct store *st, const char *key, uint64_t off,
 	return err;
 }
 
-static int put_common(struct store *st, const char *key, struct req *r,
+/*
+ * PUT of r's body (set up by the caller) with meta, if cond holds.  A
+ * conditional PUT carries a write id, so a retry that meets its own
+ * earlier success (412) can tell.
+ */
+static int put_common(struct store *st, const char *key, const struct req *body,
 		      uint64_t len, const struct store_meta *meta,
-		      struct store_info *out)
+		      const struct store_cond *cond, struct store_info *out)
 {
+	char ifm[STORE_ETAG_MAX + 2], wid[WID_LEN + 1] = "";
+	bool again = true;
 	struct meta_bufs mb;
 	int err = key_check(key);
 
@@ -712,33 +837,45 @@ static int put_common(struct store *st, const char *key, struct req *r,
 		return err;
 	if (is_marker(key) && len)
 		return -EINVAL;
-	r->method = "PUT";
-	r->key = key;
-	r->len = len;
-	meta_headers(r, key, meta, &mb);
-	err = s3_do(s3_of(st), r);
-	if (!err)
-		write_info(r, len, meta, out);
-	req_free(r);
+	if (cond && cond->kind != STORE_IF_ANY)
+		wid_make(wid);
+	while (again) {
+		struct req r = *body;
+
+		again = false;
+		r.method = "PUT";
+		r.key = key;
+		r.len = len;
+		meta_headers(&r, key, meta, &mb);
+		cond_headers(s3_of(st), &r, cond, ifm);
+		if (*wid)
+			req_hdr(&r, "x-amz-meta-mapfs-wid", wid);
+		err = s3_do(s3_of(st), &r);
+		if (!err)
+			write_info(&r, len, meta, out);
+		req_free(&r);
+		if (err == -ESTALE && cond)
+			err = cond_settle(st, key, cond, wid, out, &again);
+	}
 	return err;
 }
 
 static int s3_put(struct store *st, const char *key, const void *buf,
 		  size_t len, const struct store_meta *meta,
-		  struct store_info *out)
+		  const struct store_cond *cond, struct store_info *out)
 {
 	struct req r = { .body = S3_BODY_MEM, .mem = len ? buf : "" };
 
-	return put_common(st, key, &r, len, meta, out);
+	return put_common(st, key, &r, len, meta, cond, out);
 }
 
 static int s3_put_fd(struct store *st, const char *key, int fd,
 		     uint64_t len, const struct store_meta *meta,
-		     struct store_info *out)
+		     const struct store_cond *cond, struct store_info *out)
 {
 	struct req r = { .body = S3_BODY_FD, .fd = fd };
 
-	return put_common(st, key, &r, len, meta, out);
+	return put_common(st, key, &r, len, meta, cond, out);
 }
 
 static int s3_del(struct store *st, const char *key)
@@ -979,16 +1116,33 @@ static int upload_probe(struct store *st, const char *key,
 	return err;
 }
 
+/* Did an upload whose Complete was retried complete on an earlier try?
+ * Its id is gone and the key is a multipart object of nparts parts. */
+static bool mpu_completed(struct store *st, const char *key,
+			  const char *upload_id, int nparts)
+{
+	struct store_info info;
+	char suffix[16];
+	size_t el, sl;
+
+	if (upload_probe(st, key, upload_id) != -ENOENT ||
+	    s3_head(st, key, &info))
+		return false;
+	snprintf(suffix, sizeof(suffix), "-%d", nparts);
+	el = strlen(info.etag);
+	sl = strlen(suffix);
+	return el > sl && strcmp(info.etag + el - sl, suffix) == 0;
+}
+
 static int s3_mpu_complete(struct store *st, const char *key,
 			   const char *upload_id, int nparts,
 			   char (*etags)[STORE_ETAG_MAX],
+			   const struct store_cond *cond,
 			   struct store_info *out)
 {
-	struct req r = { .method = "POST", .key = key, .body = S3_BODY_MEM,
-			 .error_in_200 = true };
 	struct s3_buf body = { 0 };
-	struct store_info info;
-	char etag[STORE_ETAG_MAX];
+	char etag[STORE_ETAG_MAX], ifm[STORE_ETAG_MAX + 2];
+	bool again = true;
 	int err = key_check(key);
 
 	if (err)
@@ -998,30 +1152,36 @@ static int s3_mpu_complete(struct store *st, const char *key,
 	s3_xml_complete_body(&body, nparts, etags);
 	if (s3_buf_err(&body))
 		return -ENOMEM;
-	req_query(&r, "uploadId", upload_id);
-	req_hdr(&r, "content-type", "application/xml");
-	r.mem = body.p;
-	r.len = body.len;
-	err = s3_do(s3_of(st), &r);
-	if (!err)
-		err = s3_xml_etag(r.resp.p, r.resp.len,
-				  "CompleteMultipartUploadResult", etag, NULL);
-	/* radosgw 16.2 answers 500, not NoSuchUpload, for an aborted upload. */
-	if (err == -EAGAIN && r.status == 500 &&
-	    upload_probe(st, key, upload_id) == -ENOENT)
-		err = -ENOENT;
-	if (err == -ENOENT && r.tries > 1 && s3_head(st, key, &info) == 0) {
-		/* A retry after a lost answer finds the upload gone because it
-		 * completed: a multipart ETag ends in "-<parts>". */
-		char suffix[16];
-		size_t el = strlen(info.etag), sl;
+	while (again) {
+		struct req r = { .method = "POST", .key = key,
+				 .body = S3_BODY_MEM, .error_in_200 = true };
 
-		snprintf(suffix, sizeof(suffix), "-%d", nparts);
-		sl = strlen(suffix);
-		if (el > sl && strcmp(info.etag + el - sl, suffix) == 0)
+		again = false;
+		req_query(&r, "uploadId", upload_id);
+		req_hdr(&r, "content-type", "application/xml");
+		cond_headers(s3_of(st), &r, cond, ifm);
+		r.mem = body.p;
+		r.len = body.len;
+		err = s3_do(s3_of(st), &r);
+		if (!err)
+			err = s3_xml_etag(r.resp.p, r.resp.len,
+					  "CompleteMultipartUploadResult", etag,
+					  NULL);
+		/* radosgw 16.2 answers 500, not NoSuchUpload, for an aborted
+		 * upload. */
+		if (err == -EAGAIN && r.status == 500 &&
+		    upload_probe(st, key, upload_id) == -ENOENT)
+			err = -ENOENT;
+		/* A retry after a lost answer finds the upload gone (or the
+		 * condition false) because it completed: a multipart ETag
+		 * ends in "-<parts>". */
+		if ((err == -ENOENT || err == -ESTALE) && r.tries > 1 &&
+		    mpu_completed(st, key, upload_id, nparts))
 			err = 0;
+		else if (err == -ESTALE && cond)
+			err = cond_settle(st, key, cond, NULL, NULL, &again);
+		req_free(&r);
 	}
-	req_free(&r);
 	s3_buf_free(&body);
 	/* radosgw's answer has an empty ETag and no size: ask HEAD. */
 	if (!err && out)
@@ -1072,7 +1232,7 @@ static int copy_multipart(struct store *st, const char *src, const char *dst,
 				       etags[i]);
 	}
 	if (!err)
-		err = s3_mpu_complete(st, dst, id, nparts, etags, out);
+		err = s3_mpu_complete(st, dst, id, nparts, etags, NULL, out);
 	if (err && id)
 		s3_mpu_abort(st, dst, id);
 	free(id);
@@ -1408,6 +1568,67 @@ static int s3_mpu_list(struct store *st, const char *prefix,
 	return 0;
 }
 
+/* Does the server refuse a Complete of key, which exists, under
+ * If-None-Match: *?  -ESTALE if it does, 0 if it completed. */
+static int cond_probe_mpu(struct store *st, const char *key)
+{
+	struct store_cond none = { .kind = STORE_IF_NONE };
+	char etags[1][STORE_ETAG_MAX], *id = NULL;
+	int err = s3_mpu_create(st, key, NULL, &id);
+	struct req r = { .method = "PUT", .key = key, .body = S3_BODY_MEM,
+			 .mem = "x", .len = 1 };
+
+	if (err)
+		return err;
+	req_query(&r, "partNumber", "1");
+	req_query(&r, "uploadId", id);
+	err = s3_do(s3_of(st), &r);
+	snprintf(etags[0], sizeof(etags[0]), "%s", r.rh.etag);
+	req_free(&r);
+	if (!err)
+		err = s3_mpu_complete(st, key, id, 1, etags, &none, NULL);
+	if (err)
+		s3_mpu_abort(st, key, id);
+	free(id);
+	return err;
+}
+
+/*
+ * Which conditions the server honours, learnt from writes of a key of
+ * our own: created with If-None-Match: *, written the same way again
+ * (412 if honoured), then with If-Match of an ETag it cannot hold (412
+ * if honoured), then a multipart Complete with If-None-Match: * (412 if
+ * honoured), then deleted.  -errno if it could not tell.
+ */
+static int s3_cond_native(struct store *st)
+{
+	struct store_cond none = { .kind = STORE_IF_NONE };
+	struct store_cond match = { .kind = STORE_IF_MATCH,
+				    .etag = "00000000000000000000000000000000" };
+	char key[64], wid[WID_LEN + 1];
+	int bits = 0, err;
+
+	wid_make(wid);
+	snprintf(key, sizeof(key), STORE_RESERVED_PREFIX "gw-cond-%.16s",
+		 *wid ? wid : "0");
+	err = s3_put(st, key, "", 0, NULL, &none, NULL);
+	if (err)
+		return err;
+	err = s3_put(st, key, "", 0, NULL, &none, NULL);
+	if (err == -ESTALE)
+		bits |= STORE_COND_NONE_OK;
+	if (!err || err == -ESTALE)
+		err = s3_put(st, key, "", 0, NULL, &match, NULL);
+	if (err == -ESTALE)
+		bits |= STORE_COND_MATCH_OK;
+	if (!err || err == -ESTALE)
+		err = cond_probe_mpu(st, key);
+	if (err == -ESTALE)
+		bits |= STORE_COND_MPU_OK;
+	s3_del(st, key);
+	return err && err != -ESTALE ? err : bits;
+}
+
 static uint64_t s3_put_max(struct store *st)
 {
 	return s3_of(st)->put_max;
@@ -1513,4 +1734,5 @@ const struct store_ops store_s3_ops = {
 	.del_many = s3_del_many,
 	.statfs = NULL, /* a bucket has no capacity */
 	.put_max = s3_put_max,
+	.cond_native = s3_cond_native,
 };

@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include <CUnit/Basic.h>
+#include <ctype.h>
+#include <sys/wait.h>
 
 #define TTL "1"                 /* --dir-ttl for these tests */
 #define SEE_MS 15000            /* out-of-band change visible within */
@@ -1059,6 +1061,255 @@ static void test_wrong_credentials(void)
 			  "wrong-secret-0123456789abcdefghijklmn");
 }
 
+/* ------------------------------------------------------------------ */
+/* Other writers of the bucket (conditional write-back)                */
+
+/*
+ * A gateway that trusts its listings and attributes for an hour and
+ * uploads only at a flush: what another client does meanwhile is not
+ * seen, which is the window the conditions guard.  extra: more options.
+ */
+static void env_start_blind(struct env *e, const char *const *extra)
+{
+	static const char *const ttl[] = { "--attr-ttl", "3600", NULL };
+	struct e2e_gw_opts o = { .threads = 2, .dir_ttl = "3600",
+				 .upload_delay = "3600",
+				 .extra_args = extra ? extra : ttl };
+
+	memset(e, 0, sizeof(*e));
+	E2E_REQUIRE(e2e_gw_start_opts(&e->gw, &o) == 0, "gateway start on %s",
+		    e2e_backend_name());
+	e->r = e2e_rpc_open(e->gw.nfs_port, NFS_PROGRAM, NFS_V3);
+	E2E_REQUIRE(e->r, "NFS connection");
+	E2E_REQUIRE(e2e_root_fh(e->r, &e->gw, &e->root) == 0, "root handle");
+}
+
+/* `mapfs-gw CMD --state STATE ARGS` of gw, its output into out (may be
+ * NULL); the exit status, or -1. */
+static int gw_cmd(const struct e2e_gw *gw, const char *cmd_, const char *args,
+		  char *out, size_t cap)
+{
+	char cmd[E2E_PATH_MAX * 2], sink[256];
+	size_t n;
+	FILE *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "'%s' %s --state '%s' %s 2>&1",
+		 getenv("MAPFS_GW"), cmd_, gw->state, args);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	if (!out) {
+		out = sink;
+		cap = sizeof(sink);
+	}
+	n = fread(out, 1, cap - 1, p);
+	out[n] = '\0';
+	while (fread(sink, 1, sizeof(sink), p) > 0)
+		;
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/*
+ * The first key under gw's prefix that starts with path (a ListObjectsV2
+ * of that prefix) into out; 0, or -1 if there is none.
+ */
+static int s3_first_key(const struct e2e_gw *gw, const char *path, char *out,
+			size_t cap)
+{
+	char key[512], query[1200], *q = query, *a, *b;
+	struct e2e_s3_resp r;
+	int rc = -1;
+
+	e2e_s3_key(gw, path, key, sizeof(key));
+	q += snprintf(q, sizeof(query), "list-type=2&prefix=");
+	for (const char *c = key; *c && q < query + sizeof(query) - 4; c++) {
+		if (isalnum((unsigned char)*c) || strchr("-_.~", *c))
+			*q++ = *c;
+		else
+			q += sprintf(q, "%%%02X", (unsigned char)*c);
+	}
+	*q = '\0';
+	if (e2e_s3_request("GET", NULL, query, NULL, 0, NULL, &r) == 0 &&
+	    r.code == 200 && (a = strstr(r.body, "<Key>")) &&
+	    (b = strstr(a, "</Key>")) && (size_t)(b - a - 5) < cap) {
+		memcpy(out, a + 5, (size_t)(b - a - 5));
+		out[b - a - 5] = '\0';
+		rc = 0;
+	}
+	e2e_s3_resp_free(&r);
+	return rc;
+}
+
+/* The object at key holds exactly want (a string). */
+static bool s3_holds(const char *key, const char *want)
+{
+	struct e2e_s3_resp r;
+	bool eq;
+
+	if (e2e_s3_request("GET", key, NULL, NULL, 0, NULL, &r) != 0)
+		return false;
+	eq = r.code == 200 && r.len == strlen(want) &&
+	     !memcmp(r.body, want, r.len);
+	if (!eq)
+		fprintf(stderr, "  GET %s: HTTP %d, \"%.*s\", want \"%s\"\n",
+			key, r.code, (int)(r.len > 80 ? 80 : r.len), r.body,
+			want);
+	e2e_s3_resp_free(&r);
+	return eq;
+}
+
+/*
+ * Another S3 client replaces an object while an NFS client has changes
+ * of it that are not uploaded: the other writer's version stays at the
+ * key, ours appears next to it as NAME.conflict-..., the NFS client's
+ * open file keeps working (its handle is ours), and the name shows
+ * theirs once listed.  The same for a create-create race on a new key,
+ * and a delete by the other client (ours is put back).
+ */
+static void test_other_writer(void)
+{
+	static const char v1[] = "ours, first version\n";
+	static const char v2[] = "ours, changed over NFS meanwhile\n";
+	static const char theirs[] = "theirs, from another S3 client\n";
+	static const char mine[] = "created over NFS\n";
+	static const char back[] = "changed here after they deleted it\n";
+	char key[512], sib[512], status[8192], rel[512];
+	const char *name;
+	nfs_fh3 f, g, h, t;
+
+	env_start_blind(&E, NULL);
+	/* 1. Replaced behind our back while dirty here. */
+	f = create_file(E.r, &E.root, "a.csv", 0644);
+	E2E_STATUS("WRITE a.csv", write_commit(E.r, &f, 0, v1, strlen(v1)),
+		   NFS3_OK);
+	E2E_REQUIRE(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush");
+	e2e_s3_key(&E.gw, "a.csv", key, sizeof(key));
+	E2E_REQUIRE(s3_holds(key, v1), "a.csv uploaded");
+	E2E_REQUIRE(s3_put(key, theirs, strlen(theirs), NULL) == 200,
+		    "PUT %s by another client", key);
+	E2E_STATUS("WRITE a.csv again",
+		   write_commit(E.r, &f, 0, v2, strlen(v2)), NFS3_OK);
+	E2E_CHECK(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush after the "
+		  "conflict");
+	E2E_CHECK(s3_holds(key, theirs), "the other writer's version is "
+		  "not at its key: it was overwritten");
+	E2E_REQUIRE(s3_first_key(&E.gw, "a.csv.conflict-", sib,
+				 sizeof(sib)) == 0,
+		    "no a.csv.conflict-* object: our version is lost");
+	E2E_CHECK(s3_holds(sib, v2), "%s does not hold our version", sib);
+	read_equals(E.r, &f, v2, strlen(v2), "READ through the open handle");
+	E2E_REQUIRE(lookup_until(E.r, &E.root, "a.csv", NFS3_OK, &g) >= 0,
+		    "a.csv gone from the export");
+	read_equals(E.r, &g, theirs, strlen(theirs), "READ a.csv (theirs)");
+	name = strrchr(sib, '/') ? strrchr(sib, '/') + 1 : sib;
+	E2E_CHECK(lookup(E.r, &E.root, name, &h, NULL) == NFS3_OK,
+		  "%s not in the export", name);
+
+	/* 2. Both create the same new name. */
+	E2E_STATUS("LOOKUP new.txt (listed, absent)",
+		   lookup(E.r, &E.root, "new.txt", NULL, NULL), NFS3ERR_NOENT);
+	e2e_s3_key(&E.gw, "new.txt", key, sizeof(key));
+	E2E_REQUIRE(s3_put(key, theirs, strlen(theirs), NULL) == 200,
+		    "PUT %s by another client", key);
+	t = create_file(E.r, &E.root, "new.txt", 0644);
+	E2E_STATUS("WRITE new.txt", write_commit(E.r, &t, 0, mine,
+						 strlen(mine)), NFS3_OK);
+	E2E_CHECK(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush");
+	E2E_CHECK(s3_holds(key, theirs), "new.txt: the other writer's "
+		  "object was overwritten by a create");
+	E2E_CHECK(s3_first_key(&E.gw, "new.txt.conflict-", sib,
+			       sizeof(sib)) == 0 && s3_holds(sib, mine),
+		  "new.txt: our version is not kept next to theirs");
+
+	/* 3. Deleted by the other client while changed here: put back. */
+	h = create_file(E.r, &E.root, "gone.txt", 0644);
+	E2E_STATUS("WRITE gone.txt", write_commit(E.r, &h, 0, v1, strlen(v1)),
+		   NFS3_OK);
+	E2E_REQUIRE(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush");
+	e2e_s3_key(&E.gw, "gone.txt", key, sizeof(key));
+	E2E_REQUIRE(s3_holds(key, v1), "gone.txt uploaded");
+	{
+		struct e2e_s3_resp r;
+
+		E2E_REQUIRE(e2e_s3_request("DELETE", key, NULL, NULL, 0, NULL,
+					   &r) == 0 && r.code / 100 == 2,
+			    "DELETE %s by another client", key);
+		e2e_s3_resp_free(&r);
+	}
+	E2E_STATUS("WRITE gone.txt again",
+		   write_commit(E.r, &h, 0, back, strlen(back)), NFS3_OK);
+	E2E_CHECK(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush");
+	E2E_CHECK(s3_holds(key, back), "gone.txt: our changes were not put "
+		  "back after the other client's delete");
+
+	E2E_CHECK(gw_cmd(&E.gw, "ctl", "status", status, sizeof(status)) == 0,
+		  "ctl status");
+	E2E_CHECK(strstr(status, "conflicts: 3 (2 kept aside, 1 uploaded "
+				 "again, 0 lost)") != NULL,
+		  "ctl status does not count the conflicts:\n%s", status);
+	snprintf(rel, sizeof(rel), "%s", "a.csv was written by someone else");
+	E2E_CHECK(e2e_gw_log_count(&E.gw, rel) == 1, "the log does not say "
+		  "'%s' once", rel);
+}
+
+/*
+ * A reader across a replace never gets a mix: the object is replaced by
+ * another client (same size, other bytes) after the gateway fetched its
+ * first chunk; a READ of a later chunk answers NFS3ERR_STALE, never the
+ * new object's bytes in the old file, and once the directory is listed
+ * again the whole file reads as the new version.
+ */
+static void test_reader_pinned(void)
+{
+	static const char *const small[] = { "--attr-ttl", "3600",
+		"--chunk-size", "256K", "--readahead", "256K", NULL };
+	const size_t len = 4u << 20;
+	char key[512], *a = malloc(len), *b = malloc(len);
+	READ3res rd;
+	nfs_fh3 f;
+	uint64_t t0;
+	int eq = 0;
+
+	E2E_REQUIRE(a && b, "malloc");
+	e2e_fill(a, len, 41);
+	e2e_fill(b, len, 42);
+	env_start_blind(&E, small);
+	e2e_s3_key(&E.gw, "big.bin", key, sizeof(key));
+	E2E_REQUIRE(s3_put(key, a, len, NULL) == 200, "PUT %s", key);
+	E2E_REQUIRE(lookup(E.r, &E.root, "big.bin", &f, NULL) == NFS3_OK,
+		    "LOOKUP big.bin");
+	E2E_RPC(E.r, e2e_nfs3_read(E.r, &f, 0, 4096, &rd));
+	E2E_STATUS("READ the first chunk", rd.status, NFS3_OK);
+	E2E_CHECK(rd.status == NFS3_OK &&
+			  !memcmp(rd.READ3res_u.resok.data.data_val, a, 4096),
+		  "the first chunk is not the first version's");
+	E2E_REQUIRE(s3_put(key, b, len, NULL) == 200, "PUT %s again", key);
+	E2E_RPC(E.r, e2e_nfs3_read(E.r, &f, len - 8192, 4096, &rd));
+	E2E_STATUS("READ a later chunk after the replace", rd.status,
+		   NFS3ERR_STALE);
+	if (rd.status == NFS3_OK)
+		E2E_CHECK(memcmp(rd.READ3res_u.resok.data.data_val,
+				 b + len - 8192, 4096),
+			  "a mix: the old file's later chunk has the new "
+			  "object's bytes");
+	t0 = e2e_now_ms();
+	while (!eq && e2e_now_ms() - t0 < SEE_MS) {
+		char *got = calloc(1, len);
+
+		E2E_REQUIRE(got, "malloc");
+		eq = read_all(E.r, &f, got, len) == NFS3_OK &&
+		     !memcmp(got, b, len);
+		free(got);
+		if (!eq)
+			usleep(200000);
+	}
+	E2E_CHECK(eq, "the file never reads as the new version");
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -1083,5 +1334,9 @@ int main(void)
 		    test_s3_down);
 	CU_add_test(s, "S3 down: the namespace as known, changes replayed",
 		    test_s3_outage);
+	CU_add_test(s, "another writer: both versions kept, none overwritten",
+		    test_other_writer);
+	CU_add_test(s, "a reader across a replace: ESTALE, never a mix",
+		    test_reader_pinned);
 	return e2e_run_cunit();
 }

@@ -73,13 +73,14 @@ static int cs_get(struct store *st, const char *key, uint64_t off, size_t len,
 	return store_get(inner, key, off, len, buf, got);
 }
 
-static int cs_get_stream(struct store *st, const char *key, uint64_t off,
-			 uint64_t len, store_sink_fn sink, void *arg,
-			 uint64_t *got)
+static int cs_get_stream(struct store *st, const char *key,
+			 const char *if_match, uint64_t off, uint64_t len,
+			 store_sink_fn sink, void *arg, uint64_t *got)
 {
 	(void)st;
 	cs_enter(len);
-	return store_get_stream(inner, key, off, len, sink, arg, got);
+	return store_get_stream_if(inner, key, if_match, off, len, sink, arg,
+				   got);
 }
 
 static void counts_reset(void)
@@ -154,7 +155,7 @@ static long fetch(struct cache *c, uint64_t ino, const char *key,
 {
 	long res = 1;
 
-	cache_fetch(c, -1, ino, &(struct cache_obj){ key, size }, off, len,
+	cache_fetch(c, -1, ino, &(struct cache_obj){ .key = key, .size = size }, off, len,
 		    for_write, res_done, &res);
 	return res;
 }

@@ -359,7 +359,7 @@ static void test_direct(void)
 	/* Fetched data lands around the page cache too, but its tail. */
 	{
 		size_t len = 2 * MIB + 123;
-		struct cache_obj obj = { "direct-odd", len };
+		struct cache_obj obj = { .key = "direct-odd", .size = len };
 		struct res f = { 0 };
 
 		fill(img, len, 9);
@@ -445,7 +445,7 @@ static void test_fetch_5mib(void)
 	struct cache *c = open_cache(1, 0, 0);
 	size_t len = 5 * MIB;
 	uint8_t *data = malloc(len), *back = malloc(len);
-	struct cache_obj obj = { "dir/big.bin", len };
+	struct cache_obj obj = { .key = "dir/big.bin", .size = len };
 	struct res f = { 0 }, f2 = { 0 };
 	int fd;
 
@@ -484,7 +484,8 @@ static void test_fetch_odd_size_and_empty(void)
 	struct cache *c = open_cache(1, 0, 0);
 	size_t len = 2 * MIB + 123;
 	uint8_t *data = malloc(len), *back = malloc(len + 10);
-	struct cache_obj obj = { "odd", len }, empty = { "empty", 0 };
+	struct cache_obj obj = { .key = "odd", .size = len };
+	struct cache_obj empty = { .key = "empty", .size = 0 };
 	struct res f = { 0 }, e = { 0 };
 	struct cache_stat st;
 
@@ -512,7 +513,7 @@ static void test_fetch_shared(void)
 	struct cache *c = open_cache(2, 0, 0);
 	size_t len = 3 * MIB;
 	uint8_t *data = malloc(len), *back = malloc(len);
-	struct cache_obj obj = { "shared", len };
+	struct cache_obj obj = { .key = "shared", .size = len };
 	struct res a = { 0 }, b = { 0 };
 
 	fill(data, len, 9);
@@ -539,7 +540,7 @@ static void test_fetch_shared(void)
 static void test_fetch_error(void)
 {
 	struct cache *c = open_cache(2, 0, 0);
-	struct cache_obj obj = { "no/such/key", 4 * MIB };
+	struct cache_obj obj = { .key = "no/such/key", .size = 4 * MIB };
 	struct res a = { 0 }, b = { 0 }, s = { 0 };
 
 	gate_close();
@@ -572,7 +573,7 @@ static void test_fetch_error(void)
 static void test_drop_cancels_fetch(void)
 {
 	struct cache *c = open_cache(1, 0, 0);
-	struct cache_obj obj = { "stale", 5 };
+	struct cache_obj obj = { .key = "stale", .size = 5 };
 	struct res a = { 0 };
 
 	CU_ASSERT_FATAL(store_put(inner, "stale", "stale", 5, NULL, NULL) == 0);
@@ -685,7 +686,7 @@ static void test_write_extends(void)
 static void test_reopen(void)
 {
 	struct cache *c = open_cache(1, 0, 0);
-	struct cache_obj obj = { "persist", 6 };
+	struct cache_obj obj = { .key = "persist", .size = 6 };
 	struct res f = { 0 };
 	char buf[16] = { 0 };
 

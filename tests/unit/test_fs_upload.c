@@ -73,22 +73,24 @@ static int c_get(struct store *s, const char *k, uint64_t off, size_t len,
 }
 
 static int c_put(struct store *s, const char *k, const void *b, size_t n,
-		 const struct store_meta *m, struct store_info *o)
+		 const struct store_meta *m, const struct store_cond *c,
+		 struct store_info *o)
 {
 	(void)s;
 	if (cs.down)
 		return -EAGAIN;
-	return store_put(inner, k, b, n, m, o);
+	return store_put_if(inner, k, b, n, m, c, o);
 }
 
 static int c_put_fd(struct store *s, const char *k, int fd, uint64_t n,
-		    const struct store_meta *m, struct store_info *o)
+		    const struct store_meta *m, const struct store_cond *c,
+		    struct store_info *o)
 {
 	(void)s;
 	atomic_fetch_add(&cs.puts, 1);
 	if (cs.down)
 		return -EAGAIN;
-	return store_put_fd(inner, k, fd, n, m, o);
+	return store_put_fd_if(inner, k, fd, n, m, c, o);
 }
 
 static int c_mpu_create(struct store *s, const char *k,
@@ -128,12 +130,19 @@ static int c_mpu_part_copy(struct store *s, const char *k, const char *id,
 
 static int c_mpu_complete(struct store *s, const char *k, const char *id,
 			  int n, char (*etags)[STORE_ETAG_MAX],
-			  struct store_info *o)
+			  const struct store_cond *c, struct store_info *o)
 {
 	(void)s;
 	if (cs.fail_mpu)
 		return -EAGAIN;
-	return store_mpu_complete(inner, k, id, n, etags, o);
+	return store_mpu_complete_if(inner, k, id, n, etags, c, o);
+}
+
+/* The inner store checks the conditions passed on. */
+static int c_cond_native(struct store *s)
+{
+	(void)s;
+	return STORE_COND_ALL;
 }
 
 static int c_mpu_abort(struct store *s, const char *k, const char *id)
@@ -189,6 +198,7 @@ static const struct store_ops c_ops = {
 	.mpu_complete = c_mpu_complete, .mpu_abort = c_mpu_abort,
 	.mpu_list = c_mpu_list,
 	.list = c_list, .copy = c_copy, .del = c_del, .del_many = c_del_many,
+	.cond_native = c_cond_native,
 };
 
 static void counts_reset(void)

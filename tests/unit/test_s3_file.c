@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "s3/store.h"
+#include "tests/lib/store_conds.h"
 
 static char base[] = "/tmp/mapfs-test-s3-XXXXXX";
 
@@ -1017,6 +1018,20 @@ static int rm_one(const char *path, const struct stat *sb, int type,
 	return remove(path);
 }
 
+/* If-Match / If-None-Match on writes, pinned reads (store_conds.c). */
+static void test_conditions(void)
+{
+	struct fx f;
+	const char *err;
+
+	fx_open(&f, "conds");
+	err = store_conds_check(f.st, "d/");
+	if (err)
+		fprintf(stderr, "conditions: %s\n", err);
+	CU_ASSERT_PTR_NULL(err);
+	fx_close(&f);
+}
+
 int main(void)
 {
 	static const struct {
@@ -1042,6 +1057,7 @@ int main(void)
 		{ "file written by hand", test_hand_written_file },
 		{ "symlinks not followed", test_symlinks_not_followed },
 		{ "threads", test_threads },
+		{ "conditional writes, pinned reads", test_conditions },
 	};
 	CU_pSuite suite;
 	unsigned failed;

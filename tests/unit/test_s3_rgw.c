@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "s3/store.h"
+#include "tests/lib/store_conds.h"
 
 static const char *endpoint, *bucket;
 static char url[512];
@@ -455,6 +456,16 @@ static void cleanup(void)
 	free(token);
 }
 
+/* If-Match / If-None-Match on writes, pinned reads (store_conds.c). */
+static void test_conditions(void)
+{
+	const char *err = store_conds_check(st, "conds/");
+
+	if (err)
+		fprintf(stderr, "conditions: %s\n", err);
+	CU_ASSERT_PTR_NULL(err);
+}
+
 int main(void)
 {
 	static const struct {
@@ -468,6 +479,7 @@ int main(void)
 		{ "list", test_list },
 		{ "copy, delete", test_copy_delete },
 		{ "multipart", test_multipart },
+		{ "conditional writes, pinned reads", test_conditions },
 		{ "threads", test_threads },
 		{ "wrong secret", test_wrong_secret },
 		{ "no such bucket", test_no_bucket },

@@ -1,0 +1,263 @@
+/*
+ * fs/conflict.c - an upload met another writer's version of its key.
+ *
+ * Every upload states what it is based on (syncer.c: If-Match the ETag
+ * the record last saw, If-None-Match: * for a new key), so the store
+ * refuses one that would overwrite a version we never saw.  What then:
+ *
+ * - Someone else wrote the key (-ESTALE): their object stays at its key.
+ *   Ours moves to a sibling name in the same directory,
+ *   "NAME.conflict-<node>-<UTC time>", which the next pass uploads as a
+ *   new key; the inode (and so the NFS handle, and a client's open file)
+ *   goes with it.  The directory is listed again at once, so the other
+ *   writer's object appears under NAME.
+ * - Someone else deleted the key while we had changes (-ENOENT on an
+ *   If-Match): ours is uploaded again under its name, as a new key.
+ * - Either way our version can be rebuilt only from what the cache holds:
+ *   a file changed here in part, whose other parts were never local, has
+ *   those parts only in the version that is gone.  Then the other
+ *   writer's state wins (their object, or the deletion), our changes are
+ *   dropped, and that is logged as an error with the bytes lost.
+ *
+ * A 412 can also be our own upload whose commit to the namespace failed
+ * (a database outage in a cluster) before the record learnt its ETag: the
+ * syncer remembers the last uploads' ETags in memory, and a key holding
+ * one of ours just takes it in.  Each outcome is logged and counted
+ * (mapfs_conflicts_total{outcome=...}, `mapfs-gw ctl status`).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache/cache.h"
+#include "common/log.h"
+#include "db/db.h"
+#include "metrics/metrics.h"
+#include "fs/fs_int.h"
+
+#define CONFLICT_NAME_TRIES 100
+
+/* The slot of ino in the table of recent uploads. */
+static struct fs_uploaded *uploaded_slot(struct fs *fs, uint64_t ino)
+{
+	return &fs->uploaded[ino % FS_UPLOADED_SLOTS];
+}
+
+/* See fs_int.h. */
+void fs_conflict_uploaded(struct fs *fs, uint64_t ino, const char *etag)
+{
+	struct fs_uploaded *u = uploaded_slot(fs, ino);
+
+	u->ino = ino;
+	snprintf(u->etag, sizeof(u->etag), "%s", etag);
+}
+
+/* The ETag of ino's last upload if the table still has it, else NULL. */
+static const char *uploaded_etag(struct fs *fs, uint64_t ino)
+{
+	struct fs_uploaded *u = uploaded_slot(fs, ino);
+
+	return u->ino == ino && u->etag[0] ? u->etag : NULL;
+}
+
+enum conflict_kind {
+	CONFLICT_OURS,     /* our own upload: take its ETag in */
+	CONFLICT_ASIDE,    /* ours to a sibling name */
+	CONFLICT_REUPLOAD, /* deleted by others: ours goes up again */
+	CONFLICT_LOST,     /* ours cannot be rebuilt: theirs wins */
+};
+
+struct conflict_op {
+	struct fs *fs;
+	const struct fs_inode *snap; /* the record the upload was of */
+	const char *key;
+	enum conflict_kind kind;
+	char etag[STORE_ETAG_MAX]; /* CONFLICT_OURS */
+	char aside[FS_NAME_MAX + 1]; /* CONFLICT_ASIDE: the name it got */
+	uint64_t parent;
+};
+
+/*
+ * "NAME.conflict-<node>-<time>[-<n>]", within FS_NAME_MAX (NAME is cut
+ * to fit), for try n (0: no suffix).
+ */
+static void aside_name(const char *name, uint32_t node, int n,
+		       char out[FS_NAME_MAX + 1])
+{
+	char tail[80];
+	struct tm tm;
+	time_t now = time(NULL);
+	size_t nl = strlen(name), tl;
+
+	gmtime_r(&now, &tm);
+	tl = (size_t)snprintf(tail, sizeof(tail),
+			      ".conflict-%" PRIu32 "-%04d%02d%02dT%02d%02d%02dZ",
+			      node, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+			      tm.tm_hour, tm.tm_min, tm.tm_sec);
+	if (n)
+		tl += (size_t)snprintf(tail + tl, sizeof(tail) - tl, "-%d", n);
+	if (nl + tl > FS_NAME_MAX)
+		nl = FS_NAME_MAX - tl;
+	snprintf(out, FS_NAME_MAX + 1, "%.*s%s", (int)nl, name, tail);
+}
+
+/* Move in (in dir) to a free sibling name; the name is op->aside. */
+static int move_aside(struct conflict_op *op, struct db_txn *txn,
+		      struct fs_inode *dir, struct fs_inode *in)
+{
+	struct fs *fs = op->fs;
+	uint64_t other;
+	int rc = 0;
+
+	for (int n = 0; n < CONFLICT_NAME_TRIES; n++) {
+		aside_name(in->name, db_node_id(fs->db), n, op->aside);
+		rc = fs_dirent_get(fs, txn, dir->ino, op->aside, &other, NULL);
+		if (rc == -ENOENT)
+			break;
+		if (rc)
+			return rc;
+	}
+	if (rc != -ENOENT)
+		return -EEXIST;
+	if ((rc = fs_dirent_remove(fs, txn, dir, in->name)) ||
+	    (rc = fs_dirent_add(fs, txn, dir, op->aside, in->ino)))
+		return rc;
+	strcpy(in->name, op->aside);
+	return fs_inode_put(fs, txn, dir);
+}
+
+static int conflict_apply(struct db_txn *txn, void *arg)
+{
+	struct conflict_op *op = arg;
+	struct fs *fs = op->fs;
+	char key[STORE_KEY_MAX + 2];
+	struct fs_inode in, dir;
+	uint64_t owner;
+	int rc = fs_inode_get(fs, txn, op->snap->ino, &in);
+
+	if (rc)
+		return rc == -ESTALE ? 0 : rc; /* removed meanwhile: nothing */
+	if ((rc = fs_obj_key(fs, txn, &in, key, sizeof(key))))
+		return rc;
+	/* Moved meanwhile: its next upload, to the new key, will tell. */
+	if (strcmp(key, op->key))
+		return 0;
+	op->parent = in.parent;
+	if (op->kind == CONFLICT_OURS) {
+		memcpy(in.etag, op->etag, sizeof(in.etag));
+		in.flags |= FS_F_IN_STORE;
+		return fs_inode_put(fs, txn, &in);
+	}
+	if (op->kind == CONFLICT_LOST) {
+		/* Theirs wins: clean, as of a version older than any listing,
+		 * so the forced listing after this takes theirs in (or
+		 * removes the name, if they deleted it). */
+		in.flags &= ~(uint32_t)FS_F_DIRTY;
+		in.flags |= FS_F_IN_STORE;
+		in.synced_ms = 0;
+		fs_owner_release(fs, &in);
+		if ((rc = fs_inode_put(fs, txn, &in)))
+			return rc;
+		return fs_work_sync(fs, txn, &in);
+	}
+	/* Ours goes up again as a new key: all of it, attributes too. */
+	if (!fs_keys_get(fs, txn, key, &owner) && owner == in.ino &&
+	    (rc = fs_keys_del(fs, txn, key)))
+		return rc;
+	in.flags &= ~(uint32_t)FS_F_IN_STORE;
+	in.etag[0] = '\0';
+	if ((rc = fs_inode_mark(fs, txn, &in, in.type == FS_REG
+						      ? FS_F_DIRTY_DATA |
+							FS_F_DIRTY_META
+						      : FS_F_DIRTY_META)))
+		return rc;
+	if (op->kind == CONFLICT_ASIDE) {
+		if ((rc = fs_inode_get(fs, txn, in.parent, &dir)) ||
+		    (rc = move_aside(op, txn, &dir, &in)))
+			return rc;
+	}
+	in.ctime = fs_now_ns();
+	return fs_inode_put(fs, txn, &in);
+}
+
+static void conflict_log(const struct conflict_op *op, uint64_t lost_bytes,
+			 int why)
+{
+	switch (op->kind) {
+	case CONFLICT_OURS:
+		log_info("fs: %s: the store holds our own upload, whose "
+			 "commit was lost: taken in", op->key);
+		break;
+	case CONFLICT_ASIDE:
+		metrics_inc(MET_CONFLICTS_ASIDE);
+		log_warn("fs: %s was written by someone else while it had "
+			 "changes here: theirs stays at %s, ours goes to %s in "
+			 "the same directory", op->key, op->key, op->aside);
+		break;
+	case CONFLICT_REUPLOAD:
+		metrics_inc(MET_CONFLICTS_REUPLOADED);
+		log_warn("fs: %s was deleted by someone else while it had "
+			 "changes here: ours is uploaded again", op->key);
+		break;
+	case CONFLICT_LOST:
+		metrics_inc(MET_CONFLICTS_LOST);
+		log_error("fs: %s was %s by someone else while it had changes "
+			  "here, and parts of our version (of %" PRIu64 " bytes) "
+			  "were never cached, so it cannot be rebuilt: theirs "
+			  "wins, our changes to it are dropped", op->key,
+			  why == -ENOENT ? "deleted" : "replaced", lost_bytes);
+		break;
+	}
+}
+
+/*
+ * See fs_int.h.  snap is the record the upload was of, key its key, why
+ * the store's answer (-ESTALE: another version is there; -ENOENT: none).
+ */
+int fs_conflict(struct fs *fs, const struct fs_inode *snap, const char *key,
+		uint64_t size, int why)
+{
+	struct conflict_op op = { .fs = fs, .snap = snap, .key = key };
+	const char *ours = uploaded_etag(fs, snap->ino);
+	struct store_info info;
+	uint64_t lost = 0;
+	int rc;
+
+	/* What is there now.  A -ENOENT may also have been an upload id the
+	 * store forgot: only a key that is gone is a deletion. */
+	rc = store_head(fs->store, key, &info);
+	if (rc && rc != -ENOENT)
+		return rc;
+	if (why == -ENOENT && !rc)
+		return -EAGAIN;
+	if (rc == -ENOENT)
+		why = -ENOENT; /* replaced, then deleted: it is gone now */
+	log_debug("fs: upload of %s refused (%s): the store has %s, the "
+		  "record %s, our last upload %s", key, strerror(-why),
+		  rc ? "nothing" : info.etag, snap->etag, ours ? ours : "-");
+	if (why == -ESTALE && !rc && ours && !strcmp(info.etag, ours)) {
+		op.kind = CONFLICT_OURS;
+		memcpy(op.etag, info.etag, sizeof(op.etag));
+	} else {
+		bool whole = snap->type != FS_REG ||
+			     cache_range_local(fs->cache, snap->ino, 0, size);
+
+		op.kind = !whole ? CONFLICT_LOST
+			  : why == -ENOENT ? CONFLICT_REUPLOAD
+					   : CONFLICT_ASIDE;
+		if (!whole)
+			lost = size;
+	}
+	rc = db_write(fs->db, conflict_apply, &op);
+	if (rc)
+		return rc;
+	conflict_log(&op, lost, why);
+	if (op.kind == CONFLICT_LOST)
+		cache_drop(fs->cache, snap->ino);
+	/* The other writer's object (or its absence) into the namespace. */
+	if (op.kind != CONFLICT_OURS && op.parent)
+		fs_revalidate(fs, NULL, op.parent, true, fs_done_nothing, NULL);
+	return 0;
+}
