@@ -19,10 +19,10 @@
  *   writer's state wins (their object, or the deletion), our changes are
  *   dropped, and that is logged as an error with the bytes lost.
  *
- * A 412 can also be our own upload whose commit to the namespace failed
- * (a database outage in a cluster) before the record learnt its ETag: the
- * syncer remembers the last uploads' ETags in memory, and a key holding
- * one of ours just takes it in.  Each outcome is logged and counted
+ * A 412 of our own earlier try (its answer lost, or its commit to the
+ * namespace failed) never comes here: every try of one version carries
+ * the same write id (syncer.c wid_of), and the store takes an object
+ * with it for ours.  Each outcome is logged and counted
  * (mapfs_conflicts_total{outcome=...}, `mapfs-gw ctl status`).
  */
 #include <errno.h>
@@ -39,31 +39,7 @@
 
 #define CONFLICT_NAME_TRIES 100
 
-/* The slot of ino in the table of recent uploads. */
-static struct fs_uploaded *uploaded_slot(struct fs *fs, uint64_t ino)
-{
-	return &fs->uploaded[ino % FS_UPLOADED_SLOTS];
-}
-
-/* See fs_int.h. */
-void fs_conflict_uploaded(struct fs *fs, uint64_t ino, const char *etag)
-{
-	struct fs_uploaded *u = uploaded_slot(fs, ino);
-
-	u->ino = ino;
-	snprintf(u->etag, sizeof(u->etag), "%s", etag);
-}
-
-/* The ETag of ino's last upload if the table still has it, else NULL. */
-static const char *uploaded_etag(struct fs *fs, uint64_t ino)
-{
-	struct fs_uploaded *u = uploaded_slot(fs, ino);
-
-	return u->ino == ino && u->etag[0] ? u->etag : NULL;
-}
-
 enum conflict_kind {
-	CONFLICT_OURS,     /* our own upload: take its ETag in */
 	CONFLICT_ASIDE,    /* ours to a sibling name */
 	CONFLICT_REUPLOAD, /* deleted by others: ours goes up again */
 	CONFLICT_LOST,     /* ours cannot be rebuilt: theirs wins */
@@ -74,7 +50,6 @@ struct conflict_op {
 	const struct fs_inode *snap; /* the record the upload was of */
 	const char *key;
 	enum conflict_kind kind;
-	char etag[STORE_ETAG_MAX]; /* CONFLICT_OURS */
 	char aside[FS_NAME_MAX + 1]; /* CONFLICT_ASIDE: the name it got */
 	uint64_t parent;
 };
@@ -145,11 +120,6 @@ static int conflict_apply(struct db_txn *txn, void *arg)
 	if (strcmp(key, op->key))
 		return 0;
 	op->parent = in.parent;
-	if (op->kind == CONFLICT_OURS) {
-		memcpy(in.etag, op->etag, sizeof(in.etag));
-		in.flags |= FS_F_IN_STORE;
-		return fs_inode_put(fs, txn, &in);
-	}
 	if (op->kind == CONFLICT_LOST) {
 		/* Theirs wins: clean, as of a version older than any listing,
 		 * so the forced listing after this takes theirs in (or
@@ -186,10 +156,6 @@ static void conflict_log(const struct conflict_op *op, uint64_t lost_bytes,
 			 int why)
 {
 	switch (op->kind) {
-	case CONFLICT_OURS:
-		log_info("fs: %s: the store holds our own upload, whose "
-			 "commit was lost: taken in", op->key);
-		break;
 	case CONFLICT_ASIDE:
 		metrics_inc(MET_CONFLICTS_ASIDE);
 		log_warn("fs: %s was written by someone else while it had "
@@ -220,9 +186,9 @@ int fs_conflict(struct fs *fs, const struct fs_inode *snap, const char *key,
 		uint64_t size, int why)
 {
 	struct conflict_op op = { .fs = fs, .snap = snap, .key = key };
-	const char *ours = uploaded_etag(fs, snap->ino);
 	struct store_info info;
 	uint64_t lost = 0;
+	bool whole;
 	int rc;
 
 	/* What is there now.  A -ENOENT may also have been an upload id the
@@ -230,26 +196,20 @@ int fs_conflict(struct fs *fs, const struct fs_inode *snap, const char *key,
 	rc = store_head(fs->store, key, &info);
 	if (rc && rc != -ENOENT)
 		return rc;
+	log_debug("fs: upload of %s refused (%s): the store has %s, the "
+		  "record %s", key, strerror(-why), rc ? "nothing" : info.etag,
+		  snap->etag);
 	if (why == -ENOENT && !rc)
 		return -EAGAIN;
 	if (rc == -ENOENT)
 		why = -ENOENT; /* replaced, then deleted: it is gone now */
-	log_debug("fs: upload of %s refused (%s): the store has %s, the "
-		  "record %s, our last upload %s", key, strerror(-why),
-		  rc ? "nothing" : info.etag, snap->etag, ours ? ours : "-");
-	if (why == -ESTALE && !rc && ours && !strcmp(info.etag, ours)) {
-		op.kind = CONFLICT_OURS;
-		memcpy(op.etag, info.etag, sizeof(op.etag));
-	} else {
-		bool whole = snap->type != FS_REG ||
-			     cache_range_local(fs->cache, snap->ino, 0, size);
-
-		op.kind = !whole ? CONFLICT_LOST
-			  : why == -ENOENT ? CONFLICT_REUPLOAD
-					   : CONFLICT_ASIDE;
-		if (!whole)
-			lost = size;
-	}
+	whole = snap->type != FS_REG ||
+		cache_range_local(fs->cache, snap->ino, 0, size);
+	op.kind = !whole ? CONFLICT_LOST
+		  : why == -ENOENT ? CONFLICT_REUPLOAD
+				   : CONFLICT_ASIDE;
+	if (!whole)
+		lost = size;
 	rc = db_write(fs->db, conflict_apply, &op);
 	if (rc)
 		return rc;
@@ -257,7 +217,7 @@ int fs_conflict(struct fs *fs, const struct fs_inode *snap, const char *key,
 	if (op.kind == CONFLICT_LOST)
 		cache_drop(fs->cache, snap->ino);
 	/* The other writer's object (or its absence) into the namespace. */
-	if (op.kind != CONFLICT_OURS && op.parent)
+	if (op.parent)
 		fs_revalidate(fs, NULL, op.parent, true, fs_done_nothing, NULL);
 	return 0;
 }

@@ -88,7 +88,6 @@ struct fs_job {
 };
 
 #define FS_WORKERS 2
-#define FS_UPLOADED_SLOTS 64 /* conflict.c: recent uploads remembered */
 
 struct fs {
 	struct fs_opts opts;
@@ -124,11 +123,6 @@ struct fs {
 	bool sync_started;
 	uint32_t backoff_ms;
 	pthread_t syncer;
-	/* The last uploads' ETags (conflict.c), under sync_lock. */
-	struct fs_uploaded {
-		uint64_t ino;
-		char etag[STORE_ETAG_MAX];
-	} uploaded[FS_UPLOADED_SLOTS];
 
 	/* Store work failing for good (failures.c). */
 	pthread_mutex_t fail_lock;
@@ -152,8 +146,6 @@ struct fs {
  */
 int fs_conflict(struct fs *fs, const struct fs_inode *snap, const char *key,
 		uint64_t size, int why);
-/* ino's upload left an object of version etag (under sync_lock). */
-void fs_conflict_uploaded(struct fs *fs, uint64_t ino, const char *etag);
 
 /* A done callback for work whose result no one waits for. */
 void fs_done_nothing(void *arg, int err);

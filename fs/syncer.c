@@ -649,11 +649,37 @@ out_free:
 }
 
 /*
+ * The id of the version of it an upload sends: this node, the inode, and
+ * what changes with every change of it (the cache file's write count,
+ * size and mtime while its data is dirty; the record's ctime).  Every try
+ * of one version has the same id, so one whose answer was lost is known
+ * as ours by the next (store_cond.wid), not taken for another writer's.
+ */
+static void wid_of(struct fs *fs, const struct sync_item *it,
+		   char wid[STORE_WID_MAX])
+{
+	uint64_t h = 14695981039346656037ull;
+	uint64_t v[5] = { (uint64_t)it->in.ctime, 0, 0, 0, 0 };
+
+	if ((it->in.flags & FS_F_DIRTY_DATA) && it->have_cs) {
+		v[1] = it->cs.wseq;
+		v[2] = it->cs.size;
+		v[3] = (uint64_t)it->cs.mtime.tv_sec;
+		v[4] = (uint64_t)it->cs.mtime.tv_nsec;
+	}
+	for (size_t i = 0; i < sizeof(v); i++)
+		h = (h ^ ((const unsigned char *)v)[i]) * 1099511628211ull;
+	snprintf(wid, STORE_WID_MAX, "%08" PRIx32 "-%" PRIx64 "-%016" PRIx64,
+		 db_node_id(fs->db), it->in.ino, h);
+}
+
+/*
  * What the upload of it is based on: the version the record last saw, or
  * none (a new key).  Directory markers hold nothing to lose: always.  A
  * record from before ETags were kept cannot say: always.
  */
-static void cond_of(const struct sync_item *it, struct store_cond *c)
+static void cond_of(struct fs *fs, const struct sync_item *it,
+		    struct store_cond *c)
 {
 	memset(c, 0, sizeof(*c));
 	if (it->in.type == FS_DIR)
@@ -663,6 +689,7 @@ static void cond_of(const struct sync_item *it, struct store_cond *c)
 	else if (it->in.etag[0])
 		c->kind = STORE_IF_MATCH;
 	memcpy(c->etag, it->in.etag, sizeof(c->etag));
+	wid_of(fs, it, c->wid);
 }
 
 /*
@@ -688,7 +715,8 @@ static int upload(struct fs *fs, struct sync_item *it, struct store_info *out)
 	int fd, rc;
 
 	meta_of(it, &m);
-	cond_of(it, &c);
+	cond_of(fs, it, &c);
+	memcpy(m.wid, c.wid, sizeof(m.wid));
 	switch (it->in.type) {
 	case FS_DIR:
 	case FS_FIFO:
@@ -880,8 +908,6 @@ static int sync_item(struct fs *fs, struct sync_item *it)
 		return fs_conflict(fs, &it->in, it->key, item_size(it), rc);
 	if (rc)
 		return rc;
-	if (it->in.ino != FS_ROOT_INO)
-		fs_conflict_uploaded(fs, it->in.ino, info.etag);
 	log_debug("fs: uploaded %s (%" PRIu64 " bytes) in %" PRIu64 " ms",
 		  it->key, info.size, fs_now_ms() - t0);
 	return db_write(fs->db, upload_commit_apply, &uc);

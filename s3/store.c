@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -64,6 +65,7 @@ int store_open(const struct store_opts *opts, struct store **out)
 	st->ops = ops;
 	st->put_max = opts->put_max;
 	st->cond_bits = -1; /* not asked yet */
+	pthread_mutex_init(&st->cond_lock, NULL);
 	st->url = strdup(opts->url);
 	if (!st->url) {
 		ops->close(st);
@@ -81,6 +83,7 @@ void store_close(struct store *st)
 	if (!st)
 		return;
 	url = st->url;
+	pthread_mutex_destroy(&st->cond_lock);
 	st->ops->close(st);
 	free(url);
 }
@@ -284,18 +287,59 @@ static int cond_bits(struct store *st)
 }
 
 /* Does cond (not STORE_IF_ANY) hold for key now?  One HEAD: 0, -ESTALE,
- * -ENOENT (STORE_IF_MATCH of a key that is gone) or the HEAD's error. */
+ * -ENOENT (STORE_IF_MATCH of a key that is gone) or the HEAD's error.
+ * An object that carries cond's write id is an earlier try of this same
+ * write (its answer lost; on a lax server perhaps cut short): it is
+ * written over. */
 static int cond_by_head(struct store *st, const char *key,
 			const struct store_cond *cond)
 {
 	struct store_info info;
 	int rc = store_head(st, key, &info);
 
+	if (!rc && cond->wid[0] && !strcmp(info.meta.wid, cond->wid))
+		return 0;
 	if (cond->kind == STORE_IF_NONE)
 		return rc == -ENOENT ? 0 : rc ? rc : -ESTALE;
 	if (rc)
 		return rc;
 	return strcmp(info.etag, cond->etag) ? -ESTALE : 0;
+}
+
+/* Was cond's write found to meet its condition by an earlier try? */
+static bool cond_ok_seen(struct store *st, const struct store_cond *cond)
+{
+	bool seen = false;
+
+	pthread_mutex_lock(&st->cond_lock);
+	for (unsigned i = 0; cond->wid[0] && i < STORE_COND_OK_MAX && !seen; i++)
+		seen = !strcmp(st->cond_ok[i], cond->wid);
+	pthread_mutex_unlock(&st->cond_lock);
+	return seen;
+}
+
+/*
+ * cond_by_head, once per write: a later try of the same write (same id)
+ * goes on without asking again, so what a cut try left on a lax server
+ * (s3rver keeps the bytes it got, but not the metadata) is written over,
+ * not taken for another writer's.  The window of the HEAD fallback is
+ * then from the first HEAD to the try that succeeds.
+ */
+static int cond_head_once(struct store *st, const char *key,
+			  const struct store_cond *cond)
+{
+	int rc;
+
+	if (cond_ok_seen(st, cond))
+		return 0;
+	rc = cond_by_head(st, key, cond);
+	if (!rc && cond->wid[0]) {
+		pthread_mutex_lock(&st->cond_lock);
+		snprintf(st->cond_ok[st->cond_ok_next++ % STORE_COND_OK_MAX],
+			 STORE_WID_MAX, "%s", cond->wid);
+		pthread_mutex_unlock(&st->cond_lock);
+	}
+	return rc;
 }
 
 /*
@@ -319,7 +363,7 @@ static int cond_check(struct store *st, const char *key,
 		*pass = cond;
 		return 0;
 	}
-	return cond_by_head(st, key, cond);
+	return cond_head_once(st, key, cond);
 }
 
 int store_put(struct store *st, const char *key, const void *buf, size_t len,

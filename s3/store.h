@@ -14,6 +14,7 @@
 #ifndef MAPFS_STORE_H
 #define MAPFS_STORE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,6 +22,7 @@
 
 #define STORE_ETAG_MAX 72
 #define STORE_KEY_MAX 1024
+#define STORE_WID_MAX 48
 
 /* File attributes kept with an object (x-amz-meta-* on S3, xattrs here). */
 struct store_meta {
@@ -30,6 +32,10 @@ struct store_meta {
 	int64_t mtime_ns;
 	uint64_t rdev; /* devices: the Linux dev_t (makedev), as s3fs writes */
 	bool symlink; /* the body is a symlink target */
+	/* The id of the write that made this version ("": none; S3:
+	 * x-amz-meta-mapfs-wid), so that a write can tell its own earlier
+	 * try from another writer's version (store_cond.wid). */
+	char wid[STORE_WID_MAX];
 };
 
 struct store_info {
@@ -73,6 +79,10 @@ enum store_if {
 struct store_cond {
 	enum store_if kind;
 	char etag[STORE_ETAG_MAX]; /* STORE_IF_MATCH */
+	/* This write's id, as its meta carries it ("": none).  An object
+	 * that already carries it is this very write's, from a try whose
+	 * answer was lost: the condition counts as met. */
+	char wid[STORE_WID_MAX];
 };
 
 struct store_opts {
@@ -326,6 +336,7 @@ struct store_ops {
 #define STORE_COND_MATCH_OK 2 /* If-Match on PUT */
 #define STORE_COND_MPU_OK 4   /* the same on CompleteMultipartUpload */
 #define STORE_COND_ALL 7
+#define STORE_COND_OK_MAX 16
 
 /* Every backend's struct begins with this. */
 struct store {
@@ -337,6 +348,12 @@ struct store {
 	_Atomic int64_t down_since_ms;
 	/* STORE_COND_* bits the backend honours; -1 until it could tell. */
 	_Atomic int cond_bits;
+	/* Writes (by id) whose condition a HEAD found met, for the server
+	 * that ignores conditions: their later tries need no new HEAD (a
+	 * lax server may keep what a cut try sent, without its metadata). */
+	pthread_mutex_t cond_lock;
+	char cond_ok[STORE_COND_OK_MAX][STORE_WID_MAX];
+	unsigned cond_ok_next;
 };
 
 #endif

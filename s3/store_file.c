@@ -62,6 +62,7 @@
 #define XA_RDEV "user.mapfs.rdev"
 #define XA_MPU_KEY "user.mapfs.mpu-key"
 #define XA_PROBE "user.mapfs.probe"
+#define XA_WID "user.mapfs.wid"
 /* On a directory made by a "dir/" PUT: an explicit marker, kept when
  * emptied.  Directories made only as parents are prefixes and go with
  * their last key, as on S3. */
@@ -336,6 +337,8 @@ static int meta_write(int fd, const struct store_meta *m)
 		err = xattr_store(fd, XA_RDEV,
 				  m->has_rdev && m->rdev <= INT64_MAX ? rdev
 								      : NULL);
+	if (!err)
+		err = xattr_store(fd, XA_WID, m->wid[0] ? m->wid : NULL);
 	return err;
 }
 
@@ -399,6 +402,8 @@ static int meta_read(int fd, struct store_meta *m)
 		return r;
 	m->has_rdev = r;
 	m->rdev = r ? (uint64_t)v : 0;
+	r = (int)fgetxattr(fd, XA_WID, m->wid, sizeof(m->wid) - 1);
+	m->wid[r > 0 ? r : 0] = '\0';
 	return 0;
 }
 
@@ -541,39 +546,49 @@ static int tmp_create(int dirfd, char name[TMP_NAME_MAX], int *out)
 }
 
 /*
- * Does kp's object (in its directory dfd) hold cond (STORE_IF_MATCH)?
- * 0, -ESTALE (another version), -ENOENT (none).
+ * Does kp's object (in its directory dfd) hold cond?  0, -ESTALE
+ * (another version; for STORE_IF_NONE: any), -ENOENT (none: for
+ * STORE_IF_MATCH).  An object carrying cond's write id is this write's
+ * own (an earlier try): 0.
  */
 static int cond_match(int dfd, const struct keypath *kp,
 		      const struct store_cond *cond)
 {
 	char etag[STORE_ETAG_MAX];
+	struct store_meta m;
 	struct stat sb;
+	int fd, err;
 
-	if (fstatat(dfd, kp->leaf, &sb, AT_SYMLINK_NOFOLLOW))
-		return errno == ENOENT ? -ENOENT : -errno;
-	if (!S_ISREG(sb.st_mode))
-		return -ESTALE;
+	fd = openat(dfd, kp->leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+				   O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		return cond->kind == STORE_IF_NONE ? 0 : -ENOENT;
+	if (fd < 0)
+		return errno == ELOOP ? -ESTALE : -errno;
+	err = fstat(fd, &sb) ? -errno : !S_ISREG(sb.st_mode) ? -ESTALE : 0;
+	if (!err && cond->wid[0] && !meta_read(fd, &m) &&
+	    !strcmp(m.wid, cond->wid)) {
+		close(fd);
+		return 0;
+	}
+	close(fd);
+	if (err || cond->kind == STORE_IF_NONE)
+		return err ? err : -ESTALE;
 	etag_fill(&sb, false, etag);
 	return strcmp(etag, cond->etag) ? -ESTALE : 0;
 }
 
 /*
- * Rename staged tmp into kp's place in dfd if cond (NULL: none) holds:
- * If-None-Match as a rename that replaces nothing, If-Match checked and
- * renamed under cond_lock.
+ * Rename staged tmp into kp's place in dfd if cond (NULL: none) holds,
+ * checked and renamed under cond_lock: one at a time in this process (a
+ * writer outside it between the check and the rename is overwritten,
+ * the window of a HEAD).
  */
 static int cond_rename(struct store_file *sf, const char *tmp, int dfd,
 		       const struct keypath *kp, const struct store_cond *cond)
 {
-	int err = 0;
+	int err;
 
-	if (cond && cond->kind == STORE_IF_NONE) {
-		if (renameat2(sf->stage_fd, tmp, dfd, kp->leaf,
-			      RENAME_NOREPLACE))
-			return errno == EEXIST ? -ESTALE : -errno;
-		return 0;
-	}
 	if (!cond || cond->kind == STORE_IF_ANY)
 		return renameat(sf->stage_fd, tmp, dfd, kp->leaf) ? -errno : 0;
 	pthread_mutex_lock(&sf->cond_lock);
@@ -778,29 +793,40 @@ static int file_head(struct store *st, const char *key, struct store_info *out)
 	return err;
 }
 
+/*
+ * Open key's object for reading: 0 with *fd (and its stat), 1 for a
+ * directory marker (no bytes: no fd), or -errno.
+ */
+static int read_open(struct store_file *sf, const char *key, int *fd,
+		     struct stat *sb)
+{
+	struct keypath kp;
+	int err = key_parse(key, &kp);
+
+	if (err)
+		return err;
+	if (kp.marker) {
+		err = marker_open(sf, &kp, false, fd, sb);
+		if (!err)
+			close(*fd);
+		return err ? err : 1;
+	}
+	return obj_open(sf, &kp, fd, sb);
+}
+
 static int file_get(struct store *st, const char *key, uint64_t off,
 		    size_t len, void *buf, size_t *got)
 {
 	struct store_file *sf = sf_of(st);
-	struct keypath kp;
 	struct stat sb;
 	size_t done = 0;
 	ssize_t n;
 	int fd, err;
 
 	*got = 0;
-	err = key_parse(key, &kp);
+	err = read_open(sf, key, &fd, &sb);
 	if (err)
-		return err;
-	if (kp.marker) {
-		err = marker_open(sf, &kp, false, &fd, &sb);
-		if (!err)
-			close(fd);
-		return err;
-	}
-	err = obj_open(sf, &kp, &fd, &sb);
-	if (err)
-		return err;
+		return err < 0 ? err : 0;
 	if (off >= (uint64_t)sb.st_size)
 		goto out_close;
 	while (done < len) {
@@ -836,24 +862,14 @@ static int file_get_stream(struct store *st, const char *key,
 {
 	struct store_file *sf = sf_of(st);
 	char etag[STORE_ETAG_MAX];
-	struct keypath kp;
 	struct stat sb;
 	char *buf = NULL;
 	int fd, err;
 
 	*got = 0;
-	err = key_parse(key, &kp);
+	err = read_open(sf, key, &fd, &sb);
 	if (err)
-		return err;
-	if (kp.marker) {
-		err = marker_open(sf, &kp, false, &fd, &sb);
-		if (!err)
-			close(fd);
-		return err;
-	}
-	err = obj_open(sf, &kp, &fd, &sb);
-	if (err)
-		return err;
+		return err < 0 ? err : 0;
 	etag_fill(&sb, false, etag);
 	if (if_match && strcmp(etag, if_match))
 		err = -ESTALE;

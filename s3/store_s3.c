@@ -78,7 +78,6 @@
 #define RETRY_CAP_MS 5000
 #define HDRS_MAX 16
 #define QUERY_MAX 8
-#define WID_LEN 32 /* hex digits of a conditional write's id */
 #define EMPTY_SHA256 \
 	"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
@@ -112,7 +111,7 @@ struct resp_hdrs {
 	uint64_t length;
 	int64_t last_modified, date; /* seconds; 0 = absent */
 	char mode[24], uid[24], gid[24], mtime[40], symlink[8], rdev[24];
-	char wid[WID_LEN + 1]; /* x-amz-meta-mapfs-wid: the write's id */
+	char wid[STORE_WID_MAX]; /* x-amz-meta-mapfs-wid */
 };
 
 struct req {
@@ -574,6 +573,8 @@ static void meta_headers(struct req *r, const char *key,
 		snprintf(b->rdev, sizeof(b->rdev), "%" PRIu64, m->rdev);
 		req_hdr(r, "x-amz-meta-rdev", b->rdev);
 	}
+	if (m->wid[0])
+		req_hdr(r, "x-amz-meta-mapfs-wid", m->wid);
 }
 
 /* Metadata from response headers; malformed fields read as absent. */
@@ -598,6 +599,7 @@ static void meta_read(const struct resp_hdrs *rh, struct store_meta *m)
 	m->symlink = strcmp(rh->symlink, "1") == 0 ||
 		     strcasecmp(rh->symlink, "true") == 0 ||
 		     (m->has_mode && S_ISLNK(m->mode));
+	memcpy(m->wid, rh->wid, sizeof(m->wid));
 }
 
 /* The info a write reports: its size, the new ETag, the server's time. */
@@ -630,9 +632,7 @@ static char *copy_source(const struct store_s3 *s, const char *key)
 
 /* ---- objects ------------------------------------------------------------ */
 
-/* HEAD key; wid (may be NULL) gets the write id the object carries. */
-static int head_wid(struct store *st, const char *key, struct store_info *out,
-		    char wid[WID_LEN + 1])
+static int s3_head(struct store *st, const char *key, struct store_info *out)
 {
 	struct req r = { .method = "HEAD", .key = key };
 	int err = key_check(key);
@@ -646,16 +646,9 @@ static int head_wid(struct store *st, const char *key, struct store_info *out,
 		snprintf(out->etag, sizeof(out->etag), "%s", r.rh.etag);
 		out->last_modified_ns = r.rh.last_modified * 1000000000;
 		meta_read(&r.rh, &out->meta);
-		if (wid)
-			memcpy(wid, r.rh.wid, WID_LEN + 1);
 	}
 	req_free(&r);
 	return err;
-}
-
-static int s3_head(struct store *st, const char *key, struct store_info *out)
-{
-	return head_wid(st, key, out, NULL);
 }
 
 /* ---- conditional writes ------------------------------------------------- */
@@ -680,28 +673,27 @@ static void cond_headers(struct store_s3 *s, struct req *r,
 
 /*
  * A conditional write of key was answered 412 (-ESTALE): what it means,
- * from a HEAD.  Our own write, whose answer was lost before a retry, if
- * the object carries our wid (then 0, *out from the HEAD); -ENOENT for
+ * from a HEAD.  The object carries cond's write id: our own write, from
+ * a try whose answer was lost (then 0, *out from the HEAD).  -ENOENT for
  * an If-Match of a key that is gone; *again (with -ESTALE) when the
  * object is the very version If-Match named, so the server compared the
  * quotes too: from now on it is sent bare.  Else -ESTALE (someone else
  * wrote it) or the HEAD's error.
  */
 static int cond_settle(struct store *st, const char *key,
-		       const struct store_cond *cond, const char *wid,
-		       struct store_info *out, bool *again)
+		       const struct store_cond *cond, struct store_info *out,
+		       bool *again)
 {
 	struct store_s3 *s = s3_of(st);
-	char got[WID_LEN + 1] = "";
 	struct store_info info;
-	int err = head_wid(st, key, &info, got);
+	int err = s3_head(st, key, &info);
 
 	*again = false;
 	if (err == -ENOENT)
 		return cond->kind == STORE_IF_MATCH ? -ENOENT : -ESTALE;
 	if (err)
 		return err;
-	if (wid && *wid && !strcmp(got, wid)) {
+	if (cond->wid[0] && !strcmp(info.meta.wid, cond->wid)) {
 		if (out)
 			*out = info;
 		return 0;
@@ -713,18 +705,6 @@ static int cond_settle(struct store *st, const char *key,
 		*again = true;
 	}
 	return -ESTALE;
-}
-
-/* A fresh write id: WID_LEN hex digits, or "" if none could be had. */
-static void wid_make(char wid[WID_LEN + 1])
-{
-	unsigned char raw[WID_LEN / 2];
-
-	wid[0] = '\0';
-	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-		return;
-	for (size_t i = 0; i < sizeof(raw); i++)
-		snprintf(wid + 2 * i, 3, "%02x", raw[i]);
 }
 
 static int s3_get(struct store *st, const char *key, uint64_t off,
@@ -821,14 +801,14 @@ static int s3_get_stream(struct store *st, const char *key,
 
 /*
  * PUT of r's body (set up by the caller) with meta, if cond holds.  A
- * conditional PUT carries a write id, so a retry that meets its own
- * earlier success (412) can tell.
+ * retry that meets its own earlier success (412) tells it by the write
+ * id meta carries (cond_settle).
  */
 static int put_common(struct store *st, const char *key, const struct req *body,
 		      uint64_t len, const struct store_meta *meta,
 		      const struct store_cond *cond, struct store_info *out)
 {
-	char ifm[STORE_ETAG_MAX + 2], wid[WID_LEN + 1] = "";
+	char ifm[STORE_ETAG_MAX + 2];
 	bool again = true;
 	struct meta_bufs mb;
 	int err = key_check(key);
@@ -837,8 +817,6 @@ static int put_common(struct store *st, const char *key, const struct req *body,
 		return err;
 	if (is_marker(key) && len)
 		return -EINVAL;
-	if (cond && cond->kind != STORE_IF_ANY)
-		wid_make(wid);
 	while (again) {
 		struct req r = *body;
 
@@ -848,14 +826,12 @@ static int put_common(struct store *st, const char *key, const struct req *body,
 		r.len = len;
 		meta_headers(&r, key, meta, &mb);
 		cond_headers(s3_of(st), &r, cond, ifm);
-		if (*wid)
-			req_hdr(&r, "x-amz-meta-mapfs-wid", wid);
 		err = s3_do(s3_of(st), &r);
 		if (!err)
 			write_info(&r, len, meta, out);
 		req_free(&r);
 		if (err == -ESTALE && cond)
-			err = cond_settle(st, key, cond, wid, out, &again);
+			err = cond_settle(st, key, cond, out, &again);
 	}
 	return err;
 }
@@ -1179,7 +1155,7 @@ static int s3_mpu_complete(struct store *st, const char *key,
 		    mpu_completed(st, key, upload_id, nparts))
 			err = 0;
 		else if (err == -ESTALE && cond)
-			err = cond_settle(st, key, cond, NULL, NULL, &again);
+			err = cond_settle(st, key, cond, NULL, &again);
 		req_free(&r);
 	}
 	s3_buf_free(&body);
@@ -1605,12 +1581,15 @@ static int s3_cond_native(struct store *st)
 	struct store_cond none = { .kind = STORE_IF_NONE };
 	struct store_cond match = { .kind = STORE_IF_MATCH,
 				    .etag = "00000000000000000000000000000000" };
-	char key[64], wid[WID_LEN + 1];
+	unsigned char raw[8] = { 0 };
+	char key[64];
 	int bits = 0, err;
 
-	wid_make(wid);
-	snprintf(key, sizeof(key), STORE_RESERVED_PREFIX "gw-cond-%.16s",
-		 *wid ? wid : "0");
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+		memset(raw, 0, sizeof(raw)); /* one fixed name: still ours */
+	snprintf(key, sizeof(key),
+		 STORE_RESERVED_PREFIX "gw-cond-%02x%02x%02x%02x%02x%02x%02x%02x",
+		 raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7]);
 	err = s3_put(st, key, "", 0, NULL, &none, NULL);
 	if (err)
 		return err;

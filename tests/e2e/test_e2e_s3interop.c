@@ -291,17 +291,22 @@ struct env {
 	nfs_fh3 root;
 };
 
+static void env_start_opts(struct env *e, const struct e2e_gw_opts *o)
+{
+	memset(e, 0, sizeof(*e));
+	E2E_REQUIRE(e2e_gw_start_opts(&e->gw, o) == 0, "gateway start on %s",
+		    e2e_backend_name());
+	e->r = e2e_rpc_open(e->gw.nfs_port, NFS_PROGRAM, NFS_V3);
+	E2E_REQUIRE(e->r, "NFS connection");
+	E2E_REQUIRE(e2e_root_fh(e->r, &e->gw, &e->root) == 0, "root handle");
+}
+
 static void env_start(struct env *e, const char *upload_delay)
 {
 	struct e2e_gw_opts o = { .threads = 2, .dir_ttl = TTL,
 				 .upload_delay = upload_delay };
 
-	memset(e, 0, sizeof(*e));
-	E2E_REQUIRE(e2e_gw_start_opts(&e->gw, &o) == 0, "gateway start on %s",
-		    e2e_backend_name());
-	e->r = e2e_rpc_open(e->gw.nfs_port, NFS_PROGRAM, NFS_V3);
-	E2E_REQUIRE(e->r, "NFS connection");
-	E2E_REQUIRE(e2e_root_fh(e->r, &e->gw, &e->root) == 0, "root handle");
+	env_start_opts(e, &o);
 }
 
 static void env_stop(struct env *e)
@@ -1076,12 +1081,7 @@ static void env_start_blind(struct env *e, const char *const *extra)
 				 .upload_delay = "3600",
 				 .extra_args = extra ? extra : ttl };
 
-	memset(e, 0, sizeof(*e));
-	E2E_REQUIRE(e2e_gw_start_opts(&e->gw, &o) == 0, "gateway start on %s",
-		    e2e_backend_name());
-	e->r = e2e_rpc_open(e->gw.nfs_port, NFS_PROGRAM, NFS_V3);
-	E2E_REQUIRE(e->r, "NFS connection");
-	E2E_REQUIRE(e2e_root_fh(e->r, &e->gw, &e->root) == 0, "root handle");
+	env_start_opts(e, &o);
 }
 
 /* `mapfs-gw CMD --state STATE ARGS` of gw, its output into out (may be

@@ -134,6 +134,30 @@ const char *store_conds_check(struct store *st, const char *prefix)
 	id = NULL;
 	FAIL_IF(!holds(st, a, "six"), "Complete");
 
+	/* A write that meets its own earlier try (same write id) goes on;
+	 * another write's id is another writer. */
+	{
+		struct store_meta wm = { .has_mode = true, .mode = 0100644,
+					 .wid = "try-1" };
+		struct store_cond own = { .kind = STORE_IF_NONE,
+					  .wid = "try-1" };
+		struct store_cond other = { .kind = STORE_IF_NONE,
+					    .wid = "try-2" };
+
+		FAIL_IF(store_put_if(st, gone, "w", 1, &wm, &own, NULL),
+			"PUT If-None-Match with a write id");
+		FAIL_IF(store_head(st, gone, &info) ||
+				strcmp(info.meta.wid, "try-1"),
+			"the write id does not come back with HEAD");
+		FAIL_IF(store_put_if(st, gone, "w", 1, &wm, &own, NULL),
+			"a retry of the same write (its id on the object) "
+			"is refused");
+		FAIL_IF(store_put_if(st, gone, "x", 1, NULL, &other, NULL) !=
+				-ESTALE,
+			"a write of another id over it is not -ESTALE");
+		FAIL_IF(!holds(st, gone, "w"), "a refused write changed it");
+	}
+
 	/* Copy onto a key whose version moved on. */
 	FAIL_IF(store_put(st, b, "seven", 5, NULL, &info), "PUT");
 	FAIL_IF(store_copy_if(st, b, a, NULL, &m1, NULL) != -ESTALE,

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# bench/conditional.sh - what conditional uploads cost (issue 21): the
+# same upload workload through two gateway binaries on one radosgw,
+# interleaved round by round, medians printed:
+#   before  GW_BEFORE (a build without conditions, e.g. of 66c5064)
+#   after   GW (this tree's build: If-Match / If-None-Match on every PUT)
+#
+#   GW_BEFORE=/path/to/old/mapfs-gw bench/conditional.sh [--rounds N]
+#       [--files N] [--size SIZE]
+#
+# Each run: a fresh gateway (uploads held back: --upload-delay 3600),
+# mapfs-bench write-small makes 2 x --files files of --size, then
+# `mapfs-gw flush` uploads them all; the figure is the flush's objects
+# per second (PUTs to radosgw, one at a time as the syncer sends them)
+# and the gateway's CPU seconds.  Makes no assertions.
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+GW=${GW:-$ROOT/build/mapfs-gw}
+BENCH=${BENCH:-$ROOT/build/bench/mapfs-bench}
+GW_BEFORE=${GW_BEFORE:-}
+ROUNDS=3 FILES=500 SIZE=4K
+while [ $# -gt 0 ]; do
+	case $1 in
+	--rounds) ROUNDS=$2; shift ;;
+	--files) FILES=$2; shift ;;
+	--size) SIZE=$2; shift ;;
+	-h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+	*) echo "conditional.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+[ -x "$GW" ] && [ -x "$BENCH" ] || { echo "conditional.sh: build first" >&2; exit 1; }
+[ -x "$GW_BEFORE" ] || { echo "conditional.sh: set GW_BEFORE to a gateway without conditions" >&2; exit 1; }
+
+WORK=$(mktemp -d /var/tmp/mapfs-cond.XXXXXX)
+PIDS=() RGWDIR=
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	[ -n "$RGWDIR" ] && "$ROOT/tests/s3/rgw.sh" stop "$RGWDIR" >/dev/null 2>&1 || true
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+set -a # the gateway reads the credentials from the environment
+eval "$(MAPFS_S3_WATCH_PID=$$ "$ROOT/tests/s3/rgw.sh" start 2>/dev/null)"
+set +a
+RGWDIR=$MAPFS_S3_DIR
+
+# run WHICH ROUND: a fresh gateway, the files, a timed flush.
+run() {
+	local which=$1 round=$2 d=$WORK/$1-$2 gw=$GW
+	[ "$which" = before ] && gw=$GW_BEFORE
+	mkdir -p "$d"
+	"$gw" --state "$d/state" --bind 127.0.0.1 --nfs-port 0 --mount-port 0 \
+		--no-rpcbind --foreground --threads 1 --log-level warn \
+		--upload-delay 3600 --store "s3://$MAPFS_S3_BUCKET/$which-$round" \
+		--s3-endpoint "$MAPFS_S3_ENDPOINT" --s3-region us-east-1 \
+		--s3-path-style >"$d/out" 2>"$d/err" &
+	local pid=$! nfs mnt t0 t1 c0 c1
+	PIDS+=($pid)
+	for _ in $(seq 300); do grep -q ready "$d/out" && break; sleep 0.1; done
+	nfs=$(sed -n 's/.*nfs=127.0.0.1:\([0-9]*\).*/\1/p' "$d/out")
+	mnt=$(sed -n 's/.*mount=127.0.0.1:\([0-9]*\).*/\1/p' "$d/out")
+	[ -n "$nfs" ] || { cat "$d/err" >&2; exit 1; }
+	"$BENCH" -p 2 -q 4 --items write-small --small-file-count "$FILES" \
+		--small-file-size "$SIZE" --json \
+		"nfs://127.0.0.1/mapfs?nfsport=$nfs&mountport=$mnt&version=3" >/dev/null
+	c0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	t0=$(date +%s.%N)
+	"$GW" flush --state "$d/state" >/dev/null
+	t1=$(date +%s.%N)
+	c1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	printf '%s\t%s\t%s\t%s\n' "$which" "$round" "$(echo "$t1 - $t0" | bc)" \
+		"$(echo "($c1 - $c0) / $(getconf CLK_TCK)" | bc -l)" >>"$WORK/res.tsv"
+	kill "$pid"
+	wait "$pid" 2>/dev/null || true
+}
+
+for round in $(seq "$ROUNDS"); do
+	run before "$round"
+	run after "$round"
+	echo "conditional.sh: round $round done" >&2
+done
+python3 - "$WORK/res.tsv" "$FILES" "$SIZE" <<'PY'
+import sys, statistics, collections
+v = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    which, rnd, secs, cpu = line.split("\t")
+    v[which].append((float(secs), float(cpu)))
+n = 2 * int(sys.argv[2])
+print(f"flush of {n} files of {sys.argv[3]} to radosgw; medians of {len(v['after'])} rounds")
+print("| gateway | flush s | objects/s | gateway CPU s | objects/s vs before |")
+print("|---|---|---|---|---|")
+base = n / statistics.median(x[0] for x in v["before"])
+for which in ("before", "after"):
+    secs = statistics.median(x[0] for x in v[which])
+    cpu = statistics.median(x[1] for x in v[which])
+    print(f"| {which} | {secs:.2f} | {n / secs:,.0f} | {cpu:.2f} | {n / secs / base:.2f} |")
+PY
