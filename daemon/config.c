@@ -102,6 +102,10 @@ static const struct opt opts[] = {
 	  "port of the clients' rpcbind, asked where their lockd and statd listen for callbacks (default 111)" },
 	{ "metrics", OPT_STR, OFF(metrics), "ADDR:PORT",
 	  "serve Prometheus metrics at http://ADDR:PORT/metrics (default off; no authentication: bind to a private address)" },
+	{ "events", OPT_STR, OFF(events), "ADDR:PORT",
+	  "receive S3 event notifications (HTTP POST of S3 event JSON: radosgw's push, Amazon S3 through SNS or EventBridge) at http://ADDR:PORT/SECRET, so other writers' changes show at once (default off)" },
+	{ "events-secret", OPT_STR, OFF(events_secret), "SECRET",
+	  "the secret senders put in the URL path or an X-Mapfs-Secret header, 16 characters or more (default: $MAPFS_EVENTS_SECRET)" },
 	{ "log-target", OPT_STR, OFF(log_target), "T",
 	  "stderr (journald picks it up) or syslog (default stderr)" },
 	{ "chunk-size", OPT_SIZE, OFF(chunk_size), "SIZE",
@@ -560,6 +564,10 @@ void config_free(struct config *cfg)
 	free(cfg->s3_endpoint);
 	free(cfg->s3_region);
 	free(cfg->metrics);
+	free(cfg->events);
+	if (cfg->events_secret)
+		memset(cfg->events_secret, 0, strlen(cfg->events_secret));
+	free(cfg->events_secret);
 	free(cfg->log_target);
 	*cfg = (struct config){ 0 };
 }

@@ -42,6 +42,8 @@ struct config {
 	int nlm_client_rpcbind_port; /* clients' rpcbind, for callbacks */
 	char *nlm_name;      /* the name SM_NOTIFY gives; NULL: host name */
 	char *metrics;       /* Prometheus endpoint ADDR:PORT; NULL = off */
+	char *events;        /* S3 event receiver ADDR:PORT; NULL = off */
+	char *events_secret; /* its secret (or MAPFS_EVENTS_SECRET) */
 	char *log_target;    /* "stderr" or "syslog" */
 	bool check_config;   /* --check-config: validate, then exit */
 	/* The cache engine. */

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "admin/admin.h"
+#include "events/events.h"
 #include "cache/cache.h"
 #include "common/log.h"
 #include "db/db.h"
@@ -61,6 +62,8 @@ struct gateway {
 	struct admin *admin;
 	struct metrics_httpd *httpd;
 	char metrics_addr[80];
+	struct events *events;
+	char events_addr[80];
 	bool collecting;
 };
 
@@ -558,6 +561,24 @@ static int gateway_open_ops(struct gateway *gw, uint64_t started_ms)
 			return rc;
 		}
 	}
+	if (gw->cfg.events) {
+		const char *secret = gw->cfg.events_secret
+					     ? gw->cfg.events_secret
+					     : getenv("MAPFS_EVENTS_SECRET");
+
+		rc = events_start(gw->cfg.events, secret, gw->fs, gw->store,
+				  &gw->events, gw->events_addr,
+				  sizeof(gw->events_addr));
+		if (rc == -EINVAL && (!secret || strlen(secret) < 16))
+			log_error("events on %s: give a secret of 16 characters "
+				  "or more (--events-secret or "
+				  "MAPFS_EVENTS_SECRET)", gw->cfg.events);
+		else if (rc)
+			log_error("events on %s: %s", gw->cfg.events,
+				  strerror(-rc));
+		if (rc)
+			return rc;
+	}
 	if ((rc = state_path(gw, "ctl.sock", path, sizeof(path))) ||
 	    (rc = admin_start(path, &gw->admin_ctx, &gw->admin))) {
 		log_error("control socket %s: %s", path, strerror(-rc));
@@ -570,6 +591,7 @@ static void gateway_close(struct gateway *gw)
 {
 	/* Commands and scrapes use everything below: they go first. */
 	admin_stop(gw->admin);
+	events_stop(gw->events);
 	metrics_httpd_stop(gw->httpd);
 	if (gw->collecting)
 		metrics_collectors_clear();
@@ -751,6 +773,9 @@ int main(int argc, char **argv)
 		 gw.cfg.export_path, gw.cfg.store, gw.cfg.threads, gw.cfg.state);
 	if (gw.httpd)
 		log_info("metrics on http://%s/metrics", gw.metrics_addr);
+	if (gw.events)
+		log_info("events: S3 event notifications taken at "
+			 "http://%s/SECRET", gw.events_addr);
 	printf("mapfs-gw: ready nfs=%s mount=%s export=%s%s%s\n", nfs_s,
 	       mount_s, gw.cfg.export_path, gw.httpd ? " metrics=" : "",
 	       gw.httpd ? gw.metrics_addr : "");

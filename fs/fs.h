@@ -192,6 +192,15 @@ void fs_revalidate(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 		   bool force, fs_done_fn done, void *arg);
 
 /*
+ * The object at store key key was created, replaced or removed by
+ * someone else (an event notification): the deepest directory of its
+ * path the namespace knows is listed again now, in the background,
+ * which takes the change in (attributes, the entry, cached data dropped).
+ * Cheap to call twice or out of order: the listing says what is there.
+ */
+void fs_store_key_changed(struct fs *fs, const char *key);
+
+/*
  * Refresh ino's attributes from the store if they are older than the
  * attribute TTL: the parent directory is listed again (one listing
  * refreshes every entry in it).  Local data (dirty, or not yet in the

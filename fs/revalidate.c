@@ -599,3 +599,32 @@ void fs_store_changed(struct fs *fs, uint64_t ino)
 	if (!rc && ino != FS_ROOT_INO)
 		fs_revalidate(fs, NULL, in.parent, true, fs_done_nothing, NULL);
 }
+
+/* See fs.h. */
+void fs_store_key_changed(struct fs *fs, const char *key)
+{
+	char name[FS_NAME_MAX + 1];
+	uint64_t dir = FS_ROOT_INO, ino;
+	const char *p = key, *e;
+	struct fs_inode in;
+	struct db_txn *txn;
+
+	if (db_read_begin(fs->db, &txn))
+		return;
+	/* Down the key's directories (a "d/" marker's is its parent). */
+	while ((e = strchr(p, '/')) && e[1]) {
+		size_t n = (size_t)(e - p);
+
+		if (!n || n > FS_NAME_MAX)
+			break;
+		memcpy(name, p, n);
+		name[n] = '\0';
+		if (fs_dirent_get(fs, txn, dir, name, &ino, NULL) ||
+		    fs_inode_get(fs, txn, ino, &in) || in.type != FS_DIR)
+			break;
+		dir = ino;
+		p = e + 1;
+	}
+	db_read_end(fs->db, txn);
+	fs_revalidate(fs, NULL, dir, true, fs_done_nothing, NULL);
+}

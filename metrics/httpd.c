@@ -1,5 +1,6 @@
 /*
- * metrics/httpd.c - GET /metrics with libmicrohttpd.
+ * metrics/httpd.c - GET /metrics with libmicrohttpd, and the same
+ * listening and limits for the gateway's other endpoint (events/).
  *
  * The listening socket is made here, not by libmicrohttpd, so that a
  * failure to bind has its real errno and port 0 can be read back with
@@ -134,8 +135,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		     MHD_RESPMEM_MUST_FREE);
 }
 
-int metrics_httpd_start(const char *addr, struct metrics_httpd **out,
-			char *bound, size_t cap)
+int metrics_httpd_serve(const char *addr, MHD_AccessHandlerCallback handler,
+			void *cls, MHD_RequestCompletedCallback completed,
+			struct metrics_httpd **out, char *bound, size_t cap)
 {
 	struct sockaddr_storage ss;
 	struct metrics_httpd *h;
@@ -165,8 +167,9 @@ int metrics_httpd_start(const char *addr, struct metrics_httpd **out,
 	}
 	h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
 					(ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
-				0, NULL, NULL, on_request, NULL,
+				0, NULL, NULL, handler, cls,
 				MHD_OPTION_LISTEN_SOCKET, h->fd,
+				MHD_OPTION_NOTIFY_COMPLETED, completed, cls,
 				MHD_OPTION_CONNECTION_LIMIT,
 				(unsigned)HTTPD_CONN_LIMIT,
 				MHD_OPTION_CONNECTION_TIMEOUT,
@@ -183,6 +186,13 @@ out_close:
 out_free:
 	free(h);
 	return rc;
+}
+
+int metrics_httpd_start(const char *addr, struct metrics_httpd **out,
+			char *bound, size_t cap)
+{
+	return metrics_httpd_serve(addr, on_request, NULL, NULL, out, bound,
+				   cap);
 }
 
 void metrics_httpd_stop(struct metrics_httpd *h)

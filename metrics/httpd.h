@@ -8,6 +8,7 @@
 #ifndef MAPFS_METRICS_HTTPD_H
 #define MAPFS_METRICS_HTTPD_H
 
+#include <microhttpd.h>
 #include <stddef.h>
 #include <sys/socket.h>
 
@@ -28,6 +29,16 @@ int metrics_httpd_addr(const char *s, struct sockaddr_storage *ss,
  */
 int metrics_httpd_start(const char *addr, struct metrics_httpd **out,
 			char *bound, size_t cap);
+
+/*
+ * Serve handler(cls, ...) on addr the same way (one thread, at most 16
+ * connections, 10 s idle timeout); completed (may be NULL) runs when a
+ * request ends, to free what the handler kept in its *state.  Stopped
+ * with metrics_httpd_stop().
+ */
+int metrics_httpd_serve(const char *addr, MHD_AccessHandlerCallback handler,
+			void *cls, MHD_RequestCompletedCallback completed,
+			struct metrics_httpd **out, char *bound, size_t cap);
 
 /* Stop serving (waits for a scrape in progress) and free; NULL is a no-op. */
 void metrics_httpd_stop(struct metrics_httpd *h);

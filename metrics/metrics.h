@@ -40,6 +40,10 @@
 	X(CONFLICTS_REUPLOADED, "mapfs_conflicts_total",                      \
 	  "outcome=\"uploaded_again\"", "")                                   \
 	X(CONFLICTS_LOST, "mapfs_conflicts_total", "outcome=\"theirs_won\"", "") \
+	X(EVENTS_TAKEN, "mapfs_events_total", "result=\"taken\"",              \
+	  "S3 event records received (--events): taken (this store's objects: their directory listed again), ignored (other buckets or kinds), refused (requests: no secret, malformed, too big, over the rate)") \
+	X(EVENTS_IGNORED, "mapfs_events_total", "result=\"ignored\"", "")       \
+	X(EVENTS_REFUSED, "mapfs_events_total", "result=\"refused\"", "")       \
 	X(UPLOAD_FAILURES, "mapfs_upload_failures_total", "",                  \
 	  "Uploads that failed with an error retrying cannot fix (the file stays dirty and is retried with backoff)") \
 	X(NFS_READ_BYTES, "mapfs_nfs_bytes_total", "dir=\"read\"",             \

@@ -578,6 +578,14 @@ int store_delete_many(struct store *st, const char *const *keys, size_t n)
 	return store_counted(st, MET_OP_DELETE, st->ops->del_many(st, keys, n));
 }
 
+int store_event_key(struct store *st, const char *bucket, const char *key,
+		    char *out, size_t cap)
+{
+	if (!st->ops->event_key)
+		return -ENOTSUP;
+	return st->ops->event_key(st, bucket, key, out, cap);
+}
+
 int store_statfs(struct store *st, uint64_t *total_bytes, uint64_t *avail_bytes)
 {
 	if (!st->ops->statfs)

@@ -279,6 +279,15 @@ int store_delete(struct store *st, const char *key);
 /* Delete many keys (a batch); returns the first error. */
 int store_delete_many(struct store *st, const char *const *keys, size_t n);
 
+/*
+ * The store key (relative to the store's prefix) that an event record's
+ * bucket and object key name, into out (cap bytes): 0, -ENOENT if the
+ * object is not in this store (another bucket or prefix), -ENOTSUP if
+ * the backend has no events (the file store).
+ */
+int store_event_key(struct store *st, const char *bucket, const char *key,
+		    char *out, size_t cap);
+
 /* Capacity of the backing store, if it has one (-ENOTSUP for S3). */
 int store_statfs(struct store *st, uint64_t *total_bytes, uint64_t *avail_bytes);
 
@@ -323,6 +332,8 @@ struct store_ops {
 	int (*del)(struct store *, const char *);
 	int (*del_many)(struct store *, const char *const *, size_t);
 	int (*statfs)(struct store *, uint64_t *, uint64_t *); /* may be NULL */
+	int (*event_key)(struct store *, const char *, const char *, char *,
+			 size_t); /* may be NULL */
 	uint64_t (*put_max)(struct store *); /* NULL: the default */
 	/*
 	 * Which conditions the backend honours in the request itself:

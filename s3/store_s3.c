@@ -1608,6 +1608,22 @@ static int s3_cond_native(struct store *st)
 	return err && err != -ESTALE ? err : bits;
 }
 
+/* An event's object is ours if it is in our bucket, under our prefix. */
+static int s3_event_key(struct store *st, const char *bucket, const char *key,
+			char *out, size_t cap)
+{
+	struct store_s3 *s = s3_of(st);
+	size_t pl = strlen(s->prefix);
+
+	if (strcmp(bucket, s->bucket) || strncmp(key, s->prefix, pl) ||
+	    !key[pl])
+		return -ENOENT;
+	if (strlen(key + pl) >= cap)
+		return -ENAMETOOLONG;
+	strcpy(out, key + pl);
+	return 0;
+}
+
 static uint64_t s3_put_max(struct store *st)
 {
 	return s3_of(st)->put_max;
@@ -1714,4 +1730,5 @@ const struct store_ops store_s3_ops = {
 	.statfs = NULL, /* a bucket has no capacity */
 	.put_max = s3_put_max,
 	.cond_native = s3_cond_native,
+	.event_key = s3_event_key,
 };

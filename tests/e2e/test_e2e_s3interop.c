@@ -22,7 +22,10 @@
 #include <unistd.h>
 
 #include <CUnit/Basic.h>
+#include <arpa/inet.h>
 #include <ctype.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 #define TTL "1"                 /* --dir-ttl for these tests */
@@ -1310,6 +1313,138 @@ static void test_reader_pinned(void)
 	free(b);
 }
 
+/* A TCP port free on 127.0.0.1 now (for a listener of the gateway's). */
+static int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+	if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
+	    !getsockname(fd, (struct sockaddr *)&a, &len))
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+/* The HTTP status of `curl ARGS` (0 if curl failed). */
+static int curl_status(const char *args)
+{
+	char cmd[1024], out[16] = "";
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "curl -s --noproxy '*' -o /dev/null -w "
+		 "'%%{http_code}' %s", args);
+	p = popen(cmd, "r");
+	if (!p)
+		return 0;
+	if (!fgets(out, sizeof(out), p))
+		out[0] = '\0';
+	pclose(p);
+	return atoi(out);
+}
+
+/* GETATTR until the size is want (ms taken), or -1 after SEE_MS. */
+static long size_until(struct e2e_rpc *r, const nfs_fh3 *fh, uint64_t want)
+{
+	uint64_t t0 = e2e_now_ms();
+	GETATTR3res res;
+
+	for (;;) {
+		E2E_RPC(r, e2e_nfs3_getattr(r, fh, &res));
+		if (res.status == NFS3_OK &&
+		    res.GETATTR3res_u.resok.obj_attributes.size == want)
+			return (long)(e2e_now_ms() - t0);
+		if (e2e_now_ms() - t0 > SEE_MS)
+			return -1;
+		usleep(20000);
+	}
+}
+
+/*
+ * Changes pushed, not polled: radosgw pushes its bucket notifications to
+ * the gateway's receiver (--events), and with every TTL at an hour a PUT,
+ * a replace and a DELETE by another client show through NFS at once.
+ * Requests without the secret, or that are no S3 event, are refused.
+ */
+static void test_events(void)
+{
+	static const char secret[] = "e2e-secret-0123456789";
+	static const char v1[] = "pushed by another client\n";
+	static const char v2[] = "replaced by another client, longer now\n";
+	const struct e2e_s3 *s3 = e2e_s3_server();
+	char ev_addr[64], push[128], cmd[2048], key[512], prefix[512];
+	const char *extra[] = { "--attr-ttl", "3600", "--events", ev_addr,
+				"--events-secret", secret, NULL };
+	struct e2e_gw_opts o = { .threads = 2, .dir_ttl = "3600",
+				 .extra_args = extra };
+	int port = free_port(), st;
+	nfs_fh3 f;
+	long ms;
+
+	E2E_REQUIRE(s3 && port > 0, "S3 server, a free port");
+	snprintf(ev_addr, sizeof(ev_addr), "127.0.0.1:%d", port);
+	env_start_opts(&E, &o);
+	e2e_s3_key(&E.gw, "", prefix, sizeof(prefix));
+	snprintf(push, sizeof(push), "http://127.0.0.1:%d/%s", port, secret);
+	snprintf(cmd, sizeof(cmd),
+		 "AWS_ACCESS_KEY_ID='%s' AWS_SECRET_ACCESS_KEY='%s' python3 "
+		 "'%s/notify.py' '%s' '%s' '%s' '%s' >/dev/null",
+		 s3->key_id, s3->secret, getenv("MAPFS_S3_SCRIPTS"),
+		 s3->endpoint, s3->bucket, prefix, push);
+	st = system(cmd);
+	E2E_REQUIRE(st == 0, "tests/s3/notify.py: the bucket notification "
+		    "could not be set up (exit %d)", st);
+
+	E2E_STATUS("LOOKUP pushed.txt before the PUT",
+		   lookup(E.r, &E.root, "pushed.txt", NULL, NULL),
+		   NFS3ERR_NOENT);
+	e2e_s3_key(&E.gw, "pushed.txt", key, sizeof(key));
+	E2E_REQUIRE(s3_put(key, v1, strlen(v1), NULL) == 200, "PUT %s", key);
+	ms = lookup_until(E.r, &E.root, "pushed.txt", NFS3_OK, &f);
+	E2E_CHECK(ms >= 0, "a PUT by another client is not seen with the "
+		  "listing TTL at an hour: the event did not reach it");
+	if (ms < 0)
+		return;
+	fprintf(stderr, "  PUT seen through NFS after %ld ms\n", ms);
+	read_equals(E.r, &f, v1, strlen(v1), "READ pushed.txt");
+	E2E_REQUIRE(s3_put(key, v2, strlen(v2), NULL) == 200, "PUT %s again",
+		    key);
+	ms = size_until(E.r, &f, strlen(v2));
+	E2E_CHECK(ms >= 0, "a replace is not seen (GETATTR size)");
+	fprintf(stderr, "  replace seen through NFS after %ld ms\n", ms);
+	read_equals(E.r, &f, v2, strlen(v2), "READ pushed.txt (replaced)");
+	{
+		struct e2e_s3_resp r;
+
+		E2E_REQUIRE(e2e_s3_request("DELETE", key, NULL, NULL, 0, NULL,
+					   &r) == 0 && r.code / 100 == 2,
+			    "DELETE %s", key);
+		e2e_s3_resp_free(&r);
+	}
+	ms = lookup_until(E.r, &E.root, "pushed.txt", NFS3ERR_NOENT, NULL);
+	E2E_CHECK(ms >= 0, "a DELETE by another client is not seen");
+	fprintf(stderr, "  DELETE seen through NFS after %ld ms\n", ms);
+
+	/* The receiver's door. */
+	snprintf(cmd, sizeof(cmd), "-X POST -d '{}' http://%s/wrong-secret",
+		 ev_addr);
+	E2E_CHECK(curl_status(cmd) == 403, "a POST without the secret is not "
+		  "refused with 403");
+	snprintf(cmd, sizeof(cmd), "-X POST -d 'junk' http://%s/%s", ev_addr,
+		 secret);
+	E2E_CHECK(curl_status(cmd) == 400, "a body that is no S3 event is "
+		  "not refused with 400");
+	snprintf(cmd, sizeof(cmd), "-X POST -H 'X-Mapfs-Secret: %s' -d "
+		 "'{\"Records\":[]}' http://%s/", secret, ev_addr);
+	E2E_CHECK(curl_status(cmd) == 200, "the secret in a header is not "
+		  "taken");
+	E2E_CHECK(e2e_gw_log_count(&E.gw, "posted without the secret") == 1,
+		  "the refused POST is not logged");
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -1338,5 +1473,9 @@ int main(void)
 		    test_other_writer);
 	CU_add_test(s, "a reader across a replace: ESTALE, never a mix",
 		    test_reader_pinned);
+	/* s3rver sends no notifications. */
+	if (e2e_backend() == E2E_BACKEND_RGW)
+		CU_add_test(s, "changes pushed: events within the TTL of an hour",
+			    test_events);
 	return e2e_run_cunit();
 }
