@@ -64,7 +64,7 @@ run() {
 	mnt=$(sed -n 's/.*mount=127.0.0.1:\([0-9]*\).*/\1/p' "$d/out")
 	[ -n "$nfs" ] || { cat "$d/err" >&2; exit 1; }
 	"$BENCH" -p 2 -q 4 --items write-small --small-file-count "$FILES" \
-		--small-file-size "$SIZE" --json \
+		--small-file-size "$SIZE" --keep --json \
 		"nfs://127.0.0.1/mapfs?nfsport=$nfs&mountport=$mnt&version=3" >/dev/null
 	c0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
 	t0=$(date +%s.%N)
