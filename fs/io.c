@@ -13,8 +13,8 @@
  * not block and cannot use an event loop's ring.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
