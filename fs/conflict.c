@@ -52,6 +52,7 @@ struct conflict_op {
 	enum conflict_kind kind;
 	char aside[FS_NAME_MAX + 1]; /* CONFLICT_ASIDE: the name it got */
 	uint64_t parent;
+	bool applied; /* false: removed or moved meanwhile, nothing done */
 };
 
 /*
@@ -112,6 +113,7 @@ static int conflict_apply(struct db_txn *txn, void *arg)
 	uint64_t owner;
 	int rc = fs_inode_get(fs, txn, op->snap->ino, &in);
 
+	op->applied = false; /* (a cluster commit may run this again) */
 	if (rc)
 		return rc == -ESTALE ? 0 : rc; /* removed meanwhile: nothing */
 	if ((rc = fs_obj_key(fs, txn, &in, key, sizeof(key))))
@@ -128,9 +130,11 @@ static int conflict_apply(struct db_txn *txn, void *arg)
 		in.flags |= FS_F_IN_STORE;
 		in.synced_ms = 0;
 		fs_owner_release(fs, &in);
-		if ((rc = fs_inode_put(fs, txn, &in)))
+		if ((rc = fs_inode_put(fs, txn, &in)) ||
+		    (rc = fs_work_sync(fs, txn, &in)))
 			return rc;
-		return fs_work_sync(fs, txn, &in);
+		op->applied = true;
+		return 0;
 	}
 	/* Ours goes up again as a new key: all of it, attributes too. */
 	if (!fs_keys_get(fs, txn, key, &owner) && owner == in.ino &&
@@ -149,7 +153,10 @@ static int conflict_apply(struct db_txn *txn, void *arg)
 			return rc;
 	}
 	in.ctime = fs_now_ns();
-	return fs_inode_put(fs, txn, &in);
+	if ((rc = fs_inode_put(fs, txn, &in)))
+		return rc;
+	op->applied = true;
+	return 0;
 }
 
 static void conflict_log(const struct conflict_op *op, uint64_t lost_bytes,
@@ -211,13 +218,12 @@ int fs_conflict(struct fs *fs, const struct fs_inode *snap, const char *key,
 	if (!whole)
 		lost = size;
 	rc = db_write(fs->db, conflict_apply, &op);
-	if (rc)
-		return rc;
+	if (rc || !op.applied)
+		return rc; /* not applied: the next pass sees it as it is */
 	conflict_log(&op, lost, why);
 	if (op.kind == CONFLICT_LOST)
 		cache_drop(fs->cache, snap->ino);
 	/* The other writer's object (or its absence) into the namespace. */
-	if (op.parent)
-		fs_revalidate(fs, NULL, op.parent, true, fs_done_nothing, NULL);
+	fs_revalidate(fs, NULL, op.parent, true, fs_done_nothing, NULL);
 	return 0;
 }
