@@ -11,7 +11,8 @@
 # A test may have a host side, host/NAME.sh, sourced here: its host_setup
 # runs before the gateway starts (it may set STORE_ARGS and GW_ARGS),
 # host_drive while the guest runs (QPID is QEMU's runner, GUEST_OUT its
-# output so far), host_check once the guest is done.
+# output so far), host_check once the guest is done, and host_cleanup
+# (if it has one) at the end, whatever happened, before $RUN goes.
 #
 # When something needed is missing (qemu-system-x86_64, a kernel with NFS
 # modules, static busybox, a C compiler with a static libc, unprivileged
@@ -40,6 +41,8 @@ PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
   wait 2>/dev/null
+  # What the host side started outside PIDS (before $RUN goes).
+  ! declare -F host_cleanup >/dev/null || host_cleanup
   [ -n "${KT_KEEP:-}" ] && echo "kernel-test: kept $RUN" >&2 || rm -rf "$RUN"
 }
 trap cleanup EXIT

@@ -19,6 +19,13 @@ host_setup() {
   GW_ARGS=(--dir-ttl 2)
 }
 
+# s3rver's watchdog stops it once this test's shell is gone, but only
+# while its dir exists: cleanup removes $RUN, so stop it here first (it
+# was left running after every run before).
+host_cleanup() {
+  "$S3SH" stop "$RUN/s3" >/dev/null 2>&1 || true
+}
+
 # Wait (up to $2 s) for a line of the guest's output matching $1.
 guest_said() {
   local i
