@@ -88,6 +88,7 @@ struct fs_job {
 };
 
 #define FS_WORKERS 2
+#define FS_RELIST_SLOTS 64 /* event listings queued, one per directory */
 
 struct fs {
 	struct fs_opts opts;
@@ -123,6 +124,11 @@ struct fs {
 	bool sync_started;
 	uint32_t backoff_ms;
 	pthread_t syncer;
+
+	/* Directories whose listing an event queued that has not started
+	 * (revalidate.c): more events for one of them wait for it. */
+	pthread_mutex_t relist_lock;
+	uint64_t relist[FS_RELIST_SLOTS];
 
 	/* Store work failing for good (failures.c). */
 	pthread_mutex_t fail_lock;

@@ -77,6 +77,7 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 
 	inodes.ctx = fs;
 	pthread_mutex_init(&fs->fail_lock, NULL);
+	pthread_mutex_init(&fs->relist_lock, NULL);
 	pthread_mutex_init(&fs->ino_lock, NULL);
 	if ((rc = fs_tables_open(fs, &inodes)))
 		goto out_free;
@@ -114,6 +115,7 @@ out_workers:
 out_free:
 	pthread_mutex_destroy(&fs->ino_lock);
 	pthread_mutex_destroy(&fs->fail_lock);
+	pthread_mutex_destroy(&fs->relist_lock);
 	free(fs);
 	return rc;
 }
@@ -136,6 +138,7 @@ void fs_close(struct fs *fs, bool flush)
 	fs_fail_free(fs);
 	pthread_mutex_destroy(&fs->ino_lock);
 	pthread_mutex_destroy(&fs->fail_lock);
+	pthread_mutex_destroy(&fs->relist_lock);
 	free(fs);
 }
 

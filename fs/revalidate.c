@@ -438,13 +438,66 @@ static void reval_free(struct reval_op *op, int err)
 	free(op);
 }
 
+/*
+ * Event listings (fs_store_key_changed) are coalesced per directory: a
+ * directory has at most one queued that has not started, since that one
+ * will see every change made before it lists.  A slot is freed when its
+ * listing starts (reval_job) or ends without one (relist_done).
+ */
+struct relist_arg {
+	struct fs *fs;
+	uint64_t dir;
+};
+
+static void relist_release(struct fs *fs, uint64_t dir)
+{
+	pthread_mutex_lock(&fs->relist_lock);
+	for (size_t i = 0; i < FS_RELIST_SLOTS; i++)
+		if (fs->relist[i] == dir)
+			fs->relist[i] = 0;
+	pthread_mutex_unlock(&fs->relist_lock);
+}
+
+/* 1: dir's slot taken; 0: a listing of dir is queued already; -1: full. */
+static int relist_take(struct fs *fs, uint64_t dir)
+{
+	size_t i, free_at = FS_RELIST_SLOTS;
+	int rc = -1;
+
+	pthread_mutex_lock(&fs->relist_lock);
+	for (i = 0; i < FS_RELIST_SLOTS && fs->relist[i] != dir; i++)
+		if (!fs->relist[i] && free_at == FS_RELIST_SLOTS)
+			free_at = i;
+	if (i < FS_RELIST_SLOTS) {
+		rc = 0;
+	} else if (free_at < FS_RELIST_SLOTS) {
+		fs->relist[free_at] = dir;
+		rc = 1;
+	}
+	pthread_mutex_unlock(&fs->relist_lock);
+	return rc;
+}
+
+static void relist_done(void *arg, int err)
+{
+	struct relist_arg *a = arg;
+
+	(void)err;
+	relist_release(a->fs, a->dir);
+	free(a);
+}
+
 static void reval_job(struct fs *fs, void *p)
 {
 	struct reval_op *op = p;
 	struct fs_inode dir;
 	struct db_txn *txn;
-	int rc = db_read_begin(fs->db, &txn);
+	int rc;
 
+	/* From here on an event's change is seen: the next may queue. */
+	if (op->done == relist_done)
+		relist_release(fs, op->dir);
+	rc = db_read_begin(fs->db, &txn);
 	if (rc) {
 		reval_free(op, rc);
 		return;
@@ -603,6 +656,7 @@ void fs_store_changed(struct fs *fs, uint64_t ino)
 /* See fs.h. */
 void fs_store_key_changed(struct fs *fs, const char *key)
 {
+	struct relist_arg *a;
 	char name[FS_NAME_MAX + 1];
 	uint64_t dir = FS_ROOT_INO, ino;
 	const char *p = key, *e;
@@ -626,5 +680,18 @@ void fs_store_key_changed(struct fs *fs, const char *key)
 		p = e + 1;
 	}
 	db_read_end(fs->db, txn);
+	switch (relist_take(fs, dir)) {
+	case 0:
+		return; /* one is queued: it lists after this change */
+	case 1:
+		a = malloc(sizeof(*a));
+		if (a) {
+			*a = (struct relist_arg){ fs, dir };
+			fs_revalidate(fs, NULL, dir, true, relist_done, a);
+			return;
+		}
+		relist_release(fs, dir);
+		break;
+	}
 	fs_revalidate(fs, NULL, dir, true, fs_done_nothing, NULL);
 }

@@ -141,9 +141,10 @@ static int parse_ready(struct e2e_gw *gw, const char *line)
 	char exp[256];
 	int nfs = -1, mnt = -1, end = 0;
 
+	/* (" metrics=ADDR" follows when the gateway serves metrics.) */
 	if (sscanf(line, "mapfs-gw: ready nfs=127.0.0.1:%d mount=127.0.0.1:%d "
 		   "export=%255s%n", &nfs, &mnt, exp, &end) != 3 ||
-	    line[end] != '\0') {
+	    (line[end] != '\0' && strncmp(line + end, " metrics=", 9))) {
 		say("unexpected first stdout line: '%s' (want 'mapfs-gw: ready "
 		    "nfs=127.0.0.1:PORT mount=127.0.0.1:PORT export=%s')",
 		    line, E2E_EXPORT);

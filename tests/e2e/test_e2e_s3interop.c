@@ -1346,6 +1346,27 @@ static int curl_status(const char *args)
 	return atoi(out);
 }
 
+/* The value of the metric line that starts with name (labels included)
+ * at http://addr/metrics, or -1. */
+static long long metric(const char *addr, const char *name)
+{
+	char cmd[256], line[512];
+	long long v = -1;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "curl -s --noproxy '*' http://%s/metrics",
+		 addr);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	while (fgets(line, sizeof(line), p))
+		if (!strncmp(line, name, strlen(name)) &&
+		    line[strlen(name)] == ' ')
+			v = atoll(line + strlen(name) + 1);
+	pclose(p);
+	return v;
+}
+
 /* GETATTR until the size is want (ms taken), or -1 after SEE_MS. */
 static long size_until(struct e2e_rpc *r, const nfs_fh3 *fh, uint64_t want)
 {
@@ -1376,8 +1397,12 @@ static void test_events(void)
 	static const char v2[] = "replaced by another client, longer now\n";
 	const struct e2e_s3 *s3 = e2e_s3_server();
 	char ev_addr[64], push[128], cmd[2048], key[512], prefix[512];
+	char met_addr[64], *burst;
 	const char *extra[] = { "--attr-ttl", "3600", "--events", ev_addr,
-				"--events-secret", secret, NULL };
+				"--events-secret", secret, "--metrics",
+				met_addr, NULL };
+	long long lists;
+	size_t blen = 0;
 	struct e2e_gw_opts o = { .threads = 2, .dir_ttl = "3600",
 				 .extra_args = extra };
 	int port = free_port(), st;
@@ -1386,6 +1411,7 @@ static void test_events(void)
 
 	E2E_REQUIRE(s3 && port > 0, "S3 server, a free port");
 	snprintf(ev_addr, sizeof(ev_addr), "127.0.0.1:%d", port);
+	snprintf(met_addr, sizeof(met_addr), "127.0.0.1:%d", free_port());
 	env_start_opts(&E, &o);
 	e2e_s3_key(&E.gw, "", prefix, sizeof(prefix));
 	snprintf(push, sizeof(push), "http://127.0.0.1:%d/%s", port, secret);
@@ -1443,6 +1469,41 @@ static void test_events(void)
 		  "taken");
 	E2E_CHECK(e2e_gw_log_count(&E.gw, "posted without the secret") == 1,
 		  "the refused POST is not logged");
+
+	/* A burst for one directory (a batch job's 500 PUTs) costs a few
+	 * listings of it, not one each. */
+	burst = malloc(600 * 256);
+	E2E_REQUIRE(burst, "malloc");
+	blen += (size_t)sprintf(burst, "{\"Records\":[");
+	for (int i = 0; i < 500; i++)
+		blen += (size_t)sprintf(burst + blen, "%s{\"eventName\":"
+					"\"ObjectCreated:Put\",\"s3\":{\"bucket\":"
+					"{\"name\":\"%s\"},\"object\":{\"key\":"
+					"\"%sb%03d\"}}}", i ? "," : "",
+					s3->bucket, prefix, i);
+	sprintf(burst + blen, "]}");
+	{
+		char path[E2E_PATH_MAX + 32];
+		FILE *bf;
+
+		snprintf(path, sizeof(path), "%s/burst.json", E.gw.dir);
+		bf = fopen(path, "w");
+		E2E_REQUIRE(bf && fputs(burst, bf) >= 0 && !fclose(bf),
+			    "write %s", path);
+		lists = metric(met_addr,
+			       "mapfs_store_requests_total{op=\"list\"}");
+		snprintf(cmd, sizeof(cmd), "-X POST -H 'X-Mapfs-Secret: %s' "
+			 "--data-binary @%s http://%s/", secret, path, ev_addr);
+		E2E_CHECK(curl_status(cmd) == 200, "the burst is not taken");
+	}
+	free(burst);
+	usleep(500000);
+	lists = metric(met_addr, "mapfs_store_requests_total{op=\"list\"}") -
+		lists;
+	fprintf(stderr, "  500 events for one directory: %lld listings\n",
+		lists);
+	E2E_CHECK(lists >= 1 && lists <= 10, "500 events for one directory "
+		  "made %lld listings (want a few, coalesced)", lists);
 }
 
 int main(void)
