@@ -431,6 +431,10 @@ uint64_t e2e_rand(uint64_t *state);
 /* Monotonic time in milliseconds. */
 uint64_t e2e_now_ms(void);
 
+/* A TCP port free on 127.0.0.1 now (for a listener a test asks the
+ * gateway for); -1 if none could be had. */
+int e2e_free_port(void);
+
 /*
  * Standard main() body for the test executables: registers nothing itself;
  * runs the CUnit registry verbosely and returns non-zero if anything failed

@@ -55,21 +55,6 @@ static struct {
 
 static int cb_port; /* the fake client host */
 
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-
-	if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
-	    !getsockname(fd, (struct sockaddr *)&a, &len))
-		port = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
-}
-
 static void gw_dump_log(void)
 {
 	char cmd[E2E_PATH_MAX + 32];
@@ -1051,7 +1036,7 @@ static int suite_init(void)
 
 	if (!f || fputs(exports_text, f) < 0 || fclose(f))
 		return -1;
-	gw.nlm_port = free_port();
+	gw.nlm_port = e2e_free_port();
 	if (gw.nlm_port <= 0 || gw_start(0))
 		return -1;
 	struct e2e_gw g = { .mount_port = gw.mount_port };

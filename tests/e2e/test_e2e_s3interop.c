@@ -22,10 +22,7 @@
 #include <unistd.h>
 
 #include <CUnit/Basic.h>
-#include <arpa/inet.h>
 #include <ctype.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 
 #define TTL "1"                 /* --dir-ttl for these tests */
@@ -1313,21 +1310,6 @@ static void test_reader_pinned(void)
 	free(b);
 }
 
-/* A TCP port free on 127.0.0.1 now (for a listener of the gateway's). */
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-
-	if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
-	    !getsockname(fd, (struct sockaddr *)&a, &len))
-		port = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
-}
 
 /* The HTTP status of `curl ARGS` (0 if curl failed). */
 static int curl_status(const char *args)
@@ -1405,13 +1387,13 @@ static void test_events(void)
 	size_t blen = 0;
 	struct e2e_gw_opts o = { .threads = 2, .dir_ttl = "3600",
 				 .extra_args = extra };
-	int port = free_port(), st;
+	int port = e2e_free_port(), st;
 	nfs_fh3 f;
 	long ms;
 
 	E2E_REQUIRE(s3 && port > 0, "S3 server, a free port");
 	snprintf(ev_addr, sizeof(ev_addr), "127.0.0.1:%d", port);
-	snprintf(met_addr, sizeof(met_addr), "127.0.0.1:%d", free_port());
+	snprintf(met_addr, sizeof(met_addr), "127.0.0.1:%d", e2e_free_port());
 	env_start_opts(&E, &o);
 	e2e_s3_key(&E.gw, "", prefix, sizeof(prefix));
 	snprintf(push, sizeof(push), "http://127.0.0.1:%d/%s", port, secret);
