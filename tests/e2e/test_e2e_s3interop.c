@@ -283,6 +283,19 @@ static int s3_put(const char *key, const void *body, size_t len,
 	return code;
 }
 
+/* DELETE key through the S3 API, as another client: the HTTP status. */
+static int s3_delete(const char *key)
+{
+	struct e2e_s3_resp r;
+	int code;
+
+	E2E_REQUIRE(e2e_s3_request("DELETE", key, NULL, NULL, 0, NULL, &r) == 0,
+		    "DELETE %s through the S3 API", key);
+	code = r.code;
+	e2e_s3_resp_free(&r);
+	return code;
+}
+
 /* ------------------------------------------------------------------ */
 
 struct env {
@@ -563,14 +576,9 @@ changed:
 
 	/* Deleted behind the gateway's back: gone after the TTL. */
 	e2e_s3_key(&E.gw, "plain.bin", key, sizeof(key));
-	{
-		struct e2e_s3_resp r;
-
-		E2E_REQUIRE(e2e_s3_request("DELETE", key, NULL, NULL, 0, NULL,
-					   &r) == 0 && r.code == 204,
-			    "DELETE %s through the S3 API: HTTP %d", key, r.code);
-		e2e_s3_resp_free(&r);
-	}
+	st = s3_delete(key);
+	E2E_REQUIRE(st == 204, "DELETE %s through the S3 API: HTTP %d", key,
+		    st);
 	E2E_CHECK(lookup_until(E.r, &E.root, "plain.bin", NFS3ERR_NOENT,
 			       NULL) >= 0,
 		  "an object deleted through the S3 API is still seen through "
@@ -1230,14 +1238,8 @@ static void test_other_writer(void)
 	E2E_REQUIRE(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush");
 	e2e_s3_key(&E.gw, "gone.txt", key, sizeof(key));
 	E2E_REQUIRE(s3_holds(key, v1), "gone.txt uploaded");
-	{
-		struct e2e_s3_resp r;
-
-		E2E_REQUIRE(e2e_s3_request("DELETE", key, NULL, NULL, 0, NULL,
-					   &r) == 0 && r.code / 100 == 2,
-			    "DELETE %s by another client", key);
-		e2e_s3_resp_free(&r);
-	}
+	E2E_REQUIRE(s3_delete(key) / 100 == 2, "DELETE %s by another client",
+		    key);
 	E2E_STATUS("WRITE gone.txt again",
 		   write_commit(E.r, &h, 0, back, strlen(back)), NFS3_OK);
 	E2E_CHECK(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush");
@@ -1424,14 +1426,7 @@ static void test_events(void)
 	E2E_CHECK(ms >= 0, "a replace is not seen (GETATTR size)");
 	fprintf(stderr, "  replace seen through NFS after %ld ms\n", ms);
 	read_equals(E.r, &f, v2, strlen(v2), "READ pushed.txt (replaced)");
-	{
-		struct e2e_s3_resp r;
-
-		E2E_REQUIRE(e2e_s3_request("DELETE", key, NULL, NULL, 0, NULL,
-					   &r) == 0 && r.code / 100 == 2,
-			    "DELETE %s", key);
-		e2e_s3_resp_free(&r);
-	}
+	E2E_REQUIRE(s3_delete(key) / 100 == 2, "DELETE %s", key);
 	ms = lookup_until(E.r, &E.root, "pushed.txt", NFS3ERR_NOENT, NULL);
 	E2E_CHECK(ms >= 0, "a DELETE by another client is not seen");
 	fprintf(stderr, "  DELETE seen through NFS after %ld ms\n", ms);
