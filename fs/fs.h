@@ -38,6 +38,9 @@ struct fs;
 
 #define FS_ROOT_INO 1
 #define FS_NAME_MAX 255
+/* The most names a file may have (LINK): each is an object of its own,
+ * and every upload of the file copies the first to each of the others. */
+#define FS_LINK_MAX 255
 #define FS_PATH_MAX 1024
 #define FS_MAX_GIDS 16
 #define FS_KEY_TEXT_MAX 1025 /* a store key and its NUL (STORE_KEY_MAX + 1) */
@@ -366,7 +369,11 @@ void fs_rename(struct fs *fs, const struct fs_ctx *ctx, uint64_t from_dir,
 	       struct fs_wcc *from_wcc, struct fs_wcc *to_wcc,
 	       fs_done_fn done, void *arg);
 
-/* LINK: one object per key cannot hold two names: -ENOTSUP. */
+/*
+ * LINK (RFC 1813 3.3.15): dir/name becomes another name of ino, a file
+ * (not a directory: -EPERM), up to FS_LINK_MAX names (-EMLINK).  *attr
+ * is the file's after it (nlink counted).
+ */
 void fs_link(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	     uint64_t dir, const char *name, struct fs_attr *attr,
 	     struct fs_wcc *dir_wcc, fs_done_fn done, void *arg);

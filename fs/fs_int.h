@@ -14,6 +14,8 @@
  *   work       ino (u64, DB_INTKEY) -> "": inodes with a DIRTY flag
  *   mpu        upload id -> store key: multipart uploads begun and not yet
  *              completed or aborted (a crash leaves them; start aborts them)
+ *   links      ino (u64 BE) || parent (u64 BE) || name -> struct fs_link:
+ *              the names of a file past its first (hard links, links.c)
  *
  * Invariants:
  *   - DIRTY_DATA implies the regular file's data is local (cache/), and
@@ -49,8 +51,9 @@ enum {
 	FS_F_IN_STORE = 1u << 2,
 	FS_F_MARKER = 1u << 3, /* dirs: a "dir/" marker object exists */
 	FS_F_EXCL = 1u << 4,   /* verf holds an exclusive-create verifier */
+	FS_F_DIRTY_LINKS = 1u << 5, /* a name (links.c) lacks its object */
 };
-#define FS_F_DIRTY (FS_F_DIRTY_DATA | FS_F_DIRTY_META)
+#define FS_F_DIRTY (FS_F_DIRTY_DATA | FS_F_DIRTY_META | FS_F_DIRTY_LINKS)
 
 /* An inode record, decoded.  Times are ns since the epoch. */
 struct fs_inode {
@@ -96,7 +99,7 @@ struct fs {
 	struct cache *cache;
 	struct store *store;
 	db_table dbi_inodes, dbi_dirents, dbi_cookies, dbi_keys, dbi_meta,
-		dbi_pending, dbi_work, dbi_mpu, dbi_mpu_intent;
+		dbi_pending, dbi_work, dbi_mpu, dbi_mpu_intent, dbi_links;
 	/* Handed out before the create commits (so the cache file exists
 	 * first); the apply persists meta.next_ino past it.  In a cluster
 	 * the numbers come in blocks of the cluster's counter: [next_ino,
@@ -280,6 +283,52 @@ int fs_dir_next(struct fs *fs, struct db_txn *txn, uint64_t dir, uint64_t *cooki
 		uint64_t *ino, char name[FS_NAME_MAX + 1]);
 /* Marks a changed directory: mtime/ctime now, verifier bumped. */
 void fs_dir_touch(struct fs_inode *dir, int64_t now);
+
+/* links.c: a file's names past its first (hard links). */
+enum { FS_LINK_IN_STORE = 1u << 0 }; /* the name's object exists */
+struct fs_link {
+	uint64_t ino, parent;
+	uint32_t flags;
+	uint64_t synced_ms; /* when its object last got there */
+	char etag[STORE_ETAG_MAX];
+	char name[FS_NAME_MAX + 1];
+};
+/* The link dir/name of ino.  0, -ENOENT or -errno. */
+int fs_link_get(struct fs *fs, struct db_txn *txn, uint64_t ino,
+		uint64_t parent, const char *name, struct fs_link *out);
+int fs_link_put(struct fs *fs, struct db_txn *txn, const struct fs_link *l);
+int fs_link_del(struct fs *fs, struct db_txn *txn, uint64_t ino,
+		uint64_t parent, const char *name);
+/* fn(arg, link) for each link of ino until fn returns non-zero (that is
+ * returned).  0 or -errno. */
+int fs_link_each(struct fs *fs, struct db_txn *txn, uint64_t ino,
+		 int (*fn)(void *arg, const struct fs_link *l), void *arg);
+/* The first link of ino (in key order).  0, -ENOENT. */
+int fs_link_first(struct fs *fs, struct db_txn *txn, uint64_t ino,
+		  struct fs_link *out);
+/* The link of in whose object key is key.  0, -ENOENT (none: perhaps the
+ * first name's), -errno. */
+int fs_link_of_key(struct fs *fs, struct db_txn *txn,
+		   const struct fs_inode *in, const char *key,
+		   struct fs_link *out);
+/* Whether dir/name is in's first name (the record's), not a link. */
+bool fs_name_is_first(const struct fs_inode *in, uint64_t dir,
+		      const char *name);
+/* The store key of name in dir ('/' appended for a directory). */
+int fs_name_key(struct fs *fs, struct db_txn *txn, uint64_t dir,
+		const char *name, bool is_dir, char *buf, size_t cap);
+/*
+ * Remove dir/name, one of in's names but not its last: its entry, its
+ * link (the first name: another takes its place) and, queue_delete, its
+ * object (a pending DEL; else only its "keys" entry goes).  in is put;
+ * dir is changed, for the caller to put.  0 or -errno.
+ */
+int fs_name_drop(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
+		 struct fs_inode *in, const char *name, bool queue_delete);
+/* fs_name_drop, or fs_unlink_inode for a victim's last name (*gone). */
+int fs_unlink_name(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
+		   struct fs_inode *victim, const char *name,
+		   bool queue_delete, bool *gone);
 
 /* ops_remove.c: S_ISVTX rule for removing or renaming victim from dir. */
 int fs_sticky_check(const struct fs_ctx *ctx, const struct fs_inode *dir,

@@ -55,7 +55,8 @@ static int fs_tables_open(struct fs *fs, const struct db_share_ops *inodes)
 				&fs->dbi_pending)) ||
 	    (rc = db_table_open(db, "work", DB_INTKEY, &fs->dbi_work)) ||
 	    (rc = db_table_open(db, "mpu", 0, &fs->dbi_mpu)) ||
-	    (rc = db_table_open(db, "mpu_intent", 0, &fs->dbi_mpu_intent)))
+	    (rc = db_table_open(db, "mpu_intent", 0, &fs->dbi_mpu_intent)) ||
+	    (rc = db_table_open(db, "links", DB_SHARED, &fs->dbi_links)))
 		return rc;
 	return 0;
 }

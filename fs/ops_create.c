@@ -1,5 +1,5 @@
 /*
- * fs/ops_create.c - CREATE, MKDIR, SYMLINK (and the refused MKNOD, LINK).
+ * fs/ops_create.c - CREATE, MKDIR, SYMLINK, MKNOD.
  *
  * A new regular file gets its (empty) cache file before the namespace
  * change is submitted, so "DIRTY_DATA implies local" holds from the first
@@ -374,19 +374,4 @@ void fs_mknod(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 	}
 	create_common(fs, ctx, dir, name, type, FS_CREATE_GUARDED, sattr, NULL,
 		      NULL, major, minor, ino, attr, dir_wcc, done, arg);
-}
-
-/* LINK: one object per key cannot carry two names. */
-void fs_link(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
-	     uint64_t dir, const char *name, struct fs_attr *attr,
-	     struct fs_wcc *dir_wcc, fs_done_fn done, void *arg)
-{
-	(void)ctx, (void)name;
-	if (dir_wcc)
-		memset(dir_wcc, 0, sizeof(*dir_wcc));
-	if (dir_wcc && fs_getattr(fs, dir, &dir_wcc->after) == 0)
-		dir_wcc->after_ok = true;
-	if (attr)
-		fs_getattr(fs, ino, attr);
-	done(arg, fs->opts.read_only ? -EROFS : -ENOTSUP);
 }

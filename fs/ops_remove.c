@@ -1,6 +1,7 @@
 /*
  * fs/ops_remove.c - REMOVE and RMDIR, and the unlinking of an inode that
  * RENAME (a replaced target) and revalidation (deleted out of band) share.
+ * A file with other names (links.c) only loses the one removed.
  *
  * A removed inode whose object is in the store gets a pending DEL of its
  * key in the same transaction; its "keys" entry stays until the syncer
@@ -68,6 +69,7 @@ struct remove_op {
 	uint64_t dir;
 	char name[FS_NAME_MAX + 1];
 	bool rmdir;
+	bool gone; /* the victim's last name went: so does its cache file */
 	uint64_t victim;
 	uint32_t victim_type;
 	struct fs_wcc *dir_wcc;
@@ -106,7 +108,8 @@ static int remove_apply(struct db_txn *txn, void *p)
 		return rc;
 	if (op->rmdir && (rc = fs_dir_empty(fs, txn, victim.ino)))
 		return rc;
-	if ((rc = fs_unlink_inode(fs, txn, &dir, &victim, true)) ||
+	if ((rc = fs_unlink_name(fs, txn, &dir, &victim, op->name, true,
+				 &op->gone)) ||
 	    (rc = fs_inode_put(fs, txn, &dir)))
 		return rc;
 	op->victim = victim.ino;
@@ -119,7 +122,7 @@ static void remove_done(void *p, int err)
 {
 	struct remove_op *op = p;
 
-	if (!err && op->victim_type == FS_REG)
+	if (!err && op->gone && op->victim_type == FS_REG)
 		cache_drop(op->fs->cache, op->victim);
 	op->done(op->arg, err);
 	free(op);

@@ -22,6 +22,7 @@ struct rename_op {
 	uint64_t from_dir, to_dir;
 	char from_name[FS_NAME_MAX + 1], to_name[FS_NAME_MAX + 1];
 	uint64_t replaced; /* target inode removed, for its cache file */
+	bool replaced_gone; /* its last name: the cache file goes too */
 	uint32_t replaced_type;
 	struct fs_wcc *from_wcc, *to_wcc;
 	fs_done_fn done;
@@ -56,6 +57,25 @@ static int queue_move(struct fs *fs, struct db_txn *txn, uint64_t ino,
 	int rc = fs_pending_add(fs, txn, FS_PEND_COPY, ino, old_key, new_key);
 
 	return rc ? rc : fs_pending_add(fs, txn, FS_PEND_DEL, ino, old_key, NULL);
+}
+
+/* Whether dir's entry name (n bytes) of child has its object in the
+ * store: the inode's, or for another name of a file, its link's. */
+static bool name_in_store(struct fs *fs, struct db_txn *txn,
+			  const struct fs_inode *child, uint64_t dir,
+			  const char *name, size_t n)
+{
+	char nm[FS_NAME_MAX + 1];
+	struct fs_link l;
+
+	if (n > FS_NAME_MAX)
+		return false;
+	memcpy(nm, name, n);
+	nm[n] = '\0';
+	if (child->type == FS_DIR || fs_name_is_first(child, dir, nm))
+		return child->flags & FS_F_IN_STORE;
+	return !fs_link_get(fs, txn, child->ino, dir, nm, &l) &&
+	       (l.flags & FS_LINK_IN_STORE);
 }
 
 /*
@@ -108,7 +128,7 @@ static int queue_subtree(struct fs *fs, struct db_txn *txn, uint64_t dir, char *
 		memcpy(nk + nl, (char *)k.data + 8, n);
 		ok[ol + n] = nk[nl + n] = '/';
 		ok[ol + n + is_dir] = nk[nl + n + is_dir] = '\0';
-		if (child.flags & FS_F_IN_STORE)
+		if (name_in_store(fs, txn, &child, dir, (char *)k.data + 8, n))
 			rc = queue_move(fs, txn, ino, ok, nk);
 		if (!rc && is_dir)
 			rc = queue_subtree(fs, txn, ino, ok, nk);
@@ -139,7 +159,8 @@ static int rename_replace(struct rename_op *op, struct db_txn *txn,
 		return rc;
 	if ((rc = fs_sticky_check(&op->ctx, tdir, &tgt)))
 		return rc;
-	rc = fs_unlink_inode(fs, txn, tdir, &tgt, true);
+	rc = fs_unlink_name(fs, txn, tdir, &tgt, op->to_name, true,
+			    &op->replaced_gone);
 	if (rc)
 		return rc;
 	op->replaced = tgt.ino;
@@ -192,7 +213,18 @@ static int rename_apply(struct db_txn *txn, void *p)
 		rc = 0;
 	if (rc)
 		return rc;
-	if ((rc = fs_obj_key(fs, txn, &src, old_key, sizeof(old_key))) ||
+	/* Another name of a file (links.c) moves its link, not the inode's
+	 * first name. */
+	bool is_dir = src.type == FS_DIR,
+	     first = is_dir || fs_name_is_first(&src, op->from_dir,
+						op->from_name);
+	struct fs_link l;
+
+	if (!first && (rc = fs_link_get(fs, txn, src.ino, op->from_dir,
+					op->from_name, &l)))
+		return rc == -ENOENT ? -EIO : rc;
+	if ((rc = fs_name_key(fs, txn, op->from_dir, op->from_name, is_dir,
+			      old_key, sizeof(old_key))) ||
 	    (rc = fs_dirent_remove(fs, txn, fdir, op->from_name)) ||
 	    (rc = fs_dirent_add(fs, txn, tdir, op->to_name, src.ino)))
 		return rc;
@@ -203,16 +235,26 @@ static int rename_apply(struct db_txn *txn, void *p)
 	if (fdir->ino != FS_ROOT_INO && !(fdir->flags & FS_F_MARKER) &&
 	    (rc = fs_inode_mark(fs, txn, fdir, FS_F_DIRTY_META)))
 		return rc;
-	src.parent = op->to_dir;
-	strcpy(src.name, op->to_name);
+	if (first) {
+		src.parent = op->to_dir;
+		strcpy(src.name, op->to_name);
+	} else {
+		if ((rc = fs_link_del(fs, txn, src.ino, l.parent, l.name)))
+			return rc;
+		l.parent = op->to_dir;
+		strcpy(l.name, op->to_name);
+		if ((rc = fs_link_put(fs, txn, &l)))
+			return rc;
+	}
 	src.ctime = fs_now_ns();
 	if ((rc = fs_inode_put(fs, txn, fdir)) ||
 	    (!same_dir && (rc = fs_inode_put(fs, txn, tdir))) ||
 	    (rc = fs_inode_put(fs, txn, &src)))
 		return rc;
-	if ((rc = fs_obj_key(fs, txn, &src, new_key, sizeof(new_key))))
+	if ((rc = fs_name_key(fs, txn, op->to_dir, op->to_name, is_dir,
+			      new_key, sizeof(new_key))))
 		return rc;
-	if ((src.flags & FS_F_IN_STORE) &&
+	if ((first ? (src.flags & FS_F_IN_STORE) : (l.flags & FS_LINK_IN_STORE)) &&
 	    (rc = queue_move(fs, txn, src.ino, old_key, new_key)))
 		return rc;
 	if (src.type == FS_DIR &&
@@ -227,7 +269,8 @@ static void rename_done(void *p, int err)
 {
 	struct rename_op *op = p;
 
-	if (!err && op->replaced && op->replaced_type == FS_REG)
+	if (!err && op->replaced && op->replaced_gone &&
+	    op->replaced_type == FS_REG)
 		cache_drop(op->fs->cache, op->replaced);
 	op->done(op->arg, err);
 	free(op);

@@ -266,31 +266,55 @@ static int drop_add(struct reval_op *op, uint64_t ino)
 	return 0;
 }
 
-/* Is the object at child's own key, clean and older than the listing? */
+/*
+ * Is the object at key, child's entry name in dir, the one the namespace
+ * made, clean and older than the listing?  For another name of a file
+ * (a hard link) its link record says: *l gets it (l->ino 0: the first).
+ */
 static bool store_confirmed(struct reval_op *op, struct db_txn *txn,
-			    const struct fs_inode *child, const char *key)
+			    const struct fs_inode *child, uint64_t dir,
+			    const char *name, const char *key, struct fs_link *l)
 {
-	uint64_t owner;
+	bool in_store = child->flags & FS_F_IN_STORE;
+	uint64_t owner, synced = child->synced_ms;
 
-	return !(child->flags & FS_F_DIRTY) &&
-	       (child->flags & FS_F_IN_STORE) &&
-	       child->synced_ms < op->list_start_ms &&
+	l->ino = 0;
+	if (child->type != FS_DIR && !fs_name_is_first(child, dir, name)) {
+		if (fs_link_get(op->fs, txn, child->ino, dir, name, l))
+			return false;
+		in_store = l->flags & FS_LINK_IN_STORE;
+		synced = l->synced_ms;
+	}
+	return !(child->flags & FS_F_DIRTY) && in_store &&
+	       synced < op->list_start_ms &&
 	       !fs_keys_get(op->fs, txn, key, &owner) && owner == child->ino;
 }
 
+static int reval_import(struct reval_op *op, struct db_txn *txn,
+			struct fs_inode *dir, struct reval_item *it,
+			const char *key);
+
 /* A known entry that is in the listing: pick up a changed object. */
 static int reval_known(struct reval_op *op, struct db_txn *txn,
-		       const struct reval_item *it, uint64_t ino,
-		       const char *key)
+		       struct fs_inode *dir, struct reval_item *it,
+		       uint64_t ino, const char *key)
 {
 	struct fs_inode in;
+	struct fs_link l;
 	int rc = fs_inode_get(op->fs, txn, ino, &in);
 
 	if (rc || it->is_dir || in.type != FS_REG ||
-	    !store_confirmed(op, txn, &in, key))
+	    !store_confirmed(op, txn, &in, dir->ino, it->name, key, &l))
 		return rc;
-	if (in.size == it->size && !strcmp(in.etag, it->etag))
+	if (l.ino ? !strcmp(l.etag, it->etag)
+		  : in.size == it->size && !strcmp(in.etag, it->etag))
 		return 0;
+	/* One name of several changed: it splits off, a file of its own;
+	 * the others keep the file as it was. */
+	if (in.nlink > 1) {
+		rc = fs_name_drop(op->fs, txn, dir, &in, it->name, false);
+		return rc ? rc : reval_import(op, txn, dir, it, key);
+	}
 	in.size = it->size;
 	memcpy(in.etag, it->etag, sizeof(in.etag));
 	in.mtime = it->last_modified_ns;
@@ -366,20 +390,25 @@ static int reval_vanished(struct reval_op *op, struct db_txn *txn,
 		if (rc)
 			return rc;
 		const struct reval_item *it = item_find(op, name);
+		struct fs_link l;
+		bool gone;
 
 		if (it && it->seen)
 			continue;
 		if ((rc = fs_inode_get(fs, txn, ino, &child)) ||
-		    (rc = fs_obj_key(fs, txn, &child, key, sizeof(key))))
+		    (rc = fs_name_key(fs, txn, dir->ino, name,
+				      child.type == FS_DIR, key, sizeof(key))))
 			return rc;
-		if (!store_confirmed(op, txn, &child, key))
+		if (!store_confirmed(op, txn, &child, dir->ino, name, key, &l))
 			continue;
 		/* A directory goes only once nothing is known below it. */
 		if (child.type == FS_DIR && fs_dir_empty(fs, txn, child.ino))
 			continue;
-		if ((rc = fs_unlink_inode(fs, txn, dir, &child, false)))
+		if ((rc = fs_unlink_name(fs, txn, dir, &child, name, false,
+					 &gone)))
 			return rc;
-		if (child.type == FS_REG && (rc = drop_add(op, child.ino)))
+		if (gone && child.type == FS_REG &&
+		    (rc = drop_add(op, child.ino)))
 			return rc;
 	}
 }
@@ -405,7 +434,7 @@ static int reval_apply(struct db_txn *txn, void *p)
 		rc = fs_dirent_get(fs, txn, dir.ino, it->name, &ino, NULL);
 		if (rc == 0) {
 			it->seen = true;
-			rc = reval_known(op, txn, it, ino, key);
+			rc = reval_known(op, txn, &dir, it, ino, key);
 		} else if (rc == -ENOENT) {
 			rc = 0;
 			/* Ours, on its way out (removed or renamed away). */

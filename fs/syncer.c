@@ -224,8 +224,20 @@ static int pend_commit_apply(struct db_txn *txn, void *arg)
 	rc = fs_keys_put(fs, txn, p->dst, p->ino);
 	if (rc || fs_inode_get(fs, txn, p->ino, &in))
 		return rc;
-	if (fs_obj_key(fs, txn, &in, key, sizeof(key)) || strcmp(key, p->dst))
+	if (fs_obj_key(fs, txn, &in, key, sizeof(key)))
 		return 0;
+	if (strcmp(key, p->dst)) {
+		/* A copy to another name of the file (LINK, or a rename of
+		 * that name): its object is there now. */
+		struct fs_link l;
+
+		if (fs_link_of_key(fs, txn, &in, p->dst, &l))
+			return 0;
+		l.flags |= FS_LINK_IN_STORE;
+		l.synced_ms = fs_now_ms();
+		memcpy(l.etag, pc->info.etag, sizeof(l.etag));
+		return fs_link_put(fs, txn, &l);
+	}
 	in.synced_ms = fs_now_ms();
 	/* A copy is a new version (its ETag may differ): reads pin it. */
 	if (pc->info.etag[0])
@@ -791,11 +803,47 @@ static bool key_occupied(struct fs *fs, struct db_txn *txn, const char *key)
 	       (in.type == FS_DIR) == want_dir;
 }
 
+/* A name of a file past its first whose object an upload made. */
+struct link_copy {
+	uint64_t parent;
+	char name[FS_NAME_MAX + 1];
+	char key[STORE_KEY_MAX + 2];
+	char etag[STORE_ETAG_MAX];
+};
+
 struct upload_commit {
 	struct fs *fs;
 	struct sync_item *it;
 	struct store_info *info;
+	struct link_copy *links; /* made: their records learn it */
+	size_t nlinks;
 };
+
+/* The links copied (uc->links) are in the store: say so in their records. */
+static int links_commit(struct db_txn *txn, struct upload_commit *uc)
+{
+	struct fs *fs = uc->fs;
+	int rc;
+
+	for (size_t i = 0; i < uc->nlinks; i++) {
+		const struct link_copy *lc = &uc->links[i];
+		struct fs_link l;
+
+		rc = fs_link_get(fs, txn, uc->it->in.ino, lc->parent, lc->name,
+				 &l);
+		if (rc == -ENOENT)
+			continue; /* removed or renamed meanwhile */
+		if (rc)
+			return rc;
+		l.flags |= FS_LINK_IN_STORE;
+		l.synced_ms = fs_now_ms();
+		memcpy(l.etag, lc->etag, sizeof(l.etag));
+		if ((rc = fs_link_put(fs, txn, &l)) ||
+		    (rc = fs_keys_put(fs, txn, lc->key, l.ino)))
+			return rc;
+	}
+	return 0;
+}
 
 /*
  * The data and mtime are as the snapshot saw them.  Not the ctime: chunks
@@ -843,8 +891,13 @@ static int upload_commit_apply(struct db_txn *txn, void *arg)
 		if ((rc = fs_keys_put(fs, txn, it->key, in.ino)))
 			return rc;
 	}
-	if ((it->in.flags & FS_F_DIRTY_META) && in.ctime == it->in.ctime)
-		in.flags &= ~(uint32_t)FS_F_DIRTY_META;
+	if ((rc = links_commit(txn, uc)))
+		return rc;
+	/* A LINK since the snapshot moved the ctime: its name may lack
+	 * its object yet. */
+	if (in.ctime == it->in.ctime)
+		in.flags &= ~(it->in.flags & (uint32_t)(FS_F_DIRTY_META |
+						       FS_F_DIRTY_LINKS));
 	if ((it->in.flags & FS_F_DIRTY_DATA) && it->have_cs &&
 	    cache_stat(fs->cache, in.ino, &cs) == 0 && cs_equal(&cs, &it->cs) &&
 	    !(rc = cache_clean(fs->cache, txn, in.ino, cs.wseq, cs.size))) {
@@ -889,11 +942,136 @@ static int item_base_refresh(struct fs *fs, struct sync_item *it)
 	return 0;
 }
 
+/* The links of a file as the record says now, each with its key. */
+struct links_read {
+	struct fs *fs;
+	struct db_txn *txn;
+	struct fs_link *v;
+	char (*keys)[STORE_KEY_MAX + 2];
+	size_t n, cap;
+};
+
+static int links_read_fn(void *arg, const struct fs_link *l)
+{
+	struct links_read *lr = arg;
+
+	if (lr->n == lr->cap) {
+		size_t cap = lr->cap ? lr->cap * 2 : 4;
+		struct fs_link *v = realloc(lr->v, cap * sizeof(*v));
+		char (*k)[STORE_KEY_MAX + 2];
+
+		if (!v)
+			return -ENOMEM;
+		lr->v = v;
+		if (!(k = realloc(lr->keys, cap * sizeof(*k))))
+			return -ENOMEM;
+		lr->keys = k;
+		lr->cap = cap;
+	}
+	lr->v[lr->n] = *l;
+	if (fs_name_key(lr->fs, lr->txn, l->parent, l->name, false,
+			lr->keys[lr->n], sizeof(lr->keys[0])))
+		return 0; /* its directory went meanwhile: not this name */
+	lr->n++;
+	return 0;
+}
+
+/* Another writer's object is at link l's key: that name is theirs now,
+ * a file of its own (the listing brings it in); the others keep ours. */
+struct link_split {
+	struct fs *fs;
+	const struct fs_link *l;
+};
+
+static int link_split_apply(struct db_txn *txn, void *arg)
+{
+	struct link_split *ls = arg;
+	struct fs *fs = ls->fs;
+	struct fs_inode in, dir;
+	struct fs_link now;
+	int rc = fs_link_get(fs, txn, ls->l->ino, ls->l->parent, ls->l->name,
+			     &now);
+
+	if (rc == -ENOENT)
+		return 0;
+	if (rc || (rc = fs_inode_get(fs, txn, ls->l->ino, &in)) ||
+	    (rc = fs_inode_get(fs, txn, ls->l->parent, &dir)) ||
+	    (rc = fs_name_drop(fs, txn, &dir, &in, now.name, false)))
+		return rc;
+	return fs_inode_put(fs, txn, &dir);
+}
+
+/*
+ * Make the objects of the file's other names (hard links, links.c): a
+ * copy in the store of the first name's object, just uploaded (all of
+ * them), or, uploaded false, only the names that have none yet.  Each
+ * copy is conditional on the version that name's record last saw, so
+ * another writer's object there is never overwritten: that name splits
+ * off instead.  The copies made are listed in uc for the commit.
+ */
+static int links_copy(struct fs *fs, struct sync_item *it, bool uploaded,
+		      struct upload_commit *uc)
+{
+	struct links_read lr = { .fs = fs };
+	struct store_meta m;
+	struct store_cond c;
+	int rc = db_read_begin(fs->db, &lr.txn);
+
+	if (rc)
+		return rc;
+	rc = fs_link_each(fs, lr.txn, it->in.ino, links_read_fn, &lr);
+	db_read_end(fs->db, lr.txn);
+	if (!rc && lr.n && !(uc->links = calloc(lr.n, sizeof(*uc->links))))
+		rc = -ENOMEM;
+	meta_of(it, &m);
+	cond_of(fs, it, &c);
+	memcpy(m.wid, c.wid, sizeof(m.wid));
+	for (size_t i = 0; !rc && i < lr.n; i++) {
+		const struct fs_link *l = &lr.v[i];
+		struct link_copy *lc = &uc->links[uc->nlinks];
+		struct store_info info;
+
+		if (!uploaded && (l->flags & FS_LINK_IN_STORE))
+			continue;
+		c.kind = !(l->flags & FS_LINK_IN_STORE) ? STORE_IF_NONE
+			 : l->etag[0]			 ? STORE_IF_MATCH
+							 : STORE_IF_ANY;
+		memcpy(c.etag, l->etag, sizeof(c.etag));
+		rc = store_copy_if(fs->store, it->key, lr.keys[i], &m, &c,
+				   &info);
+		if (rc == -ESTALE || (rc == -ENOENT && c.kind == STORE_IF_MATCH)) {
+			log_warn("fs: %s, another name of %s, was %s by someone "
+				 "else: it is a file of its own now; the other "
+				 "names keep ours", lr.keys[i], it->key,
+				 rc == -ESTALE ? "written" : "deleted");
+			rc = db_write(fs->db, link_split_apply,
+				      &(struct link_split){ fs, l });
+			if (!rc)
+				fs_revalidate(fs, NULL, l->parent, true,
+					      fs_done_nothing, NULL);
+			continue;
+		}
+		if (rc)
+			break;
+		lc->parent = l->parent;
+		strcpy(lc->name, l->name);
+		strcpy(lc->key, lr.keys[i]);
+		memcpy(lc->etag, info.etag, sizeof(lc->etag));
+		uc->nlinks++;
+	}
+	free(lr.v);
+	free(lr.keys);
+	return rc;
+}
+
 static int sync_item(struct fs *fs, struct sync_item *it)
 {
 	struct store_info info = { 0 };
 	struct upload_commit uc = { .fs = fs, .it = it, .info = &info };
 	uint64_t t0 = fs_now_ms();
+	/* Only names to make (LINK): the first object is as it was. */
+	bool uploading = (it->in.flags & (FS_F_DIRTY_DATA | FS_F_DIRTY_META)) ||
+			 !(it->in.flags & FS_F_IN_STORE);
 	int rc = 0;
 
 	/* A node whose lease may have run out writes nothing (owner.c). */
@@ -901,16 +1079,22 @@ static int sync_item(struct fs *fs, struct sync_item *it)
 		return -EAGAIN;
 	if (it->in.ino != FS_ROOT_INO) /* the root has no object */
 		rc = item_base_refresh(fs, it);
-	if (!rc && it->in.ino != FS_ROOT_INO)
+	if (!rc && it->in.ino != FS_ROOT_INO && uploading)
 		rc = upload(fs, it, &info);
+	else if (!rc)
+		snprintf(info.etag, sizeof(info.etag), "%s", it->in.etag);
 	/* Someone else wrote (or deleted) the key meanwhile. */
 	if (rc == -ESTALE || (rc == -ENOENT && (it->in.flags & FS_F_IN_STORE)))
 		return fs_conflict(fs, &it->in, it->key, item_size(it), rc);
-	if (rc)
-		return rc;
-	log_debug("fs: uploaded %s (%" PRIu64 " bytes) in %" PRIu64 " ms",
-		  it->key, info.size, fs_now_ms() - t0);
-	return db_write(fs->db, upload_commit_apply, &uc);
+	if (!rc && it->in.type != FS_DIR && it->in.ino != FS_ROOT_INO)
+		rc = links_copy(fs, it, uploading, &uc);
+	if (!rc) {
+		log_debug("fs: uploaded %s (%" PRIu64 " bytes) in %" PRIu64
+			  " ms", it->key, info.size, fs_now_ms() - t0);
+		rc = db_write(fs->db, upload_commit_apply, &uc);
+	}
+	free(uc.links);
+	return rc;
 }
 
 /*

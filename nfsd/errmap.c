@@ -95,7 +95,7 @@ int nfsd_errno_to_stat(int err)
 		return NFS3ERR_BADHANDLE;
 	case ECANCELED: /* fs_setattr(): the ctime guard did not match (3.3.2) */
 		return NFS3ERR_NOT_SYNC;
-	case ENOTSUP: /* MKNOD, LINK: the store cannot represent them */
+	case ENOTSUP: /* what the store cannot represent */
 #if EOPNOTSUPP != ENOTSUP
 	case EOPNOTSUPP:
 #endif

@@ -78,8 +78,8 @@ void nfs3_proc_fsinfo(struct rpc_call *call, void *argp, void *resp)
 	/* Times are kept to the nanosecond. */
 	ok->time_delta.seconds = 0;
 	ok->time_delta.nseconds = 1;
-	/* No FSF3_LINK: one object per key cannot carry two names. */
-	ok->properties = FSF3_SYMLINK | FSF3_HOMOGENEOUS | FSF3_CANSETTIME;
+	ok->properties = FSF3_LINK | FSF3_SYMLINK | FSF3_HOMOGENEOUS |
+			 FSF3_CANSETTIME;
 	rpc_call_done(call);
 }
 
@@ -104,7 +104,7 @@ void nfs3_proc_pathconf(struct rpc_call *call, void *argp, void *resp)
 		return;
 	}
 	nfs3_post_op_attr(n, &attr, &ok->obj_attributes);
-	ok->linkmax = 1; /* no hard links */
+	ok->linkmax = FS_LINK_MAX;
 	ok->name_max = FS_NAME_MAX;
 	ok->no_trunc = TRUE; /* long names are refused, never cut */
 	ok->chown_restricted = TRUE;

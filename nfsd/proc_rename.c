@@ -103,10 +103,7 @@ static void link_done(void *arg, int err)
 		    fs_getattr(st->n->fs, st->ino, &now) == 0 ? &now : NULL);
 }
 
-/*
- * LINK.  fs answers ENOTSUP (one object per key cannot have two names)
- * and FSINFO does not offer FSF3_LINK, but the call is checked fully.
- */
+/* LINK: another name for a file, in the same export (else XDEV). */
 void nfs3_proc_link(struct rpc_call *call, void *argp, void *resp)
 {
 	struct nfs3_link_call *st = resp;

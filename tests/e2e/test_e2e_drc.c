@@ -30,6 +30,7 @@
 
 #define NFSPROC3_READ_ 6
 #define NFSPROC3_REMOVE_ 12
+#define NFSPROC3_LINK_ 15
 #define AUTH_SYS_FLAVOR 1
 #define BIG (1u << 20)
 #define NBIG 64
@@ -98,6 +99,16 @@ static void remove_call(struct buf *b, uint32_t xid, const nfs_fh3 *dir,
 			const char *name)
 {
 	call_begin(b, xid, NFSPROC3_REMOVE_);
+	put_opaque(b, dir->data.data_val, dir->data.data_len);
+	put_opaque(b, name, strlen(name));
+	call_seal(b);
+}
+
+static void link_call(struct buf *b, uint32_t xid, const nfs_fh3 *file,
+		      const nfs_fh3 *dir, const char *name)
+{
+	call_begin(b, xid, NFSPROC3_LINK_);
+	put_opaque(b, file->data.data_val, file->data.data_len);
 	put_opaque(b, dir->data.data_val, dir->data.data_len);
 	put_opaque(b, name, strlen(name));
 	call_seal(b);
@@ -339,6 +350,48 @@ static void test_remove_retransmitted(void)
 	stop();
 }
 
+/*
+ * Connectathon's lost-reply check (special suite): link a file and
+ * unlink the new name, 100 times, every call sent twice as a client
+ * does whose reply was lost: each retransmission answers OK (the first
+ * reply), never EXIST or NOENT from running again.
+ */
+static void test_link_unlink_retransmitted(void)
+{
+	struct buf call, first, again;
+	nfs_fh3 f;
+	GETATTR3res ga;
+	uint32_t xid = 0x11ec0000;
+	int fd;
+
+	start(2, NULL);
+	f = mk_file("lr");
+	fd = tcp_connect(gw.nfs_port, 0);
+	E2E_REQUIRE(fd >= 0, "connect");
+	for (int i = 0; i < 100; i++) {
+		link_call(&call, ++xid, &f, &ROOT, "lr.link");
+		E2E_REQUIRE(nfs_status(fd, &call, xid, &first) == NFS3_OK,
+			    "LINK %d", i);
+		E2E_REQUIRE(nfs_status(fd, &call, xid, &again) == NFS3_OK,
+			    "LINK %d retransmitted: not the first reply", i);
+		remove_call(&call, ++xid, &ROOT, "lr.link");
+		E2E_REQUIRE(nfs_status(fd, &call, xid, &first) == NFS3_OK,
+			    "REMOVE %d", i);
+		E2E_REQUIRE(nfs_status(fd, &call, xid, &again) == NFS3_OK,
+			    "REMOVE %d retransmitted: not the first reply", i);
+	}
+	close(fd);
+	E2E_RPC(R, e2e_nfs3_getattr(R, &f, &ga));
+	E2E_CHECK(ga.status == NFS3_OK &&
+			  ga.GETATTR3res_u.resok.obj_attributes.nlink == 1,
+		  "lr after 100 links and unlinks: %s, nlink %u",
+		  e2e_nfsstat(ga.status),
+		  ga.status == NFS3_OK
+			  ? ga.GETATTR3res_u.resok.obj_attributes.nlink
+			  : 0);
+	stop();
+}
+
 /* ------------------------------------------------------------------ */
 /* limits                                                              */
 
@@ -462,6 +515,8 @@ int main(void)
 	s = CU_add_suite("e2e_drc", NULL, NULL);
 	CU_add_test(s, "retransmitted REMOVE answers OK again",
 		    test_remove_retransmitted);
+	CU_add_test(s, "link/unlink 100 times, each retransmitted",
+		    test_link_unlink_retransmitted);
 	CU_add_test(s, "--max-connections closes the one too many",
 		    test_max_connections);
 	CU_add_test(s, "--idle-timeout closes an idle connection",

@@ -493,6 +493,78 @@ static void test_100mib(void)
 	}
 }
 
+static uint32_t nlink_of(const nfs_fh3 *fh, const char *what)
+{
+	GETATTR3res ga;
+
+	E2E_RPC(R, e2e_nfs3_getattr(R, fh, &ga));
+	E2E_STATUS(what, ga.status, NFS3_OK);
+	return ga.status == NFS3_OK ? ga.GETATTR3res_u.resok.obj_attributes.nlink
+				    : 0;
+}
+
+/*
+ * Hard links (issue 22): two names of one file in two directories, a
+ * write through the second read through the first, a kill -9 and a
+ * restart (the pair is still one file), the first name removed (the
+ * second keeps the bytes), and a SIGTERM restart after that.
+ */
+static void test_hard_links(void)
+{
+	static char data[300000];
+	char verf[NFS3_WRITEVERFSIZE], want[65], got[65];
+	struct kept kd, ksub, kf;
+	nfs_fh3 d, sub, f, l;
+	LINK3res lr;
+	REMOVE3res rm;
+	LOOKUP3res lk;
+
+	need_gw();
+	e2e_fill(data, sizeof(data), 22);
+	d = mk_dir(&ROOT, "links");
+	sub = mk_dir(&d, "sub");
+	f = mk_file(&d, "a");
+	write_all(&f, data, sizeof(data), UNSTABLE, verf);
+	E2E_RPC(R, e2e_nfs3_link(R, &f, &sub, "b", &lr));
+	E2E_STATUS("LINK links/a -> links/sub/b", lr.status, NFS3_OK);
+	l = lookup_ok(&sub, "b");
+	E2E_CHECK(e2e_fh_equal(&f, &l), "links/sub/b is another file");
+	memcpy(data + 1000, "through the second name", 23);
+	write_all(&l, data, 2000, FILE_SYNC, verf);
+	e2e_sha256_hex(data, sizeof(data), want);
+	read_sha(&f, 65536, sizeof(data), got);
+	E2E_CHECK(!strcmp(want, got), "links/a does not show the write "
+		  "through links/sub/b");
+	kd = keep(&d);
+	ksub = keep(&sub);
+	kf = keep(&f);
+
+	restart_after(1);
+	d = use(&kd);
+	sub = use(&ksub);
+	f = lookup_ok(&d, "a");
+	l = lookup_ok(&sub, "b");
+	E2E_CHECK(e2e_fh_equal(&f, &l), "after kill -9 the names are two files");
+	E2E_CHECK(e2e_fh_equal(&f, &(nfs_fh3){ { kf.len, kf.data } }),
+		  "the file's handle changed across kill -9");
+	E2E_CHECK(nlink_of(&f, "GETATTR links/a") == 2, "nlink is not 2");
+	read_sha(&l, 65536, sizeof(data), got);
+	E2E_CHECK(!strcmp(want, got), "links/sub/b after kill -9: other bytes");
+	E2E_RPC(R, e2e_nfs3_remove(R, &d, "a", &rm));
+	E2E_STATUS("REMOVE links/a", rm.status, NFS3_OK);
+	E2E_CHECK(nlink_of(&l, "GETATTR links/sub/b") == 1, "nlink is not 1");
+
+	restart_after(0);
+	d = use(&kd);
+	sub = use(&ksub);
+	E2E_RPC(R, e2e_nfs3_lookup(R, &d, "a", &lk));
+	E2E_STATUS("LOOKUP links/a after REMOVE", lk.status, NFS3ERR_NOENT);
+	l = lookup_ok(&sub, "b");
+	read_sha(&l, 65536, sizeof(data), got);
+	E2E_CHECK(!strcmp(want, got), "links/sub/b lost its bytes when "
+		  "links/a was removed");
+}
+
 /* Last: SIGTERM is a clean exit, and stdout held only the ready line. */
 static void test_sigterm(void)
 {
@@ -518,6 +590,8 @@ int main(void)
 		    test_verifier_per_run);
 	CU_add_test(s, "100 MiB in and out, kill -9, old handle",
 		    test_100mib);
+	CU_add_test(s, "hard links: two names, kill -9, one removed",
+		    test_hard_links);
 	CU_add_test(s, "SIGTERM exits 0", test_sigterm);
 	return e2e_run_cunit();
 }

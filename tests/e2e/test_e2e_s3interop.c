@@ -1483,6 +1483,109 @@ static void test_events(void)
 		  "made %lld listings (want a few, coalesced)", lists);
 }
 
+/* LINK dir/name to f; the NFS status. */
+static int link_to(struct e2e_rpc *r, const nfs_fh3 *f, const nfs_fh3 *dir,
+		   const char *name)
+{
+	LINK3res res;
+
+	E2E_RPC(r, e2e_nfs3_link(r, f, dir, name, &res));
+	return res.status;
+}
+
+/*
+ * Hard links in the bucket (issue 22): every name of a file is an object
+ * of its own with the file's bytes, kept so by each upload; another
+ * client's change to one name splits that name off (theirs, never
+ * overwritten) and the others keep ours; removing the first name leaves
+ * the others.
+ */
+static void test_hard_links(void)
+{
+	/* Of one length: each WRITE replaces the whole file. */
+	static const char v1[] = "one file, two names, version 1.\n";
+	static const char v2[] = "written through the second name\n";
+	static const char v3[] = "written after their change.....\n";
+	static const char theirs[] = "theirs, from another S3 client\n";
+	char k1[512], k2[512], k3[512], k4[512];
+	nfs_fh3 f, d, g, h;
+	fattr3 fa, ga;
+
+	env_start_blind(&E, NULL);
+	f = create_file(E.r, &E.root, "h1.txt", 0644);
+	d = make_dir(E.r, &E.root, "hl", 0755);
+	E2E_STATUS("WRITE h1.txt", write_commit(E.r, &f, 0, v1, strlen(v1)),
+		   NFS3_OK);
+	E2E_STATUS("LINK h1.txt -> hl/h2.txt", link_to(E.r, &f, &d, "h2.txt"),
+		   NFS3_OK);
+	E2E_REQUIRE(lookup(E.r, &d, "h2.txt", &g, &ga) == NFS3_OK,
+		    "LOOKUP hl/h2.txt");
+	E2E_CHECK(ga.nlink == 2, "nlink %u after LINK, want 2", ga.nlink);
+	E2E_REQUIRE(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush");
+	e2e_s3_key(&E.gw, "h1.txt", k1, sizeof(k1));
+	e2e_s3_key(&E.gw, "hl/h2.txt", k2, sizeof(k2));
+	E2E_CHECK(s3_holds(k1, v1) && s3_holds(k2, v1),
+		  "both names are objects with the file's bytes");
+	/* A write through one name goes up to both. */
+	E2E_STATUS("WRITE hl/h2.txt", write_commit(E.r, &g, 0, v2, strlen(v2)),
+		   NFS3_OK);
+	read_equals(E.r, &f, v2, strlen(v2), "READ h1.txt after a WRITE "
+		    "through hl/h2.txt");
+	E2E_REQUIRE(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush");
+	E2E_CHECK(s3_holds(k1, v2) && s3_holds(k2, v2),
+		  "both objects hold the write");
+	/* Another client replaces one name: it is theirs from then on. */
+	E2E_REQUIRE(s3_put(k2, theirs, strlen(theirs), NULL) == 200,
+		    "PUT %s by another client", k2);
+	E2E_STATUS("WRITE h1.txt", write_commit(E.r, &f, 0, v3, strlen(v3)),
+		   NFS3_OK);
+	E2E_CHECK(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush");
+	E2E_CHECK(s3_holds(k2, theirs), "the other client's object at %s "
+		  "was overwritten by our copy", k2);
+	E2E_CHECK(s3_holds(k1, v3), "h1.txt does not hold our last write");
+	E2E_REQUIRE(lookup_until(E.r, &d, "h2.txt", NFS3_OK, &h) >= 0,
+		    "hl/h2.txt gone");
+	fa = getattr(E.r, &f, "GETATTR h1.txt");
+	ga = getattr(E.r, &h, "GETATTR hl/h2.txt");
+	E2E_CHECK(fa.fileid != ga.fileid && fa.nlink == 1,
+		  "hl/h2.txt did not split off: fileids %llu %llu, nlink %u",
+		  (unsigned long long)fa.fileid, (unsigned long long)ga.fileid,
+		  fa.nlink);
+	read_equals(E.r, &h, theirs, strlen(theirs), "READ hl/h2.txt (theirs)");
+	read_equals(E.r, &f, v3, strlen(v3), "READ h1.txt (ours)");
+	/* Another client deletes a name: only that name goes. */
+	E2E_STATUS("LINK h1.txt -> hl/h3.txt", link_to(E.r, &f, &d, "h3.txt"),
+		   NFS3_OK);
+	E2E_REQUIRE(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush");
+	e2e_s3_key(&E.gw, "hl/h3.txt", k3, sizeof(k3));
+	E2E_CHECK(s3_holds(k3, v3), "hl/h3.txt is a copy in the store");
+	E2E_REQUIRE(s3_delete(k3) / 100 == 2, "DELETE %s", k3);
+	E2E_STATUS("WRITE h1.txt", write_commit(E.r, &f, 0, v1, strlen(v1)),
+		   NFS3_OK);
+	E2E_CHECK(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush");
+	E2E_CHECK(s3_status(k3) == 404, "hl/h3.txt made again after "
+		  "another client deleted it");
+	E2E_CHECK(lookup_until(E.r, &d, "h3.txt", NFS3ERR_NOENT, NULL) >= 0,
+		  "hl/h3.txt still listed");
+	fa = getattr(E.r, &f, "GETATTR h1.txt");
+	E2E_CHECK(fa.nlink == 1, "nlink %u, want 1", fa.nlink);
+	/* The first name removed: the other keeps the file, in the store. */
+	E2E_STATUS("LINK h1.txt -> hl/h4.txt", link_to(E.r, &f, &d, "h4.txt"),
+		   NFS3_OK);
+	E2E_REQUIRE(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush");
+	{
+		REMOVE3res rm;
+
+		E2E_RPC(E.r, e2e_nfs3_remove(E.r, &E.root, "h1.txt", &rm));
+		E2E_STATUS("REMOVE h1.txt", rm.status, NFS3_OK);
+	}
+	E2E_REQUIRE(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush");
+	e2e_s3_key(&E.gw, "hl/h4.txt", k4, sizeof(k4));
+	E2E_CHECK(s3_status(k1) == 404, "h1.txt still in the bucket");
+	E2E_CHECK(s3_holds(k4, v1), "hl/h4.txt lost the file's bytes");
+	read_equals(E.r, &f, v1, strlen(v1), "READ through the handle");
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -1511,6 +1614,8 @@ int main(void)
 		    test_other_writer);
 	CU_add_test(s, "a reader across a replace: ESTALE, never a mix",
 		    test_reader_pinned);
+	CU_add_test(s, "hard links: an object per name, split by others",
+		    test_hard_links);
 	/* s3rver sends no notifications. */
 	if (e2e_backend() == E2E_BACKEND_RGW)
 		CU_add_test(s, "changes pushed: events within the TTL of an hour",

@@ -198,6 +198,17 @@ static int do_rename(uint64_t fd, const char *fn, uint64_t td, const char *tn)
 	return w_wait(&w);
 }
 
+static int do_link(uint64_t ino, uint64_t dir, const char *name)
+{
+	struct fs_attr a;
+	struct fs_wcc wcc;
+	struct wait w;
+
+	w_init(&w, 1);
+	fs_link(F.fs, &ROOT, ino, dir, name, &a, &wcc, w_done, &w);
+	return w_wait(&w);
+}
+
 static int do_write(uint64_t ino, uint64_t off, const char *s,
 		    enum fs_stable stable)
 {
@@ -637,7 +648,7 @@ static void test_io_setattr(void)
 	CU_ASSERT(w_wait(&w) == -EEXIST);
 	w_init(&w, 1);
 	fs_link(F.fs, &ROOT, f, FS_ROOT_INO, "hard", &a, NULL, w_done, &w);
-	CU_ASSERT(w_wait(&w) == -ENOTSUP);
+	CU_ASSERT(w_wait(&w) == 0 && a.nlink == 2);
 	/* UNCHECKED on an existing file applies the size (truncation). */
 	static const uint8_t zero[8];
 	uint64_t f2;
@@ -822,6 +833,117 @@ static void test_revalidate(void)
 	fx_close();
 }
 
+/* The object at key holds exactly s. */
+static bool obj_is(const char *key, const char *s)
+{
+	char buf[64];
+	size_t got;
+
+	return get_obj(key, buf, sizeof(buf), &got) == 0 && got == strlen(s) &&
+	       !memcmp(buf, s, got);
+}
+
+static uint32_t nlink_of(uint64_t ino)
+{
+	struct fs_attr a;
+
+	return fs_getattr(F.fs, ino, &a) ? 0 : a.nlink;
+}
+
+static bool reads(uint64_t ino, const char *s)
+{
+	char buf[64];
+	size_t n;
+	bool eof;
+
+	return do_read(ino, 0, buf, sizeof(buf), &n, &eof) == 0 &&
+	       n == strlen(s) && !memcmp(buf, s, n);
+}
+
+static void test_links(void)
+{
+	struct store_info si;
+	uint64_t d, e, a, ino, n, other;
+
+	fx_open();
+	CU_ASSERT_FATAL(do_mkdir(FS_ROOT_INO, "d", &d) == 0);
+	CU_ASSERT_FATAL(do_mkdir(FS_ROOT_INO, "e", &e) == 0);
+	CU_ASSERT_FATAL(do_create(d, "a", &a) == 0);
+	CU_ASSERT(do_write(a, 0, "hello", FS_UNSTABLE) == 0);
+	/* A new file not in the store yet: its upload makes both names. */
+	CU_ASSERT(do_link(a, e, "b") == 0);
+	CU_ASSERT(lookup(e, "b", &ino) == 0 && ino == a);
+	CU_ASSERT(nlink_of(a) == 2);
+	CU_ASSERT(do_link(a, e, "b") == -EEXIST);
+	CU_ASSERT(do_link(d, e, "dirlink") == -EPERM);
+	CU_ASSERT(do_link(a, FS_ROOT_INO, ".") == -EINVAL);
+	/* One inode: a write through one name is read through the other. */
+	CU_ASSERT(do_write(ino, 0, "HELLO", FS_UNSTABLE) == 0);
+	CU_ASSERT(reads(a, "HELLO"));
+	CU_ASSERT(fs_flush(F.fs) == 0);
+	CU_ASSERT(obj_is("d/a", "HELLO") && obj_is("e/b", "HELLO"));
+	/* A changed file goes up to every name. */
+	CU_ASSERT(do_write(a, 0, "J", FS_UNSTABLE) == 0);
+	CU_ASSERT(fs_flush(F.fs) == 0);
+	CU_ASSERT(obj_is("d/a", "JELLO") && obj_is("e/b", "JELLO"));
+	/* The link survives a restart. */
+	fx_close_fs();
+	CU_ASSERT_FATAL(fx_open_fs(&OPTS) == 0);
+	CU_ASSERT(lookup(e, "b", &ino) == 0 && ino == a && nlink_of(a) == 2);
+	/* Rename of a second name keeps the link and moves its object. */
+	CU_ASSERT(do_rename(e, "b", e, "c") == 0);
+	CU_ASSERT(lookup(e, "c", &ino) == 0 && ino == a && nlink_of(a) == 2);
+	CU_ASSERT(fs_flush(F.fs) == 0);
+	CU_ASSERT(store_head(F.st, "e/b", &si) == -ENOENT);
+	CU_ASSERT(obj_is("e/c", "JELLO"));
+	/* Removing the first name leaves the other, which now holds it. */
+	CU_ASSERT(do_remove(d, "a") == 0);
+	CU_ASSERT(lookup(d, "a", NULL) == -ENOENT);
+	CU_ASSERT(nlink_of(a) == 1 && reads(a, "JELLO"));
+	CU_ASSERT(fs_flush(F.fs) == 0);
+	CU_ASSERT(store_head(F.st, "d/a", &si) == -ENOENT);
+	CU_ASSERT(obj_is("e/c", "JELLO"));
+	CU_ASSERT(do_write(a, 0, "K", FS_UNSTABLE) == 0);
+	CU_ASSERT(fs_flush(F.fs) == 0);
+	CU_ASSERT(obj_is("e/c", "KELLO"));
+	/* A clean file in the store: the new name is a copy in the store. */
+	CU_ASSERT(do_link(a, d, "x") == 0 && do_link(a, d, "y") == 0);
+	CU_ASSERT(nlink_of(a) == 3);
+	CU_ASSERT(fs_flush(F.fs) == 0);
+	CU_ASSERT(obj_is("d/x", "KELLO") && obj_is("d/y", "KELLO"));
+	/* Our own copies are not taken for foreign objects. */
+	CU_ASSERT(do_reval(d, true) == 0 && do_reval(e, true) == 0);
+	CU_ASSERT(lookup(d, "x", &ino) == 0 && ino == a && nlink_of(a) == 3);
+	/* Another writer replaces one name: it splits off, the others stay. */
+	CU_ASSERT(store_put(F.st, "d/x", "theirs", 6, NULL, &si) == 0);
+	CU_ASSERT(store_delete(F.st, "d/y") == 0);
+	CU_ASSERT(do_reval(d, true) == 0);
+	CU_ASSERT(lookup(d, "x", &other) == 0 && other != a);
+	CU_ASSERT(reads(other, "theirs") && nlink_of(other) == 1);
+	CU_ASSERT(lookup(d, "y", NULL) == -ENOENT);
+	CU_ASSERT(nlink_of(a) == 1 && reads(a, "KELLO"));
+	CU_ASSERT(do_write(a, 0, "L", FS_UNSTABLE) == 0);
+	CU_ASSERT(fs_flush(F.fs) == 0);
+	CU_ASSERT(obj_is("e/c", "LELLO") && obj_is("d/x", "theirs"));
+	/* Rename over another name of the same file does nothing. */
+	CU_ASSERT(do_link(a, e, "c2") == 0);
+	CU_ASSERT(do_rename(e, "c", e, "c2") == 0);
+	CU_ASSERT(lookup(e, "c", NULL) == 0 && nlink_of(a) == 2);
+	/* Replacing one name by rename leaves the file its other name. */
+	CU_ASSERT(do_create(FS_ROOT_INO, "n", &n) == 0);
+	CU_ASSERT(do_rename(FS_ROOT_INO, "n", e, "c") == 0);
+	CU_ASSERT(nlink_of(a) == 1 && reads(a, "LELLO"));
+	CU_ASSERT(lookup(e, "c2", &ino) == 0 && ino == a);
+	CU_ASSERT(fs_flush(F.fs) == 0);
+	CU_ASSERT(obj_is("e/c2", "LELLO") && obj_is("e/c", ""));
+	/* The last name goes: so does the file. */
+	CU_ASSERT(do_remove(e, "c2") == 0);
+	CU_ASSERT(fs_getattr(F.fs, a, &(struct fs_attr){ 0 }) == -ESTALE);
+	CU_ASSERT(fs_flush(F.fs) == 0);
+	CU_ASSERT(store_head(F.st, "e/c2", &si) == -ENOENT);
+	fx_close();
+}
+
 static void test_perms(void)
 {
 	struct fs_ctx u = { .loop = -1, .uid = 1000, .gid = 1000, .ngids = 1,
@@ -910,6 +1032,7 @@ int main(void)
 	CU_add_test(s, "flush to store", test_flush_store);
 	CU_add_test(s, "revalidate", test_revalidate);
 	CU_add_test(s, "permissions", test_perms);
+	CU_add_test(s, "hard links", test_links);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = CU_get_number_of_failures();

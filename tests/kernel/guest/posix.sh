@@ -1,4 +1,5 @@
 # POSIX workload through the kernel client: round trips, renames, links,
+# hard links (ln, Connectathon's link-and-rename and link/unlink loop, cp -al),
 # modes, FIFOs and devices, deep mkdir, a 1000-file tree removed, a tar tree extracted.
 . /kt/lib.sh
 D=/mnt/posix L=/tmp/local
@@ -17,6 +18,11 @@ t rename-dir          sh -c "mv $D/a $D/a2 && [ -f $D/a2/b/moved ] && [ -d $D/a2
 t symlink             sh -c "ln -s a2/b/moved $D/sl && [ -L $D/sl ] && [ \"\$(readlink $D/sl)\" = a2/b/moved ] && cmp $D/sl $D/a2/b/moved"
 t mkfifo              sh -c "mkfifo $D/fifo && [ -p $D/fifo ] && (echo through > $D/fifo &) && [ \"\$(cat $D/fifo)\" = through ]"
 t mknod-chr           sh -c "mknod $D/null c 1 3 && [ -c $D/null ] && [ \"\$(stat -c %t,%T $D/null)\" = 1,3 ] && echo x > $D/null && rm $D/null $D/fifo"
+t ln-hard             sh -c "echo linked > $D/h1 && ln $D/h1 $D/a2/h2 && [ \"\$(stat -c %h $D/h1)\" = 2 ] && [ \"\$(stat -c %i $D/h1)\" = \"\$(stat -c %i $D/a2/h2)\" ] && echo more >> $D/a2/h2 && [ \"\$(tail -1 $D/h1)\" = more ] && rm $D/h1 && [ \"\$(stat -c %h $D/a2/h2)\" = 1 ] && [ \"\$(head -1 $D/a2/h2)\" = linked ]"
+t mknod-fifo          sh -c "mknod $D/p p && [ -p $D/p ] && rm $D/p"
+t link-rename-test7   sh -c "mkdir $D/t7 && i=0; while [ \$i -lt 20 ]; do echo \$i > $D/t7/f\$i && mv $D/t7/f\$i $D/t7/n\$i && ln $D/t7/n\$i $D/t7/f\$i && [ \$(stat -c %h $D/t7/f\$i) = 2 ] && rm $D/t7/n\$i && [ \$(stat -c %h $D/t7/f\$i) = 1 ] && [ \"\$(cat $D/t7/f\$i)\" = \$i ] || exit 1; i=\$((i+1)); done"
+t link-unlink-100     sh -c "echo lr > $D/lr && i=0; while [ \$i -lt 100 ]; do ln $D/lr $D/lr.l && rm $D/lr.l || exit 1; i=\$((i+1)); done; [ \$(stat -c %h $D/lr) = 1 ]"
+t cp-al               sh -c "cp -al $D/a2 $D/a2.snap && [ \$(stat -c %h $D/a2.snap/b/moved) = 2 ] && cmp $D/a2/b/moved $D/a2.snap/b/moved && rm -r $D/a2.snap && [ \$(stat -c %h $D/a2/b/moved) = 1 ]"
 t chmod               sh -c "chmod 640 $D/y && [ \"\$(stat -c %a $D/y)\" = 640 ] && chmod 711 $D/a2 && [ \"\$(stat -c %a $D/a2)\" = 711 ]"
 t tree-1000-create    sh -c "mkdir $D/tree && cd $D/tree && i=0; while [ \$i -lt 1000 ]; do [ \$((i % 100)) = 0 ] && mkdir d\$((i / 100)); echo \$i > d\$((i / 100))/f\$i; i=\$((i+1)); done"
 t tree-1000-count     sh -c "[ \"\$(find $D/tree -type f | wc -l)\" -eq 1000 ]"
