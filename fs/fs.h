@@ -371,8 +371,10 @@ void fs_rename(struct fs *fs, const struct fs_ctx *ctx, uint64_t from_dir,
 
 /*
  * LINK (RFC 1813 3.3.15): dir/name becomes another name of ino, a file
- * (not a directory: -EPERM), up to FS_LINK_MAX names (-EMLINK).  *attr
- * is the file's after it (nlink counted).
+ * (not a directory: -EPERM), up to FS_LINK_MAX names (-EMLINK).  Only
+ * its owner or root, or a caller who may read and write a regular file
+ * that is not setuid/setgid (-EPERM otherwise).  *attr is the file's
+ * after it (nlink counted).
  */
 void fs_link(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	     uint64_t dir, const char *name, struct fs_attr *attr,

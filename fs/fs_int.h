@@ -16,6 +16,8 @@
  *              completed or aborted (a crash leaves them; start aborts them)
  *   links      ino (u64 BE) || parent (u64 BE) || name -> struct fs_link:
  *              the names of a file past its first (hard links, links.c)
+ *   linkids    link id -> ino: the files whose names a listing found
+ *              by the link id in their objects' metadata (links.c)
  *
  * Invariants:
  *   - DIRTY_DATA implies the regular file's data is local (cache/), and
@@ -99,7 +101,8 @@ struct fs {
 	struct cache *cache;
 	struct store *store;
 	db_table dbi_inodes, dbi_dirents, dbi_cookies, dbi_keys, dbi_meta,
-		dbi_pending, dbi_work, dbi_mpu, dbi_mpu_intent, dbi_links;
+		dbi_pending, dbi_work, dbi_mpu, dbi_mpu_intent, dbi_links, dbi_linkids;
+	uint64_t nsid; /* this namespace's id, in link ids (links.c) */
 	/* Handed out before the create commits (so the cache file exists
 	 * first); the apply persists meta.next_ino past it.  In a cluster
 	 * the numbers come in blocks of the cluster's counter: [next_ino,
@@ -325,6 +328,22 @@ int fs_name_key(struct fs *fs, struct db_txn *txn, uint64_t dir,
  */
 int fs_name_drop(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
 		 struct fs_inode *in, const char *name, bool queue_delete);
+/* The link id every name of a file with several carries in the store
+ * (store_meta.link): this namespace's id and the inode. */
+void fs_link_id(const struct fs *fs, uint64_t ino, char out[STORE_LINK_MAX]);
+/*
+ * A listing found dir/name (key, size bytes, ETag etag, its metadata's
+ * link id link) not in the namespace: if a file already imported carried
+ * that link id and has that size, dir/name becomes another name of it
+ * (*ino); else -ENOENT, and the caller imports a new file, then records
+ * it with fs_linkid_note().  0 or -errno.
+ */
+int fs_linkid_join(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
+		   const char *name, const char *key, uint64_t size,
+		   const char *etag, const char *link, uint64_t synced_ms,
+		   uint64_t *ino);
+int fs_linkid_note(struct fs *fs, struct db_txn *txn, const char *link,
+		   uint64_t ino);
 /* fs_name_drop, or fs_unlink_inode for a victim's last name (*gone). */
 int fs_unlink_name(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
 		   struct fs_inode *victim, const char *name,

@@ -15,10 +15,19 @@
  * that have none yet.  Removing the first name promotes another one: the
  * inode's data then comes from that name's object.
  *
+ * While a file has several names, each object carries the file's link id
+ * (x-amz-meta-mapfs-link: this namespace's id and the inode number), so a
+ * namespace rebuilt from the bucket (a new state directory) joins the
+ * names again: a listing that imports an object with a link id it met
+ * before, of the same size, makes it another name of that file
+ * (fs_linkid_join; the "linkids" table remembers the ids it met).
+ *
  * Directories have no links.  Everything here runs in a change's txn on
  * the db writer, except the reads, which take any txn.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "db/db.h"
@@ -278,4 +287,57 @@ int fs_link_of_key(struct fs *fs, struct db_txn *txn,
 		return -ENOENT;
 	rc = fs_link_each(fs, txn, in->ino, key_find_fn, &kf);
 	return rc == 1 ? 0 : rc ? rc : -ENOENT;
+}
+
+void fs_link_id(const struct fs *fs, uint64_t ino, char out[STORE_LINK_MAX])
+{
+	snprintf(out, STORE_LINK_MAX, "%016" PRIx64 "-%" PRIx64, fs->nsid, ino);
+}
+
+int fs_linkid_note(struct fs *fs, struct db_txn *txn, const char *link,
+		   uint64_t ino)
+{
+	struct db_val k = { strlen(link), (void *)link },
+		      v = { sizeof(ino), &ino };
+
+	return k.size ? db_put(txn, fs->dbi_linkids, &k, &v, 0) : 0;
+}
+
+int fs_linkid_join(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
+		   const char *name, const char *key, uint64_t size,
+		   const char *etag, const char *link, uint64_t synced_ms,
+		   uint64_t *ino)
+{
+	struct db_val k = { strlen(link), (void *)link }, v;
+	struct fs_inode in;
+	struct fs_link l;
+	int rc;
+
+	if (!k.size)
+		return -ENOENT;
+	if ((rc = db_get(txn, fs->dbi_linkids, &k, &v)))
+		return rc;
+	if (v.size != sizeof(*ino))
+		return -ENOENT;
+	memcpy(ino, v.data, sizeof(*ino));
+	rc = fs_inode_get(fs, txn, *ino, &in);
+	if (rc == -ESTALE)
+		return -ENOENT;
+	/* The same file only if it still is what that name held. */
+	if (rc || in.type != FS_REG || (in.flags & FS_F_DIRTY) ||
+	    in.size != size || in.nlink >= FS_LINK_MAX)
+		return rc ? rc : -ENOENT;
+	memset(&l, 0, sizeof(l));
+	l.ino = in.ino;
+	l.parent = dir->ino;
+	snprintf(l.name, sizeof(l.name), "%s", name);
+	l.flags = FS_LINK_IN_STORE;
+	l.synced_ms = synced_ms;
+	snprintf(l.etag, sizeof(l.etag), "%s", etag);
+	in.nlink++;
+	if ((rc = fs_dirent_add(fs, txn, dir, name, in.ino)) ||
+	    (rc = fs_link_put(fs, txn, &l)) ||
+	    (rc = fs_inode_put(fs, txn, &in)))
+		return rc;
+	return fs_keys_put(fs, txn, key, in.ino);
 }

@@ -5,9 +5,25 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "db/db.h"
 #include "fs/fs_int.h"
+
+/*
+ * This namespace's id (link ids, links.c): made at random once and kept
+ * in "meta"; a cluster's is the cluster's (db_secret, fs_open).
+ */
+static int nsid_init(struct fs *fs, struct db_txn *txn)
+{
+	int rc = fs_meta_get_u64(fs, txn, "nsid", &fs->nsid);
+
+	if (rc != -ENOENT)
+		return rc;
+	if (getrandom(&fs->nsid, sizeof(fs->nsid), 0) != sizeof(fs->nsid))
+		return -EIO;
+	return fs_meta_put_u64(fs, txn, "nsid", fs->nsid);
+}
 
 static int open_init_apply(struct db_txn *txn, void *p)
 {
@@ -15,6 +31,8 @@ static int open_init_apply(struct db_txn *txn, void *p)
 	struct fs_inode root;
 	int rc = fs_meta_init(fs, txn);
 
+	if (!rc && !db_clustered(fs->db))
+		rc = nsid_init(fs, txn);
 	if (rc)
 		return rc;
 	rc = fs_inode_get(fs, txn, FS_ROOT_INO, &root);
@@ -56,7 +74,8 @@ static int fs_tables_open(struct fs *fs, const struct db_share_ops *inodes)
 	    (rc = db_table_open(db, "work", DB_INTKEY, &fs->dbi_work)) ||
 	    (rc = db_table_open(db, "mpu", 0, &fs->dbi_mpu)) ||
 	    (rc = db_table_open(db, "mpu_intent", 0, &fs->dbi_mpu_intent)) ||
-	    (rc = db_table_open(db, "links", DB_SHARED, &fs->dbi_links)))
+	    (rc = db_table_open(db, "links", DB_SHARED, &fs->dbi_links)) ||
+	    (rc = db_table_open(db, "linkids", DB_SHARED, &fs->dbi_linkids)))
 		return rc;
 	return 0;
 }
@@ -87,7 +106,10 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 	rc = db_start(db);
 	if (rc)
 		goto out_free;
-	rc = db_write(db, open_init_apply, fs);
+	if (db_clustered(db))
+		rc = db_secret(db, "nsid", &fs->nsid, sizeof(fs->nsid));
+	if (!rc)
+		rc = db_write(db, open_init_apply, fs);
 	if (!rc)
 		rc = fs_pending_init(fs);
 	if (rc)

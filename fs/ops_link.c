@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "db/db.h"
@@ -26,6 +27,23 @@ struct link_op {
 	fs_done_fn done;
 	void *arg;
 };
+
+/*
+ * Who may give a file another name: its owner or root; anyone else only
+ * for a regular file they may read and write that is neither set-user-
+ * ID nor set-group-ID-executable (Linux's fs.protected_hardlinks, which
+ * knfsd applies too): no planting a second name for someone else's
+ * setuid program or private file.
+ */
+static int link_allowed(const struct fs_ctx *ctx, const struct fs_inode *in)
+{
+	if (ctx->uid == 0 || ctx->uid == in->uid)
+		return 0;
+	if (in->type != FS_REG || (in->mode & S_ISUID) ||
+	    (in->mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+		return -EPERM;
+	return fs_perm(ctx, in, R_OK | W_OK) ? -EPERM : 0;
+}
 
 static int link_apply(struct db_txn *txn, void *p)
 {
@@ -47,7 +65,8 @@ static int link_apply(struct db_txn *txn, void *p)
 		return rc;
 	if (in.type == FS_DIR)
 		return -EPERM; /* link(2): no second name for a directory */
-	if ((rc = fs_perm(&op->ctx, &dir, W_OK | X_OK)))
+	if ((rc = fs_perm(&op->ctx, &dir, W_OK | X_OK)) ||
+	    (rc = link_allowed(&op->ctx, &in)))
 		return rc;
 	rc = fs_dirent_get(fs, txn, op->dir, op->name, &other, NULL);
 	if (rc == 0)
@@ -70,6 +89,11 @@ static int link_apply(struct db_txn *txn, void *p)
 		return rc;
 	in.nlink++;
 	in.ctime = fs_now_ns();
+	/* The first name's object learns the link id too (a copy onto
+	 * itself), when it gets its first link. */
+	if ((in.flags & FS_F_IN_STORE) && in.nlink == 2 &&
+	    (rc = fs_pending_add(fs, txn, FS_PEND_COPY, in.ino, from, from)))
+		return rc;
 	if (in.flags & FS_F_IN_STORE)
 		rc = fs_pending_add(fs, txn, FS_PEND_COPY, in.ino, from, to);
 	else

@@ -215,7 +215,14 @@ static int reval_import(struct reval_op *op, struct db_txn *txn,
 		dir->nlink++;
 	} else {
 		const struct store_meta *m = &it->info.meta;
+		uint64_t ino;
 
+		/* Another name of a file met before (hard links, links.c). */
+		if (it->have_info && !it->target &&
+		    (rc = fs_linkid_join(fs, txn, dir, it->name, key, it->size,
+					 it->etag, m->link, op->list_start_ms,
+					 &ino)) != -ENOENT)
+			return rc;
 		in.type = it->target ? FS_LNK : FS_REG;
 		in.mode = it->target ? 0777 : 0644;
 		in.size = it->size;
@@ -246,7 +253,9 @@ static int reval_import(struct reval_op *op, struct db_txn *txn,
 	}
 	if ((rc = fs_dirent_add(fs, txn, dir, it->name, in.ino)) ||
 	    (rc = fs_inode_put(fs, txn, &in)) ||
-	    (rc = fs_keys_put(fs, txn, key, in.ino)))
+	    (rc = fs_keys_put(fs, txn, key, in.ino)) ||
+	    (in.type == FS_REG && it->have_info &&
+	     (rc = fs_linkid_note(fs, txn, it->info.meta.link, in.ino))))
 		return rc;
 	return fs_meta_note_ino(fs, txn, in.ino);
 }

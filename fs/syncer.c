@@ -262,9 +262,35 @@ static bool copy_source_coming(struct fs *fs, const char *src)
 	return coming;
 }
 
+static void meta_of(const struct fs *fs, const struct sync_item *it,
+		    struct store_meta *m);
+
+/*
+ * The metadata a COPY gives its new object: the source's (NULL), but for
+ * a file with several names the record's with the link id, so each name
+ * says which file it is (links.c).
+ */
+static const struct store_meta *copy_meta(struct fs *fs, uint64_t ino,
+					  struct store_meta *m)
+{
+	struct sync_item it = { .have_cs = false };
+	struct db_txn *txn;
+	int rc;
+
+	if (db_read_begin(fs->db, &txn))
+		return NULL;
+	rc = fs_inode_get(fs, txn, ino, &it.in);
+	db_read_end(fs->db, txn);
+	if (rc || it.in.type == FS_DIR || it.in.nlink < 2)
+		return NULL;
+	meta_of(fs, &it, m);
+	return m;
+}
+
 static int run_pending(struct fs *fs, const struct fs_pending *p)
 {
 	struct pend_commit pc = { .fs = fs, .p = p };
+	struct store_meta m;
 	int rc;
 
 	/* A node whose lease may have run out writes nothing (owner.c). */
@@ -273,7 +299,8 @@ static int run_pending(struct fs *fs, const struct fs_pending *p)
 	if (p->op == FS_PEND_DEL) {
 		rc = store_delete(fs->store, p->src);
 	} else if (p->op == FS_PEND_COPY) {
-		rc = store_copy(fs->store, p->src, p->dst, NULL, &pc.info);
+		rc = store_copy(fs->store, p->src, p->dst,
+				copy_meta(fs, p->ino, &m), &pc.info);
 		pc.copied = rc == 0;
 		if (rc == -ENOENT)
 			rc = copy_source_coming(fs, p->src) ? -EAGAIN : 0;
@@ -285,7 +312,8 @@ static int run_pending(struct fs *fs, const struct fs_pending *p)
 	return db_write(fs->db, pend_commit_apply, &pc);
 }
 
-static void meta_of(const struct sync_item *it, struct store_meta *m)
+static void meta_of(const struct fs *fs, const struct sync_item *it,
+		    struct store_meta *m)
 {
 	int64_t mtime = it->in.mtime;
 
@@ -303,6 +331,9 @@ static void meta_of(const struct sync_item *it, struct store_meta *m)
 		m->has_rdev = it->in.type == FS_CHR || it->in.type == FS_BLK;
 		m->rdev = m->has_rdev ? fs_rdev_dev(&it->in) : 0;
 	}
+	/* Every name of a file with several says which file (links.c). */
+	if (it->in.type != FS_DIR && it->in.nlink > 1)
+		fs_link_id(fs, it->in.ino, m->link);
 }
 
 /*
@@ -726,7 +757,7 @@ static int upload(struct fs *fs, struct sync_item *it, struct store_info *out)
 	uint64_t size;
 	int fd, rc;
 
-	meta_of(it, &m);
+	meta_of(fs, it, &m);
 	cond_of(fs, it, &c);
 	memcpy(m.wid, c.wid, sizeof(m.wid));
 	switch (it->in.type) {
@@ -1023,7 +1054,7 @@ static int links_copy(struct fs *fs, struct sync_item *it, bool uploaded,
 	db_read_end(fs->db, lr.txn);
 	if (!rc && lr.n && !(uc->links = calloc(lr.n, sizeof(*uc->links))))
 		rc = -ENOMEM;
-	meta_of(it, &m);
+	meta_of(fs, it, &m);
 	cond_of(fs, it, &c);
 	memcpy(m.wid, c.wid, sizeof(m.wid));
 	for (size_t i = 0; !rc && i < lr.n; i++) {

@@ -23,6 +23,7 @@
 #define STORE_ETAG_MAX 72
 #define STORE_KEY_MAX 1024
 #define STORE_WID_MAX 48
+#define STORE_LINK_MAX 48
 
 /* File attributes kept with an object (x-amz-meta-* on S3, xattrs here). */
 struct store_meta {
@@ -36,6 +37,10 @@ struct store_meta {
 	 * x-amz-meta-mapfs-wid), so that a write can tell its own earlier
 	 * try from another writer's version (store_cond.wid). */
 	char wid[STORE_WID_MAX];
+	/* One id on every name of a file with several (hard links; "":
+	 * none; S3: x-amz-meta-mapfs-link), so that a namespace rebuilt
+	 * from the bucket finds them to be one file again. */
+	char link[STORE_LINK_MAX];
 };
 
 struct store_info {

@@ -63,6 +63,7 @@
 #define XA_MPU_KEY "user.mapfs.mpu-key"
 #define XA_PROBE "user.mapfs.probe"
 #define XA_WID "user.mapfs.wid"
+#define XA_LINK "user.mapfs.link"
 /* On a directory made by a "dir/" PUT: an explicit marker, kept when
  * emptied.  Directories made only as parents are prefixes and go with
  * their last key, as on S3. */
@@ -339,6 +340,8 @@ static int meta_write(int fd, const struct store_meta *m)
 								      : NULL);
 	if (!err)
 		err = xattr_store(fd, XA_WID, m->wid[0] ? m->wid : NULL);
+	if (!err)
+		err = xattr_store(fd, XA_LINK, m->link[0] ? m->link : NULL);
 	return err;
 }
 
@@ -404,6 +407,8 @@ static int meta_read(int fd, struct store_meta *m)
 	m->rdev = r ? (uint64_t)v : 0;
 	r = (int)fgetxattr(fd, XA_WID, m->wid, sizeof(m->wid) - 1);
 	m->wid[r > 0 ? r : 0] = '\0';
+	r = (int)fgetxattr(fd, XA_LINK, m->link, sizeof(m->link) - 1);
+	m->link[r > 0 ? r : 0] = '\0';
 	return 0;
 }
 

@@ -112,6 +112,7 @@ struct resp_hdrs {
 	int64_t last_modified, date; /* seconds; 0 = absent */
 	char mode[24], uid[24], gid[24], mtime[40], symlink[8], rdev[24];
 	char wid[STORE_WID_MAX]; /* x-amz-meta-mapfs-wid */
+	char link[STORE_LINK_MAX]; /* x-amz-meta-mapfs-link */
 };
 
 struct req {
@@ -213,6 +214,8 @@ static void on_header(void *arg, const char *name, size_t nlen,
 		hdr_copy(rh->rdev, sizeof(rh->rdev), v, vlen);
 	} else if (hdr_is(name, nlen, "x-amz-meta-mapfs-wid")) {
 		hdr_copy(rh->wid, sizeof(rh->wid), v, vlen);
+	} else if (hdr_is(name, nlen, "x-amz-meta-mapfs-link")) {
+		hdr_copy(rh->link, sizeof(rh->link), v, vlen);
 	}
 }
 
@@ -575,6 +578,8 @@ static void meta_headers(struct req *r, const char *key,
 	}
 	if (m->wid[0])
 		req_hdr(r, "x-amz-meta-mapfs-wid", m->wid);
+	if (m->link[0])
+		req_hdr(r, "x-amz-meta-mapfs-link", m->link);
 }
 
 /* Metadata from response headers; malformed fields read as absent. */
@@ -600,6 +605,7 @@ static void meta_read(const struct resp_hdrs *rh, struct store_meta *m)
 		     strcasecmp(rh->symlink, "true") == 0 ||
 		     (m->has_mode && S_ISLNK(m->mode));
 	memcpy(m->wid, rh->wid, sizeof(m->wid));
+	memcpy(m->link, rh->link, sizeof(m->link));
 }
 
 /* The info a write reports: its size, the new ETag, the server's time. */

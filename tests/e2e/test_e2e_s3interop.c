@@ -1584,6 +1584,35 @@ static void test_hard_links(void)
 	E2E_CHECK(s3_status(k1) == 404, "h1.txt still in the bucket");
 	E2E_CHECK(s3_holds(k4, v1), "hl/h4.txt lost the file's bytes");
 	read_equals(E.r, &f, v1, strlen(v1), "READ through the handle");
+
+	/* A gateway on a new state dir finds the names to be one file (the
+	 * link id in their metadata). */
+	E2E_STATUS("LINK hl/h4.txt -> h5.txt",
+		   link_to(E.r, &f, &E.root, "h5.txt"), NFS3_OK);
+	E2E_REQUIRE(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush");
+	{
+		struct e2e_gw_opts o = { .threads = 2, .dir_ttl = TTL,
+					 .store_of = &E.gw };
+		struct env n;
+		nfs_fh3 nd, n4, n5;
+		fattr3 a4, a5;
+
+		env_start_opts(&n, &o);
+		E2E_REQUIRE(lookup(n.r, &n.root, "hl", &nd, NULL) == NFS3_OK &&
+				    lookup(n.r, &nd, "h4.txt", &n4, &a4) ==
+					    NFS3_OK &&
+				    lookup(n.r, &n.root, "h5.txt", &n5, &a5) ==
+					    NFS3_OK,
+			    "a new gateway does not see hl/h4.txt and h5.txt");
+		E2E_CHECK(a4.fileid == a5.fileid && a5.nlink == 2,
+			  "a new gateway sees two files (fileids %llu %llu, "
+			  "nlink %u), not one with two names",
+			  (unsigned long long)a4.fileid,
+			  (unsigned long long)a5.fileid, a5.nlink);
+		read_equals(n.r, &n5, v1, strlen(v1), "READ h5.txt on the "
+			    "new gateway");
+		env_stop(&n);
+	}
 }
 
 int main(void)

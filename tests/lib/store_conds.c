@@ -166,6 +166,23 @@ const char *store_conds_check(struct store *st, const char *prefix)
 	memcpy(m2.etag, i2.etag, sizeof(m2.etag));
 	FAIL_IF(store_copy_if(st, b, a, NULL, &m2, NULL), "copy If-Match");
 	FAIL_IF(!holds(st, a, "seven"), "copy");
+
+	/* A link id (hard links) goes with a copy's new metadata, onto
+	 * another key and onto the same one. */
+	{
+		struct store_meta lm = { .has_mode = true, .mode = 0100644,
+					 .link = "00c0ffee-2a" };
+
+		FAIL_IF(store_copy(st, a, b, &lm, NULL) ||
+				store_head(st, b, &info) ||
+				strcmp(info.meta.link, "00c0ffee-2a"),
+			"a copy's link id does not come back with HEAD");
+		FAIL_IF(store_copy(st, a, a, &lm, NULL) ||
+				store_head(st, a, &info) ||
+				strcmp(info.meta.link, "00c0ffee-2a") ||
+				!holds(st, a, "seven"),
+			"a copy onto itself does not take the link id");
+	}
 out:
 	if (fd >= 0)
 		close(fd);

@@ -198,15 +198,21 @@ static int do_rename(uint64_t fd, const char *fn, uint64_t td, const char *tn)
 	return w_wait(&w);
 }
 
-static int do_link(uint64_t ino, uint64_t dir, const char *name)
+static int do_link_as(const struct fs_ctx *ctx, uint64_t ino, uint64_t dir,
+		      const char *name)
 {
 	struct fs_attr a;
 	struct fs_wcc wcc;
 	struct wait w;
 
 	w_init(&w, 1);
-	fs_link(F.fs, &ROOT, ino, dir, name, &a, &wcc, w_done, &w);
+	fs_link(F.fs, ctx, ino, dir, name, &a, &wcc, w_done, &w);
 	return w_wait(&w);
+}
+
+static int do_link(uint64_t ino, uint64_t dir, const char *name)
+{
+	return do_link_as(&ROOT, ino, dir, name);
 }
 
 static int do_write(uint64_t ino, uint64_t off, const char *s,
@@ -936,11 +942,91 @@ static void test_links(void)
 	CU_ASSERT(lookup(e, "c2", &ino) == 0 && ino == a);
 	CU_ASSERT(fs_flush(F.fs) == 0);
 	CU_ASSERT(obj_is("e/c2", "LELLO") && obj_is("e/c", ""));
+	/* Who may link (fs.protected_hardlinks): the owner, root, or one
+	 * who may read and write a file that is not setuid. */
+	{
+		struct fs_ctx u = { .loop = -1, .uid = 1000, .gid = 1000 };
+		struct fs_sattr sa = { .mask = FS_SET_MODE, .mode = 0666 };
+		uint64_t pub, own;
+
+		CU_ASSERT_FATAL(do_mkdir_as(&ROOT, FS_ROOT_INO, "pub", 0777,
+					    &pub) == 0);
+		CU_ASSERT(do_link_as(&u, a, pub, "mine") == -EPERM);
+		CU_ASSERT(do_create_as(&u, pub, "own", FS_CREATE_GUARDED, NULL,
+				       &own) == 0);
+		CU_ASSERT(do_link_as(&u, own, pub, "own2") == 0);
+		CU_ASSERT(do_setattr_as(&ROOT, a, &sa, NULL, NULL) == 0);
+		CU_ASSERT(do_link_as(&u, a, pub, "mine") == 0);
+		CU_ASSERT(do_remove(pub, "mine") == 0);
+		sa.mode = 04777;
+		CU_ASSERT(do_setattr_as(&ROOT, a, &sa, NULL, NULL) == 0);
+		CU_ASSERT(do_link_as(&u, a, pub, "mine") == -EPERM);
+		CU_ASSERT(do_link_as(&u, own, FS_ROOT_INO, "x") == -EACCES);
+	}
 	/* The last name goes: so does the file. */
 	CU_ASSERT(do_remove(e, "c2") == 0);
 	CU_ASSERT(fs_getattr(F.fs, a, &(struct fs_attr){ 0 }) == -ESTALE);
 	CU_ASSERT(fs_flush(F.fs) == 0);
 	CU_ASSERT(store_head(F.st, "e/c2", &si) == -ENOENT);
+	fx_close();
+}
+
+/* The link id an object carries ("" for none). */
+static void link_of(const char *key, char out[STORE_LINK_MAX])
+{
+	struct store_info si;
+
+	out[0] = '\0';
+	if (store_head(F.st, key, &si) == 0)
+		memcpy(out, si.meta.link, STORE_LINK_MAX);
+}
+
+/* A namespace rebuilt from the store (a new state dir) finds the names of
+ * a file to be one file again, by the link id in their metadata. */
+static void test_links_rebuild(void)
+{
+	char la[STORE_LINK_MAX], lb[STORE_LINK_MAX], lc[STORE_LINK_MAX];
+	char cmd[600];
+	uint64_t d, a, e, ino, ino2;
+
+	fx_open();
+	CU_ASSERT_FATAL(do_mkdir(FS_ROOT_INO, "d", &d) == 0);
+	CU_ASSERT_FATAL(do_create(FS_ROOT_INO, "a", &a) == 0);
+	CU_ASSERT(do_write(a, 0, "shared", FS_UNSTABLE) == 0);
+	CU_ASSERT(do_link(a, d, "b") == 0 && do_link(a, FS_ROOT_INO, "c") == 0);
+	/* A clean file that gets a second name: both objects learn it. */
+	CU_ASSERT_FATAL(do_create(FS_ROOT_INO, "e", &e) == 0);
+	CU_ASSERT(do_write(e, 0, "single", FS_UNSTABLE) == 0);
+	CU_ASSERT(fs_flush(F.fs) == 0);
+	link_of("e", la);
+	CU_ASSERT(la[0] == '\0');
+	CU_ASSERT(do_link(e, d, "f") == 0);
+	CU_ASSERT(fs_flush(F.fs) == 0);
+	link_of("e", la);
+	link_of("d/f", lb);
+	CU_ASSERT(la[0] && !strcmp(la, lb));
+	CU_ASSERT(obj_is("d/f", "single"));
+	link_of("a", la);
+	link_of("d/b", lb);
+	link_of("c", lc);
+	CU_ASSERT(la[0] && !strcmp(la, lb) && !strcmp(la, lc));
+	fx_close_fs();
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/db' '%s/cache'", F.dir, F.dir);
+	CU_ASSERT_FATAL(system(cmd) == 0);
+	CU_ASSERT_FATAL(fx_open_fs(&OPTS) == 0);
+	CU_ASSERT(do_reval(FS_ROOT_INO, true) == 0);
+	CU_ASSERT(lookup(FS_ROOT_INO, "a", &ino) == 0);
+	CU_ASSERT(lookup(FS_ROOT_INO, "c", &ino2) == 0 && ino2 == ino);
+	CU_ASSERT(lookup(FS_ROOT_INO, "d", &d) == 0 && do_reval(d, true) == 0);
+	CU_ASSERT(lookup(d, "b", &ino2) == 0 && ino2 == ino);
+	CU_ASSERT(nlink_of(ino) == 3 && reads(ino, "shared"));
+	CU_ASSERT(lookup(FS_ROOT_INO, "e", &e) == 0 &&
+		  lookup(d, "f", &ino2) == 0 && ino2 == e && nlink_of(e) == 2);
+	/* And it is one file again: a write goes to every name. */
+	CU_ASSERT(do_write(ino, 0, "SH", FS_UNSTABLE) == 0);
+	CU_ASSERT(fs_flush(F.fs) == 0);
+	CU_ASSERT(obj_is("a", "SHared") && obj_is("d/b", "SHared") &&
+		  obj_is("c", "SHared"));
 	fx_close();
 }
 
@@ -1033,6 +1119,8 @@ int main(void)
 	CU_add_test(s, "revalidate", test_revalidate);
 	CU_add_test(s, "permissions", test_perms);
 	CU_add_test(s, "hard links", test_links);
+	CU_add_test(s, "hard links found again in the store",
+		    test_links_rebuild);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = CU_get_number_of_failures();
