@@ -3,11 +3,12 @@
  *
  * One pass takes one read snapshot of the pending records and of the
  * dirty inodes (with their keys and cache-file stats), runs the pending
- * records in seq order, and only when all of them succeeded uploads the
- * dirty inodes of that snapshot.  Because only this code writes to the
- * store, one operation at a time, the store replays the namespace's
- * history in order: a delete of key K can never overtake a later upload
- * to K.  An upload whose inode moved or vanished after the snapshot left
+ * records in seq order, one at a time, and only when all of them
+ * succeeded uploads the dirty inodes of that snapshot (small files up to
+ * SYNC_PARALLEL at once: they are of distinct keys).  Because only this
+ * code writes to the store, and a pass starts only after the last one
+ * ended, the store replays the namespace's history in order: a delete of
+ * key K can never overtake a later upload to K.  An upload whose inode moved or vanished after the snapshot left
  * an object at a stale key: it is deleted unless some inode lives at that
  * key now (that inode's own upload or copy will overwrite it, later).
  *
@@ -56,6 +57,8 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +83,10 @@
 #define MPU_PARTS_MAX 10000
 #define MPU_THREADS 8
 #define SYNC_INODE_TRIES 100 /* ~2 s of passes for one strict COMMIT */
+/* Uploads of files up to SYNC_SMALL_MAX run this many at once; bigger
+ * ones one at a time (each is a multipart upload with its own threads). */
+#define SYNC_PARALLEL 16
+#define SYNC_SMALL_MAX (8ull << 20)
 
 struct sync_item {
 	struct fs_inode in;
@@ -87,6 +94,7 @@ struct sync_item {
 	bool have_cs;
 	struct cache_stat cs;
 	int64_t quiet_since;
+	bool due; /* this pass uploads it */
 };
 
 struct sync_snap {
@@ -1129,6 +1137,67 @@ static int sync_item(struct fs *fs, struct sync_item *it)
 }
 
 /*
+ * The uploads of one pass: items[0, n) run on up to SYNC_PARALLEL
+ * threads at once (small files: many PUTs in flight fill the store,
+ * where one at a time waits a round trip each; their commits share the
+ * db writer's group commits), the rest one at a time after them.
+ * Uploads of one snapshot are of distinct keys, so their order does not
+ * matter; the pending records (deletes, copies) all ran before.
+ */
+struct sync_run {
+	struct fs *fs;
+	struct sync_item *items;
+	size_t n;
+	atomic_size_t next;
+	atomic_int first;     /* the first transient error */
+	atomic_bool progress; /* something was uploaded */
+};
+
+static void item_run(struct sync_run *run, struct sync_item *it)
+{
+	struct fs *fs = run->fs;
+	int rc = sync_item(fs, it), zero = 0;
+
+	if (rc == -ENODATA)
+		return; /* its cache file is being set up: later */
+	if (rc && !fs_err_transient(rc)) {
+		/* Its own backoff: the others' uploads go on. */
+		fs_fail_note(fs, "upload", it->key, rc);
+		return;
+	}
+	if (rc) {
+		log_debug("fs: upload %s: %s", it->key, strerror(-rc));
+		atomic_compare_exchange_strong(&run->first, &zero, rc);
+		return;
+	}
+	fs_fail_clear(fs, it->key);
+	atomic_store(&run->progress, true);
+}
+
+static void *run_thread(void *p)
+{
+	struct sync_run *run = p;
+	size_t i;
+
+	while ((i = atomic_fetch_add(&run->next, 1)) < run->n)
+		item_run(run, &run->items[i]);
+	return NULL;
+}
+
+static void runs_parallel(struct sync_run *run)
+{
+	pthread_t t[SYNC_PARALLEL];
+	size_t nt = run->n < SYNC_PARALLEL ? run->n : SYNC_PARALLEL, started;
+
+	for (started = 0; nt > 1 && started < nt - 1; started++)
+		if (pthread_create(&t[started], NULL, run_thread, run))
+			break;
+	run_thread(run); /* this thread is one of them */
+	for (size_t i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+}
+
+/*
  * One pass (of the dirty inodes, only inode `only` if not 0; the pending
  * records always all run first).  *progress tells whether anything was
  * done.  Returns the first store or database error (the work stays
@@ -1139,7 +1208,7 @@ static int sync_pass(struct fs *fs, bool flushing, uint64_t only,
 {
 	int64_t delay = (int64_t)(flushing ? 0 : fs->opts.upload_delay_ms);
 	struct sync_snap s;
-	int rc, first = 0;
+	int rc;
 
 	*progress = false;
 	/* One file a client waits for (fs_sync_inode): at once. */
@@ -1176,9 +1245,17 @@ static int sync_pass(struct fs *fs, bool flushing, uint64_t only,
 	if (fs->opts.max_dirty && u.dirty >= fs->opts.max_dirty / 2 &&
 	    !waited_for)
 		delay = SYNC_MIN_QUIET_MS;
+	struct sync_run run = { .fs = fs };
+	size_t nsmall = 0;
+
+	atomic_init(&run.first, 0);
+	atomic_init(&run.progress, false);
+	atomic_init(&run.next, 0);
+	/* Due ones: the small first (to run in parallel), then the big. */
 	for (size_t i = 0; i < s.nitems; i++) {
 		struct sync_item *it = &s.items[i];
 
+		it->due = false;
 		if ((only && it->in.ino != only) ||
 		    now - it->quiet_since < delay * 1000000 ||
 		    (!flushing && fs_fail_wait(fs, it->key)))
@@ -1187,25 +1264,23 @@ static int sync_pass(struct fs *fs, bool flushing, uint64_t only,
 		if (it->in.type == FS_REG && it->in.owner &&
 		    it->in.owner != db_node_id(fs->db))
 			continue;
-		rc = sync_item(fs, it);
-		if (rc == -ENODATA)
-			continue; /* its cache file is being set up: later */
-		if (rc && !fs_err_transient(rc)) {
-			/* Its own backoff: the others' uploads go on. */
-			fs_fail_note(fs, "upload", it->key, rc);
-			continue;
+		it->due = true;
+		if (item_size(it) <= SYNC_SMALL_MAX) {
+			struct sync_item tmp = s.items[nsmall];
+
+			s.items[nsmall++] = *it;
+			*it = tmp;
 		}
-		if (rc) {
-			log_debug("fs: upload %s: %s", it->key, strerror(-rc));
-			if (!first)
-				first = rc;
-			continue;
-		}
-		fs_fail_clear(fs, it->key);
-		*progress = true;
 	}
+	run.items = s.items;
+	run.n = nsmall;
+	runs_parallel(&run);
+	for (size_t i = nsmall; i < s.nitems; i++)
+		if (s.items[i].due)
+			item_run(&run, &s.items[i]);
 	snap_free(&s);
-	return first;
+	*progress = atomic_load(&run.progress);
+	return atomic_load(&run.first);
 }
 
 /* What waited for the store, said once when it answers again. */

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# bench/conditional.sh - what conditional uploads cost (issue 21): the
-# same upload workload through two gateway binaries on one radosgw,
-# interleaved round by round, medians printed:
-#   before  GW_BEFORE (a build without conditions, e.g. of 66c5064)
-#   after   GW (this tree's build: If-Match / If-None-Match on every PUT)
+# bench/uploads.sh - the write-back of many small files to radosgw: the
+# same workload through two gateway binaries and as raw PUTs, on one
+# radosgw, interleaved round by round, medians printed:
+#   before  GW_BEFORE (an older build, e.g. one uploading one at a time)
+#   after   GW (this tree's build)
+#   raw     boto3 PUTs of as many objects of the size, 16 in flight
+#           (the store's own speed for this workload; issue 18)
+# Issue 21 used it to price conditional uploads (GW_BEFORE without them).
 #
-#   GW_BEFORE=/path/to/old/mapfs-gw bench/conditional.sh [--rounds N]
+#   GW_BEFORE=/path/to/old/mapfs-gw bench/uploads.sh [--rounds N]
 #       [--files N] [--size SIZE]
 #
-# Each run: a fresh gateway (uploads held back: --upload-delay 3600),
-# mapfs-bench write-small makes 2 x --files files of --size, then
+# Each gateway run: a fresh gateway (uploads held back: --upload-delay
+# 3600), mapfs-bench write-small makes 2 x --files files of --size, then
 # `mapfs-gw flush` uploads them all; the figure is the flush's objects
-# per second (PUTs to radosgw, one at a time as the syncer sends them)
-# and the gateway's CPU seconds.  Makes no assertions.
+# per second and the gateway's CPU seconds.  Makes no assertions.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -25,15 +27,15 @@ while [ $# -gt 0 ]; do
 	--rounds) ROUNDS=$2; shift ;;
 	--files) FILES=$2; shift ;;
 	--size) SIZE=$2; shift ;;
-	-h|--help) sed -n '2,15p' "$0"; exit 0 ;;
-	*) echo "conditional.sh: unknown option $1" >&2; exit 2 ;;
+	-h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+	*) echo "uploads.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
 done
-[ -x "$GW" ] && [ -x "$BENCH" ] || { echo "conditional.sh: build first" >&2; exit 1; }
-[ -x "$GW_BEFORE" ] || { echo "conditional.sh: set GW_BEFORE to a gateway without conditions" >&2; exit 1; }
+[ -x "$GW" ] && [ -x "$BENCH" ] || { echo "uploads.sh: build first" >&2; exit 1; }
+[ -x "$GW_BEFORE" ] || { echo "uploads.sh: set GW_BEFORE to another gateway build" >&2; exit 1; }
 
-WORK=$(mktemp -d /var/tmp/mapfs-cond.XXXXXX)
+WORK=$(mktemp -d /var/tmp/mapfs-uploads.XXXXXX)
 PIDS=() RGWDIR=
 cleanup() {
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -77,10 +79,31 @@ run() {
 	wait "$pid" 2>/dev/null || true
 }
 
+# raw ROUND: as many PUTs of SIZE as the gateway makes, 16 in flight.
+raw() {
+	python3 - "$1" "$((2 * FILES))" "$SIZE" >>"$WORK/res.tsv" <<'PY'
+import os, sys, time, boto3, botocore.config
+from concurrent.futures import ThreadPoolExecutor
+rnd, n, size = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+mult = {"K": 1024, "M": 1 << 20}.get(size[-1], 1)
+body = os.urandom(int(size.rstrip("KM")) * mult)
+s3 = boto3.client("s3", endpoint_url=os.environ["MAPFS_S3_ENDPOINT"],
+                  region_name="us-east-1",
+                  config=botocore.config.Config(max_pool_connections=16))
+bucket = os.environ["MAPFS_S3_BUCKET"]
+t0, c0 = time.time(), time.process_time()
+with ThreadPoolExecutor(16) as ex:
+    list(ex.map(lambda i: s3.put_object(Bucket=bucket, Key=f"raw-{rnd}/f{i}",
+                                        Body=body), range(n)))
+print(f"raw\t{rnd}\t{time.time() - t0}\t{time.process_time() - c0}")
+PY
+}
+
 for round in $(seq "$ROUNDS"); do
 	run before "$round"
 	run after "$round"
-	echo "conditional.sh: round $round done" >&2
+	raw "$round"
+	echo "uploads.sh: round $round done" >&2
 done
 python3 - "$WORK/res.tsv" "$FILES" "$SIZE" <<'PY'
 import sys, statistics, collections
@@ -90,11 +113,12 @@ for line in open(sys.argv[1]):
     v[which].append((float(secs), float(cpu)))
 n = 2 * int(sys.argv[2])
 print(f"flush of {n} files of {sys.argv[3]} to radosgw; medians of {len(v['after'])} rounds")
-print("| gateway | flush s | objects/s | gateway CPU s | objects/s vs before |")
-print("|---|---|---|---|---|")
-base = n / statistics.median(x[0] for x in v["before"])
-for which in ("before", "after"):
+print("| run | seconds | objects/s | CPU s (gateway; raw: the client) | vs before | vs raw |")
+print("|---|---|---|---|---|---|")
+rate = {w: n / statistics.median(x[0] for x in v[w]) for w in v}
+for which in ("before", "after", "raw"):
     secs = statistics.median(x[0] for x in v[which])
     cpu = statistics.median(x[1] for x in v[which])
-    print(f"| {which} | {secs:.2f} | {n / secs:,.0f} | {cpu:.2f} | {n / secs / base:.2f} |")
+    print(f"| {which} | {secs:.2f} | {rate[which]:,.0f} | {cpu:.2f} | "
+          f"{rate[which] / rate['before']:.2f} | {rate[which] / rate['raw']:.2f} |")
 PY
