@@ -598,6 +598,18 @@ bool cache_range_local(struct cache *c, uint64_t ino, uint64_t off,
 	return local;
 }
 
+void cache_marked(struct cache *c, uint64_t ino)
+{
+	struct cache_entshard *s = cache_ent_shard(c, ino);
+	struct cache_ent *e;
+
+	pthread_mutex_lock(&s->lock);
+	e = cache_ent_find_locked(s, ino);
+	if (e)
+		e->marked_epoch = e->clean_epoch;
+	pthread_mutex_unlock(&s->lock);
+}
+
 int cache_clean(struct cache *c, struct db_txn *txn, uint64_t ino, uint64_t wseq,
 		uint64_t size)
 {
@@ -642,6 +654,7 @@ int cache_clean(struct cache *c, struct db_txn *txn, uint64_t ino, uint64_t wseq
 				       (st & ~CH_DIRTY) | CH_PRESENT);
 	}
 	e->limit = size;
+	e->clean_epoch++;
 out_unlock:
 	pthread_mutex_unlock(&s->lock);
 	for (size_t i = 0; !rc && i < n; i++)

@@ -162,8 +162,10 @@ void cache_splice(struct cache *c, int loop, uint64_t ino, uint64_t off,
  * become present and dirty (journaled in LMDB).  With sync, the data and
  * that journal are on stable storage before done.  done(arg, len), or
  * -ENODATA when the inode is not local or a chunk the write covers only
- * in part is not readable (cache_fetch(..., for_write) first), -ENOSPC,
- * -EIO.
+ * in part is not readable (cache_fetch(..., for_write) first), -EUCLEAN
+ * (nothing written) when ino was cleaned (cache_clean) since the
+ * namespace last said it is dirty (cache_marked): its record may be
+ * clean now, and must be marked dirty again first, -ENOSPC, -EIO.
  */
 void cache_write(struct cache *c, int loop, uint64_t ino, uint64_t off,
 		 const void *buf, size_t len, bool sync, cache_done_fn done,
@@ -209,6 +211,12 @@ bool cache_range_clean(struct cache *c, uint64_t ino, uint64_t off,
  */
 bool cache_range_local(struct cache *c, uint64_t ino, uint64_t off,
 		       uint64_t len);
+
+/*
+ * The namespace has recorded ino dirty (its commit is durable): writes
+ * may go on without asking it again until the next cache_clean().
+ */
+void cache_marked(struct cache *c, uint64_t ino);
 
 /*
  * The upload of ino's data as of cache_stat().wseq == wseq reached the

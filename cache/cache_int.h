@@ -117,6 +117,11 @@ struct cache_ent {
 	atomic_uint_fast64_t j_dur; /* journal ops durable (by seq) */
 	/* Bumped when a write starts and ends, and by truncates. */
 	atomic_uint_fast64_t wseq;
+	/* Under the shard lock: cleanings (cache_clean) so far, and how
+	 * many the namespace had seen when it last recorded the file dirty
+	 * (cache_marked).  Unequal: the record may be clean by now, so a
+	 * write must have it marked first (cache_write_mark: -EUCLEAN). */
+	uint64_t clean_epoch, marked_epoch;
 	/* Bumped after anything changed the cache file's size, times or
 	 * blocks (cache_ent_touched): the stat snapshot is good while it
 	 * is what it was before that snapshot's fstat. */

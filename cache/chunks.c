@@ -456,6 +456,15 @@ int cache_write_mark(struct cache *c, uint64_t ino, uint64_t off, uint64_t len,
 	}
 	if (!len)
 		goto out_ok;
+	/*
+	 * Cleaned since the namespace last marked the file dirty: a writer
+	 * that read the record before that clean's commit saw it dirty and
+	 * would not mark it, and its bytes would never be uploaded.
+	 */
+	if (e->clean_epoch != e->marked_epoch) {
+		rc = -EUCLEAN;
+		goto out_unlock;
+	}
 	chunk_span(c, off, len, &first, &last);
 	if (last - first + 1 > sizeof(stack) / sizeof(stack[0])) {
 		recs = malloc((last - first + 1) * sizeof(*recs));

@@ -392,8 +392,11 @@ static void run_fetch(struct cache *c, struct cache_task *tasks, uint32_t n,
 	struct cache_kick k = { 0 };
 	struct cache_task *t, *settle = NULL;
 	uint64_t len = 0, got = 0;
+	char pin[STORE_ETAG_MAX];
 	bool void_;
 	int rc = 0;
+
+	memcpy(pin, tasks->etag, sizeof(pin));
 
 	pthread_mutex_lock(&s->lock);
 	void_ = e->dead || e->epoch != r.epoch;
@@ -428,6 +431,19 @@ static void run_fetch(struct cache *c, struct cache_task *tasks, uint32_t n,
 	}
 	if (r.f)
 		cache_fd_put(r.f);
+	/*
+	 * A version the entry has moved on from: its tasks were made for a
+	 * waiter of an older record (an upload of ours committed since, as
+	 * a newer waiter's record says), not the waiters' error.  The
+	 * chunks are given back and made again, pinned to what the entry
+	 * asks now.
+	 */
+	if (rc == -ESTALE) {
+		pthread_mutex_lock(&s->lock);
+		if (strcmp(pin, e->etag))
+			rc = 0;
+		pthread_mutex_unlock(&s->lock);
+	}
 	if (rc == -ESTALE)
 		log_info("cache: %s changed in the store under a fetch of "
 			 "inode %" PRIu64 " (someone else's write): its reader "
@@ -498,6 +514,7 @@ static void *worker_main(void *p)
 		for (last = t; n < c->get_chunks && last->next &&
 			       last->next->ent == t->ent &&
 			       last->next->epoch == t->epoch &&
+			       !strcmp(last->next->etag, t->etag) &&
 			       last->next->idx == last->idx + 1;
 		     last = last->next)
 			n++;

@@ -181,6 +181,21 @@ static int io_reload(struct io_op *op)
 	return 0;
 }
 
+/* Whether op's file has changes here not uploaded yet (the record now). */
+static bool io_dirty_now(struct io_op *op)
+{
+	struct db_txn *txn;
+	struct fs_inode in;
+	bool dirty;
+
+	if (db_read_begin(op->fs->db, &txn))
+		return false;
+	dirty = !fs_inode_get(op->fs, txn, op->ino, &in) &&
+		(in.flags & FS_F_DIRTY_DATA);
+	db_read_end(op->fs->db, txn);
+	return dirty;
+}
+
 /*
  * A fetch's error as the client should see it.  A missing object while
  * store work is still queued is most likely a rename whose COPY has not
@@ -197,8 +212,13 @@ static int fetch_err(struct io_op *op, long res)
 	bool queued = false;
 
 	/* Someone else replaced the object: no mix of two versions; the
-	 * directory is listed again to take the new one in. */
+	 * directory is listed again to take the new one in.  But while the
+	 * file has changes here, the new version may be our own upload
+	 * between its PUT and its commit: the client tries again (JUKEBOX)
+	 * and by then the record names it, rather than losing its handle. */
 	if (res == -ESTALE) {
+		if (io_dirty_now(op))
+			return -EAGAIN;
 		fs_store_changed(fs, op->ino);
 		return -ESTALE;
 	}
@@ -265,6 +285,21 @@ static void io_fetch(struct io_op *op, bool for_write, cache_done_fn done)
 }
 
 /*
+ * Whether the version the record names now is not the one op's fetch
+ * pinned (an upload of a file with changes here committed meanwhile:
+ * its chunks never local are the same bytes in the new version).
+ */
+static bool io_pin_moved(struct io_op *op)
+{
+	char pinned[STORE_ETAG_MAX];
+
+	if (!op->obj)
+		return false;
+	memcpy(pinned, op->obj->etag, sizeof(pinned));
+	return !io_obj_load(op) && strcmp(pinned, op->obj->etag) != 0;
+}
+
+/*
  * A fetch met another version of the object than the one it pinned: if
  * the record moved on meanwhile (an upload, a listing), fetch again, of
  * the new one.  True when it did.
@@ -272,7 +307,8 @@ static void io_fetch(struct io_op *op, bool for_write, cache_done_fn done)
 static bool io_refetch_stale(struct io_op *op, long res, bool for_write,
 			     cache_done_fn done)
 {
-	if (res != -ESTALE || op->tries >= FS_IO_TRIES || !io_refetch(op))
+	if (res != -ESTALE || op->tries >= FS_IO_TRIES ||
+	    (!io_refetch(op) && !io_pin_moved(op)))
 		return false;
 	op->tries++;
 	io_fetch(op, for_write, done);
@@ -409,6 +445,18 @@ static void write_cb(void *p, long res)
 		io_fetch(op, true, write_fetched);
 		return;
 	}
+	/* Uploaded and cleaned since io_prepare read the record dirty:
+	 * marked again first (cache_write), else its bytes would never go. */
+	if (res == -EUCLEAN && op->tries++ < FS_IO_TRIES) {
+		op->was_dirty = op->marked = false;
+		/* The version that upload made, if its commit is in: the
+		 * mark then needs no fresh fetch (mark_dirty_apply). */
+		io_reload(op);
+		io_fetch(op, true, write_fetched);
+		return;
+	}
+	if (res == -EUCLEAN)
+		res = -EAGAIN;
 	if (res < 0) {
 		io_free(op, res == -ENODATA ? -EAGAIN : (int)res);
 		return;
@@ -485,6 +533,7 @@ static void mark_dirty_done(void *p, int err)
 		io_free(op, err);
 		return;
 	}
+	cache_marked(op->fs->cache, op->ino);
 	fs_defer(op->fs, write_job, op);
 }
 

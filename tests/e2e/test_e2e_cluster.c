@@ -1312,8 +1312,8 @@ static void test_migrate(void)
 /* ---- PostgreSQL fails over ----------------------------------------- */
 
 struct pf {
-	uint64_t at_ms;  /* when the failover began */
-	int rc;
+	_Atomic uint64_t at_ms; /* when the failover began (the test polls) */
+	int rc;                 /* read after the join */
 };
 
 static void *pf_failover(void *arg)

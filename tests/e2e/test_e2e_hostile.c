@@ -207,7 +207,10 @@ static void test_partial_records(void)
 		open, nfds, rss0, rss1);
 	E2E_CHECK(open == nfds, "%d of %d sockets were closed", nfds - open,
 		  nfds);
-	E2E_CHECK(rss1 - rss0 < PARTIAL_SOCKETS * 64,
+	/* (ThreadSanitizer's shadow memory grows with all the gateway
+	 * touches: no bound says anything there.) */
+	E2E_CHECK(getenv("MAPFS_E2E_TSAN") ||
+			  rss1 - rss0 < PARTIAL_SOCKETS * 64,
 		  "%d partial records cost %ld KiB", nfds, rss1 - rss0);
 	close_all();
 }

@@ -44,12 +44,13 @@ static const struct fs_ctx ROOT = { .loop = -1 };
 static struct {
 	struct store base;
 	atomic_int gets, parts, copies, puts;
-	bool no_part_copy;
-	bool fail_mpu; /* complete and abort answer -EAGAIN (a crash) */
-	bool lose_create; /* the upload is made, its answer lost: -EAGAIN */
+	/* Set by the test, read by the syncer's threads: atomic. */
+	atomic_bool no_part_copy;
+	atomic_bool fail_mpu; /* complete and abort answer -EAGAIN (a crash) */
+	atomic_bool lose_create; /* the upload is made, its answer lost */
 	/* every PUT answers -EAGAIN (store unreachable); with all_down,
 	 * every HEAD and GET too */
-	bool down, all_down;
+	atomic_bool down, all_down;
 	atomic_int heads;
 } cs;
 
