@@ -17,34 +17,20 @@ struct dirent_val {
 	uint64_t ino, cookie;
 };
 
-static void be64(unsigned char *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (unsigned char)v;
-}
-
-static uint64_t get_be64(const unsigned char *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
 
 static struct db_val dirent_key(unsigned char *buf, uint64_t dir, const char *name)
 {
 	size_t n = strlen(name);
 
-	be64(buf, dir);
+	fs_put_be64(buf, dir);
 	memcpy(buf + 8, name, n);
 	return (struct db_val){ 8 + n, buf };
 }
 
 static struct db_val cookie_key(unsigned char *buf, uint64_t dir, uint64_t cookie)
 {
-	be64(buf, dir);
-	be64(buf + 8, cookie);
+	fs_put_be64(buf, dir);
+	fs_put_be64(buf + 8, cookie);
 	return (struct db_val){ 16, buf };
 }
 
@@ -53,6 +39,21 @@ static struct db_val cookie_key(unsigned char *buf, uint64_t dir, uint64_t cooki
  * (NULs never arrive: the name is a C string).  for_change also refuses
  * "." and ".." (CREATE, REMOVE, RENAME...; RFC 1813 3.3.8).
  */
+int fs_dir_change_begin(struct fs *fs, struct db_txn *txn,
+			const struct fs_ctx *ctx, uint64_t ino,
+			struct fs_wcc *wcc, struct fs_inode *out)
+{
+	int rc = fs_inode_get(fs, txn, ino, out);
+
+	if (rc)
+		return rc;
+	fs_wcc_before(fs, out, wcc);
+	fs_wcc_after(fs, out, wcc);
+	if (out->type != FS_DIR)
+		return -ENOTDIR;
+	return fs_perm(ctx, out, W_OK | X_OK);
+}
+
 int fs_name_check(const char *name, bool for_change)
 {
 	size_t n = strlen(name);
@@ -162,7 +163,7 @@ int fs_dir_empty(struct fs *fs, struct db_txn *txn, uint64_t dir)
 	else if (rc)
 		rc = rc;
 	else
-		rc = (k.size == 16 && get_be64(k.data) == dir) ?
+		rc = (k.size == 16 && fs_get_be64(k.data) == dir) ?
 			     -ENOTEMPTY : 0;
 	db_cursor_close(cur);
 	return rc;
@@ -180,7 +181,7 @@ int fs_dir_next(struct fs *fs, struct db_txn *txn, uint64_t dir, uint64_t *cooki
 		return rc;
 	rc = db_cursor_get(cur, &k, &v, DB_SET_RANGE);
 	if (rc == -ENOENT ||
-	    (!rc && (k.size != 16 || get_be64(k.data) != dir)))
+	    (!rc && (k.size != 16 || fs_get_be64(k.data) != dir)))
 		rc = -ENOENT;
 	else if (rc)
 		rc = rc;
@@ -190,7 +191,7 @@ int fs_dir_next(struct fs *fs, struct db_txn *txn, uint64_t dir, uint64_t *cooki
 		memcpy(ino, v.data, 8);
 		memcpy(name, (char *)v.data + 8, v.size - 8);
 		name[v.size - 8] = '\0';
-		*cookie = get_be64((unsigned char *)k.data + 8);
+		*cookie = fs_get_be64((unsigned char *)k.data + 8);
 	}
 	db_cursor_close(cur);
 	return rc;
@@ -316,7 +317,7 @@ int fs_readdir(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 
 		rc = db_cursor_get(cur, &k, &v, op);
 		if (rc == -ENOENT || (!rc && (k.size != 16 ||
-						   get_be64(k.data) != dir))) {
+						   fs_get_be64(k.data) != dir))) {
 			rc = 0;
 			*eof = true;
 			break;
@@ -333,7 +334,7 @@ int fs_readdir(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 		memcpy(name, (char *)v.data + 8, v.size - 8);
 		name[v.size - 8] = '\0';
 		if (emit_one(fs, txn, ino, name,
-			     get_be64((unsigned char *)k.data + 8), want_attrs,
+			     fs_get_be64((unsigned char *)k.data + 8), want_attrs,
 			     emit, arg))
 			break;
 	}

@@ -159,6 +159,22 @@ struct fs {
 int fs_conflict(struct fs *fs, const struct fs_inode *snap, const char *key,
 		uint64_t size, int why);
 
+/* Big-endian u64s in table keys (so keys sort by number). */
+static inline void fs_put_be64(unsigned char *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (unsigned char)v;
+}
+
+static inline uint64_t fs_get_be64(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
 /* A done callback for work whose result no one waits for. */
 void fs_done_nothing(void *arg, int err);
 
@@ -284,6 +300,15 @@ int fs_dir_empty(struct fs *fs, struct db_txn *txn, uint64_t dir);
 /* The entry after *cookie (which it advances); -ENOENT at the end. */
 int fs_dir_next(struct fs *fs, struct db_txn *txn, uint64_t dir, uint64_t *cookie,
 		uint64_t *ino, char name[FS_NAME_MAX + 1]);
+/*
+ * The start of a change in directory ino (CREATE, REMOVE, LINK...): its
+ * record into *out and wcc's before and after filled (the after stays
+ * right for an error); -ENOTDIR, or -EACCES without write and search
+ * permission.  0 or -errno.
+ */
+int fs_dir_change_begin(struct fs *fs, struct db_txn *txn,
+			const struct fs_ctx *ctx, uint64_t ino,
+			struct fs_wcc *wcc, struct fs_inode *out);
 /* Marks a changed directory: mtime/ctime now, verifier bumped. */
 void fs_dir_touch(struct fs_inode *dir, int64_t now);
 

@@ -39,21 +39,6 @@ struct link_val {
 	uint64_t synced_ms;
 };
 
-static void be64(unsigned char *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (unsigned char)v;
-}
-
-static uint64_t get_be64(const unsigned char *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
 #define LINK_DBKEY_MAX (16 + FS_NAME_MAX)
 
 static struct db_val link_dbkey(unsigned char *buf, uint64_t ino,
@@ -61,8 +46,8 @@ static struct db_val link_dbkey(unsigned char *buf, uint64_t ino,
 {
 	size_t n = strlen(name);
 
-	be64(buf, ino);
-	be64(buf + 8, parent);
+	fs_put_be64(buf, ino);
+	fs_put_be64(buf + 8, parent);
 	memcpy(buf + 16, name, n);
 	return (struct db_val){ 16 + n, buf };
 }
@@ -78,8 +63,8 @@ static int link_decode(const struct db_val *k, const struct db_val *v,
 	memcpy(&lv, v->data, sizeof(lv));
 	if (lv.etag_len >= STORE_ETAG_MAX || v->size != sizeof(lv) + lv.etag_len)
 		return -EIO;
-	out->ino = get_be64(k->data);
-	out->parent = get_be64((const unsigned char *)k->data + 8);
+	out->ino = fs_get_be64(k->data);
+	out->parent = fs_get_be64((const unsigned char *)k->data + 8);
 	memcpy(out->name, (const char *)k->data + 16, n);
 	out->name[n] = '\0';
 	out->flags = lv.flags;
@@ -136,7 +121,7 @@ int fs_link_each(struct fs *fs, struct db_txn *txn, uint64_t ino,
 
 	if (rc)
 		return rc;
-	be64(kb, ino);
+	fs_put_be64(kb, ino);
 	k = (struct db_val){ sizeof(kb), kb };
 	for (int op = DB_SET_RANGE;; op = DB_NEXT) {
 		rc = db_cursor_get(cur, &k, &v, op);

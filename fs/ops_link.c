@@ -53,20 +53,14 @@ static int link_apply(struct db_txn *txn, void *p)
 	struct fs_inode dir, in;
 	struct fs_link l;
 	uint64_t other;
-	int rc = fs_inode_get(fs, txn, op->dir, &dir);
+	int rc = fs_dir_change_begin(fs, txn, &op->ctx, op->dir, op->dir_wcc,
+				     &dir);
 
-	if (rc)
-		return rc;
-	fs_wcc_before(fs, &dir, op->dir_wcc);
-	fs_wcc_after(fs, &dir, op->dir_wcc);
-	if (dir.type != FS_DIR)
-		return -ENOTDIR;
-	if ((rc = fs_inode_get(fs, txn, op->ino, &in)))
+	if (rc || (rc = fs_inode_get(fs, txn, op->ino, &in)))
 		return rc;
 	if (in.type == FS_DIR)
 		return -EPERM; /* link(2): no second name for a directory */
-	if ((rc = fs_perm(&op->ctx, &dir, W_OK | X_OK)) ||
-	    (rc = link_allowed(&op->ctx, &in)))
+	if ((rc = link_allowed(&op->ctx, &in)))
 		return rc;
 	rc = fs_dirent_get(fs, txn, op->dir, op->name, &other, NULL);
 	if (rc == 0)

@@ -83,15 +83,9 @@ static int remove_apply(struct db_txn *txn, void *p)
 	struct fs *fs = op->fs;
 	struct fs_inode dir, victim;
 	uint64_t ino;
-	int rc = fs_inode_get(fs, txn, op->dir, &dir);
+	int rc = fs_dir_change_begin(fs, txn, &op->ctx, op->dir, op->dir_wcc,
+				     &dir);
 
-	if (rc)
-		return rc;
-	fs_wcc_before(fs, &dir, op->dir_wcc);
-	fs_wcc_after(fs, &dir, op->dir_wcc);
-	if (dir.type != FS_DIR)
-		return -ENOTDIR;
-	rc = fs_perm(&op->ctx, &dir, W_OK | X_OK);
 	if (rc)
 		return rc;
 	rc = fs_dirent_get(fs, txn, op->dir, op->name, &ino, NULL);

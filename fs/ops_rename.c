@@ -94,8 +94,7 @@ static int queue_subtree(struct fs *fs, struct db_txn *txn, uint64_t dir, char *
 
 	if (rc)
 		return rc;
-	for (int i = 7; i >= 0; i--)
-		kb[7 - i] = (unsigned char)(dir >> (8 * i));
+	fs_put_be64(kb, dir);
 	k = (struct db_val){ 8, kb };
 	for (int op = DB_SET_RANGE;; op = DB_NEXT) {
 		struct fs_inode child;

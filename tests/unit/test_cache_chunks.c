@@ -532,6 +532,7 @@ static void test_dirty_journal(void)
 	 * writer may have read the record before that clean committed. */
 	CU_ASSERT(wr(c, 7, 4 * MIB, "more!", 5, false) == 5);
 	CU_ASSERT_FATAL(cache_stat(c, 7, &st) == 0);
+	clean_c = c; /* the cache opened again */
 	clean_st = st;
 	CU_ASSERT(db_write(db, clean_apply, NULL) == 0);
 	CU_ASSERT(wr(c, 7, 4 * MIB, "again", 5, false) == -EUCLEAN);
