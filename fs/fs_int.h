@@ -349,7 +349,8 @@ int fs_name_key(struct fs *fs, struct db_txn *txn, uint64_t dir,
  * Remove dir/name, one of in's names but not its last: its entry, its
  * link (the first name: another takes its place) and, queue_delete, its
  * object (a pending DEL; else only its "keys" entry goes).  in is put;
- * dir is changed, for the caller to put.  0 or -errno.
+ * dir is changed, for the caller to put.  name must not point into in
+ * (the first name's removal gives in another).  0 or -errno.
  */
 int fs_name_drop(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
 		 struct fs_inode *in, const char *name, bool queue_delete);

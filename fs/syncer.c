@@ -1108,6 +1108,57 @@ static int links_copy(struct fs *fs, struct sync_item *it, bool uploaded,
 	return rc;
 }
 
+/* The first name of a file with several is another writer's now. */
+struct first_split {
+	struct fs *fs;
+	const struct sync_item *it;
+};
+
+static int first_split_apply(struct db_txn *txn, void *arg)
+{
+	const struct first_split *fsa = arg;
+	struct fs *fs = fsa->fs;
+	char key[STORE_KEY_MAX + 2], name[FS_NAME_MAX + 1];
+	struct fs_inode in, dir;
+	int rc = fs_inode_get(fs, txn, fsa->it->in.ino, &in);
+
+	if (rc)
+		return rc == -ESTALE ? 0 : rc;
+	/* Moved or unlinked meanwhile: the next pass sees it as it is. */
+	if ((rc = fs_obj_key(fs, txn, &in, key, sizeof(key))) ||
+	    strcmp(key, fsa->it->key) || in.nlink < 2)
+		return rc;
+	/* (A copy: fs_name_drop gives in the next name.) */
+	memcpy(name, in.name, sizeof(name));
+	if ((rc = fs_inode_get(fs, txn, in.parent, &dir)) ||
+	    (rc = fs_name_drop(fs, txn, &dir, &in, name, false)))
+		return rc;
+	return fs_inode_put(fs, txn, &dir);
+}
+
+/*
+ * The upload of a file with several names met another writer's version
+ * (or their delete) at its first name: as for another name (links_copy),
+ * that name splits off, theirs, and the file goes on under its others,
+ * the next pass uploading it to the one that takes the first's place
+ * (its object holds the file's older bytes, so even chunks never cached
+ * here are not lost).  0, or the error that leaves it for later.
+ */
+static int first_split(struct fs *fs, struct sync_item *it, int why)
+{
+	int rc;
+
+	log_warn("fs: %s, one of several names of one file, was %s by "
+		 "someone else: it is theirs now; the file goes on under its "
+		 "other names", it->key, why == -ESTALE ? "written" : "deleted");
+	rc = db_write(fs->db, first_split_apply,
+		      &(struct first_split){ fs, it });
+	if (!rc)
+		fs_revalidate(fs, NULL, it->in.parent, true, fs_done_nothing,
+			      NULL);
+	return rc;
+}
+
 static int sync_item(struct fs *fs, struct sync_item *it)
 {
 	struct store_info info = { 0 };
@@ -1129,7 +1180,10 @@ static int sync_item(struct fs *fs, struct sync_item *it)
 		snprintf(info.etag, sizeof(info.etag), "%s", it->in.etag);
 	/* Someone else wrote (or deleted) the key meanwhile. */
 	if (rc == -ESTALE || (rc == -ENOENT && (it->in.flags & FS_F_IN_STORE)))
-		return fs_conflict(fs, &it->in, it->key, item_size(it), rc);
+		return it->in.type != FS_DIR && it->in.nlink > 1
+			       ? first_split(fs, it, rc)
+			       : fs_conflict(fs, &it->in, it->key,
+					     item_size(it), rc);
 	if (!rc && it->in.type != FS_DIR && it->in.ino != FS_ROOT_INO)
 		rc = links_copy(fs, it, uploading, &uc);
 	if (!rc) {

@@ -931,6 +931,27 @@ static void test_links(void)
 	CU_ASSERT(do_write(a, 0, "L", FS_UNSTABLE) == 0);
 	CU_ASSERT(fs_flush(F.fs) == 0);
 	CU_ASSERT(obj_is("e/c", "LELLO") && obj_is("d/x", "theirs"));
+	/* Another writer replaces the first name while the file has
+	 * changes here: that name is theirs, the file goes on (with the
+	 * change) under its other name. */
+	{
+		uint64_t p, q;
+
+		CU_ASSERT_FATAL(do_create(FS_ROOT_INO, "p", &p) == 0);
+		CU_ASSERT(do_write(p, 0, "mine", FS_UNSTABLE) == 0);
+		CU_ASSERT(do_link(p, d, "q") == 0);
+		CU_ASSERT(fs_flush(F.fs) == 0);
+		CU_ASSERT(obj_is("p", "mine") && obj_is("d/q", "mine"));
+		CU_ASSERT(do_write(p, 0, "MINE", FS_UNSTABLE) == 0);
+		CU_ASSERT(store_put(F.st, "p", "theirs", 6, NULL, &si) == 0);
+		CU_ASSERT(fs_flush(F.fs) == 0);
+		CU_ASSERT(obj_is("p", "theirs") && obj_is("d/q", "MINE"));
+		CU_ASSERT(do_reval(FS_ROOT_INO, true) == 0);
+		CU_ASSERT(lookup(FS_ROOT_INO, "p", &q) == 0 && q != p &&
+			  reads(q, "theirs"));
+		CU_ASSERT(lookup(d, "q", &q) == 0 && q == p &&
+			  nlink_of(p) == 1 && reads(p, "MINE"));
+	}
 	/* Rename over another name of the same file does nothing. */
 	CU_ASSERT(do_link(a, e, "c2") == 0);
 	CU_ASSERT(do_rename(e, "c", e, "c2") == 0);
