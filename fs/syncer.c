@@ -84,8 +84,9 @@
 #define MPU_PARTS_MAX 10000
 #define MPU_THREADS 8
 #define SYNC_INODE_TRIES 100 /* ~2 s of passes for one strict COMMIT */
-/* Uploads of files up to SYNC_SMALL_MAX run this many at once; bigger
- * ones one at a time (each is a multipart upload with its own threads). */
+/* Uploads of files up to SYNC_SMALL_MAX run up to this many at once, as
+ * many as the store takes (store_put_parallel); bigger ones one at a time
+ * (each is a multipart upload with its own threads). */
 #define SYNC_PARALLEL 16
 #define SYNC_SMALL_MAX (8ull << 20)
 
@@ -1246,8 +1247,11 @@ static void *run_thread(void *p)
 static void runs_parallel(struct sync_run *run)
 {
 	pthread_t t[SYNC_PARALLEL];
-	size_t nt = run->n < SYNC_PARALLEL ? run->n : SYNC_PARALLEL, started;
+	size_t par = store_put_parallel(run->fs->store), started;
+	size_t nt = run->n < par ? run->n : par;
 
+	if (nt > SYNC_PARALLEL)
+		nt = SYNC_PARALLEL;
 	for (started = 0; nt > 1 && started < nt - 1; started++)
 		if (pthread_create(&t[started], NULL, run_thread, run))
 			break;

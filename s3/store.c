@@ -448,6 +448,12 @@ int store_uploads_add(struct store_upload **v, size_t *n, const char *key,
 	return 0;
 }
 
+unsigned store_put_parallel(const struct store *st)
+{
+	return st->ops->put_parallel ? st->ops->put_parallel
+				     : STORE_PUT_PARALLEL_DEFAULT;
+}
+
 uint64_t store_put_max(struct store *st)
 {
 	if (st->put_max)

@@ -207,6 +207,15 @@ int store_put_fd_if(struct store *st, const char *key, int fd, uint64_t len,
 #define STORE_PUT_MAX_DEFAULT (64ull << 20)
 uint64_t store_put_max(struct store *st);
 
+/*
+ * How many small uploads are worth having in flight at once: over a
+ * network each waits a round trip, and many fill the store (the S3
+ * backend: STORE_PUT_PARALLEL_DEFAULT); on the file store each is an
+ * fsync of the same disk, and more at once only contend (1).
+ */
+#define STORE_PUT_PARALLEL_DEFAULT 16
+unsigned store_put_parallel(const struct store *st);
+
 /* Multipart upload.  upload_id is a malloc'd string the caller frees. */
 int store_mpu_create(struct store *st, const char *key,
 		     const struct store_meta *meta, char **upload_id);
@@ -340,6 +349,9 @@ struct store_ops {
 	int (*event_key)(struct store *, const char *, const char *, char *,
 			 size_t); /* may be NULL */
 	uint64_t (*put_max)(struct store *); /* NULL: the default */
+	/* Writes worth having in flight at once (store_put_parallel);
+	 * 0: STORE_PUT_PARALLEL_DEFAULT. */
+	unsigned put_parallel;
 	/*
 	 * Which conditions the backend honours in the request itself:
 	 * STORE_COND_* bits, or -errno if it cannot tell yet (asked again

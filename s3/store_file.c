@@ -1857,5 +1857,6 @@ const struct store_ops store_file_ops = {
 	.del_many = file_del_many,
 	.statfs = file_statfs,
 	.put_max = file_put_max,
+	.put_parallel = 1, /* each PUT an fsync of one disk */
 	.cond_native = file_cond_native,
 };
