@@ -375,6 +375,7 @@ int cache_truncate(struct cache *c, uint64_t ino, uint64_t size)
 		e->limit = size;
 	e->epoch++;
 	atomic_fetch_add(&e->wseq, 1);
+	cache_ent_written_at(e, size); /* bytes from size on changed */
 	cache_ent_touched(e);
 	/* Chunks wholly past the end hold nothing now (a hole). */
 	for (uint64_t i = (size + c->cs - 1) / c->cs; i < e->nst; i++) {
@@ -467,6 +468,19 @@ int cache_stat(struct cache *c, uint64_t ino, struct cache_stat *out)
 out_put:
 	cache_ent_put(e);
 	return rc;
+}
+
+int cache_written_low(struct cache *c, uint64_t ino, uint64_t *low)
+{
+	struct cache_entshard *s = cache_ent_shard(c, ino);
+	struct cache_ent *e;
+
+	pthread_mutex_lock(&s->lock);
+	e = cache_ent_find_locked(s, ino);
+	if (e)
+		*low = atomic_exchange(&e->low_written, UINT64_MAX);
+	pthread_mutex_unlock(&s->lock);
+	return e ? 0 : -ENODATA;
 }
 
 int cache_set_mtime(struct cache *c, uint64_t ino, const struct timespec *mt)

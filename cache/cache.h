@@ -246,6 +246,17 @@ int cache_truncate(struct cache *c, uint64_t ino, uint64_t size);
 /* Size and times of the local data.  -ENODATA if not local. */
 int cache_stat(struct cache *c, uint64_t ino, struct cache_stat *out);
 
+/*
+ * The lowest offset of ino's data that a write changed (bytes landed) or
+ * a truncate cut to since the previous call for ino, in *low (UINT64_MAX:
+ * nothing; for an entry made since, 0), and a new count starts.  An
+ * upload that sends parts of a file still being written asks before it
+ * reads them and again before it completes: parts at or past *low are
+ * stale.  One caller per inode (the syncer).  0, or -ENODATA if not
+ * local (dropped: its parts are of nothing).
+ */
+int cache_written_low(struct cache *c, uint64_t ino, uint64_t *low);
+
 /* Set the local data's mtime (SETATTR on a locally held file). */
 int cache_set_mtime(struct cache *c, uint64_t ino, const struct timespec *mt);
 

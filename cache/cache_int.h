@@ -117,6 +117,10 @@ struct cache_ent {
 	atomic_uint_fast64_t j_dur; /* journal ops durable (by seq) */
 	/* Bumped when a write starts and ends, and by truncates. */
 	atomic_uint_fast64_t wseq;
+	/* The lowest offset a write landed at, or a truncate cut to, since
+	 * cache_written_low() last asked (UINT64_MAX: none; a new entry:
+	 * 0, all of it new).  Set after the bytes are in the file. */
+	atomic_uint_fast64_t low_written;
 	/* Under the shard lock: cleanings (cache_clean) so far, and how
 	 * many the namespace had seen when it last recorded the file dirty
 	 * (cache_marked).  Unequal: the record may be clean by now, so a
@@ -390,11 +394,14 @@ void cache_read_unpin(struct cache_ent *e);
  * A write of [off, off+len) of ino: -ENODATA if ino is not local, a chunk
  * is BUSY, or one it covers in part is not readable; else the chunks are
  * marked present and dirty (journaled) and *out is referenced until
- * cache_write_unmark() after the data is in.
+ * cache_write_unmark() after the data is in (off: where the write
+ * began, for cache_written_low).
  */
 int cache_write_mark(struct cache *c, uint64_t ino, uint64_t off, uint64_t len,
 		     struct cache_ent **out);
-void cache_write_unmark(struct cache_ent *e);
+void cache_write_unmark(struct cache_ent *e, uint64_t off);
+/* Lower e's low_written to off. */
+void cache_ent_written_at(struct cache_ent *e, uint64_t off);
 /* Load every entry from LMDB (cache_open); -EINVAL if the records were
  * made with another chunk size. */
 int cache_ents_load(struct cache *c);

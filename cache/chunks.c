@@ -139,6 +139,7 @@ static struct cache_ent *ent_new(uint64_t ino, uint64_t limit)
 	atomic_init(&e->pins, 0);
 	atomic_init(&e->j_dur, 0);
 	atomic_init(&e->wseq, 0);
+	atomic_init(&e->low_written, 0);
 	atomic_init(&e->sgen, 0);
 	e->ra_last = UINT64_MAX;
 	pthread_mutex_init(&e->land_lock, NULL);
@@ -519,8 +520,19 @@ out_unlock:
 	return rc;
 }
 
-void cache_write_unmark(struct cache_ent *e)
+void cache_ent_written_at(struct cache_ent *e, uint64_t off)
 {
+	uint64_t cur = atomic_load(&e->low_written);
+
+	while (off < cur &&
+	       !atomic_compare_exchange_weak(&e->low_written, &cur, off))
+		;
+}
+
+void cache_write_unmark(struct cache_ent *e, uint64_t off)
+{
+	/* The bytes are in: an early part read before now is suspect. */
+	cache_ent_written_at(e, off);
 	/* The second tick: an upload that read the file while this write
 	 * was in flight cannot match the count it saw. */
 	atomic_fetch_add(&e->wseq, 1);

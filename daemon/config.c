@@ -74,6 +74,8 @@ static const struct opt opts[] = {
 	  "path-style S3 addressing (default: virtual-hosted on AWS)" },
 	{ "s3-max-requests", OPT_INT, OFF(s3_max_requests), "N",
 	  "S3 requests in flight (default 64)" },
+	{ "no-early-upload", OPT_BOOL, OFF(no_early_upload), NULL,
+	  "upload a big file only once it is quiet (default on S3: its complete parts go up while it is still being written)" },
 	{ "multipart-threshold", OPT_SIZE, OFF(multipart_threshold), "SIZE",
 	  "files larger than this go up as a multipart upload with parallel parts (default: 64M on S3, 1G on an S3 endpoint on this machine, no limit on file://; past 64M only files all in the cache go as one PUT)" },
 	{ "default-uid", OPT_U32, OFF(default_uid), "UID",

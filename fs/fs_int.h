@@ -130,6 +130,10 @@ struct fs {
 	bool sync_started;
 	uint32_t backoff_ms;
 	pthread_t syncer;
+	/* Uploads of files still being written (early.c); the list under
+	 * early_lock, the rest under sync_lock. */
+	pthread_mutex_t early_lock;
+	struct fs_early *early;
 
 	/* Directories whose listing an event queued that has not started
 	 * (revalidate.c): more events for one of them wait for it. */

@@ -69,6 +69,7 @@
 #include "common/log.h"
 #include "db/db.h"
 #include "fs/fs_int.h"
+#include "fs/sync_int.h"
 
 #define SYNC_PERIOD_MS 200
 #define SYNC_MIN_QUIET_MS 50
@@ -79,25 +80,13 @@
 #define SYNC_FLUSH_RETRIES 5
 #define SYNC_FLUSH_IDLE_MAX 500 /* passes without progress: ~10 s */
 /* Parts: one per thread while that keeps them within these bounds. */
-#define MPU_PART_MIN (16ull << 20)
 #define MPU_PART_MAX (64ull << 20)
-#define MPU_PARTS_MAX 10000
-#define MPU_THREADS 8
 #define SYNC_INODE_TRIES 100 /* ~2 s of passes for one strict COMMIT */
 /* Uploads of files up to SYNC_SMALL_MAX run up to this many at once, as
  * many as the store takes (store_put_parallel); bigger ones one at a time
  * (each is a multipart upload with its own threads). */
 #define SYNC_PARALLEL 16
 #define SYNC_SMALL_MAX (8ull << 20)
-
-struct sync_item {
-	struct fs_inode in;
-	char key[STORE_KEY_MAX + 2];
-	bool have_cs;
-	struct cache_stat cs;
-	int64_t quiet_since;
-	bool due; /* this pass uploads it */
-};
 
 struct sync_snap {
 	struct fs_pending *pend;
@@ -272,9 +261,6 @@ static bool copy_source_coming(struct fs *fs, const char *src)
 	return coming;
 }
 
-static void meta_of(const struct fs *fs, const struct sync_item *it,
-		    struct store_meta *m);
-
 /*
  * The metadata a COPY gives its new object: the source's (NULL), but for
  * a file with several names the record's with the link id, so each name
@@ -293,7 +279,7 @@ static const struct store_meta *copy_meta(struct fs *fs, uint64_t ino,
 	db_read_end(fs->db, txn);
 	if (rc || it.in.type == FS_DIR || it.in.nlink < 2)
 		return NULL;
-	meta_of(fs, &it, m);
+	sync_meta_of(fs, &it, m);
 	return m;
 }
 
@@ -322,8 +308,8 @@ static int run_pending(struct fs *fs, const struct fs_pending *p)
 	return db_write(fs->db, pend_commit_apply, &pc);
 }
 
-static void meta_of(const struct fs *fs, const struct sync_item *it,
-		    struct store_meta *m)
+void sync_meta_of(const struct fs *fs, const struct sync_item *it,
+		  struct store_meta *m)
 {
 	int64_t mtime = it->in.mtime;
 
@@ -346,13 +332,8 @@ static void meta_of(const struct fs *fs, const struct sync_item *it,
 		fs_link_id(fs, it->in.ino, m->link);
 }
 
-/*
- * Make [off, off + len) of the item's cache file local for an upload that
- * reads it from there, and keep it so (*pin, for cache_unpin) until the
- * read is done: a chunk evicted meanwhile would go up as zeros, over the
- * only other copy of its bytes.
- */
-static int data_fetch_pinned(struct fs *fs, const struct sync_item *it,
+/* See sync_int.h. */
+int sync_fetch_pinned(struct fs *fs, const struct sync_item *it,
 			     uint64_t off, uint64_t len,
 			     struct cache_pin **pin)
 {
@@ -561,7 +542,7 @@ static void mpu_recover(struct fs *fs)
 	mpu_intents_recover(fs);
 }
 
-/* One multipart upload, its parts shared out to MPU_THREADS threads. */
+/* Parts of one multipart upload, shared out to MPU_THREADS threads. */
 struct mpu {
 	struct fs *fs;
 	const struct sync_item *it;
@@ -599,7 +580,7 @@ static int mpu_one(struct mpu *m, int i)
 			return rc;
 		}
 	}
-	rc = data_fetch_pinned(m->fs, m->it, off, len, &pin);
+	rc = sync_fetch_pinned(m->fs, m->it, off, len, &pin);
 	if (!rc) {
 		rc = store_mpu_part(m->fs->store, m->it->key, m->upload_id,
 				    i + 1, m->fd, off, len, m->etags[i]);
@@ -630,52 +611,21 @@ static void *mpu_thread(void *p)
 	}
 }
 
-static int put_multipart(struct fs *fs, const struct sync_item *it, int fd,
-			 uint64_t size, const struct store_meta *meta,
-			 const struct store_cond *cond, struct store_info *out)
+/* See sync_int.h. */
+int sync_mpu_parts(struct fs *fs, const struct sync_item *it, int fd,
+		   const char *upload_id, uint64_t size, uint64_t part,
+		   int first, int nparts, char (*etags)[STORE_ETAG_MAX],
+		   bool copy_ok, int *copied)
 {
 	struct mpu m = { .fs = fs, .it = it, .fd = fd, .size = size,
-			 .copy_ok = it->in.flags & FS_F_IN_STORE };
+			 .part = part, .nparts = nparts, .next = first,
+			 .copy_ok = copy_ok, .etags = etags,
+			 .upload_id = upload_id };
 	pthread_t tids[MPU_THREADS];
-	int nthreads = 0, rc;
-	char *upload_id;
+	int nthreads = 0;
 
-	/*
-	 * All threads busy with as few parts as that takes (a store pays
-	 * per request), in whole MiB; small enough that an unchanged part
-	 * is still worth copying in the store rather than sending.
-	 */
-	m.part = ((size + MPU_THREADS - 1) / MPU_THREADS + (1u << 20) - 1) &
-		 ~((1ull << 20) - 1);
-	if (m.part < MPU_PART_MIN)
-		m.part = MPU_PART_MIN;
-	if (m.part > MPU_PART_MAX)
-		m.part = MPU_PART_MAX;
-	while ((size + m.part - 1) / m.part > MPU_PARTS_MAX)
-		m.part *= 2;
-	m.nparts = (int)((size + m.part - 1) / m.part);
-	m.etags = calloc((size_t)m.nparts, sizeof(*m.etags));
-	if (!m.etags)
-		return -ENOMEM;
-	/* Uploads of an earlier try we never learnt the id of go first. */
-	rc = mpu_intent_settle(fs, it->key);
-	if (!rc)
-		rc = db_write(fs->db, mpu_intent_put_apply,
-			      &(struct mpu_rec){ fs, NULL, it->key });
-	if (!rc)
-		rc = store_mpu_create(fs->store, it->key, meta, &upload_id);
-	if (rc)
-		goto out_free; /* an intent left is settled before a retry */
-	rc = db_write(fs->db, mpu_rec_put_apply,
-		      &(struct mpu_rec){ fs, upload_id, it->key });
-	if (rc) {
-		store_mpu_abort(fs->store, it->key, upload_id);
-		free(upload_id);
-		goto out_free;
-	}
-	m.upload_id = upload_id;
 	pthread_mutex_init(&m.lock, NULL);
-	while (nthreads < MPU_THREADS && nthreads < m.nparts &&
+	while (nthreads < MPU_THREADS && nthreads < nparts - first &&
 	       pthread_create(&tids[nthreads], NULL, mpu_thread, &m) == 0)
 		nthreads++;
 	/* Without threads this one does all the parts. */
@@ -684,20 +634,86 @@ static int put_multipart(struct fs *fs, const struct sync_item *it, int fd,
 	for (int i = 0; i < nthreads; i++)
 		pthread_join(tids[i], NULL);
 	pthread_mutex_destroy(&m.lock);
-	rc = m.err;
+	if (copied)
+		*copied = m.copied;
+	return m.err;
+}
+
+/* See sync_int.h. */
+int sync_mpu_begin(struct fs *fs, const char *key,
+		   const struct store_meta *meta, char **upload_id)
+{
+	/* Uploads of an earlier try we never learnt the id of go first. */
+	int rc = mpu_intent_settle(fs, key);
+
+	if (!rc)
+		rc = db_write(fs->db, mpu_intent_put_apply,
+			      &(struct mpu_rec){ fs, NULL, key });
+	if (!rc)
+		rc = store_mpu_create(fs->store, key, meta, upload_id);
+	if (rc)
+		return rc; /* an intent left is settled before a retry */
+	rc = db_write(fs->db, mpu_rec_put_apply,
+		      &(struct mpu_rec){ fs, *upload_id, key });
+	if (rc) {
+		store_mpu_abort(fs->store, key, *upload_id);
+		free(*upload_id);
+		*upload_id = NULL;
+	}
+	return rc;
+}
+
+/* See sync_int.h. */
+void sync_mpu_end(struct fs *fs, const char *key, const char *upload_id,
+		  bool completed)
+{
+	/* Kept in the journal if the abort fails: tried again at start. */
+	if (completed || store_mpu_abort(fs->store, key, upload_id) == 0)
+		db_write(fs->db, mpu_rec_del_apply,
+			 &(struct mpu_rec){ fs, upload_id, key });
+}
+
+static int put_multipart(struct fs *fs, const struct sync_item *it, int fd,
+			 uint64_t size, const struct store_meta *meta,
+			 const struct store_cond *cond, struct store_info *out)
+{
+	uint64_t part;
+	int nparts, copied = 0, rc;
+	char (*etags)[STORE_ETAG_MAX];
+	char *upload_id;
+
+	/*
+	 * All threads busy with as few parts as that takes (a store pays
+	 * per request), in whole MiB; small enough that an unchanged part
+	 * is still worth copying in the store rather than sending.
+	 */
+	part = ((size + MPU_THREADS - 1) / MPU_THREADS + (1u << 20) - 1) &
+	       ~((1ull << 20) - 1);
+	if (part < MPU_PART_MIN)
+		part = MPU_PART_MIN;
+	if (part > MPU_PART_MAX)
+		part = MPU_PART_MAX;
+	while ((size + part - 1) / part > MPU_PARTS_MAX)
+		part *= 2;
+	nparts = (int)((size + part - 1) / part);
+	etags = calloc((size_t)nparts, sizeof(*etags));
+	if (!etags)
+		return -ENOMEM;
+	rc = sync_mpu_begin(fs, it->key, meta, &upload_id);
+	if (rc)
+		goto out_free;
+	rc = sync_mpu_parts(fs, it, fd, upload_id, size, part, 0, nparts,
+			    etags, it->in.flags & FS_F_IN_STORE, &copied);
 	if (!rc)
 		rc = store_mpu_complete_if(fs->store, it->key, upload_id,
-					   m.nparts, m.etags, cond, out);
-	/* Kept in the journal if the abort fails: tried again at start. */
-	if (!rc || store_mpu_abort(fs->store, it->key, upload_id) == 0)
-		db_write(fs->db, mpu_rec_del_apply,
-			 &(struct mpu_rec){ fs, upload_id, it->key });
-	if (!rc && m.copied)
+					   nparts, etags, cond, out);
+	sync_mpu_end(fs, it->key, upload_id, !rc);
+	if (!rc && copied)
 		log_debug("fs: upload %s: %d of %d parts copied", it->key,
-			  m.copied, m.nparts);
+			  copied, nparts);
 	free(upload_id);
 out_free:
-	free(m.etags);
+	free(etags);
 	return rc;
 }
 
@@ -771,8 +787,9 @@ static int upload(struct fs *fs, struct sync_item *it, struct store_info *out)
 	uint64_t size;
 	int fd, rc;
 
-	meta_of(fs, it, &m);
+	sync_meta_of(fs, it, &m);
 	cond_of(fs, it, &c);
+	fs_early_wid(fs, it->in.ino, c.wid);
 	memcpy(m.wid, c.wid, sizeof(m.wid));
 	switch (it->in.type) {
 	case FS_DIR:
@@ -796,6 +813,10 @@ static int upload(struct fs *fs, struct sync_item *it, struct store_info *out)
 	if (rc)
 		return rc;
 	size = item_size(it);
+	/* Most of it may be up already (early.c). */
+	rc = fs_early_finish(fs, it, fd, size, &m, &c, out);
+	if (rc != 1)
+		goto out_close;
 	/*
 	 * One PUT up to the store's cut, but past the default one only for
 	 * data that is all here: a rewrite of a big object that is mostly
@@ -809,13 +830,14 @@ static int upload(struct fs *fs, struct sync_item *it, struct store_info *out)
 	} else {
 		struct cache_pin *pin;
 
-		rc = data_fetch_pinned(fs, it, 0, size, &pin);
+		rc = sync_fetch_pinned(fs, it, 0, size, &pin);
 		if (!rc) {
 			rc = store_put_fd_if(fs->store, it->key, fd, size, &m,
 					     &c, out);
 			cache_unpin(pin);
 		}
 	}
+out_close:
 	cache_close_fd(fs->cache, it->in.ino, fd);
 	return rc;
 }
@@ -1068,8 +1090,9 @@ static int links_copy(struct fs *fs, struct sync_item *it, bool uploaded,
 	db_read_end(fs->db, lr.txn);
 	if (!rc && lr.n && !(uc->links = calloc(lr.n, sizeof(*uc->links))))
 		rc = -ENOMEM;
-	meta_of(fs, it, &m);
+	sync_meta_of(fs, it, &m);
 	cond_of(fs, it, &c);
+	fs_early_wid(fs, it->in.ino, c.wid);
 	memcpy(m.wid, c.wid, sizeof(m.wid));
 	for (size_t i = 0; !rc && i < lr.n; i++) {
 		const struct fs_link *l = &lr.v[i];
@@ -1192,6 +1215,8 @@ static int sync_item(struct fs *fs, struct sync_item *it)
 			  " ms", it->key, info.size, fs_now_ms() - t0);
 		rc = db_write(fs->db, upload_commit_apply, &uc);
 	}
+	if (!rc)
+		fs_early_forget(fs, it->in.ino);
 	free(uc.links);
 	return rc;
 }
@@ -1341,6 +1366,12 @@ static int sync_pass(struct fs *fs, bool flushing, uint64_t only,
 	for (size_t i = nsmall; i < s.nitems; i++)
 		if (s.items[i].due)
 			item_run(&run, &s.items[i]);
+	/* Big files still being written: their complete parts go now. */
+	for (size_t i = 0; !only && i < s.nitems; i++)
+		if (!s.items[i].due)
+			fs_early_step(fs, &s.items[i]);
+	if (!only && s.nitems < SYNC_BATCH)
+		fs_early_sweep(fs, s.items, s.nitems);
 	snap_free(&s);
 	*progress = atomic_load(&run.progress);
 	return atomic_load(&run.first);
@@ -1420,9 +1451,11 @@ int fs_syncer_start(struct fs *fs)
 
 	pthread_mutex_init(&fs->sync_lock, NULL);
 	pthread_mutex_init(&fs->sync_wlock, NULL);
+	pthread_mutex_init(&fs->early_lock, NULL);
 	pthread_cond_init(&fs->sync_wake, NULL);
 	rc = -pthread_create(&fs->syncer, NULL, syncer_main, fs);
 	if (rc) {
+		pthread_mutex_destroy(&fs->early_lock);
 		pthread_cond_destroy(&fs->sync_wake);
 		pthread_mutex_destroy(&fs->sync_wlock);
 		pthread_mutex_destroy(&fs->sync_lock);
@@ -1441,6 +1474,10 @@ void fs_syncer_stop(struct fs *fs)
 	pthread_cond_signal(&fs->sync_wake);
 	pthread_mutex_unlock(&fs->sync_wlock);
 	pthread_join(fs->syncer, NULL);
+	pthread_mutex_lock(&fs->sync_lock);
+	fs_early_stop(fs);
+	pthread_mutex_unlock(&fs->sync_lock);
+	pthread_mutex_destroy(&fs->early_lock);
 	pthread_cond_destroy(&fs->sync_wake);
 	pthread_mutex_destroy(&fs->sync_wlock);
 	pthread_mutex_destroy(&fs->sync_lock);

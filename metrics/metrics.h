@@ -46,6 +46,9 @@
 	X(EVENTS_REFUSED, "mapfs_events_total", "result=\"refused\"", "")       \
 	X(UPLOAD_FAILURES, "mapfs_upload_failures_total", "",                  \
 	  "Uploads that failed with an error retrying cannot fix (the file stays dirty and is retried with backoff)") \
+	X(EARLY_PARTS, "mapfs_upload_early_parts_total", "state=\"sent\"",     \
+	  "Multipart parts of files still being written, sent before the file was due (sent), and those a later write or truncate made stale, sent again (stale)") \
+	X(EARLY_STALE, "mapfs_upload_early_parts_total", "state=\"stale\"", "") \
 	X(NFS_READ_BYTES, "mapfs_nfs_bytes_total", "dir=\"read\"",             \
 	  "File data moved by NFS READ and WRITE")                              \
 	X(NFS_WRITE_BYTES, "mapfs_nfs_bytes_total", "dir=\"write\"", "")       \

@@ -2497,7 +2497,16 @@ int e2e_run_cunit(void)
 		return 1;
 	}
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
+	if (getenv("E2E_ONLY")) {
+		/* A developer's run of the tests whose names hold this. */
+		for (CU_pSuite su = CU_get_registry()->pSuite; su;
+		     su = su->pNext)
+			for (CU_pTest t = su->pTest; t; t = t->pNext)
+				if (strstr(t->pName, getenv("E2E_ONLY")))
+					CU_basic_run_test(su, t);
+	} else {
+		CU_basic_run_tests();
+	}
 	fails = CU_get_number_of_failures() +
 		CU_get_number_of_suites_failed() +
 		CU_get_number_of_tests_failed();

@@ -438,7 +438,8 @@ int e2e_free_port(void);
 /*
  * Standard main() body for the test executables: registers nothing itself;
  * runs the CUnit registry verbosely and returns non-zero if anything failed
- * (failures, or a registry/suite error).
+ * (failures, or a registry/suite error).  E2E_ONLY=TEXT runs only the
+ * tests whose names contain TEXT (a developer's shortcut).
  */
 int e2e_run_cunit(void);
 

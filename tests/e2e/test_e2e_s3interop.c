@@ -1615,6 +1615,151 @@ static void test_hard_links(void)
 	}
 }
 
+/* The value of a metric that should reach at least want (UPLOAD_MS). */
+static long long metric_until(const char *addr, const char *name,
+			      long long want)
+{
+	uint64_t t0 = e2e_now_ms();
+	long long v;
+
+	while ((v = metric(addr, name)) < want &&
+	       e2e_now_ms() - t0 < UPLOAD_MS)
+		usleep(100000);
+	if (v < want)
+		fprintf(stderr, "  %s: %lld after %d ms, want >= %lld\n", name,
+			v, UPLOAD_MS, want);
+	return v;
+}
+
+/* Multipart uploads in progress under prefix (ListMultipartUploads). */
+static int uploads_in_progress(const char *prefix)
+{
+	char query[1200], *q = query;
+	struct e2e_s3_resp r;
+	int n = 0;
+
+	q += snprintf(q, sizeof(query), "prefix=");
+	for (const char *p = prefix; *p && q < query + sizeof(query) - 4; p++)
+		q += isalnum((unsigned char)*p) || strchr("-_.~", *p)
+			     ? sprintf(q, "%c", *p)
+			     : sprintf(q, "%%%02X", (unsigned char)*p);
+	strcat(query, "&uploads=");
+	if (e2e_s3_request("GET", NULL, query, NULL, 0, NULL, &r) != 0 ||
+	    r.code != 200) {
+		e2e_s3_resp_free(&r);
+		return -1;
+	}
+	for (const char *p = r.body; (p = strstr(p, "<UploadId>")); p++)
+		n++;
+	e2e_s3_resp_free(&r);
+	return n;
+}
+
+/*
+ * A big file goes up while it is written (issue 18): its complete parts
+ * are in a multipart upload before the file is due (upload delay 600 s);
+ * a rewrite of a part already sent and a rename are honoured; a kill -9
+ * with parts sent leaves no upload behind (rgw lists them) and the file
+ * still goes up whole.
+ */
+static void test_early_upload(void)
+{
+	const size_t mib = 1u << 20, len = 56 * mib, half = 40 * mib;
+	const char *sent = "mapfs_upload_early_parts_total{state=\"sent\"}";
+	const char *stale = "mapfs_upload_early_parts_total{state=\"stale\"}";
+	char met_addr[64], key[512], prefix[512];
+	const char *extra[] = { "--metrics", met_addr, NULL };
+	struct e2e_gw_opts o = { .threads = 2, .dir_ttl = TTL,
+				 .upload_delay = "600", .extra_args = extra };
+	char *buf = malloc(len);
+	struct e2e_s3_resp resp;
+	RENAME3res rn;
+	long long n0;
+	fattr3 a;
+	nfs_fh3 f;
+
+	E2E_REQUIRE(buf, "malloc");
+	srand(18);
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (char)(rand() >> 7);
+	snprintf(met_addr, sizeof(met_addr), "127.0.0.1:%d", e2e_free_port());
+	env_start_opts(&E, &o);
+	e2e_s3_key(&E.gw, "", prefix, sizeof(prefix));
+
+	/* 40 MiB: parts 1 and 2 (16 MiB each, 8 MiB behind the end) go. */
+	f = create_file(E.r, &E.root, "big.bin", 0644);
+	E2E_STATUS("WRITE 40 MiB", write_commit(E.r, &f, 0, buf, half),
+		   NFS3_OK);
+	E2E_CHECK(metric_until(met_addr, sent, 2) >= 2,
+		  "no part went up while the file was not due");
+	e2e_s3_key(&E.gw, "big.bin", key, sizeof(key));
+	E2E_CHECK(s3_status(key) == 404, "the object is there before the "
+		  "file was due: the upload completed early");
+	/* A part already sent is written again, and the file grows. */
+	memset(buf + 5 * mib, 'X', 4096);
+	E2E_STATUS("WRITE into part 1 again",
+		   write_commit(E.r, &f, 5 * mib, buf + 5 * mib, 4096),
+		   NFS3_OK);
+	E2E_STATUS("WRITE 16 MiB more",
+		   write_commit(E.r, &f, half, buf + half, len - half),
+		   NFS3_OK);
+	E2E_CHECK(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "mapfs-gw flush");
+	a = getattr(E.r, &f, "GETATTR big.bin");
+	E2E_CHECK(s3_wait_object(key, buf, len, (long long)a.mtime.seconds,
+				 &resp) == 0,
+		  "the object is not the file (bytes, or its final mtime)");
+	e2e_s3_resp_free(&resp);
+	E2E_CHECK(metric(met_addr, stale) >= 1,
+		  "the part written again was not counted stale");
+
+	/* Renamed while written: it goes up under its new name only. */
+	n0 = metric(met_addr, sent);
+	f = create_file(E.r, &E.root, "moving.bin", 0644);
+	E2E_STATUS("WRITE 40 MiB", write_commit(E.r, &f, 0, buf, half),
+		   NFS3_OK);
+	E2E_CHECK(metric_until(met_addr, sent, n0 + 2) >= n0 + 2,
+		  "no part of moving.bin went up early");
+	E2E_RPC(E.r, e2e_nfs3_rename(E.r, &E.root, "moving.bin", &E.root,
+				     "moved.bin", &rn));
+	E2E_STATUS("RENAME moving.bin moved.bin", rn.status, NFS3_OK);
+	E2E_STATUS("WRITE 16 MiB more",
+		   write_commit(E.r, &f, half, buf + half, len - half),
+		   NFS3_OK);
+	E2E_CHECK(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "mapfs-gw flush");
+	e2e_s3_key(&E.gw, "moved.bin", key, sizeof(key));
+	E2E_CHECK(s3_wait_object(key, buf, len, -1, &resp) == 0,
+		  "moved.bin is not the file");
+	e2e_s3_resp_free(&resp);
+	e2e_s3_key(&E.gw, "moving.bin", key, sizeof(key));
+	E2E_CHECK(s3_status(key) == 404, "the old name has an object");
+
+	/* kill -9 with parts sent: aborted at the next start. */
+	n0 = metric(met_addr, sent);
+	f = create_file(E.r, &E.root, "killed.bin", 0644);
+	E2E_STATUS("WRITE 40 MiB", write_commit(E.r, &f, 0, buf, half),
+		   NFS3_OK);
+	E2E_CHECK(metric_until(met_addr, sent, n0 + 2) >= n0 + 2,
+		  "no part of killed.bin went up early");
+	if (e2e_backend() == E2E_BACKEND_RGW)
+		E2E_CHECK(uploads_in_progress(prefix) == 1,
+			  "want one upload in progress, got %d",
+			  uploads_in_progress(prefix));
+	E2E_REQUIRE(e2e_gw_kill9(&E.gw) == 0, "kill -9");
+	e2e_rpc_close(E.r);
+	E.r = NULL;
+	E2E_REQUIRE(e2e_gw_restart(&E.gw) == 0, "restart after kill -9");
+	E2E_CHECK(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "mapfs-gw flush");
+	e2e_s3_key(&E.gw, "killed.bin", key, sizeof(key));
+	E2E_CHECK(s3_wait_object(key, buf, half, -1, &resp) == 0,
+		  "killed.bin is not the file after the restart");
+	e2e_s3_resp_free(&resp);
+	if (e2e_backend() == E2E_BACKEND_RGW)
+		E2E_CHECK(uploads_in_progress(prefix) == 0,
+			  "an upload the crash cut short is left (%d)",
+			  uploads_in_progress(prefix));
+	free(buf);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -1645,6 +1790,8 @@ int main(void)
 		    test_reader_pinned);
 	CU_add_test(s, "hard links: an object per name, split by others",
 		    test_hard_links);
+	CU_add_test(s, "a big file goes up while it is written",
+		    test_early_upload);
 	/* s3rver sends no notifications. */
 	if (e2e_backend() == E2E_BACKEND_RGW)
 		CU_add_test(s, "changes pushed: events within the TTL of an hour",

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# bench/bigwrite.sh - a big file written through NFS until its object is in
+# the bucket, on one radosgw, against the store's own speed (issue 18,
+# "write 256 MiB + flush until in the bucket: >= 0.8 of one raw
+# single-stream PUT").  Interleaved round by round, medians printed:
+#   before  GW_BEFORE (an older build, e.g. one that uploads only once the
+#           file is due)
+#   after   GW (this tree's build)
+#   raw     one PUT of the same file with curl --aws-sigv4 (one stream,
+#           UNSIGNED-PAYLOAD: the client spends nothing but the send)
+#
+#   GW_BEFORE=/path/to/old/mapfs-gw bench/bigwrite.sh [--rounds N]
+#       [--size MIB]
+#
+# Each gateway run: a fresh gateway (upload delay 5 s, the default), then
+# timed together: nfs-cp of the file (libnfs, one stream) and
+# `mapfs-gw flush`, which returns once the object is in the bucket.  The
+# gateway's CPU seconds over the same span are printed beside it.  Makes
+# no assertions.
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+GW=${GW:-$ROOT/build/mapfs-gw}
+GW_BEFORE=${GW_BEFORE:-}
+ROUNDS=3 MIB=256
+while [ $# -gt 0 ]; do
+	case $1 in
+	--rounds) ROUNDS=$2; shift ;;
+	--size) MIB=$2; shift ;;
+	-h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+	*) echo "bigwrite.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+[ -x "$GW" ] || { echo "bigwrite.sh: build first" >&2; exit 1; }
+[ -x "$GW_BEFORE" ] || { echo "bigwrite.sh: set GW_BEFORE to another gateway build" >&2; exit 1; }
+command -v nfs-cp >/dev/null || { echo "bigwrite.sh: needs nfs-cp (libnfs-utils)" >&2; exit 1; }
+
+WORK=$(mktemp -d /var/tmp/mapfs-bigwrite.XXXXXX)
+PIDS=() RGWDIR=
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	[ -n "$RGWDIR" ] && "$ROOT/tests/s3/rgw.sh" stop "$RGWDIR" >/dev/null 2>&1 || true
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+set -a # the gateway reads the credentials from the environment
+export MAPFS_RGW_STORE_GB=${MAPFS_RGW_STORE_GB:-8} # the rounds' objects
+eval "$(MAPFS_S3_WATCH_PID=$$ "$ROOT/tests/s3/rgw.sh" start 2>/dev/null)"
+set +a
+RGWDIR=$MAPFS_S3_DIR
+head -c "$((MIB << 20))" /dev/urandom >"$WORK/file"
+cat "$WORK/file" >/dev/null # in the page cache for every run alike
+
+# run WHICH ROUND: a fresh gateway, the copy and the flush, timed.
+run() {
+	local which=$1 round=$2 d=$WORK/$1-$2 gw=$GW
+	[ "$which" = before ] && gw=$GW_BEFORE
+	mkdir -p "$d"
+	"$gw" --state "$d/state" --bind 127.0.0.1 --nfs-port 0 --mount-port 0 \
+		--no-rpcbind --foreground --threads 1 --log-level warn \
+		--store "s3://$MAPFS_S3_BUCKET/$which-$round" \
+		--s3-endpoint "$MAPFS_S3_ENDPOINT" --s3-region us-east-1 \
+		--s3-path-style >"$d/out" 2>"$d/err" &
+	local pid=$! nfs mnt t0 t1 t2 c0 c1
+	PIDS+=($pid)
+	for _ in $(seq 300); do grep -q ready "$d/out" && break; sleep 0.1; done
+	nfs=$(sed -n 's/.*nfs=127.0.0.1:\([0-9]*\).*/\1/p' "$d/out")
+	mnt=$(sed -n 's/.*mount=127.0.0.1:\([0-9]*\).*/\1/p' "$d/out")
+	[ -n "$nfs" ] || { cat "$d/err" >&2; exit 1; }
+	c0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	t0=$(date +%s.%N)
+	nfs-cp "$WORK/file" \
+		"nfs://127.0.0.1/mapfs/big?nfsport=$nfs&mountport=$mnt&version=3" >/dev/null
+	t1=$(date +%s.%N)
+	"$GW" flush --state "$d/state" >/dev/null
+	t2=$(date +%s.%N)
+	c1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	printf '%s\t%s\t%s\t%s\t%s\n' "$which" "$round" \
+		"$(echo "$t2 - $t0" | bc)" "$(echo "$t1 - $t0" | bc)" \
+		"$(echo "($c1 - $c0) / $(getconf CLK_TCK)" | bc -l)" >>"$WORK/res.tsv"
+	kill "$pid"
+	wait "$pid" 2>/dev/null || true
+}
+
+# raw ROUND: one PUT of the file, one stream.
+raw() {
+	local t0 t1 code
+	t0=$(date +%s.%N)
+	code=$(curl -s --noproxy '*' -o /dev/null -w '%{http_code}' \
+		--aws-sigv4 "aws:amz:us-east-1:s3" \
+		--user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+		-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" \
+		-T "$WORK/file" "$MAPFS_S3_ENDPOINT/$MAPFS_S3_BUCKET/raw-$1")
+	t1=$(date +%s.%N)
+	[ "$code" = 200 ] || { echo "bigwrite.sh: raw PUT: HTTP $code" >&2; exit 1; }
+	printf 'raw\t%s\t%s\t0\t0\n' "$1" "$(echo "$t1 - $t0" | bc)" >>"$WORK/res.tsv"
+}
+
+for round in $(seq "$ROUNDS"); do
+	run before "$round"
+	run after "$round"
+	raw "$round"
+	echo "bigwrite.sh: round $round done" >&2
+done
+python3 - "$WORK/res.tsv" "$MIB" <<'PY'
+import sys, statistics, collections
+v = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    which, rnd, secs, copy, cpu = line.split("\t")
+    v[which].append((float(secs), float(copy), float(cpu)))
+mib = int(sys.argv[2])
+print(f"{mib} MiB written through NFS until in the bucket (radosgw); "
+      f"medians of {len(v['after'])} rounds")
+print("| run | seconds | MiB/s | of it nfs-cp | gateway CPU s | CPU s per GiB | vs raw | rounds vs raw |")
+print("|---|---|---|---|---|---|---|---|")
+raw = statistics.median(x[0] for x in v["raw"])
+for which in ("before", "after", "raw"):
+    secs = statistics.median(x[0] for x in v[which])
+    copy = statistics.median(x[1] for x in v[which])
+    cpu = statistics.median(x[2] for x in v[which])
+    rounds = " ".join(f"{r / x[0]:.2f}" for r, x in
+                      zip((y[0] for y in v["raw"]), v[which]))
+    print(f"| {which} | {secs:.2f} | {mib / secs:.0f} | {copy:.2f} | "
+          f"{cpu:.2f} | {cpu * 1024 / mib:.2f} | {raw / secs:.2f} | {rounds} |")
+PY

@@ -1,0 +1,399 @@
+/*
+ * fs/early.c - a big file goes up while it is still being written.
+ *
+ * An upload that starts only once a file is closed and quiet makes a
+ * write of N bytes cost the time to write them plus the time to send
+ * them.  Here a regular file that is dirty but not due yet (still being
+ * written, or quiet for less than upload_delay), at least EARLY_MIN bytes
+ * long, on a store that takes requests in parallel (S3), gets a
+ * multipart upload at once: each syncer pass sends the parts of
+ * MPU_PART_MIN bytes that lie wholly EARLY_LAG bytes or more below the
+ * end of the file (a sequential writer has moved on from them, and the
+ * client's WRITEs in flight land behind it), up to EARLY_STEP parts a
+ * pass, all local already (nothing is fetched for them).  When the file
+ * is due, its upload (fs_early_finish) sends only the parts not sent yet
+ * and completes: the object is in the store moments after the last
+ * WRITE, not a whole upload later.
+ *
+ * A part sent early may be written again.  The cache keeps per file the
+ * lowest offset a write landed at or a truncate cut to since the syncer
+ * last asked (cache_written_low, updated once the bytes are in the cache
+ * file).  The sent parts are a prefix, nsent of them; asked before each
+ * step reads parts and again before the completion, every part from that
+ * offset on is stale and is sent again.  A write still in flight at the
+ * completion changes the file's write count, so the upload's commit
+ * leaves the file dirty (syncer.c, cs_equal) and it goes up once more.
+ *
+ * CreateMultipartUpload fixes the object's metadata before the file's
+ * last mtime is known: when the final metadata differs, the completed
+ * object gets it by a server-side copy onto itself, conditional on the
+ * ETag just made.  The object's write id (store_meta.wid) is the early
+ * upload's own until then; a completion or copy whose answer was lost
+ * leaves that id behind (a "doubt": an entry without upload) for the
+ * next upload of the file (fs_early_wid), which then knows the object as
+ * its own instead of another writer's, until a commit (fs_early_forget).
+ *
+ * A file renamed meanwhile (another key), removed or cleaned (not in a
+ * whole snapshot: fs_early_sweep), linked (nlink > 1: other names get
+ * copies, syncer.c), too big for the store's part count, or dropped from
+ * the cache loses its early upload (aborted) and goes up the usual way.
+ * A crash leaves the upload journaled (db "mpu", sync_mpu_begin): it is
+ * aborted at the next start, and the file, still dirty, goes up whole.
+ *
+ * All of it runs under sync_lock (one pass at a time); early_lock guards
+ * only the list, since the small uploads of a pass run on several
+ * threads (syncer.c, runs_parallel) and each may ask for its inode.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache.h"
+#include "common/log.h"
+#include "db/db.h"
+#include "fs/fs_int.h"
+#include "fs/sync_int.h"
+#include "metrics/metrics.h"
+
+#define EARLY_PART MPU_PART_MIN
+#define EARLY_LAG (8ull << 20)
+#define EARLY_MIN (EARLY_PART + EARLY_LAG)
+#define EARLY_STEP MPU_THREADS /* parts a pass sends for one file */
+#define EARLY_MAX 8            /* files going up early at once */
+#define EARLY_FINISH_TRIES 3   /* rounds of stale parts at the end */
+
+struct fs_early {
+	struct fs_early *next;
+	uint64_t ino;
+	char key[STORE_KEY_MAX + 2];
+	char *upload_id; /* NULL: a doubt only (see above) */
+	struct store_meta meta; /* the object's at CreateMultipartUpload */
+	int nsent;              /* parts [0, nsent) are in the upload */
+	int cap;
+	char (*etags)[STORE_ETAG_MAX];
+};
+
+static struct fs_early *early_find(struct fs *fs, uint64_t ino)
+{
+	struct fs_early *e;
+
+	pthread_mutex_lock(&fs->early_lock);
+	for (e = fs->early; e && e->ino != ino; e = e->next)
+		;
+	pthread_mutex_unlock(&fs->early_lock);
+	return e;
+}
+
+static int early_count(struct fs *fs)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&fs->early_lock);
+	for (struct fs_early *e = fs->early; e; e = e->next)
+		n++;
+	pthread_mutex_unlock(&fs->early_lock);
+	return n;
+}
+
+static void early_unlink(struct fs *fs, struct fs_early *e)
+{
+	pthread_mutex_lock(&fs->early_lock);
+	for (struct fs_early **p = &fs->early; *p; p = &(*p)->next)
+		if (*p == e) {
+			*p = e->next;
+			break;
+		}
+	pthread_mutex_unlock(&fs->early_lock);
+}
+
+static void early_free(struct fs_early *e)
+{
+	free(e->upload_id);
+	free(e->etags);
+	free(e);
+}
+
+/* Forget e, aborting its upload (if any). */
+static void early_drop(struct fs *fs, struct fs_early *e)
+{
+	early_unlink(fs, e);
+	if (e->upload_id)
+		sync_mpu_end(fs, e->key, e->upload_id, false);
+	early_free(e);
+}
+
+/* Room for the ETags of parts [0, n). */
+static int early_reserve(struct fs_early *e, int n)
+{
+	char (*t)[STORE_ETAG_MAX];
+
+	if (n <= e->cap)
+		return 0;
+	if (n < 2 * e->cap)
+		n = 2 * e->cap < MPU_PARTS_MAX ? 2 * e->cap : MPU_PARTS_MAX;
+	t = realloc(e->etags, (size_t)n * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	e->etags = t;
+	e->cap = n;
+	return 0;
+}
+
+/*
+ * Parts written again since the last look are stale: nsent drops to the
+ * first of them.  0, or -ENODATA when the file left the cache.
+ */
+static int early_recheck(struct fs *fs, struct fs_early *e)
+{
+	uint64_t low;
+	int rc = cache_written_low(fs->cache, e->ino, &low);
+
+	if (rc)
+		return rc;
+	if (low / EARLY_PART < (uint64_t)e->nsent) {
+		int keep = (int)(low / EARLY_PART);
+
+		metrics_add(MET_EARLY_STALE, (uint64_t)(e->nsent - keep));
+		log_debug("fs: %s written again at %" PRIu64 ": parts from %d "
+			  "on go up again", e->key, low, keep + 1);
+		e->nsent = keep;
+	}
+	return 0;
+}
+
+/* A new early upload of it, or NULL (none possible now). */
+static struct fs_early *early_start(struct fs *fs, const struct sync_item *it)
+{
+	struct fs_early *e;
+	uint64_t low;
+
+	if (early_count(fs) >= EARLY_MAX)
+		return NULL;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->ino = it->in.ino;
+	snprintf(e->key, sizeof(e->key), "%s", it->key);
+	sync_meta_of(fs, it, &e->meta);
+	snprintf(e->meta.wid, sizeof(e->meta.wid),
+		 "%08" PRIx32 "-%" PRIx64 "-e%016" PRIx64, db_node_id(fs->db),
+		 it->in.ino, (uint64_t)fs_now_ns());
+	/* What was written before now is read by the parts from now on. */
+	if (cache_written_low(fs->cache, e->ino, &low) ||
+	    early_reserve(e, EARLY_STEP * 2) ||
+	    sync_mpu_begin(fs, e->key, &e->meta, &e->upload_id)) {
+		early_free(e);
+		return NULL;
+	}
+	pthread_mutex_lock(&fs->early_lock);
+	e->next = fs->early;
+	fs->early = e;
+	pthread_mutex_unlock(&fs->early_lock);
+	log_debug("fs: %s goes up while it is written", e->key);
+	return e;
+}
+
+/* See sync_int.h. */
+void fs_early_step(struct fs *fs, const struct sync_item *it)
+{
+	struct fs_early *e;
+	uint64_t size = it->cs.size, first;
+	int ready, end, fd, rc;
+
+	if (fs->opts.no_early_upload || store_put_parallel(fs->store) < 2 ||
+	    it->in.type != FS_REG ||
+	    !(it->in.flags & FS_F_DIRTY_DATA) || !it->have_cs ||
+	    it->in.nlink > 1 || size < EARLY_MIN ||
+	    (it->in.owner && it->in.owner != db_node_id(fs->db)) ||
+	    !db_lease_held(fs->db) || store_down(fs->store) ||
+	    fs_fail_wait(fs, it->key))
+		return;
+	ready = (size - EARLY_LAG) / EARLY_PART < MPU_PARTS_MAX
+			? (int)((size - EARLY_LAG) / EARLY_PART)
+			: MPU_PARTS_MAX;
+	e = early_find(fs, it->in.ino);
+	if (e && !e->upload_id)
+		return; /* a doubt: the next upload settles it first */
+	if (e && (strcmp(e->key, it->key) || ready >= MPU_PARTS_MAX)) {
+		early_drop(fs, e); /* renamed, or too big for parts */
+		return;
+	}
+	if (!e && ready < MPU_PARTS_MAX)
+		e = early_start(fs, it);
+	if (!e)
+		return;
+	if (early_recheck(fs, e)) {
+		early_drop(fs, e);
+		return;
+	}
+	end = ready < e->nsent + EARLY_STEP ? ready : e->nsent + EARLY_STEP;
+	first = (uint64_t)e->nsent * EARLY_PART;
+	if (end <= e->nsent ||
+	    !cache_range_local(fs->cache, e->ino, first,
+			       (uint64_t)end * EARLY_PART - first) ||
+	    early_reserve(e, end) || cache_open_fd(fs->cache, e->ino, &fd))
+		return;
+	rc = sync_mpu_parts(fs, it, fd, e->upload_id,
+			    (uint64_t)end * EARLY_PART, EARLY_PART, e->nsent,
+			    end, e->etags, false, NULL);
+	cache_close_fd(fs->cache, e->ino, fd);
+	if (rc == -ENOENT) {
+		/* The upload is gone (aborted by someone else). */
+		log_info("fs: the early upload of %s vanished; it goes up "
+			 "whole", e->key);
+		early_unlink(fs, e);
+		early_free(e);
+		return;
+	}
+	if (rc) {
+		log_debug("fs: early parts of %s: %s", e->key, strerror(-rc));
+		return; /* sent again by a later pass */
+	}
+	metrics_add(MET_EARLY_PARTS, (uint64_t)(end - e->nsent));
+	e->nsent = end;
+}
+
+/* The metadata two versions of a file carry, the write id aside. */
+static bool meta_same(const struct store_meta *a, const struct store_meta *b)
+{
+	return a->has_mode == b->has_mode && a->mode == b->mode &&
+	       a->has_uid == b->has_uid && a->uid == b->uid &&
+	       a->has_gid == b->has_gid && a->gid == b->gid &&
+	       a->has_mtime == b->has_mtime && a->mtime_ns == b->mtime_ns &&
+	       a->has_rdev == b->has_rdev && a->rdev == b->rdev &&
+	       a->symlink == b->symlink && !strcmp(a->link, b->link);
+}
+
+/* The upload ended unknown (answer lost): keep only e's write id. */
+static void early_doubt(struct fs *fs, struct fs_early *e, bool completed)
+{
+	if (e->upload_id) {
+		sync_mpu_end(fs, e->key, e->upload_id, completed);
+		free(e->upload_id);
+		e->upload_id = NULL;
+	}
+	e->nsent = 0;
+}
+
+/* See sync_int.h. */
+int fs_early_finish(struct fs *fs, const struct sync_item *it, int fd,
+		    uint64_t size, const struct store_meta *m,
+		    const struct store_cond *c, struct store_info *out)
+{
+	struct fs_early *e = early_find(fs, it->in.ino);
+	struct store_cond cc = *c;
+	int nparts = (int)((size + EARLY_PART - 1) / EARLY_PART), rc = 0;
+
+	if (!e || !e->upload_id)
+		return 1;
+	if (strcmp(e->key, it->key) || size == 0 ||
+	    size > (uint64_t)MPU_PARTS_MAX * EARLY_PART ||
+	    early_recheck(fs, e) || e->nsent == 0 ||
+	    early_reserve(e, nparts)) {
+		early_drop(fs, e); /* nothing to build on: the usual way */
+		return 1;
+	}
+	if (e->nsent > nparts)
+		e->nsent = nparts;
+	/* Parts written again while the last ones went up go again. */
+	for (int i = 0; i < EARLY_FINISH_TRIES && e->nsent < nparts; i++) {
+		rc = sync_mpu_parts(fs, it, fd, e->upload_id, size, EARLY_PART,
+				    e->nsent, nparts, e->etags, false, NULL);
+		if (rc)
+			break;
+		e->nsent = nparts;
+		rc = early_recheck(fs, e);
+		if (rc)
+			break;
+	}
+	if (!rc && e->nsent < nparts)
+		rc = -EAGAIN; /* still being written: a later pass */
+	if (rc == -ENOENT || rc == -ENODATA) {
+		early_drop(fs, e);
+		return rc == -ENOENT ? 1 : rc;
+	}
+	if (rc)
+		return rc;
+	/* The object carries the early upload's write id for now. */
+	memcpy(cc.wid, e->meta.wid, sizeof(cc.wid));
+	rc = store_mpu_complete_if(fs->store, e->key, e->upload_id, nparts,
+				   e->etags, &cc, out);
+	if (rc == -ESTALE || rc == -ENOENT) {
+		early_drop(fs, e); /* another writer's: as any upload */
+		return rc;
+	}
+	if (rc) {
+		early_doubt(fs, e, false);
+		return rc;
+	}
+	early_doubt(fs, e, true); /* completed: a doubt until the commit */
+	if (!meta_same(&e->meta, m)) {
+		struct store_cond fc = { .kind = STORE_IF_MATCH };
+
+		memcpy(fc.etag, out->etag, sizeof(fc.etag));
+		memcpy(fc.wid, m->wid, sizeof(fc.wid));
+		rc = store_copy_if(fs->store, e->key, e->key, m, &fc, out);
+		if (rc)
+			log_debug("fs: metadata of %s after its early upload: "
+				  "%s", e->key, strerror(-rc));
+		else /* the object carries the upload's own id now */
+			memcpy(e->meta.wid, m->wid, sizeof(e->meta.wid));
+	}
+	return rc;
+}
+
+/* See sync_int.h. */
+void fs_early_wid(struct fs *fs, uint64_t ino, char wid[STORE_WID_MAX])
+{
+	struct fs_early *e = early_find(fs, ino);
+
+	if (e && !e->upload_id)
+		memcpy(wid, e->meta.wid, STORE_WID_MAX);
+}
+
+/* See sync_int.h. */
+void fs_early_forget(struct fs *fs, uint64_t ino)
+{
+	struct fs_early *e = early_find(fs, ino);
+
+	if (e)
+		early_drop(fs, e);
+}
+
+/* See sync_int.h. */
+void fs_early_sweep(struct fs *fs, const struct sync_item *items, size_t n)
+{
+	struct fs_early *e = fs->early, *next;
+
+	/* Only this thread adds or removes entries now (sync_lock). */
+	for (; e; e = next) {
+		size_t i = 0;
+
+		next = e->next;
+		while (i < n && items[i].in.ino != e->ino)
+			i++;
+		if (i == n)
+			early_drop(fs, e);
+	}
+}
+
+/* See sync_int.h. */
+void fs_early_stop(struct fs *fs)
+{
+	bool down = store_down(fs->store);
+
+	while (fs->early) {
+		struct fs_early *e = fs->early;
+
+		/* The store away: the next start aborts it (journaled). */
+		if (down) {
+			fs->early = e->next;
+			early_free(e);
+		} else {
+			early_drop(fs, e);
+		}
+	}
+}

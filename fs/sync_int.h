@@ -1,0 +1,106 @@
+/*
+ * fs/sync_int.h - what the syncer (syncer.c) shares with the uploads it
+ * starts early (early.c).  Private to fs/; all of it runs under
+ * fs->sync_lock, on the syncer's thread or a flush's.
+ */
+#ifndef MAPFS_FS_SYNC_INT_H
+#define MAPFS_FS_SYNC_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cache/cache.h"
+#include "fs/fs_int.h"
+#include "s3/store.h"
+
+/* Multipart parts: at least this (all but the last), at most so many. */
+#define MPU_PART_MIN (16ull << 20)
+#define MPU_PARTS_MAX 10000
+#define MPU_THREADS 8
+
+/* One dirty inode of a pass's snapshot. */
+struct sync_item {
+	struct fs_inode in;
+	char key[STORE_KEY_MAX + 2];
+	bool have_cs;
+	struct cache_stat cs;
+	int64_t quiet_since;
+	bool due; /* this pass uploads it */
+};
+
+/* The metadata the object of it gets (mode, owner, mtime, link id). */
+void sync_meta_of(const struct fs *fs, const struct sync_item *it,
+		  struct store_meta *m);
+
+/*
+ * Make [off, off + len) of the item's cache file local for an upload that
+ * reads it from there, and keep it so (*pin, for cache_unpin) until the
+ * read is done: a chunk evicted meanwhile would go up as zeros, over the
+ * only other copy of its bytes.
+ */
+int sync_fetch_pinned(struct fs *fs, const struct sync_item *it,
+		      uint64_t off, uint64_t len, struct cache_pin **pin);
+
+/*
+ * Start a multipart upload of key with meta, journaled (db "mpu") so
+ * that a crash's leftovers are aborted at the next start: *upload_id is
+ * the caller's to free, and to end with sync_mpu_end().  0 or -errno.
+ */
+int sync_mpu_begin(struct fs *fs, const char *key,
+		   const struct store_meta *meta, char **upload_id);
+
+/* The upload is completed, or else aborted; either way forgotten. */
+void sync_mpu_end(struct fs *fs, const char *key, const char *upload_id,
+		  bool completed);
+
+/*
+ * Send parts [first, nparts) of it's data (part bytes each, the last one
+ * cut at size) from fd, MPU_THREADS at a time, their ETags into etags[]
+ * (indexed from part 0).  With copy_ok, a part whose bytes are the old
+ * object's is copied in the store instead (*copied counts those).  The
+ * first error, or 0.
+ */
+int sync_mpu_parts(struct fs *fs, const struct sync_item *it, int fd,
+		   const char *upload_id, uint64_t size, uint64_t part,
+		   int first, int nparts, char (*etags)[STORE_ETAG_MAX],
+		   bool copy_ok, int *copied);
+
+/*
+ * early.c: a big file still being written goes up while it is written.
+ * Its complete parts leave as a multipart upload from the pass that sees
+ * them (fs_early_step, for an item not yet due); when the file is due,
+ * its upload (fs_early_finish) sends only the parts not sent or changed
+ * since, and completes.  See early.c for the rules.
+ */
+void fs_early_step(struct fs *fs, const struct sync_item *it);
+
+/*
+ * The upload of it (due now) from the parts already sent, when there are
+ * any: 0 (the object is in, *out describes it), -errno, or 1 when it has
+ * none (the caller uploads as usual).  m and c are the object's metadata
+ * and the upload's condition.
+ */
+int fs_early_finish(struct fs *fs, const struct sync_item *it, int fd,
+		    uint64_t size, const struct store_meta *m,
+		    const struct store_cond *c, struct store_info *out);
+
+/*
+ * The write id an upload of ino uses when an early completion of it may
+ * have reached the store without our learning it (into wid; else wid is
+ * left alone), so that its object is known as ours.
+ */
+void fs_early_wid(struct fs *fs, uint64_t ino, char wid[STORE_WID_MAX]);
+
+/* ino went up (its commit is in): nothing early is left of it. */
+void fs_early_forget(struct fs *fs, uint64_t ino);
+
+/*
+ * After a pass whose snapshot held every dirty inode (items[0, n)):
+ * abort the early uploads of files not among them (removed, or clean).
+ */
+void fs_early_sweep(struct fs *fs, const struct sync_item *items, size_t n);
+
+/* Abort every early upload (the syncer stops). */
+void fs_early_stop(struct fs *fs);
+
+#endif
