@@ -12,6 +12,10 @@
 #   GW_BEFORE=/path/to/old/mapfs-gw bench/bigwrite.sh [--rounds N]
 #       [--size MIB]
 #
+# GW_ARGS adds options to both gateways (e.g. --multipart-threshold 64M:
+# parts as on a remote S3, where one PUT ends at 64 MiB; on loopback it
+# ends at 1 GiB).  LOGLEVEL=debug prints each upload's stage timings.
+#
 # Each gateway run: a fresh gateway (upload delay 5 s, the default), then
 # timed together: nfs-cp of the file (libnfs, one stream) and
 # `mapfs-gw flush`, which returns once the object is in the bucket.  The
@@ -59,10 +63,10 @@ run() {
 	[ "$which" = before ] && gw=$GW_BEFORE
 	mkdir -p "$d"
 	"$gw" --state "$d/state" --bind 127.0.0.1 --nfs-port 0 --mount-port 0 \
-		--no-rpcbind --foreground --threads 1 --log-level warn \
+		--no-rpcbind --foreground --threads 1 --log-level ${LOGLEVEL:-warn} \
 		--store "s3://$MAPFS_S3_BUCKET/$which-$round" \
 		--s3-endpoint "$MAPFS_S3_ENDPOINT" --s3-region us-east-1 \
-		--s3-path-style >"$d/out" 2>"$d/err" &
+		--s3-path-style ${GW_ARGS:-} >"$d/out" 2>"$d/err" &
 	local pid=$! nfs mnt t0 t1 t2 c0 c1
 	PIDS+=($pid)
 	for _ in $(seq 300); do grep -q ready "$d/out" && break; sleep 0.1; done
@@ -82,6 +86,7 @@ run() {
 		"$(echo "($c1 - $c0) / $(getconf CLK_TCK)" | bc -l)" >>"$WORK/res.tsv"
 	kill "$pid"
 	wait "$pid" 2>/dev/null || true
+	[ -z "${LOGLEVEL:-}" ] || grep -E "parts were|uploaded big|written again|early|goes up" "$d/err" >&2 || true
 }
 
 # raw ROUND: one PUT of the file, one stream.

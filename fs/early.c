@@ -4,13 +4,17 @@
  * An upload that starts only once a file is closed and quiet makes a
  * write of N bytes cost the time to write them plus the time to send
  * them.  Here a regular file that is dirty but not due yet (still being
- * written, or quiet for less than upload_delay), at least EARLY_MIN bytes
- * long, on a store that takes requests in parallel (S3), gets a
- * multipart upload at once: each syncer pass sends the parts of
+ * written, or quiet for less than upload_delay), larger than the store's
+ * one-PUT cut (store_put_max: 64 MiB on S3, 1 GiB on an S3 endpoint on
+ * this machine, --multipart-threshold) and than EARLY_MIN, on a store
+ * that takes requests in parallel (S3), gets a multipart upload at once: each syncer pass sends the parts of
  * MPU_PART_MIN bytes that lie wholly EARLY_LAG bytes or more below the
  * end of the file (a sequential writer has moved on from them, and the
- * client's WRITEs in flight land behind it), up to EARLY_STEP parts a
- * pass, all local already (nothing is fetched for them).  When the file
+ * client's WRITEs in flight land behind it), all local already (nothing
+ * is fetched for them): MPU_THREADS at a time, taking each part as soon
+ * as the file has grown past it, until it stops growing for
+ * EARLY_IDLE_MS, or for up to EARLY_STEP_MS or EARLY_STEP_PARTS parts a
+ * pass (other work waits for the pass).  When the file
  * is due, its upload (fs_early_finish) sends only the parts not sent yet
  * and completes: the object is in the store moments after the last
  * WRITE, not a whole upload later.
@@ -61,7 +65,10 @@
 #define EARLY_PART MPU_PART_MIN
 #define EARLY_LAG (8ull << 20)
 #define EARLY_MIN (EARLY_PART + EARLY_LAG)
-#define EARLY_STEP MPU_THREADS /* parts a pass sends for one file */
+#define EARLY_STEP_PARTS 64    /* at most a pass sends of one file */
+#define EARLY_STEP_MS 2000     /* no new part is taken after this */
+#define EARLY_IDLE_MS 100      /* a pass stops waiting for a file that
+				  has not grown for this long */
 #define EARLY_MAX 8            /* files going up early at once */
 #define EARLY_FINISH_TRIES 3   /* rounds of stale parts at the end */
 
@@ -183,7 +190,7 @@ static struct fs_early *early_start(struct fs *fs, const struct sync_item *it)
 		 it->in.ino, (uint64_t)fs_now_ns());
 	/* What was written before now is read by the parts from now on. */
 	if (cache_written_low(fs->cache, e->ino, &low) ||
-	    early_reserve(e, EARLY_STEP * 2) ||
+	    early_reserve(e, EARLY_STEP_PARTS) ||
 	    sync_mpu_begin(fs, e->key, &e->meta, &e->upload_id)) {
 		early_free(e);
 		return NULL;
@@ -196,24 +203,74 @@ static struct fs_early *early_start(struct fs *fs, const struct sync_item *it)
 	return e;
 }
 
+/* Parts [0, n) of a file of size bytes are complete (behind the end). */
+static int early_ready(uint64_t size)
+{
+	if (size < EARLY_MIN)
+		return 0;
+	return (size - EARLY_LAG) / EARLY_PART < MPU_PARTS_MAX
+		       ? (int)((size - EARLY_LAG) / EARLY_PART)
+		       : MPU_PARTS_MAX;
+}
+
+/* One pass's parts of a file (sync_parts.more). */
+struct early_grow {
+	struct fs *fs;
+	struct fs_early *e;
+	int cap;           /* parts the ETags hold */
+	uint64_t deadline; /* ms */
+	uint64_t size, grew_ms; /* the file's size, and when it last grew */
+};
+
+/*
+ * The parts complete and local now, up to the step's end (-1: the time
+ * or the parts are used up, or the file stopped growing, so the pass
+ * goes on; n: none yet).
+ */
+static int early_more(void *arg, int n)
+{
+	struct early_grow *g = arg;
+	struct cache_stat cs;
+	uint64_t now = fs_now_ms();
+	int ready;
+
+	if (now >= g->deadline || n >= g->cap ||
+	    cache_stat(g->fs->cache, g->e->ino, &cs))
+		return -1;
+	if (cs.size != g->size) {
+		g->size = cs.size;
+		g->grew_ms = now;
+	} else if (now - g->grew_ms >= EARLY_IDLE_MS) {
+		return -1;
+	}
+	ready = early_ready(cs.size);
+	if (ready > g->cap)
+		ready = g->cap;
+	if (ready <= n ||
+	    !cache_range_local(g->fs->cache, g->e->ino,
+			       (uint64_t)n * EARLY_PART,
+			       (uint64_t)(ready - n) * EARLY_PART))
+		return n;
+	return ready;
+}
+
 /* See sync_int.h. */
 void fs_early_step(struct fs *fs, const struct sync_item *it)
 {
 	struct fs_early *e;
-	uint64_t size = it->cs.size, first;
-	int ready, end, fd, rc;
+	struct early_grow g = { .fs = fs };
+	struct sync_parts p = { .size = UINT64_MAX, .part = EARLY_PART,
+				.more = early_more, .more_arg = &g };
+	int ready, rc;
 
-	if (fs->opts.no_early_upload || store_put_parallel(fs->store) < 2 ||
-	    it->in.type != FS_REG ||
-	    !(it->in.flags & FS_F_DIRTY_DATA) || !it->have_cs ||
-	    it->in.nlink > 1 || size < EARLY_MIN ||
+	if (!fs->opts.early_upload || store_put_parallel(fs->store) < 2 ||
+	    it->in.type != FS_REG || !(it->in.flags & FS_F_DIRTY_DATA) ||
+	    !it->have_cs || it->in.nlink > 1 ||
 	    (it->in.owner && it->in.owner != db_node_id(fs->db)) ||
 	    !db_lease_held(fs->db) || store_down(fs->store) ||
 	    fs_fail_wait(fs, it->key))
 		return;
-	ready = (size - EARLY_LAG) / EARLY_PART < MPU_PARTS_MAX
-			? (int)((size - EARLY_LAG) / EARLY_PART)
-			: MPU_PARTS_MAX;
+	ready = early_ready(it->cs.size);
 	e = early_find(fs, it->in.ino);
 	if (e && !e->upload_id)
 		return; /* a doubt: the next upload settles it first */
@@ -221,7 +278,11 @@ void fs_early_step(struct fs *fs, const struct sync_item *it)
 		early_drop(fs, e); /* renamed, or too big for parts */
 		return;
 	}
-	if (!e && ready < MPU_PARTS_MAX)
+	/* Only a file that goes up as parts anyway: below the store's cut
+	 * one PUT costs less (on a store on this machine, 1 GiB: there
+	 * parts in parallel only share its CPUs, measured in RESULTS.md). */
+	if (!e && ready > 0 && ready < MPU_PARTS_MAX &&
+	    it->cs.size > store_put_max(fs->store))
 		e = early_start(fs, it);
 	if (!e)
 		return;
@@ -229,17 +290,22 @@ void fs_early_step(struct fs *fs, const struct sync_item *it)
 		early_drop(fs, e);
 		return;
 	}
-	end = ready < e->nsent + EARLY_STEP ? ready : e->nsent + EARLY_STEP;
-	first = (uint64_t)e->nsent * EARLY_PART;
-	if (end <= e->nsent ||
-	    !cache_range_local(fs->cache, e->ino, first,
-			       (uint64_t)end * EARLY_PART - first) ||
-	    early_reserve(e, end) || cache_open_fd(fs->cache, e->ino, &fd))
+	g.e = e;
+	g.cap = e->nsent + EARLY_STEP_PARTS;
+	g.deadline = fs_now_ms() + EARLY_STEP_MS;
+	p.upload_id = e->upload_id;
+	p.first = e->nsent;
+	p.etags = e->etags;
+	if (early_reserve(e, g.cap))
 		return;
-	rc = sync_mpu_parts(fs, it, fd, e->upload_id,
-			    (uint64_t)end * EARLY_PART, EARLY_PART, e->nsent,
-			    end, e->etags, false, NULL);
-	cache_close_fd(fs->cache, e->ino, fd);
+	p.etags = e->etags;
+	g.size = it->cs.size;
+	g.grew_ms = fs_now_ms();
+	p.nparts = early_more(&g, e->nsent);
+	if (p.nparts <= e->nsent || cache_open_fd(fs->cache, e->ino, &p.fd))
+		return;
+	rc = sync_mpu_parts(fs, it, &p);
+	cache_close_fd(fs->cache, e->ino, p.fd);
 	if (rc == -ENOENT) {
 		/* The upload is gone (aborted by someone else). */
 		log_info("fs: the early upload of %s vanished; it goes up "
@@ -252,8 +318,8 @@ void fs_early_step(struct fs *fs, const struct sync_item *it)
 		log_debug("fs: early parts of %s: %s", e->key, strerror(-rc));
 		return; /* sent again by a later pass */
 	}
-	metrics_add(MET_EARLY_PARTS, (uint64_t)(end - e->nsent));
-	e->nsent = end;
+	metrics_add(MET_EARLY_PARTS, (uint64_t)(p.nparts - e->nsent));
+	e->nsent = p.nparts;
 }
 
 /* The metadata two versions of a file carry, the write id aside. */
@@ -286,6 +352,8 @@ int fs_early_finish(struct fs *fs, const struct sync_item *it, int fd,
 	struct fs_early *e = early_find(fs, it->in.ino);
 	struct store_cond cc = *c;
 	int nparts = (int)((size + EARLY_PART - 1) / EARLY_PART), rc = 0;
+	uint64_t t0 = fs_now_ms(), t1, t2;
+	int before;
 
 	if (!e || !e->upload_id)
 		return 1;
@@ -298,10 +366,15 @@ int fs_early_finish(struct fs *fs, const struct sync_item *it, int fd,
 	}
 	if (e->nsent > nparts)
 		e->nsent = nparts;
+	before = e->nsent;
 	/* Parts written again while the last ones went up go again. */
 	for (int i = 0; i < EARLY_FINISH_TRIES && e->nsent < nparts; i++) {
-		rc = sync_mpu_parts(fs, it, fd, e->upload_id, size, EARLY_PART,
-				    e->nsent, nparts, e->etags, false, NULL);
+		struct sync_parts p = { .upload_id = e->upload_id, .fd = fd,
+					.size = size, .part = EARLY_PART,
+					.first = e->nsent, .nparts = nparts,
+					.etags = e->etags };
+
+		rc = sync_mpu_parts(fs, it, &p);
 		if (rc)
 			break;
 		e->nsent = nparts;
@@ -317,6 +390,7 @@ int fs_early_finish(struct fs *fs, const struct sync_item *it, int fd,
 	}
 	if (rc)
 		return rc;
+	t1 = fs_now_ms();
 	/* The object carries the early upload's write id for now. */
 	memcpy(cc.wid, e->meta.wid, sizeof(cc.wid));
 	rc = store_mpu_complete_if(fs->store, e->key, e->upload_id, nparts,
@@ -329,6 +403,7 @@ int fs_early_finish(struct fs *fs, const struct sync_item *it, int fd,
 		early_doubt(fs, e, false);
 		return rc;
 	}
+	t2 = fs_now_ms();
 	early_doubt(fs, e, true); /* completed: a doubt until the commit */
 	if (!meta_same(&e->meta, m)) {
 		struct store_cond fc = { .kind = STORE_IF_MATCH };
@@ -342,6 +417,10 @@ int fs_early_finish(struct fs *fs, const struct sync_item *it, int fd,
 		else /* the object carries the upload's own id now */
 			memcpy(e->meta.wid, m->wid, sizeof(e->meta.wid));
 	}
+	log_debug("fs: %s: %d of %d parts were up early; the rest took %"
+		  PRIu64 " ms, the completion %" PRIu64 " ms, the metadata %"
+		  PRIu64 " ms", e->key, before, nparts, t1 - t0, t2 - t1,
+		  fs_now_ms() - t2);
 	return rc;
 }
 

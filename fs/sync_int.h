@@ -53,17 +53,32 @@ int sync_mpu_begin(struct fs *fs, const char *key,
 void sync_mpu_end(struct fs *fs, const char *key, const char *upload_id,
 		  bool completed);
 
+/* Parts of a multipart upload to send (sync_mpu_parts). */
+struct sync_parts {
+	const char *upload_id;
+	int fd;             /* the cache file (cache_open_fd) */
+	uint64_t size;      /* the data's: the last part is cut there */
+	uint64_t part;      /* bytes of each part */
+	int first, nparts;  /* parts [first, nparts), 0-based */
+	char (*etags)[STORE_ETAG_MAX]; /* part i's ETag at [i] */
+	/* A part whose bytes are the old object's is copied in the store
+	 * instead of sent (counted in copied). */
+	bool copy_ok;
+	int copied;
+	/* NULL, or asked (under the parts' lock) once every part so far is
+	 * taken: the new part count (etags must hold it), so a file still
+	 * growing keeps the threads busy; nparts: none yet (asked again
+	 * shortly), -1: no more (the threads end). */
+	int (*more)(void *arg, int nparts);
+	void *more_arg;
+};
+
 /*
- * Send parts [first, nparts) of it's data (part bytes each, the last one
- * cut at size) from fd, MPU_THREADS at a time, their ETags into etags[]
- * (indexed from part 0).  With copy_ok, a part whose bytes are the old
- * object's is copied in the store instead (*copied counts those).  The
- * first error, or 0.
+ * Send p's parts of it's data from p->fd, MPU_THREADS at a time; p->nparts
+ * is how far more() took it.  The first error, or 0.
  */
-int sync_mpu_parts(struct fs *fs, const struct sync_item *it, int fd,
-		   const char *upload_id, uint64_t size, uint64_t part,
-		   int first, int nparts, char (*etags)[STORE_ETAG_MAX],
-		   bool copy_ok, int *copied);
+int sync_mpu_parts(struct fs *fs, const struct sync_item *it,
+		   struct sync_parts *p);
 
 /*
  * early.c: a big file still being written goes up while it is written.

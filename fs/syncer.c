@@ -81,6 +81,7 @@
 #define SYNC_FLUSH_IDLE_MAX 500 /* passes without progress: ~10 s */
 /* Parts: one per thread while that keeps them within these bounds. */
 #define MPU_PART_MAX (64ull << 20)
+#define MPU_MORE_WAIT_MS 10 /* a thread with no part yet looks again */
 #define SYNC_INODE_TRIES 100 /* ~2 s of passes for one strict COMMIT */
 /* Uploads of files up to SYNC_SMALL_MAX run up to this many at once, as
  * many as the store takes (store_put_parallel); bigger ones one at a time
@@ -546,35 +547,30 @@ static void mpu_recover(struct fs *fs)
 struct mpu {
 	struct fs *fs;
 	const struct sync_item *it;
-	const char *upload_id;
-	int fd;
-	uint64_t size, part;
-	int nparts;
-	bool copy_ok; /* the old object is there to copy from */
-	char (*etags)[STORE_ETAG_MAX];
+	struct sync_parts *p;
 	pthread_mutex_t lock;
 	int next; /* next part to take */
 	int err;  /* first error */
-	int copied;
 };
 
 /* Part i (0-based): copied from the old object when unchanged, else sent. */
 static int mpu_one(struct mpu *m, int i)
 {
-	uint64_t off = (uint64_t)i * m->part;
-	uint64_t len = m->size - off < m->part ? m->size - off : m->part;
+	const struct sync_parts *p = m->p;
+	uint64_t off = (uint64_t)i * p->part;
+	uint64_t len = p->size - off < p->part ? p->size - off : p->part;
 	struct cache_pin *pin;
 	int rc;
 
-	if (m->copy_ok &&
+	if (p->copy_ok &&
 	    cache_range_clean(m->fs->cache, m->it->in.ino, off, len)) {
-		rc = store_mpu_part_copy(m->fs->store, m->it->key, m->upload_id,
+		rc = store_mpu_part_copy(m->fs->store, m->it->key, p->upload_id,
 					 i + 1, m->it->key, off, len,
-					 m->etags[i]);
+					 p->etags[i]);
 		if (rc != -ENOTSUP) {
 			if (!rc) {
 				pthread_mutex_lock(&m->lock);
-				m->copied++;
+				m->p->copied++;
 				pthread_mutex_unlock(&m->lock);
 			}
 			return rc;
@@ -582,24 +578,35 @@ static int mpu_one(struct mpu *m, int i)
 	}
 	rc = sync_fetch_pinned(m->fs, m->it, off, len, &pin);
 	if (!rc) {
-		rc = store_mpu_part(m->fs->store, m->it->key, m->upload_id,
-				    i + 1, m->fd, off, len, m->etags[i]);
+		rc = store_mpu_part(m->fs->store, m->it->key, p->upload_id,
+				    i + 1, p->fd, off, len, p->etags[i]);
 		cache_unpin(pin);
 	}
 	return rc;
 }
 
-static void *mpu_thread(void *p)
+static void *mpu_thread(void *arg)
 {
-	struct mpu *m = p;
+	struct mpu *m = arg;
+	struct sync_parts *p = m->p;
 
 	for (;;) {
-		int i, rc;
+		int i = -1, n = 0, rc;
 
 		pthread_mutex_lock(&m->lock);
-		i = m->err ? m->nparts : m->next++;
+		if (!m->err && m->next >= p->nparts && p->more) {
+			n = p->more(p->more_arg, p->nparts);
+			if (n > p->nparts)
+				p->nparts = n;
+		}
+		if (!m->err && m->next < p->nparts)
+			i = m->next++;
 		pthread_mutex_unlock(&m->lock);
-		if (i >= m->nparts)
+		if (i < 0 && n >= 0 && p->more && !m->err) {
+			usleep(MPU_MORE_WAIT_MS * 1000); /* the file grows */
+			continue;
+		}
+		if (i < 0)
 			return NULL;
 		rc = mpu_one(m, i);
 		if (rc) {
@@ -612,20 +619,17 @@ static void *mpu_thread(void *p)
 }
 
 /* See sync_int.h. */
-int sync_mpu_parts(struct fs *fs, const struct sync_item *it, int fd,
-		   const char *upload_id, uint64_t size, uint64_t part,
-		   int first, int nparts, char (*etags)[STORE_ETAG_MAX],
-		   bool copy_ok, int *copied)
+int sync_mpu_parts(struct fs *fs, const struct sync_item *it,
+		   struct sync_parts *p)
 {
-	struct mpu m = { .fs = fs, .it = it, .fd = fd, .size = size,
-			 .part = part, .nparts = nparts, .next = first,
-			 .copy_ok = copy_ok, .etags = etags,
-			 .upload_id = upload_id };
+	struct mpu m = { .fs = fs, .it = it, .p = p, .next = p->first };
 	pthread_t tids[MPU_THREADS];
 	int nthreads = 0;
 
+	p->copied = 0;
 	pthread_mutex_init(&m.lock, NULL);
-	while (nthreads < MPU_THREADS && nthreads < nparts - first &&
+	while (nthreads < MPU_THREADS &&
+	       (p->more || nthreads < p->nparts - p->first) &&
 	       pthread_create(&tids[nthreads], NULL, mpu_thread, &m) == 0)
 		nthreads++;
 	/* Without threads this one does all the parts. */
@@ -634,8 +638,6 @@ int sync_mpu_parts(struct fs *fs, const struct sync_item *it, int fd,
 	for (int i = 0; i < nthreads; i++)
 		pthread_join(tids[i], NULL);
 	pthread_mutex_destroy(&m.lock);
-	if (copied)
-		*copied = m.copied;
 	return m.err;
 }
 
@@ -702,8 +704,13 @@ static int put_multipart(struct fs *fs, const struct sync_item *it, int fd,
 	rc = sync_mpu_begin(fs, it->key, meta, &upload_id);
 	if (rc)
 		goto out_free;
-	rc = sync_mpu_parts(fs, it, fd, upload_id, size, part, 0, nparts,
-			    etags, it->in.flags & FS_F_IN_STORE, &copied);
+	struct sync_parts p = { .upload_id = upload_id, .fd = fd,
+				.size = size, .part = part, .nparts = nparts,
+				.etags = etags,
+				.copy_ok = it->in.flags & FS_F_IN_STORE };
+
+	rc = sync_mpu_parts(fs, it, &p);
+	copied = p.copied;
 	if (!rc)
 		rc = store_mpu_complete_if(fs->store, it->key, upload_id,
 					   nparts, etags, cond, out);

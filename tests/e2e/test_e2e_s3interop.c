@@ -1668,7 +1668,10 @@ static void test_early_upload(void)
 	const char *sent = "mapfs_upload_early_parts_total{state=\"sent\"}";
 	const char *stale = "mapfs_upload_early_parts_total{state=\"stale\"}";
 	char met_addr[64], key[512], prefix[512];
-	const char *extra[] = { "--metrics", met_addr, NULL };
+	/* Past 32 MiB a file goes up as parts (on loopback: 1 GiB). */
+	const char *extra[] = { "--metrics", met_addr,
+				"--multipart-threshold", "32M",
+				"--early-upload", NULL };
 	struct e2e_gw_opts o = { .threads = 2, .dir_ttl = TTL,
 				 .upload_delay = "600", .extra_args = extra };
 	char *buf = malloc(len);
