@@ -40,43 +40,23 @@ done
 [ -x "$GW_BEFORE" ] || { echo "bigwrite.sh: set GW_BEFORE to another gateway build" >&2; exit 1; }
 command -v nfs-cp >/dev/null || { echo "bigwrite.sh: needs nfs-cp (libnfs-utils)" >&2; exit 1; }
 
-WORK=$(mktemp -d /var/tmp/mapfs-bigwrite.XXXXXX)
-PIDS=() RGWDIR=
-cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	[ -n "$RGWDIR" ] && "$ROOT/tests/s3/rgw.sh" stop "$RGWDIR" >/dev/null 2>&1 || true
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-set -a # the gateway reads the credentials from the environment
+. "$HERE/rgw_lib.sh"
 export MAPFS_RGW_STORE_GB=${MAPFS_RGW_STORE_GB:-8} # the rounds' objects
-eval "$(MAPFS_S3_WATCH_PID=$$ "$ROOT/tests/s3/rgw.sh" start 2>/dev/null)"
-set +a
-RGWDIR=$MAPFS_S3_DIR
+rgw_setup bigwrite
 head -c "$((MIB << 20))" /dev/urandom >"$WORK/file"
 cat "$WORK/file" >/dev/null # in the page cache for every run alike
 
 # run WHICH ROUND: a fresh gateway, the copy and the flush, timed.
 run() {
-	local which=$1 round=$2 d=$WORK/$1-$2 gw=$GW
+	local which=$1 round=$2 d=$WORK/$1-$2 gw=$GW pid t0 t1 t2 c0 c1
 	[ "$which" = before ] && gw=$GW_BEFORE
-	mkdir -p "$d"
-	"$gw" --state "$d/state" --bind 127.0.0.1 --nfs-port 0 --mount-port 0 \
-		--no-rpcbind --foreground --threads 1 --log-level ${LOGLEVEL:-warn} \
-		--store "s3://$MAPFS_S3_BUCKET/$which-$round" \
-		--s3-endpoint "$MAPFS_S3_ENDPOINT" --s3-region us-east-1 \
-		--s3-path-style ${GW_ARGS:-} >"$d/out" 2>"$d/err" &
-	local pid=$! nfs mnt t0 t1 t2 c0 c1
-	PIDS+=($pid)
-	for _ in $(seq 300); do grep -q ready "$d/out" && break; sleep 0.1; done
-	nfs=$(sed -n 's/.*nfs=127.0.0.1:\([0-9]*\).*/\1/p' "$d/out")
-	mnt=$(sed -n 's/.*mount=127.0.0.1:\([0-9]*\).*/\1/p' "$d/out")
-	[ -n "$nfs" ] || { cat "$d/err" >&2; exit 1; }
+	# shellcheck disable=SC2086 # GW_ARGS: words
+	gw_start "$gw" "$d" "$which-$round" ${GW_ARGS:-}
+	pid=$GW_PID
 	c0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
 	t0=$(date +%s.%N)
 	nfs-cp "$WORK/file" \
-		"nfs://127.0.0.1/mapfs/big?nfsport=$nfs&mountport=$mnt&version=3" >/dev/null
+		"nfs://127.0.0.1/mapfs/big?nfsport=$NFS_PORT&mountport=$MOUNT_PORT&version=3" >/dev/null
 	t1=$(date +%s.%N)
 	"$GW" flush --state "$d/state" >/dev/null
 	t2=$(date +%s.%N)

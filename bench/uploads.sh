@@ -35,39 +35,18 @@ done
 [ -x "$GW" ] && [ -x "$BENCH" ] || { echo "uploads.sh: build first" >&2; exit 1; }
 [ -x "$GW_BEFORE" ] || { echo "uploads.sh: set GW_BEFORE to another gateway build" >&2; exit 1; }
 
-WORK=$(mktemp -d /var/tmp/mapfs-uploads.XXXXXX)
-PIDS=() RGWDIR=
-cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	[ -n "$RGWDIR" ] && "$ROOT/tests/s3/rgw.sh" stop "$RGWDIR" >/dev/null 2>&1 || true
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-set -a # the gateway reads the credentials from the environment
-eval "$(MAPFS_S3_WATCH_PID=$$ "$ROOT/tests/s3/rgw.sh" start 2>/dev/null)"
-set +a
-RGWDIR=$MAPFS_S3_DIR
+. "$HERE/rgw_lib.sh"
+rgw_setup uploads
 
 # run WHICH ROUND: a fresh gateway, the files, a timed flush.
 run() {
-	local which=$1 round=$2 d=$WORK/$1-$2 gw=$GW
+	local which=$1 round=$2 d=$WORK/$1-$2 gw=$GW pid t0 t1 c0 c1
 	[ "$which" = before ] && gw=$GW_BEFORE
-	mkdir -p "$d"
-	"$gw" --state "$d/state" --bind 127.0.0.1 --nfs-port 0 --mount-port 0 \
-		--no-rpcbind --foreground --threads 1 --log-level warn \
-		--upload-delay 3600 --store "s3://$MAPFS_S3_BUCKET/$which-$round" \
-		--s3-endpoint "$MAPFS_S3_ENDPOINT" --s3-region us-east-1 \
-		--s3-path-style >"$d/out" 2>"$d/err" &
-	local pid=$! nfs mnt t0 t1 c0 c1
-	PIDS+=($pid)
-	for _ in $(seq 300); do grep -q ready "$d/out" && break; sleep 0.1; done
-	nfs=$(sed -n 's/.*nfs=127.0.0.1:\([0-9]*\).*/\1/p' "$d/out")
-	mnt=$(sed -n 's/.*mount=127.0.0.1:\([0-9]*\).*/\1/p' "$d/out")
-	[ -n "$nfs" ] || { cat "$d/err" >&2; exit 1; }
+	gw_start "$gw" "$d" "$which-$round" --upload-delay 3600
+	pid=$GW_PID
 	"$BENCH" -p 2 -q 4 --items write-small --small-file-count "$FILES" \
 		--small-file-size "$SIZE" --keep --json \
-		"nfs://127.0.0.1/mapfs?nfsport=$nfs&mountport=$mnt&version=3" >/dev/null
+		"$NFS_URL" >/dev/null
 	c0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
 	t0=$(date +%s.%N)
 	"$GW" flush --state "$d/state" >/dev/null

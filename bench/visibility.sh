@@ -26,39 +26,19 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ -x "$GW" ] || { echo "visibility.sh: build first" >&2; exit 1; }
-WORK=$(mktemp -d /var/tmp/mapfs-vis.XXXXXX)
-PIDS=() RGWDIR=
-cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	[ -n "$RGWDIR" ] && "$ROOT/tests/s3/rgw.sh" stop "$RGWDIR" >/dev/null 2>&1 || true
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-set -a
-eval "$(MAPFS_S3_WATCH_PID=$$ "$ROOT/tests/s3/rgw.sh" start 2>/dev/null)"
-set +a
-RGWDIR=$MAPFS_S3_DIR
+. "$HERE/rgw_lib.sh"
+rgw_setup vis
 SECRET=bench-secret-0123456789
 
 # run NAME EVENTS(0/1): a gateway on prefix NAME/, PUTS objects timed.
 run() {
 	local name=$1 ev=$2 d=$WORK/$1 port args=()
-	mkdir -p "$d"
 	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 	[ "$ev" = 1 ] && args=(--events "127.0.0.1:$port" --events-secret "$SECRET")
-	"$GW" --state "$d/state" --bind 127.0.0.1 --nfs-port 0 --mount-port 0 \
-		--no-rpcbind --foreground --threads 1 --log-level warn \
-		--store "s3://$MAPFS_S3_BUCKET/$name" --s3-endpoint "$MAPFS_S3_ENDPOINT" \
-		--s3-region us-east-1 --s3-path-style "${args[@]}" >"$d/out" 2>"$d/err" &
-	PIDS+=($!)
-	for _ in $(seq 300); do grep -q ready "$d/out" && break; sleep 0.1; done
-	local nfs mnt
-	nfs=$(sed -n 's/.*nfs=127.0.0.1:\([0-9]*\).*/\1/p' "$d/out")
-	mnt=$(sed -n 's/.*mount=127.0.0.1:\([0-9]*\).*/\1/p' "$d/out")
+	gw_start "$GW" "$d" "$name" "${args[@]}"
 	[ "$ev" = 1 ] && python3 "$ROOT/tests/s3/notify.py" "$MAPFS_S3_ENDPOINT" \
 		"$MAPFS_S3_BUCKET" "$name/" "http://127.0.0.1:$port/$SECRET" $PERSIST >/dev/null
-	python3 - "$name" "nfs://127.0.0.1/mapfs?nfsport=$nfs&mountport=$mnt&version=3" \
+	python3 - "$name" "$NFS_URL" \
 		"$PUTS" >>"$WORK/res.tsv" <<'PY'
 import os, subprocess, sys, time
 import boto3
