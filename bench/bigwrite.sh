@@ -14,7 +14,8 @@
 #
 # GW_ARGS adds options to both gateways (e.g. --multipart-threshold 64M:
 # parts as on a remote S3, where one PUT ends at 64 MiB; on loopback it
-# ends at 1 GiB).  LOGLEVEL=debug prints each upload's stage timings.
+# ends at 1 GiB), AFTER_ARGS to this build's alone (--early-upload).
+# LOGLEVEL=debug prints each upload's stage timings.
 #
 # Each gateway run: a fresh gateway (upload delay 5 s, the default), then
 # timed together: nfs-cp of the file (libnfs, one stream) and
@@ -50,8 +51,10 @@ cat "$WORK/file" >/dev/null # in the page cache for every run alike
 run() {
 	local which=$1 round=$2 d=$WORK/$1-$2 gw=$GW pid t0 t1 t2 c0 c1
 	[ "$which" = before ] && gw=$GW_BEFORE
-	# shellcheck disable=SC2086 # GW_ARGS: words
-	gw_start "$gw" "$d" "$which-$round" ${GW_ARGS:-}
+	local args=${GW_ARGS:-}
+	[ "$which" = after ] && args="$args ${AFTER_ARGS:-}"
+	# shellcheck disable=SC2086 # words
+	gw_start "$gw" "$d" "$which-$round" $args
 	pid=$GW_PID
 	c0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
 	t0=$(date +%s.%N)

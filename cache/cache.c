@@ -343,6 +343,7 @@ int cache_create(struct cache *c, uint64_t ino)
 int cache_truncate(struct cache *c, uint64_t ino, uint64_t size)
 {
 	struct cache_entshard *s = cache_ent_shard(c, ino);
+	struct stat sb;
 	struct cache_jrec *recs = NULL;
 	struct cache_kick k = { 0 };
 	struct cache_ent *e;
@@ -364,7 +365,7 @@ int cache_truncate(struct cache *c, uint64_t ino, uint64_t size)
 		goto out_put;
 	/* No fetch may land past the cut once it is made (fetch.c). */
 	pthread_mutex_lock(&e->land_lock);
-	if (ftruncate(f->fd, (off_t)size) < 0) {
+	if (fstat(f->fd, &sb) < 0 || ftruncate(f->fd, (off_t)size) < 0) {
 		rc = -errno;
 		goto out_unlock;
 	}
@@ -375,7 +376,12 @@ int cache_truncate(struct cache *c, uint64_t ino, uint64_t size)
 		e->limit = size;
 	e->epoch++;
 	atomic_fetch_add(&e->wseq, 1);
-	cache_ent_written_at(e, size); /* bytes from size on changed */
+	/* Bytes from the old end or the new one on changed (a cut, or
+	 * zeros added). */
+	cache_ent_written_at(e, size < (uint64_t)sb.st_size
+				       ? size : (uint64_t)sb.st_size);
+	if (atomic_load(&e->end_written) > size)
+		atomic_store(&e->end_written, size);
 	cache_ent_touched(e);
 	/* Chunks wholly past the end hold nothing now (a hole). */
 	for (uint64_t i = (size + c->cs - 1) / c->cs; i < e->nst; i++) {
@@ -479,6 +485,19 @@ int cache_written_low(struct cache *c, uint64_t ino, uint64_t *low)
 	e = cache_ent_find_locked(s, ino);
 	if (e)
 		*low = atomic_exchange(&e->low_written, UINT64_MAX);
+	pthread_mutex_unlock(&s->lock);
+	return e ? 0 : -ENODATA;
+}
+
+int cache_written_end(struct cache *c, uint64_t ino, uint64_t *end)
+{
+	struct cache_entshard *s = cache_ent_shard(c, ino);
+	struct cache_ent *e;
+
+	pthread_mutex_lock(&s->lock);
+	e = cache_ent_find_locked(s, ino);
+	if (e)
+		*end = atomic_load(&e->end_written);
 	pthread_mutex_unlock(&s->lock);
 	return e ? 0 : -ENODATA;
 }

@@ -248,7 +248,8 @@ int cache_stat(struct cache *c, uint64_t ino, struct cache_stat *out);
 
 /*
  * The lowest offset of ino's data that a write changed (bytes landed) or
- * a truncate cut to since the previous call for ino, in *low (UINT64_MAX:
+ * a truncate changed (from the lower of the old and new ends) since the
+ * previous call for ino, in *low (UINT64_MAX:
  * nothing; for an entry made since, 0), and a new count starts.  An
  * upload that sends parts of a file still being written asks before it
  * reads them and again before it completes: parts at or past *low are
@@ -256,6 +257,14 @@ int cache_stat(struct cache *c, uint64_t ino, struct cache_stat *out);
  * local (dropped: its parts are of nothing).
  */
 int cache_written_low(struct cache *c, uint64_t ino, uint64_t *low);
+
+/*
+ * The end of the furthest write into ino that landed since its entry was
+ * made, lowered by truncates, in *end: a writer has been past every byte
+ * below it, while the file's size may run ahead of its data (a client
+ * that sets the size before it writes).  0, or -ENODATA if not local.
+ */
+int cache_written_end(struct cache *c, uint64_t ino, uint64_t *end);
 
 /* Set the local data's mtime (SETATTR on a locally held file). */
 int cache_set_mtime(struct cache *c, uint64_t ino, const struct timespec *mt);

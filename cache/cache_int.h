@@ -121,6 +121,8 @@ struct cache_ent {
 	 * cache_written_low() last asked (UINT64_MAX: none; a new entry:
 	 * 0, all of it new).  Set after the bytes are in the file. */
 	atomic_uint_fast64_t low_written;
+	/* The end of the furthest write landed (cut back by truncates). */
+	atomic_uint_fast64_t end_written;
 	/* Under the shard lock: cleanings (cache_clean) so far, and how
 	 * many the namespace had seen when it last recorded the file dirty
 	 * (cache_marked).  Unequal: the record may be clean by now, so a
@@ -394,12 +396,12 @@ void cache_read_unpin(struct cache_ent *e);
  * A write of [off, off+len) of ino: -ENODATA if ino is not local, a chunk
  * is BUSY, or one it covers in part is not readable; else the chunks are
  * marked present and dirty (journaled) and *out is referenced until
- * cache_write_unmark() after the data is in (off: where the write
- * began, for cache_written_low).
+ * cache_write_unmark() after the data is in ([off, end): the bytes it
+ * wrote, for cache_written_low; off UINT64_MAX: none).
  */
 int cache_write_mark(struct cache *c, uint64_t ino, uint64_t off, uint64_t len,
 		     struct cache_ent **out);
-void cache_write_unmark(struct cache_ent *e, uint64_t off);
+void cache_write_unmark(struct cache_ent *e, uint64_t off, uint64_t end);
 /* Lower e's low_written to off. */
 void cache_ent_written_at(struct cache_ent *e, uint64_t off);
 /* Load every entry from LMDB (cache_open); -EINVAL if the records were

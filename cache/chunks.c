@@ -140,6 +140,7 @@ static struct cache_ent *ent_new(uint64_t ino, uint64_t limit)
 	atomic_init(&e->j_dur, 0);
 	atomic_init(&e->wseq, 0);
 	atomic_init(&e->low_written, 0);
+	atomic_init(&e->end_written, 0);
 	atomic_init(&e->sgen, 0);
 	e->ra_last = UINT64_MAX;
 	pthread_mutex_init(&e->land_lock, NULL);
@@ -529,10 +530,15 @@ void cache_ent_written_at(struct cache_ent *e, uint64_t off)
 		;
 }
 
-void cache_write_unmark(struct cache_ent *e, uint64_t off)
+void cache_write_unmark(struct cache_ent *e, uint64_t off, uint64_t end)
 {
+	uint64_t cur = atomic_load(&e->end_written);
+
 	/* The bytes are in: an early part read before now is suspect. */
 	cache_ent_written_at(e, off);
+	while (off != UINT64_MAX && end > cur &&
+	       !atomic_compare_exchange_weak(&e->end_written, &cur, end))
+		;
 	/* The second tick: an upload that read the file while this write
 	 * was in flight cannot match the count it saw. */
 	atomic_fetch_add(&e->wseq, 1);

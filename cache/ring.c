@@ -212,17 +212,17 @@ static void req_submit(struct cache_req *r)
 	l->backlog_tail = r;
 }
 
-/* Let go of what req_start() took for op (a write's: off is where its
- * bytes began, UINT64_MAX if it wrote none). */
+/* Let go of what req_start() took for op (a write's: [off, off + len)
+ * the bytes it wrote; off UINT64_MAX: none). */
 static void req_release(enum req_op op, struct cache_ent *e, struct cache_fd *f,
-			uint64_t off)
+			uint64_t off, uint64_t len)
 {
 	if (f)
 		cache_fd_put(f);
 	if (op == REQ_READ)
 		cache_read_unpin(e);
 	else if (op == REQ_WRITE)
-		cache_write_unmark(e, off);
+		cache_write_unmark(e, off, off == UINT64_MAX ? 0 : off + len);
 	else
 		cache_ent_put(e);
 }
@@ -283,7 +283,7 @@ static void req_finish(struct cache_req *r, long result)
 		waiting = cache_journal_wait_locked(r->c, r->e, n);
 		pthread_mutex_unlock(&s->lock);
 		if (waiting) {
-			req_release(r->rel, r->e, r->f, r->len ? r->off : UINT64_MAX);
+			req_release(r->rel, r->e, r->f, r->len ? r->off : UINT64_MAX, r->len);
 			req_free(r);
 			return;
 		}
@@ -292,7 +292,7 @@ static void req_finish(struct cache_req *r, long result)
 	} else if (synced && result >= 0) {
 		result = -ENOMEM;
 	}
-	req_release(r->rel, r->e, r->f, r->len ? r->off : UINT64_MAX);
+	req_release(r->rel, r->e, r->f, r->len ? r->off : UINT64_MAX, r->len);
 	req_free(r);
 	done(arg, result);
 }
@@ -661,7 +661,7 @@ static struct cache_req *req_start(struct cache *c, int loop, uint64_t ino,
 	}
 	rc = cache_fd_get(c, ino, &f);
 	if (rc) {
-		req_release(op, e, NULL, UINT64_MAX); /* nothing written */
+		req_release(op, e, NULL, UINT64_MAX, 0); /* nothing written */
 		cache_complete(c, loop, done, arg, rc);
 		return NULL;
 	}
@@ -672,7 +672,7 @@ static struct cache_req *req_start(struct cache *c, int loop, uint64_t ino,
 	}
 	r = req_alloc(&c->loops[loop]);
 	if (!r) {
-		req_release(op, e, f, UINT64_MAX); /* nothing written */
+		req_release(op, e, f, UINT64_MAX, 0); /* nothing written */
 		cache_complete(c, loop, done, arg, -ENOMEM);
 		return NULL;
 	}
@@ -728,7 +728,7 @@ static void read_to(struct cache *c, int loop, uint64_t ino, uint64_t off,
 	metrics_inc(f || r ? MET_CACHE_HITS : MET_CACHE_MISSES);
 	if (f) {
 		res = read_blocking(f, off, len, buf, pipe_fd);
-		req_release(REQ_READ, e, f, UINT64_MAX);
+		req_release(REQ_READ, e, f, UINT64_MAX, 0);
 		done(arg, res);
 		return;
 	}
@@ -766,7 +766,7 @@ void cache_write(struct cache *c, int loop, uint64_t ino, uint64_t off,
 
 	if (f) {
 		res = write_blocking(c, e, f, off, buf, len, sync);
-		req_release(REQ_WRITE, e, f, len ? off : UINT64_MAX);
+		req_release(REQ_WRITE, e, f, len ? off : UINT64_MAX, len);
 		done(arg, res);
 		return;
 	}
@@ -774,7 +774,7 @@ void cache_write(struct cache *c, int loop, uint64_t ino, uint64_t off,
 		return;
 	/* Nothing to write: only the sync, if any, is left to do. */
 	if (!len && !sync) {
-		req_release(REQ_WRITE, r->e, r->f, UINT64_MAX);
+		req_release(REQ_WRITE, r->e, r->f, UINT64_MAX, 0);
 		req_free(r);
 		cache_complete(c, loop, done, arg, 0);
 		return;
@@ -807,7 +807,7 @@ void cache_sync(struct cache *c, int loop, uint64_t ino, cache_done_fn done,
 		res = cache_sync_blocking(c, f);
 		if (!res)
 			res = journal_sync_blocking(c, e);
-		req_release(REQ_SYNC, e, f, UINT64_MAX);
+		req_release(REQ_SYNC, e, f, UINT64_MAX, 0);
 		done(arg, res);
 		return;
 	}

@@ -53,7 +53,7 @@ struct config {
 	uint32_t cache_size_pct; /* % of the state disk, if not 0 */
 	uint64_t max_dirty;    /* bytes; 0: half the cache size */
 	bool strict_commit;    /* COMMIT waits for the store */
-	bool early_upload;     /* big files go up while written */
+	bool no_early_upload;  /* big files go up only once quiet */
 	bool cache_direct;     /* O_DIRECT cache I/O where aligned */
 	/* The cluster (PostgreSQL); meta NULL: a gateway on its own. */
 	char *meta;            /* libpq URI */

@@ -7,26 +7,33 @@
  * written, or quiet for less than upload_delay), larger than the store's
  * one-PUT cut (store_put_max: 64 MiB on S3, 1 GiB on an S3 endpoint on
  * this machine, --multipart-threshold) and than EARLY_MIN, on a store
- * that takes requests in parallel (S3), gets a multipart upload at once: each syncer pass sends the parts of
- * MPU_PART_MIN bytes that lie wholly EARLY_LAG bytes or more below the
- * end of the file (a sequential writer has moved on from them, and the
- * client's WRITEs in flight land behind it), all local already (nothing
- * is fetched for them): MPU_THREADS at a time, taking each part as soon
- * as the file has grown past it, until it stops growing for
- * EARLY_IDLE_MS, or for up to EARLY_STEP_MS or EARLY_STEP_PARTS parts a
- * pass (other work waits for the pass).  When the file
- * is due, its upload (fs_early_finish) sends only the parts not sent yet
- * and completes: the object is in the store moments after the last
- * WRITE, not a whole upload later.
+ * that takes requests in parallel (S3), gets a multipart upload at once.
+ * Each syncer pass sends its parts of MPU_PART_MIN bytes that lie wholly
+ * EARLY_LAG bytes or more below the end of the furthest write landed
+ * (cache_written_end: a sequential writer has moved on from them, and
+ * the client's WRITEs in flight land behind it; the size is no guide,
+ * since a client may set it before it writes), all local already
+ * (nothing is fetched for them): MPU_THREADS at a time, each part taken
+ * as soon as the file has grown past it, until the file stops growing
+ * for EARLY_IDLE_MS, or for up to EARLY_STEP_MS or EARLY_STEP_PARTS
+ * parts a pass (other work waits for the pass).  When the file is due,
+ * its upload (fs_early_finish) sends only the parts not up yet and
+ * completes: the object is in the store moments after the last WRITE,
+ * not a whole upload later.
  *
  * A part sent early may be written again.  The cache keeps per file the
- * lowest offset a write landed at or a truncate cut to since the syncer
+ * lowest offset a write landed at or a truncate changed since the syncer
  * last asked (cache_written_low, updated once the bytes are in the cache
- * file).  The sent parts are a prefix, nsent of them; asked before each
- * step reads parts and again before the completion, every part from that
- * offset on is stale and is sent again.  A write still in flight at the
- * completion changes the file's write count, so the upload's commit
- * leaves the file dirty (syncer.c, cs_equal) and it goes up once more.
+ * file).  It is asked right before each part is read (under the parts'
+ * lock, sync_parts.take) and before the completion: every part from that
+ * offset on that was read before is stale (state PART_NONE again, or
+ * PART_STALE while it is still on its way) and is sent again.  So a
+ * write that landed before a part was read costs nothing, however close
+ * behind the part it fell (a first version asked once a pass, and took
+ * the writer's own progress during the pass for rewrites: half the parts
+ * went twice).  A write still in flight at the completion changes the
+ * file's write count, so the upload's commit leaves the file dirty
+ * (syncer.c, cs_equal) and it goes up once more.
  *
  * CreateMultipartUpload fixes the object's metadata before the file's
  * last mtime is known: when the final metadata differs, the completed
@@ -37,6 +44,9 @@
  * next upload of the file (fs_early_wid), which then knows the object as
  * its own instead of another writer's, until a commit (fs_early_forget).
  *
+ * A file whose parts keep being written again after they went up
+ * (EARLY_REWRITES_MAX times: not a sequential writer) is declined: its
+ * upload is aborted and it goes up once quiet, as without this file.
  * A file renamed meanwhile (another key), removed or cleaned (not in a
  * whole snapshot: fs_early_sweep), linked (nlink > 1: other names get
  * copies, syncer.c), too big for the store's part count, or dropped from
@@ -71,16 +81,27 @@
 				  has not grown for this long */
 #define EARLY_MAX 8            /* files going up early at once */
 #define EARLY_FINISH_TRIES 3   /* rounds of stale parts at the end */
+#define EARLY_REWRITES_MAX 2   /* rewrites of parts up before a file is
+				  left to the usual upload */
 
 struct fs_early {
 	struct fs_early *next;
 	uint64_t ino;
 	char key[STORE_KEY_MAX + 2];
-	char *upload_id; /* NULL: a doubt only (see above) */
+	char *upload_id; /* NULL: a doubt only (see above), or declined */
+	int rewrites;    /* rechecks that found parts up written again */
+	bool declined;   /* not sequential: the usual upload, once quiet */
 	struct store_meta meta; /* the object's at CreateMultipartUpload */
-	int nsent;              /* parts [0, nsent) are in the upload */
-	int cap;
+	int cap;                /* parts etags and st hold */
 	char (*etags)[STORE_ETAG_MAX];
+	uint8_t *st;            /* each part's state (enum below) */
+};
+
+enum {
+	PART_NONE,   /* not in the upload (or stale) */
+	PART_GOING,  /* being read and sent */
+	PART_STALE,  /* being sent, but written again since it was read */
+	PART_UP,     /* in the upload, with its bytes as they are now */
 };
 
 static struct fs_early *early_find(struct fs *fs, uint64_t ino)
@@ -120,6 +141,7 @@ static void early_free(struct fs_early *e)
 {
 	free(e->upload_id);
 	free(e->etags);
+	free(e->st);
 	free(e);
 }
 
@@ -132,10 +154,11 @@ static void early_drop(struct fs *fs, struct fs_early *e)
 	early_free(e);
 }
 
-/* Room for the ETags of parts [0, n). */
+/* Room for the ETags and states of parts [0, n). */
 static int early_reserve(struct fs_early *e, int n)
 {
 	char (*t)[STORE_ETAG_MAX];
+	uint8_t *st;
 
 	if (n <= e->cap)
 		return 0;
@@ -145,30 +168,124 @@ static int early_reserve(struct fs_early *e, int n)
 	if (!t)
 		return -ENOMEM;
 	e->etags = t;
+	st = realloc(e->st, (size_t)n);
+	if (!st)
+		return -ENOMEM;
+	memset(st + e->cap, PART_NONE, (size_t)(n - e->cap));
+	e->st = st;
 	e->cap = n;
 	return 0;
 }
 
+/* Parts up (the rest are sent by the next step or the completion). */
+static int early_up(const struct fs_early *e, int n)
+{
+	int up = 0;
+
+	for (int i = 0; i < n && i < e->cap; i++)
+		up += e->st[i] == PART_UP;
+	return up;
+}
+
+/* The first part not up. */
+static int early_first(const struct fs_early *e)
+{
+	int i = 0;
+
+	while (i < e->cap && e->st[i] == PART_UP)
+		i++;
+	return i;
+}
+
+/* One pass's parts of a file (the sync_parts hooks' arg). */
+struct early_grow {
+	struct fs *fs;
+	struct fs_early *e;
+	int cap;           /* parts the ETags hold */
+	uint64_t deadline; /* ms */
+	uint64_t size, grew_ms; /* how far it is written, and when that grew */
+	int sent;               /* parts that went up */
+	bool gone;              /* the file left the cache */
+};
+
 /*
- * Parts written again since the last look are stale: nsent drops to the
- * first of them.  0, or -ENODATA when the file left the cache.
+ * Parts written again since the last look are stale: up ones go again,
+ * ones on their way will.  0, or -ENODATA when the file left the cache.
+ * Under the parts' lock while they are sent.
  */
 static int early_recheck(struct fs *fs, struct fs_early *e)
 {
 	uint64_t low;
-	int rc = cache_written_low(fs->cache, e->ino, &low);
+	int rc = cache_written_low(fs->cache, e->ino, &low), n = 0;
 
 	if (rc)
 		return rc;
-	if (low / EARLY_PART < (uint64_t)e->nsent) {
-		int keep = (int)(low / EARLY_PART);
-
-		metrics_add(MET_EARLY_STALE, (uint64_t)(e->nsent - keep));
-		log_debug("fs: %s written again at %" PRIu64 ": parts from %d "
-			  "on go up again", e->key, low, keep + 1);
-		e->nsent = keep;
+	for (uint64_t i = low / EARLY_PART; i < (uint64_t)e->cap; i++) {
+		if (e->st[i] == PART_UP) {
+			e->st[i] = PART_NONE;
+			n++;
+		} else if (e->st[i] == PART_GOING) {
+			e->st[i] = PART_STALE;
+			n++;
+		}
+	}
+	if (n) {
+		metrics_add(MET_EARLY_STALE, (uint64_t)n);
+		log_debug("fs: %s written again at %" PRIu64 ": %d parts go "
+			  "up again", e->key, low, n);
+		e->rewrites++;
 	}
 	return 0;
+}
+
+/*
+ * A file whose parts up keep being written again is not written
+ * sequentially (a database, an image): sending them early would send it
+ * over and over.  Its upload is aborted, and it goes up once quiet
+ * (until then the entry stays, declined).  True if so.
+ */
+static bool early_decline(struct fs *fs, struct fs_early *e)
+{
+	if (e->rewrites < EARLY_REWRITES_MAX)
+		return false;
+	log_debug("fs: %s is written out of order: it goes up once quiet",
+		  e->key);
+	sync_mpu_end(fs, e->key, e->upload_id, false);
+	free(e->upload_id);
+	e->upload_id = NULL;
+	e->declined = true;
+	memset(e->st, PART_NONE, (size_t)e->cap);
+	return true;
+}
+
+/* sync_parts.take: part i, unless it is up; the writes before now first. */
+static bool early_take(void *arg, int i)
+{
+	struct early_grow *g = arg;
+	struct fs_early *e = g->e;
+
+	if (early_recheck(g->fs, e)) {
+		g->gone = true;
+		return true; /* read, to fail and end the pass */
+	}
+	if (e->st[i] == PART_UP)
+		return false;
+	e->st[i] = PART_GOING;
+	return true;
+}
+
+/* sync_parts.done: part i is up, unless it was written again. */
+static void early_done(void *arg, int i, int rc)
+{
+	struct early_grow *g = arg;
+	struct fs_early *e = g->e;
+
+	if (!rc && e->st[i] == PART_GOING) {
+		e->st[i] = PART_UP;
+		g->sent++;
+	} else {
+		e->st[i] = PART_NONE;
+	}
 }
 
 /* A new early upload of it, or NULL (none possible now). */
@@ -213,15 +330,6 @@ static int early_ready(uint64_t size)
 		       : MPU_PARTS_MAX;
 }
 
-/* One pass's parts of a file (sync_parts.more). */
-struct early_grow {
-	struct fs *fs;
-	struct fs_early *e;
-	int cap;           /* parts the ETags hold */
-	uint64_t deadline; /* ms */
-	uint64_t size, grew_ms; /* the file's size, and when it last grew */
-};
-
 /*
  * The parts complete and local now, up to the step's end (-1: the time
  * or the parts are used up, or the file stopped growing, so the pass
@@ -230,20 +338,19 @@ struct early_grow {
 static int early_more(void *arg, int n)
 {
 	struct early_grow *g = arg;
-	struct cache_stat cs;
-	uint64_t now = fs_now_ms();
+	uint64_t now = fs_now_ms(), end;
 	int ready;
 
 	if (now >= g->deadline || n >= g->cap ||
-	    cache_stat(g->fs->cache, g->e->ino, &cs))
+	    cache_written_end(g->fs->cache, g->e->ino, &end))
 		return -1;
-	if (cs.size != g->size) {
-		g->size = cs.size;
+	if (end != g->size) {
+		g->size = end;
 		g->grew_ms = now;
 	} else if (now - g->grew_ms >= EARLY_IDLE_MS) {
 		return -1;
 	}
-	ready = early_ready(cs.size);
+	ready = early_ready(end);
 	if (ready > g->cap)
 		ready = g->cap;
 	if (ready <= n ||
@@ -260,10 +367,11 @@ void fs_early_step(struct fs *fs, const struct sync_item *it)
 	struct fs_early *e;
 	struct early_grow g = { .fs = fs };
 	struct sync_parts p = { .size = UINT64_MAX, .part = EARLY_PART,
-				.more = early_more, .more_arg = &g };
-	int ready, rc;
+				.more = early_more, .take = early_take,
+				.done = early_done, .arg = &g };
+	int ready, first, rc;
 
-	if (!fs->opts.early_upload || store_put_parallel(fs->store) < 2 ||
+	if (fs->opts.no_early_upload || store_put_parallel(fs->store) < 2 ||
 	    it->in.type != FS_REG || !(it->in.flags & FS_F_DIRTY_DATA) ||
 	    !it->have_cs || it->in.nlink > 1 ||
 	    (it->in.owner && it->in.owner != db_node_id(fs->db)) ||
@@ -273,7 +381,7 @@ void fs_early_step(struct fs *fs, const struct sync_item *it)
 	ready = early_ready(it->cs.size);
 	e = early_find(fs, it->in.ino);
 	if (e && !e->upload_id)
-		return; /* a doubt: the next upload settles it first */
+		return; /* a doubt (the next upload settles it), or declined */
 	if (e && (strcmp(e->key, it->key) || ready >= MPU_PARTS_MAX)) {
 		early_drop(fs, e); /* renamed, or too big for parts */
 		return;
@@ -290,22 +398,29 @@ void fs_early_step(struct fs *fs, const struct sync_item *it)
 		early_drop(fs, e);
 		return;
 	}
+	if (early_decline(fs, e))
+		return;
+	first = early_first(e);
 	g.e = e;
-	g.cap = e->nsent + EARLY_STEP_PARTS;
+	g.cap = first + EARLY_STEP_PARTS < MPU_PARTS_MAX
+			? first + EARLY_STEP_PARTS : MPU_PARTS_MAX;
 	g.deadline = fs_now_ms() + EARLY_STEP_MS;
-	p.upload_id = e->upload_id;
-	p.first = e->nsent;
-	p.etags = e->etags;
+	g.grew_ms = fs_now_ms();
 	if (early_reserve(e, g.cap))
 		return;
+	p.upload_id = e->upload_id;
 	p.etags = e->etags;
-	g.size = it->cs.size;
-	g.grew_ms = fs_now_ms();
-	p.nparts = early_more(&g, e->nsent);
-	if (p.nparts <= e->nsent || cache_open_fd(fs->cache, e->ino, &p.fd))
+	p.first = first;
+	p.nparts = early_more(&g, first);
+	if (p.nparts <= first || cache_open_fd(fs->cache, e->ino, &p.fd))
 		return;
 	rc = sync_mpu_parts(fs, it, &p);
 	cache_close_fd(fs->cache, e->ino, p.fd);
+	metrics_add(MET_EARLY_PARTS, (uint64_t)g.sent);
+	if (g.gone) {
+		early_drop(fs, e); /* left the cache */
+		return;
+	}
 	if (rc == -ENOENT) {
 		/* The upload is gone (aborted by someone else). */
 		log_info("fs: the early upload of %s vanished; it goes up "
@@ -314,12 +429,8 @@ void fs_early_step(struct fs *fs, const struct sync_item *it)
 		early_free(e);
 		return;
 	}
-	if (rc) {
+	if (rc) /* the parts not up go with a later pass */
 		log_debug("fs: early parts of %s: %s", e->key, strerror(-rc));
-		return; /* sent again by a later pass */
-	}
-	metrics_add(MET_EARLY_PARTS, (uint64_t)(p.nparts - e->nsent));
-	e->nsent = p.nparts;
 }
 
 /* The metadata two versions of a file carry, the write id aside. */
@@ -341,7 +452,7 @@ static void early_doubt(struct fs *fs, struct fs_early *e, bool completed)
 		free(e->upload_id);
 		e->upload_id = NULL;
 	}
-	e->nsent = 0;
+	memset(e->st, PART_NONE, (size_t)e->cap);
 }
 
 /* See sync_int.h. */
@@ -359,30 +470,30 @@ int fs_early_finish(struct fs *fs, const struct sync_item *it, int fd,
 		return 1;
 	if (strcmp(e->key, it->key) || size == 0 ||
 	    size > (uint64_t)MPU_PARTS_MAX * EARLY_PART ||
-	    early_recheck(fs, e) || e->nsent == 0 ||
-	    early_reserve(e, nparts)) {
+	    early_reserve(e, nparts) || early_recheck(fs, e) ||
+	    early_up(e, nparts) == 0) {
 		early_drop(fs, e); /* nothing to build on: the usual way */
 		return 1;
 	}
-	if (e->nsent > nparts)
-		e->nsent = nparts;
-	before = e->nsent;
+	before = early_up(e, nparts);
 	/* Parts written again while the last ones went up go again. */
-	for (int i = 0; i < EARLY_FINISH_TRIES && e->nsent < nparts; i++) {
+	for (int i = 0; i < EARLY_FINISH_TRIES && !rc &&
+			early_up(e, nparts) < nparts; i++) {
+		struct early_grow g = { .fs = fs, .e = e };
 		struct sync_parts p = { .upload_id = e->upload_id, .fd = fd,
 					.size = size, .part = EARLY_PART,
-					.first = e->nsent, .nparts = nparts,
-					.etags = e->etags };
+					.first = early_first(e),
+					.nparts = nparts, .etags = e->etags,
+					.take = early_take, .done = early_done,
+					.arg = &g };
 
 		rc = sync_mpu_parts(fs, it, &p);
-		if (rc)
-			break;
-		e->nsent = nparts;
-		rc = early_recheck(fs, e);
-		if (rc)
-			break;
+		if (g.gone)
+			rc = -ENODATA;
+		if (!rc)
+			rc = early_recheck(fs, e);
 	}
-	if (!rc && e->nsent < nparts)
+	if (!rc && early_up(e, nparts) < nparts)
 		rc = -EAGAIN; /* still being written: a later pass */
 	if (rc == -ENOENT || rc == -ENODATA) {
 		early_drop(fs, e);
@@ -429,7 +540,7 @@ void fs_early_wid(struct fs *fs, uint64_t ino, char wid[STORE_WID_MAX])
 {
 	struct fs_early *e = early_find(fs, ino);
 
-	if (e && !e->upload_id)
+	if (e && !e->upload_id && !e->declined)
 		memcpy(wid, e->meta.wid, STORE_WID_MAX);
 }
 

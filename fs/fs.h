@@ -146,8 +146,8 @@ struct fs_opts {
 				   CREATE answer -EAGAIN (0: no limit) */
 	bool strict_commit;     /* COMMIT, stable WRITE wait for the store */
 	bool read_only;
-	bool early_upload;      /* big files go up while written (early.c),
-				   not only once quiet */
+	bool no_early_upload;   /* big files go up only once quiet, not
+				   while written (early.c) */
 };
 
 typedef void (*fs_done_fn)(void *arg, int err);

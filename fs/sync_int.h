@@ -65,12 +65,16 @@ struct sync_parts {
 	 * instead of sent (counted in copied). */
 	bool copy_ok;
 	int copied;
-	/* NULL, or asked (under the parts' lock) once every part so far is
-	 * taken: the new part count (etags must hold it), so a file still
-	 * growing keeps the threads busy; nparts: none yet (asked again
-	 * shortly), -1: no more (the threads end). */
+	/* Hooks, each NULL or called under the parts' lock with arg.
+	 * more: once every part so far is taken, the new part count (etags
+	 * must hold it), so a file still growing keeps the threads busy;
+	 * nparts: none yet (asked again shortly), -1: no more (the threads
+	 * end).  take: part i is next; false skips it (already up), true
+	 * reads and sends it now.  done: part i went (rc 0) or failed. */
 	int (*more)(void *arg, int nparts);
-	void *more_arg;
+	bool (*take)(void *arg, int i);
+	void (*done)(void *arg, int i, int rc);
+	void *arg;
 };
 
 /*

@@ -595,10 +595,13 @@ static void *mpu_thread(void *arg)
 
 		pthread_mutex_lock(&m->lock);
 		if (!m->err && m->next >= p->nparts && p->more) {
-			n = p->more(p->more_arg, p->nparts);
+			n = p->more(p->arg, p->nparts);
 			if (n > p->nparts)
 				p->nparts = n;
 		}
+		while (!m->err && m->next < p->nparts && p->take &&
+		       !p->take(p->arg, m->next))
+			m->next++;
 		if (!m->err && m->next < p->nparts)
 			i = m->next++;
 		pthread_mutex_unlock(&m->lock);
@@ -609,12 +612,12 @@ static void *mpu_thread(void *arg)
 		if (i < 0)
 			return NULL;
 		rc = mpu_one(m, i);
-		if (rc) {
-			pthread_mutex_lock(&m->lock);
-			if (!m->err)
-				m->err = rc;
-			pthread_mutex_unlock(&m->lock);
-		}
+		pthread_mutex_lock(&m->lock);
+		if (p->done)
+			p->done(p->arg, i, rc);
+		if (rc && !m->err)
+			m->err = rc;
+		pthread_mutex_unlock(&m->lock);
 	}
 }
 

@@ -1658,9 +1658,10 @@ static int uploads_in_progress(const char *prefix)
 /*
  * A big file goes up while it is written (issue 18): its complete parts
  * are in a multipart upload before the file is due (upload delay 600 s);
- * a rewrite of a part already sent and a rename are honoured; a kill -9
- * with parts sent leaves no upload behind (rgw lists them) and the file
- * still goes up whole.
+ * a rewrite of a part already sent and a rename are honoured; a file
+ * rewritten over and over is left to go up once quiet; a kill -9 with
+ * parts sent leaves no upload behind (rgw lists them) and the file still
+ * goes up whole.
  */
 static void test_early_upload(void)
 {
@@ -1670,8 +1671,7 @@ static void test_early_upload(void)
 	char met_addr[64], key[512], prefix[512];
 	/* Past 32 MiB a file goes up as parts (on loopback: 1 GiB). */
 	const char *extra[] = { "--metrics", met_addr,
-				"--multipart-threshold", "32M",
-				"--early-upload", NULL };
+				"--multipart-threshold", "32M", NULL };
 	struct e2e_gw_opts o = { .threads = 2, .dir_ttl = TTL,
 				 .upload_delay = "600", .extra_args = extra };
 	char *buf = malloc(len);
@@ -1735,6 +1735,45 @@ static void test_early_upload(void)
 	e2e_s3_resp_free(&resp);
 	e2e_s3_key(&E.gw, "moving.bin", key, sizeof(key));
 	E2E_CHECK(s3_status(key) == 404, "the old name has an object");
+
+	/* Parts rewritten again and again (not a sequential writer):
+	 * the early upload is given up, the file goes up once quiet. */
+	n0 = metric(met_addr, sent);
+	f = create_file(E.r, &E.root, "rewritten.bin", 0644);
+	E2E_STATUS("WRITE 40 MiB", write_commit(E.r, &f, 0, buf, half),
+		   NFS3_OK);
+	E2E_CHECK(metric_until(met_addr, sent, n0 + 2) >= n0 + 2,
+		  "no part of rewritten.bin went up early");
+	for (int i = 0; i < 2; i++) {
+		long long s0 = metric(met_addr, sent);
+
+		n0 = metric(met_addr, stale);
+		buf[i] ^= 0x5a;
+		E2E_STATUS("WRITE the first part again",
+			   write_commit(E.r, &f, 0, buf, 4096), NFS3_OK);
+		E2E_CHECK(metric_until(met_addr, stale, n0 + 1) >= n0 + 1,
+			  "the rewrite %d made no part stale", i + 1);
+		/* Sent again, to be rewritten again. */
+		if (i == 0)
+			E2E_CHECK(metric_until(met_addr, sent, s0 + 2) >=
+					  s0 + 2,
+				  "the stale parts did not go up again");
+	}
+	if (e2e_backend() == E2E_BACKEND_RGW) {
+		uint64_t t0 = e2e_now_ms();
+
+		while (uploads_in_progress(prefix) != 0 &&
+		       e2e_now_ms() - t0 < UPLOAD_MS)
+			usleep(100000);
+		E2E_CHECK(uploads_in_progress(prefix) == 0,
+			  "the early upload of a file rewritten over and over "
+			  "was not given up");
+	}
+	E2E_CHECK(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "mapfs-gw flush");
+	e2e_s3_key(&E.gw, "rewritten.bin", key, sizeof(key));
+	E2E_CHECK(s3_wait_object(key, buf, half, -1, &resp) == 0,
+		  "rewritten.bin is not the file");
+	e2e_s3_resp_free(&resp);
 
 	/* kill -9 with parts sent: aborted at the next start. */
 	n0 = metric(met_addr, sent);

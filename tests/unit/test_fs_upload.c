@@ -219,6 +219,8 @@ static int fs_start(uint64_t max_dirty)
 {
 	return fs_open(&(struct fs_opts){ .dir_ttl_ms = 60000,
 					  .upload_delay_ms = 3600000,
+					  /* the usual upload's layout */
+					  .no_early_upload = true,
 					  .max_dirty = max_dirty,
 					  .strict_commit = strict },
 		       db, cache, &cs.base, &fs);
