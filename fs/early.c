@@ -303,8 +303,9 @@ static struct fs_early *early_start(struct fs *fs, const struct sync_item *it)
 	snprintf(e->key, sizeof(e->key), "%s", it->key);
 	sync_meta_of(fs, it, &e->meta);
 	snprintf(e->meta.wid, sizeof(e->meta.wid),
-		 "%08" PRIx32 "-%" PRIx64 "-e%016" PRIx64, db_node_id(fs->db),
-		 it->in.ino, (uint64_t)fs_now_ns());
+		 "%08" PRIx32 "-%016" PRIx64 "-%" PRIx64 "-e%015" PRIx64,
+		 db_node_id(fs->db), fs->nsid, it->in.ino,
+		 (uint64_t)fs_now_ns() & 0xfffffffffffffffu);
 	/* What was written before now is read by the parts from now on. */
 	if (cache_written_low(fs->cache, e->ino, &low) ||
 	    early_reserve(e, EARLY_STEP_PARTS) ||

@@ -728,7 +728,8 @@ out_free:
 }
 
 /*
- * The id of the version of it an upload sends: this node, the inode, and
+ * The id of the version of it an upload sends: this node, this
+ * namespace, the inode (together the writer, see own_earlier), and
  * what changes with every change of it and outlives a restart (the cache
  * file's size and mtime, to the ns, while its data is dirty; the record's
  * ctime).  Every try of one version has the same id, also after a crash
@@ -752,8 +753,9 @@ static void wid_of(struct fs *fs, const struct sync_item *it,
 	}
 	for (size_t i = 0; i < sizeof(v); i++)
 		h = (h ^ ((const unsigned char *)v)[i]) * 1099511628211ull;
-	snprintf(wid, STORE_WID_MAX, "%08" PRIx32 "-%" PRIx64 "-%016" PRIx64,
-		 db_node_id(fs->db), it->in.ino, h);
+	snprintf(wid, STORE_WID_MAX,
+		 "%08" PRIx32 "-%016" PRIx64 "-%" PRIx64 "-%016" PRIx64,
+		 db_node_id(fs->db), fs->nsid, it->in.ino, h);
 }
 
 /*
@@ -1193,6 +1195,34 @@ static int first_split(struct fs *fs, struct sync_item *it, int why)
 	return rc;
 }
 
+/*
+ * An upload refused because the key holds another version: if that one
+ * carries this file's own writer id (namespace, node, inode: the text of
+ * wid_of before its last '-'), it is an earlier upload of this file
+ * whose commit a crash kept from the record, and the file was written
+ * again since (found by test_e2e_cache's kill -9 loop under
+ * ThreadSanitizer: the newer version went aside as a conflict, the name
+ * showing the older one).  Not another writer's: the record's base
+ * becomes that version, so the next try replaces it.  True if so.
+ */
+static bool own_earlier(struct fs *fs, struct sync_item *it)
+{
+	char wid[STORE_WID_MAX];
+	struct store_info si;
+	const char *dash;
+
+	wid_of(fs, it, wid);
+	dash = strrchr(wid, '-');
+	if (!dash || store_head(fs->store, it->key, &si) ||
+	    strncmp(si.meta.wid, wid, (size_t)(dash - wid) + 1))
+		return false;
+	log_info("fs: %s holds an earlier upload of this file whose commit "
+		 "was lost: replaced", it->key);
+	snprintf(it->in.etag, sizeof(it->in.etag), "%s", si.etag);
+	it->in.flags |= FS_F_IN_STORE;
+	return true;
+}
+
 static int sync_item(struct fs *fs, struct sync_item *it)
 {
 	struct store_info info = { 0 };
@@ -1212,6 +1242,8 @@ static int sync_item(struct fs *fs, struct sync_item *it)
 		rc = upload(fs, it, &info);
 	else if (!rc)
 		snprintf(info.etag, sizeof(info.etag), "%s", it->in.etag);
+	if (rc == -ESTALE && own_earlier(fs, it))
+		rc = upload(fs, it, &info);
 	/* Someone else wrote (or deleted) the key meanwhile. */
 	if (rc == -ESTALE || (rc == -ENOENT && (it->in.flags & FS_F_IN_STORE)))
 		return it->in.type != FS_DIR && it->in.nlink > 1

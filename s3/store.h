@@ -22,7 +22,7 @@
 
 #define STORE_ETAG_MAX 72
 #define STORE_KEY_MAX 1024
-#define STORE_WID_MAX 48
+#define STORE_WID_MAX 64
 #define STORE_LINK_MAX 48
 
 /* File attributes kept with an object (x-amz-meta-* on S3, xattrs here). */
@@ -35,7 +35,9 @@ struct store_meta {
 	bool symlink; /* the body is a symlink target */
 	/* The id of the write that made this version ("": none; S3:
 	 * x-amz-meta-mapfs-wid), so that a write can tell its own earlier
-	 * try from another writer's version (store_cond.wid). */
+	 * try from another writer's version (store_cond.wid).  fs/ makes it
+	 * WRITER-VERSION: the text before the last '-' names who wrote
+	 * (namespace, node, inode), the rest which version. */
 	char wid[STORE_WID_MAX];
 	/* One id on every name of a file with several (hard links; "":
 	 * none; S3: x-amz-meta-mapfs-link), so that a namespace rebuilt
