@@ -476,7 +476,9 @@ out_put:
 	return rc;
 }
 
-int cache_written_low(struct cache *c, uint64_t ino, uint64_t *low)
+/* ino's write marks: the low one taken (reset), or the end one read. */
+static int written_mark(struct cache *c, uint64_t ino, bool take_low,
+			uint64_t *out)
 {
 	struct cache_entshard *s = cache_ent_shard(c, ino);
 	struct cache_ent *e;
@@ -484,22 +486,20 @@ int cache_written_low(struct cache *c, uint64_t ino, uint64_t *low)
 	pthread_mutex_lock(&s->lock);
 	e = cache_ent_find_locked(s, ino);
 	if (e)
-		*low = atomic_exchange(&e->low_written, UINT64_MAX);
+		*out = take_low ? atomic_exchange(&e->low_written, UINT64_MAX)
+				: atomic_load(&e->end_written);
 	pthread_mutex_unlock(&s->lock);
 	return e ? 0 : -ENODATA;
 }
 
+int cache_written_low(struct cache *c, uint64_t ino, uint64_t *low)
+{
+	return written_mark(c, ino, true, low);
+}
+
 int cache_written_end(struct cache *c, uint64_t ino, uint64_t *end)
 {
-	struct cache_entshard *s = cache_ent_shard(c, ino);
-	struct cache_ent *e;
-
-	pthread_mutex_lock(&s->lock);
-	e = cache_ent_find_locked(s, ino);
-	if (e)
-		*end = atomic_load(&e->end_written);
-	pthread_mutex_unlock(&s->lock);
-	return e ? 0 : -ENODATA;
+	return written_mark(c, ino, false, end);
 }
 
 int cache_set_mtime(struct cache *c, uint64_t ino, const struct timespec *mt)
