@@ -446,9 +446,9 @@ static void run_fetch(struct cache *c, struct cache_task *tasks, uint32_t n,
 	}
 	if (rc == -ESTALE)
 		log_info("cache: %s changed in the store under a fetch of "
-			 "inode %" PRIu64 " (someone else's write): its reader "
-			 "gets ESTALE, not a mix of two versions", tasks->key,
-			 e->ino);
+			 "inode %" PRIu64 " (another writer, or an upload of "
+			 "ours not committed yet): the fetch is dropped, never "
+			 "a mix of two versions", tasks->key, e->ino);
 	else if (rc < 0 && rc != -ENOENT && rc != -EAGAIN)
 		log_warn("cache: fetch of inode %" PRIu64 " chunks %" PRIu64
 			 "+%" PRIu32 " failed: %s", e->ino, r.first, n,

@@ -181,7 +181,11 @@ static int io_reload(struct io_op *op)
 	return 0;
 }
 
-/* Whether op's file has changes here not uploaded yet (the record now). */
+/*
+ * Whether op's file has changes here not uploaded yet, data or attributes
+ * (the record now): an attributes-only upload is a copy of the object
+ * onto itself, which gives it a new version too.
+ */
 static bool io_dirty_now(struct io_op *op)
 {
 	struct db_txn *txn;
@@ -191,7 +195,7 @@ static bool io_dirty_now(struct io_op *op)
 	if (db_read_begin(op->fs->db, &txn))
 		return false;
 	dirty = !fs_inode_get(op->fs, txn, op->ino, &in) &&
-		(in.flags & FS_F_DIRTY_DATA);
+		(in.flags & (FS_F_DIRTY_DATA | FS_F_DIRTY_META));
 	db_read_end(op->fs->db, txn);
 	return dirty;
 }

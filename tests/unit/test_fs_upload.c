@@ -7,7 +7,9 @@
  * max_dirty, or with the store unreachable, answers -EAGAIN; a multipart upload cut short is aborted
  * at the next start, also one whose id we never learnt (created, then a
  * crash or a lost answer before its id was journaled); with
- * strict_commit, COMMIT answers once the object is in the store.  The store is the local-directory backend
+ * strict_commit, COMMIT answers once the object is in the store; a cold
+ * READ that meets our own attributes rewrite before its commit is retried,
+ * never ESTALE.  The store is the local-directory backend
  * behind a wrapper that counts GETs, parts and part-copies.
  */
 #include <CUnit/Basic.h>
@@ -52,6 +54,8 @@ static struct {
 	 * every HEAD and GET too */
 	atomic_bool down, all_down;
 	atomic_int heads;
+	/* a copy lands, then waits while hold_copy (copy_landed says so) */
+	atomic_bool hold_copy, copy_landed;
 } cs;
 
 static int c_head(struct store *s, const char *k, struct store_info *o)
@@ -171,8 +175,14 @@ static int c_list(struct store *s, const char *p, char d, const char *t,
 static int c_copy(struct store *s, const char *a, const char *b,
 		  const struct store_meta *m, struct store_info *o)
 {
+	int rc;
+
 	(void)s;
-	return store_copy(inner, a, b, m, o);
+	rc = store_copy(inner, a, b, m, o);
+	atomic_store(&cs.copy_landed, true);
+	while (atomic_load(&cs.hold_copy))
+		usleep(1000);
+	return rc;
 }
 
 static int c_del(struct store *s, const char *k)
@@ -246,7 +256,7 @@ static void fx_open(uint64_t max_dirty)
 				   &cs.base, &cache) == 0);
 	CU_ASSERT_FATAL(fs_start(max_dirty) == 0);
 	cs.no_part_copy = cs.fail_mpu = cs.down = cs.lose_create = false;
-	cs.all_down = false;
+	cs.all_down = cs.hold_copy = cs.copy_landed = false;
 	cs.base.put_max = 0;
 	atomic_store(&cs.base.down_since_ms, 0);
 }
@@ -746,6 +756,55 @@ static void test_rename_partial(void)
 	fx_close();
 }
 
+static void *flush_main(void *p)
+{
+	*(int *)p = fs_flush(fs);
+	return NULL;
+}
+
+/*
+ * Only a file's attributes changed: the syncer rewrites them by a copy
+ * onto itself, which gives the object a new version.  A READ that fetches
+ * between that copy and its commit pins the version the record still
+ * names and meets the new one: our own rewrite, not another writer's, so
+ * the client is told to try again (-EAGAIN: JUKEBOX), and then reads the
+ * file.  (It got -ESTALE, a dead handle: CI met it when a cluster node's
+ * takeover rewrote a dead node's file under a client's WRITE.)
+ */
+static void test_meta_rewrite_read(void)
+{
+	uint8_t *want = malloc(MIB), *got = malloc(MIB);
+	struct fs_sattr sa = { .mask = FS_SET_MODE, .mode = 0600 };
+	struct wait w = WAIT_INIT;
+	struct fs_wcc wcc;
+	pthread_t t;
+	uint64_t ino;
+	size_t n = 0;
+	int frc = -1, rc, i;
+
+	fx_open(0);
+	put_pattern("attrs", 1);
+	CU_ASSERT_FATAL(do_lookup("attrs", &ino) == 0);
+	fs_setattr(fs, &ROOT, ino, &sa, NULL, &wcc, w_done, &w);
+	CU_ASSERT_FATAL(w_wait(&w) == 0);
+	atomic_store(&cs.hold_copy, true);
+	CU_ASSERT_FATAL(pthread_create(&t, NULL, flush_main, &frc) == 0);
+	for (i = 0; i < 5000 && !atomic_load(&cs.copy_landed); i++)
+		usleep(1000);
+	CU_ASSERT(atomic_load(&cs.copy_landed));
+	rc = do_read(ino, 0, MIB, got, &n);
+	CU_ASSERT(rc == -EAGAIN);
+	atomic_store(&cs.hold_copy, false);
+	pthread_join(t, NULL);
+	CU_ASSERT(frc == 0);
+	CU_ASSERT(do_read(ino, 0, MIB, got, &n) == 0 && n == MIB);
+	pattern(want, 0);
+	CU_ASSERT(memcmp(want, got, MIB) == 0);
+	free(want);
+	free(got);
+	fx_close();
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -767,6 +826,7 @@ int main(void)
 	CU_add_test(s, "store_down", test_store_down);
 	CU_add_test(s, "store_down_probe", test_store_down_probe);
 	CU_add_test(s, "rename_partial", test_rename_partial);
+	CU_add_test(s, "meta_rewrite_read", test_meta_rewrite_read);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = CU_get_number_of_failures();
