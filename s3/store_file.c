@@ -21,8 +21,7 @@
  * The struct holds only fds opened at store_open, never written after, so
  * every call is thread-safe.
  */
-#include "s3/store.h"
-#include "s3/store_backends.h"
+#include "s3/store_int.h"
 #include "common/log.h"
 
 #include <dirent.h>

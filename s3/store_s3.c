@@ -28,8 +28,7 @@
  *
  * The struct is written only in store_open, so every call is thread-safe.
  */
-#include "s3/store.h"
-#include "s3/store_backends.h"
+#include "s3/store_int.h"
 #include "s3/buf.h"
 #include "s3/creds.h"
 #include "s3/errmap.h"

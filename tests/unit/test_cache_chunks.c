@@ -6,9 +6,9 @@
  * the dirty journal across a restart, readahead in runs of whole GETs,
  * and eviction keeping the disk usage under the capacity.
  *
- * The store is a real local directory seen through a wrapper that counts
- * GETs (and their bytes) and can hold them at a gate, so every claim is
- * checked by counts.
+ * The store is a real local directory seen through the tests' fake store
+ * (tests/lib/fake_store.h), which counts GETs (and their bytes) and can
+ * hold them at a gate, so every claim is checked by counts.
  */
 #include <CUnit/Basic.h>
 #include <dirent.h>
@@ -27,6 +27,7 @@
 #include "cache/cache_int.h" /* ntasks: waiting for readahead to settle */
 #include "db/db.h"
 #include "s3/store.h"
+#include "tests/lib/fake_store.h"
 #include "tests/lib/testlib.h"
 
 #define MIB (1u << 20)
@@ -37,93 +38,23 @@ static char cache_dir[256], db_dir[256], store_url_buf[300];
 static struct store *inner;
 static struct db *db;
 
-static struct {
-	struct store base;
-	atomic_int gets;
-	atomic_uint_fast64_t bytes, most; /* GET bytes, the largest GET */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool gate_closed;
-	int entered;
-} cs = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
-
-/* One GET of len bytes: counted, and held while the gate is closed. */
-static void cs_enter(uint64_t len)
-{
-	uint64_t most = atomic_load(&cs.most);
-
-	atomic_fetch_add(&cs.gets, 1);
-	atomic_fetch_add(&cs.bytes, len);
-	while (len > most &&
-	       !atomic_compare_exchange_weak(&cs.most, &most, len))
-		;
-	pthread_mutex_lock(&cs.lock);
-	cs.entered++;
-	pthread_cond_broadcast(&cs.cond);
-	while (cs.gate_closed)
-		pthread_cond_wait(&cs.cond, &cs.lock);
-	pthread_mutex_unlock(&cs.lock);
-}
-
-static int cs_get(struct store *st, const char *key, uint64_t off, size_t len,
-		  void *buf, size_t *got)
-{
-	(void)st;
-	cs_enter(len);
-	return store_get(inner, key, off, len, buf, got);
-}
-
-static int cs_get_stream(struct store *st, const char *key,
-			 const char *if_match, uint64_t off, uint64_t len,
-			 store_sink_fn sink, void *arg, uint64_t *got)
-{
-	(void)st;
-	cs_enter(len);
-	return store_get_stream_if(inner, key, if_match, off, len, sink, arg,
-				   got);
-}
+static struct fake_store *fake;
 
 static void counts_reset(void)
 {
-	atomic_store(&cs.gets, 0);
-	atomic_store(&cs.bytes, 0);
-	atomic_store(&cs.most, 0);
+	fake_store_counts_reset(fake);
 }
-
-static void cs_close(struct store *st)
-{
-	(void)st;
-}
-
-static const struct store_ops cs_ops = {
-	.scheme = "count",
-	.close = cs_close,
-	.get = cs_get,
-	.get_stream = cs_get_stream,
-};
 
 static void gate(bool closed)
 {
-	pthread_mutex_lock(&cs.lock);
-	cs.gate_closed = closed;
-	cs.entered = 0;
-	pthread_cond_broadcast(&cs.cond);
-	pthread_mutex_unlock(&cs.lock);
+	fake_store_hold(fake, FAKE_GET,
+			closed ? FAKE_HOLD_BEFORE : FAKE_HOLD_NONE);
 }
 
 /* Wait until n GETs are held at the gate; false after WAIT_MS. */
 static bool gate_wait(int n)
 {
-	struct timespec dl;
-	int rc = 0;
-
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += WAIT_MS / 1000;
-	pthread_mutex_lock(&cs.lock);
-	while (cs.entered < n && rc == 0)
-		rc = pthread_cond_timedwait(&cs.cond, &cs.lock, &dl);
-	pthread_mutex_unlock(&cs.lock);
-	return rc == 0;
+	return fake_store_held_wait(fake, FAKE_GET, n, WAIT_MS);
 }
 
 static struct cache *open_cache(uint64_t readahead, uint64_t capacity)
@@ -133,7 +64,7 @@ static struct cache *open_cache(uint64_t readahead, uint64_t capacity)
 				.capacity = capacity, .fetch_threads = 4 };
 	struct cache *c = NULL;
 
-	CU_ASSERT_FATAL(cache_open(&o, &cs.base, &c) == 0);
+	CU_ASSERT_FATAL(cache_open(&o, fake_store_store(fake), &c) == 0);
 	return c;
 }
 
@@ -271,13 +202,13 @@ static void test_partial_read(void)
 	counts_reset();
 	CU_ASSERT(read_through(c, 1, "eight", 8 * MIB, 5 * MIB + 4096, 4096,
 			       buf) == 4096);
-	CU_ASSERT(atomic_load(&cs.gets) == 1); /* chunk 5, nothing else */
+	CU_ASSERT(fake_store_count(fake, FAKE_GET) == 1); /* chunk 5, nothing else */
 	CU_ASSERT(rd(c, 1, 5 * MIB, MIB, buf) == MIB);
 	expect_chunk(buf, 5, 100, MIB);
 	/* A read spanning chunks 5 and 6 fetches only 6. */
 	CU_ASSERT(read_through(c, 1, "eight", 8 * MIB, 6 * MIB - 10, 20,
 			       buf) == 20);
-	CU_ASSERT(atomic_load(&cs.gets) == 2);
+	CU_ASSERT(fake_store_count(fake, FAKE_GET) == 2);
 	CU_ASSERT(rd(c, 1, 0, 10, buf) == -ENODATA); /* chunk 0: never read */
 	CU_ASSERT(cache_drop(c, 1) == 0);
 	free(buf);
@@ -297,7 +228,7 @@ static void test_small_file_whole(void)
 		  10);
 	CU_ASSERT(rd(c, 2, 0, sizeof(got), got) == (long)sizeof(got));
 	CU_ASSERT(memcmp(got, want, sizeof(want)) == 0);
-	CU_ASSERT(atomic_load(&cs.gets) == 1);
+	CU_ASSERT(fake_store_count(fake, FAKE_GET) == 1);
 	CU_ASSERT(cache_drop(c, 2) == 0);
 	cache_close(c);
 }
@@ -354,7 +285,7 @@ static void test_one_get_per_chunk(void)
 	pthread_join(ta, NULL);
 	pthread_join(tb, NULL);
 	CU_ASSERT(a.res == 64 && b.res == 64);
-	CU_ASSERT(atomic_load(&cs.gets) == 1);
+	CU_ASSERT(fake_store_count(fake, FAKE_GET) == 1);
 	fill(chunk, MIB, 302);
 	CU_ASSERT(memcmp(a.buf, chunk + 1, 64) == 0);
 	CU_ASSERT(memcmp(b.buf, chunk + MIB - 64, 64) == 0);
@@ -380,7 +311,7 @@ static void test_warm_restart_256mib(void)
 			expect_chunk(buf, off / MIB, 1000, MIB);
 	}
 	fetch_idle(c);
-	CU_ASSERT(atomic_load(&cs.bytes) == size); /* each chunk once */
+	CU_ASSERT(fake_store_get_bytes(fake) == size); /* each chunk once */
 	cache_close(c);
 
 	c = open_cache(16 * MIB, 0);
@@ -393,7 +324,7 @@ static void test_warm_restart_256mib(void)
 			expect_chunk(buf, off / MIB, 1000, MIB);
 	}
 	fetch_idle(c);
-	CU_ASSERT(atomic_load(&cs.gets) == 0);
+	CU_ASSERT(fake_store_count(fake, FAKE_GET) == 0);
 	CU_ASSERT(cache_drop(c, 4) == 0);
 	cache_usage(c, &u);
 	CU_ASSERT(u.used == 0); /* every test leaves nothing behind */
@@ -412,17 +343,17 @@ static void test_write_rmw(void)
 	counts_reset();
 	/* [1.5 MiB, 2.5 MiB): chunks 1 and 2 in part. */
 	CU_ASSERT(fetch(c, 5, "rmw", 4 * MIB, MIB + MIB / 2, MIB, true) == 0);
-	CU_ASSERT(atomic_load(&cs.gets) == 2);
+	CU_ASSERT(fake_store_count(fake, FAKE_GET) == 2);
 	CU_ASSERT(wr(c, 5, MIB + MIB / 2, patch, MIB, false) == MIB);
 	/* Chunk 3 whole: no GET, and the write needs none. */
 	CU_ASSERT(fetch(c, 5, "rmw", 4 * MIB, 3 * MIB, MIB, true) == 0);
 	CU_ASSERT(wr(c, 5, 3 * MIB, patch, MIB, false) == MIB);
-	CU_ASSERT(atomic_load(&cs.gets) == 2);
+	CU_ASSERT(fake_store_count(fake, FAKE_GET) == 2);
 	/* A partial write to chunk 0, not local: refused until fetched. */
 	CU_ASSERT(wr(c, 5, 10, patch, 10, false) == -ENODATA);
 	CU_ASSERT(read_through(c, 5, "rmw", 4 * MIB, 0, 4 * MIB, buf) ==
 		  4 * MIB);
-	CU_ASSERT(atomic_load(&cs.gets) == 3);
+	CU_ASSERT(fake_store_count(fake, FAKE_GET) == 3);
 	expect_chunk(buf, 0, 400, MIB);
 	expect_chunk(buf + MIB, 1, 400, MIB / 2);
 	CU_ASSERT(memcmp(buf + MIB + MIB / 2, patch, MIB) == 0);
@@ -450,14 +381,14 @@ static void test_truncate_limit(void)
 	put_obj("cut", 3 * MIB, 500);
 	counts_reset();
 	CU_ASSERT(fetch(c, 6, "cut", 3 * MIB, 0, 0, false) == 0); /* local */
-	CU_ASSERT(cache_is_local(c, 6) && atomic_load(&cs.gets) == 0);
+	CU_ASSERT(cache_is_local(c, 6) && fake_store_count(fake, FAKE_GET) == 0);
 	CU_ASSERT(cache_truncate(c, 6, MIB + 100) == 0);
 	CU_ASSERT(cache_truncate(c, 6, 3 * MIB) == 0);
 	cache_close(c);
 	c = open_cache(1, 0);
 	CU_ASSERT(read_through(c, 6, "cut", 3 * MIB, 0, 3 * MIB, buf) ==
 		  3 * MIB);
-	CU_ASSERT(atomic_load(&cs.gets) == 2); /* chunk 0, 100 B of chunk 1 */
+	CU_ASSERT(fake_store_count(fake, FAKE_GET) == 2); /* chunk 0, 100 B of chunk 1 */
 	expect_chunk(buf, 0, 500, MIB);
 	expect_chunk(buf + MIB, 1, 500, 100);
 	CU_ASSERT(memcmp(buf + MIB + 100, zero, 2 * MIB - 100) == 0);
@@ -501,10 +432,10 @@ static void test_dirty_journal(void)
 	c = open_cache(1, 0);
 	cache_usage(c, &u);
 	CU_ASSERT(u.dirty == MIB);
-	atomic_store(&cs.gets, 0);
+	counts_reset();
 	CU_ASSERT(rd(c, 7, 2 * MIB, 5, back) == 5 && !memcmp(back, "dirty", 5));
 	CU_ASSERT(rd(c, 7, 4 * MIB, 5, back) == 5 && !memcmp(back, "grow!", 5));
-	CU_ASSERT(atomic_load(&cs.gets) == 0);
+	CU_ASSERT(fake_store_count(fake, FAKE_GET) == 0);
 	CU_ASSERT(cache_range_clean(c, 7, 0, 0)); /* nothing: trivially */
 	CU_ASSERT(!cache_range_clean(c, 7, 2 * MIB, 5));
 	CU_ASSERT_FATAL(cache_stat(c, 7, &st) == 0);
@@ -527,7 +458,7 @@ static void test_dirty_journal(void)
 		  cache_range_clean(c, 7, 2 * MIB, st.size - 2 * MIB));
 	/* Past the old limit is readable, without a fetch, after restart. */
 	CU_ASSERT(rd(c, 7, 4 * MIB, 5, back) == 5 && !memcmp(back, "grow!", 5));
-	CU_ASSERT(atomic_load(&cs.gets) == 0);
+	CU_ASSERT(fake_store_count(fake, FAKE_GET) == 0);
 	/* Cleaned again: a write waits for the namespace's mark, since a
 	 * writer may have read the record before that clean committed. */
 	CU_ASSERT(wr(c, 7, 4 * MIB, "more!", 5, false) == 5);
@@ -563,7 +494,7 @@ static void test_readahead(void)
 		fetch_idle(c); /* the readahead lands before the next read */
 	}
 	CU_ASSERT(misses == 1); /* only the first read waited */
-	CU_ASSERT(atomic_load(&cs.bytes) == 32 * MIB);
+	CU_ASSERT(fake_store_get_bytes(fake) == 32 * MIB);
 	/* Random reads get no readahead. */
 	put_obj("rand", 32 * MIB, 700);
 	counts_reset();
@@ -574,7 +505,7 @@ static void test_readahead(void)
 			  100);
 		fetch_idle(c);
 	}
-	CU_ASSERT(atomic_load(&cs.gets) == 4);
+	CU_ASSERT(fake_store_count(fake, FAKE_GET) == 4);
 	CU_ASSERT(cache_drop(c, 8) == 0 && cache_drop(c, 9) == 0);
 	free(buf);
 	cache_close(c);
@@ -598,9 +529,9 @@ static void test_readahead_runs(void)
 		expect_chunk(buf, off / MIB, 800, MIB);
 	}
 	fetch_idle(c);
-	CU_ASSERT(atomic_load(&cs.bytes) == 64 * MIB);
-	CU_ASSERT(atomic_load(&cs.most) == 8 * MIB);
-	CU_ASSERT(atomic_load(&cs.gets) <= 16); /* 64 one chunk at a time */
+	CU_ASSERT(fake_store_get_bytes(fake) == 64 * MIB);
+	CU_ASSERT(fake_store_get_most(fake) == 8 * MIB);
+	CU_ASSERT(fake_store_count(fake, FAKE_GET) <= 16); /* 64 one chunk at a time */
 	CU_ASSERT(cache_drop(c, 10) == 0);
 	free(buf);
 	cache_close(c);
@@ -710,7 +641,7 @@ static void test_chunk_size_fixed(void)
 				.chunk_size = 2 * MIB };
 	struct cache *c = NULL;
 
-	CU_ASSERT(cache_open(&o, &cs.base, &c) == -EINVAL);
+	CU_ASSERT(cache_open(&o, fake_store_store(fake), &c) == -EINVAL);
 	c = open_cache(1, 0);
 	cache_close(c);
 }
@@ -725,11 +656,10 @@ int main(void)
 	snprintf(cache_dir, sizeof(cache_dir), "%s/cache", root);
 	snprintf(db_dir, sizeof(db_dir), "%s/db", root);
 	snprintf(store_url_buf, sizeof(store_url_buf), "file://%s/store", root);
-	if (store_open(&(struct store_opts){ .url = store_url_buf }, &inner) ||
+	if (fake_store_open(store_url_buf, &fake) ||
 	    db_open(db_dir, 256 << 20, 8, &db))
 		return 1;
-	cs.base.ops = &cs_ops;
-	cs.base.url = store_url_buf;
+	inner = fake_store_inner(fake);
 
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
@@ -751,7 +681,7 @@ int main(void)
 	failed = CU_get_number_of_failures();
 	CU_cleanup_registry();
 	db_close(db);
-	store_close(inner);
+	fake_store_close(fake);
 	if (!failed) {
 		char cmd[300];
 

@@ -4,8 +4,8 @@
  * attributes, durability across reopen, and the fd table's bound.
  * (Chunk-level behaviour: test_cache_chunks.c.)
  *
- * The cache sees the store through a wrapper that counts GETs and can
- * hold them at a gate, so "one download for two readers" and "a drop
+ * The cache sees the store through the tests' fake store
+ * (tests/lib/fake_store.h), which counts GETs and can hold them at a gate, so "one download for two readers" and "a drop
  * cancels a fetch" are tested by counts and order, never by timing.
  */
 #include <CUnit/Basic.h>
@@ -27,6 +27,7 @@
 #include "cache/cache_int.h" /* cache_dir_needs_sync(), fetch_idle */
 #include "db/db.h"
 #include "s3/store.h"
+#include "tests/lib/fake_store.h"
 
 #define MIB (1u << 20)
 #define WAIT_MS 20000 /* generous: only a hang takes this long */
@@ -37,71 +38,24 @@ static char cache_dir[256], store_url_buf[300];
 static struct store *inner;
 static struct db *db;
 
-/* --- a store that counts (and can hold) GETs --------------------------- */
+/* --- the store: counts GETs and can hold them at a gate ---------------- */
 
-static struct {
-	struct store base;
-	atomic_int gets;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool gate_closed;
-	int entered; /* GETs that reached the gate */
-} cs = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
-
-static int cs_get(struct store *st, const char *key, uint64_t off, size_t len,
-		  void *buf, size_t *got)
-{
-	(void)st;
-	atomic_fetch_add(&cs.gets, 1);
-	pthread_mutex_lock(&cs.lock);
-	cs.entered++;
-	pthread_cond_broadcast(&cs.cond);
-	while (cs.gate_closed)
-		pthread_cond_wait(&cs.cond, &cs.lock);
-	pthread_mutex_unlock(&cs.lock);
-	return store_get(inner, key, off, len, buf, got);
-}
-
-static void cs_close(struct store *st)
-{
-	(void)st;
-}
-
-static const struct store_ops cs_ops = {
-	.scheme = "count",
-	.close = cs_close,
-	.get = cs_get,
-};
+static struct fake_store *fake;
 
 static void gate_close(void)
 {
-	pthread_mutex_lock(&cs.lock);
-	cs.gate_closed = true;
-	cs.entered = 0;
-	pthread_mutex_unlock(&cs.lock);
+	fake_store_hold(fake, FAKE_GET, FAKE_HOLD_BEFORE);
 }
 
 static void gate_open(void)
 {
-	pthread_mutex_lock(&cs.lock);
-	cs.gate_closed = false;
-	pthread_cond_broadcast(&cs.cond);
-	pthread_mutex_unlock(&cs.lock);
+	fake_store_hold(fake, FAKE_GET, FAKE_HOLD_NONE);
 }
 
 /* Wait until a GET is held at the gate; false after WAIT_MS. */
 static bool gate_wait_entered(void)
 {
-	struct timespec dl;
-	int rc = 0;
-
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += WAIT_MS / 1000;
-	pthread_mutex_lock(&cs.lock);
-	while (cs.entered == 0 && rc == 0)
-		rc = pthread_cond_timedwait(&cs.cond, &cs.lock, &dl);
-	pthread_mutex_unlock(&cs.lock);
-	return rc == 0;
+	return fake_store_held_wait(fake, FAKE_GET, 1, WAIT_MS);
 }
 
 /* --- completions and a poll(2) loop over the cache's eventfds ---------- */
@@ -175,7 +129,7 @@ static struct cache *open_cache(int nloops, unsigned ring_depth,
 				.max_open = max_open };
 	struct cache *c = NULL;
 
-	CU_ASSERT_FATAL(cache_open(&o, &cs.base, &c) == 0);
+	CU_ASSERT_FATAL(cache_open(&o, fake_store_store(fake), &c) == 0);
 	return c;
 }
 
@@ -324,7 +278,7 @@ static void test_direct(void)
 	unlink(path);
 	CU_ASSERT_FATAL(posix_memalign((void **)&b, 4096, B) == 0 &&
 			posix_memalign((void **)&back, 4096, 3 * MIB) == 0);
-	CU_ASSERT_FATAL(cache_open(&o, &cs.base, &c) == 0);
+	CU_ASSERT_FATAL(cache_open(&o, fake_store_store(fake), &c) == 0);
 	CU_ASSERT_FATAL(cache_create(c, 0x77) == 0);
 	fill(a + 1, A, 7);
 	fill(b, B, 8);
@@ -451,11 +405,11 @@ static void test_fetch_5mib(void)
 
 	fill(data, len, 5);
 	CU_ASSERT_FATAL(store_put(inner, obj.key, data, len, NULL, NULL) == 0);
-	atomic_store(&cs.gets, 0);
+	fake_store_counts_reset(fake);
 	pending = 1;
 	cache_fetch(c, -1, 50, &obj, 0, FULL, false, on_done, &f);
 	CU_ASSERT(f.calls == 1 && f.result == 0 && f.loop == -1);
-	CU_ASSERT(atomic_load(&cs.gets) == 5); /* five 1 MiB ranges */
+	CU_ASSERT(fake_store_count(fake, FAKE_GET) == 5); /* five 1 MiB ranges */
 	CU_ASSERT(cache_is_local(c, 50));
 	memset(back, 0, len);
 	CU_ASSERT(sync_read(c, 50, 0, len, back) == (long)len);
@@ -473,7 +427,7 @@ static void test_fetch_5mib(void)
 	CU_ASSERT(f2.calls == 0);
 	CU_ASSERT_FATAL(run_loops(c, 1));
 	CU_ASSERT(f2.result == 0 && f2.loop == 0);
-	CU_ASSERT(atomic_load(&cs.gets) == 5);
+	CU_ASSERT(fake_store_count(fake, FAKE_GET) == 5);
 	free(data);
 	free(back);
 	cache_close(c);
@@ -492,13 +446,13 @@ static void test_fetch_odd_size_and_empty(void)
 	fill(data, len, 7);
 	CU_ASSERT_FATAL(store_put(inner, "odd", data, len, NULL, NULL) == 0);
 	CU_ASSERT_FATAL(store_put(inner, "empty", "", 0, NULL, NULL) == 0);
-	atomic_store(&cs.gets, 0);
+	fake_store_counts_reset(fake);
 	pending = 2;
 	cache_fetch(c, 0, 60, &obj, 0, FULL, false, on_done, &f);
 	cache_fetch(c, 0, 61, &empty, 0, FULL, false, on_done, &e);
 	CU_ASSERT_FATAL(run_loops(c, 1));
 	CU_ASSERT(f.result == 0 && f.loop == 0 && e.result == 0 && e.loop == 0);
-	CU_ASSERT(atomic_load(&cs.gets) == 3); /* the empty one fetched nothing */
+	CU_ASSERT(fake_store_count(fake, FAKE_GET) == 3); /* the empty one fetched nothing */
 	CU_ASSERT(sync_read(c, 60, 0, len + 10, back) == (long)len);
 	CU_ASSERT(memcmp(back, data, len) == 0);
 	CU_ASSERT(cache_stat(c, 61, &st) == 0 && st.size == 0);
@@ -518,7 +472,7 @@ static void test_fetch_shared(void)
 
 	fill(data, len, 9);
 	CU_ASSERT_FATAL(store_put(inner, "shared", data, len, NULL, NULL) == 0);
-	atomic_store(&cs.gets, 0);
+	fake_store_counts_reset(fake);
 	gate_close();
 	pending = 2;
 	cache_fetch(c, 0, 70, &obj, 0, FULL, false, on_done, &a);
@@ -529,7 +483,7 @@ static void test_fetch_shared(void)
 	CU_ASSERT_FATAL(run_loops(c, 2));
 	CU_ASSERT(a.calls == 1 && a.result == 0 && a.loop == 0);
 	CU_ASSERT(b.calls == 1 && b.result == 0 && b.loop == 1);
-	CU_ASSERT(atomic_load(&cs.gets) == 3);
+	CU_ASSERT(fake_store_count(fake, FAKE_GET) == 3);
 	CU_ASSERT(sync_read(c, 70, 0, len, back) == (long)len);
 	CU_ASSERT(memcmp(back, data, len) == 0);
 	free(data);
@@ -561,11 +515,11 @@ static void test_fetch_error(void)
 	while (c->ntasks)
 		pthread_cond_wait(&c->fetch_idle, &c->fetch_lock);
 	pthread_mutex_unlock(&c->fetch_lock);
-	atomic_store(&cs.gets, 0);
+	fake_store_counts_reset(fake);
 	pending = 1;
 	cache_fetch(c, -1, 80, &obj, 0, FULL, false, on_done, &s);
 	CU_ASSERT(s.calls == 1 && s.result == -ENOENT);
-	CU_ASSERT(atomic_load(&cs.gets) >= 1);
+	CU_ASSERT(fake_store_count(fake, FAKE_GET) >= 1);
 	cache_close(c);
 }
 
@@ -862,10 +816,9 @@ int main(void)
 		return 1;
 	snprintf(cache_dir, sizeof(cache_dir), "%s/cache/sub", root);
 	snprintf(store_url_buf, sizeof(store_url_buf), "file://%s/store", root);
-	if (store_open(&(struct store_opts){ .url = store_url_buf }, &inner))
+	if (fake_store_open(store_url_buf, &fake))
 		return 1;
-	cs.base.ops = &cs_ops;
-	cs.base.url = store_url_buf;
+	inner = fake_store_inner(fake);
 	snprintf(cache_dir, sizeof(cache_dir), "%s/db", root);
 	if (db_open(cache_dir, 256 << 20, 8, &db))
 		return 1;
@@ -895,7 +848,7 @@ int main(void)
 	failed = CU_get_number_of_failures();
 	CU_cleanup_registry();
 	db_close(db);
-	store_close(inner);
+	fake_store_close(fake);
 	if (!failed) {
 		char cmd[300];
 

@@ -10,7 +10,8 @@
  * strict_commit, COMMIT answers once the object is in the store; a cold
  * READ that meets our own attributes rewrite before its commit is retried,
  * never ESTALE.  The store is the local-directory backend
- * behind a wrapper that counts GETs, parts and part-copies.
+ * behind the tests' fake store (tests/lib/fake_store.h), which counts
+ * GETs, PUTs, parts and part-copies and fails or holds calls on demand.
  */
 #include <CUnit/Basic.h>
 #include <dirent.h>
@@ -26,10 +27,11 @@
 #include "cache/cache.h"
 #include "db/db.h"
 #include "fs/fs.h"
+#include "s3/store.h"
+#include "tests/lib/fake_store.h"
 
 /* The room of the one READ/WRITE/COMMIT a thread has in flight. */
 static _Thread_local struct fs_io io_room;
-#include "s3/store.h"
 
 #define MIB (1u << 20)
 
@@ -41,183 +43,25 @@ static struct cache *cache;
 static struct fs *fs;
 static const struct fs_ctx ROOT = { .loop = -1 };
 
-/* --- a store that counts what the uploader asks of it ------------------- */
+/* --- the store: counts what the uploader asks of it, faults on demand -- */
 
-static struct {
-	struct store base;
-	atomic_int gets, parts, copies, puts;
-	/* Set by the test, read by the syncer's threads: atomic. */
-	atomic_bool no_part_copy;
-	atomic_bool fail_mpu; /* complete and abort answer -EAGAIN (a crash) */
-	atomic_bool lose_create; /* the upload is made, its answer lost */
-	/* every PUT answers -EAGAIN (store unreachable); with all_down,
-	 * every HEAD and GET too */
-	atomic_bool down, all_down;
-	atomic_int heads;
-	/* a copy lands, then waits while hold_copy (copy_landed says so) */
-	atomic_bool hold_copy, copy_landed;
-} cs;
+static struct fake_store *fake;
+static unsigned faults; /* the fake's fault set, FAKE_* */
 
-static int c_head(struct store *s, const char *k, struct store_info *o)
+static void fault(unsigned which, bool on)
 {
-	(void)s;
-	atomic_fetch_add(&cs.heads, 1);
-	if (cs.all_down)
-		return -EAGAIN;
-	return store_head(inner, k, o);
+	faults = on ? faults | which : faults & ~which;
+	fake_store_faults(fake, faults);
 }
 
-static int c_get(struct store *s, const char *k, uint64_t off, size_t len,
-		 void *buf, size_t *got)
+static int count(enum fake_call kind)
 {
-	(void)s;
-	atomic_fetch_add(&cs.gets, 1);
-	if (cs.all_down)
-		return -EAGAIN;
-	return store_get(inner, k, off, len, buf, got);
+	return fake_store_count(fake, kind);
 }
-
-static int c_put(struct store *s, const char *k, const void *b, size_t n,
-		 const struct store_meta *m, const struct store_cond *c,
-		 struct store_info *o)
-{
-	(void)s;
-	if (cs.down)
-		return -EAGAIN;
-	return store_put_if(inner, k, b, n, m, c, o);
-}
-
-static int c_put_fd(struct store *s, const char *k, int fd, uint64_t n,
-		    const struct store_meta *m, const struct store_cond *c,
-		    struct store_info *o)
-{
-	(void)s;
-	atomic_fetch_add(&cs.puts, 1);
-	if (cs.down)
-		return -EAGAIN;
-	return store_put_fd_if(inner, k, fd, n, m, c, o);
-}
-
-static int c_mpu_create(struct store *s, const char *k,
-			const struct store_meta *m, char **id)
-{
-	int rc;
-
-	(void)s;
-	rc = store_mpu_create(inner, k, m, id);
-	if (!rc && cs.lose_create) {
-		free(*id);
-		*id = NULL;
-		rc = -EAGAIN;
-	}
-	return rc;
-}
-
-static int c_mpu_part(struct store *s, const char *k, const char *id, int n,
-		      int fd, uint64_t off, uint64_t len,
-		      char etag[STORE_ETAG_MAX])
-{
-	(void)s;
-	atomic_fetch_add(&cs.parts, 1);
-	return store_mpu_part(inner, k, id, n, fd, off, len, etag);
-}
-
-static int c_mpu_part_copy(struct store *s, const char *k, const char *id,
-			   int n, const char *src, uint64_t off, uint64_t len,
-			   char etag[STORE_ETAG_MAX])
-{
-	(void)s;
-	if (cs.no_part_copy)
-		return -ENOTSUP;
-	atomic_fetch_add(&cs.copies, 1);
-	return store_mpu_part_copy(inner, k, id, n, src, off, len, etag);
-}
-
-static int c_mpu_complete(struct store *s, const char *k, const char *id,
-			  int n, char (*etags)[STORE_ETAG_MAX],
-			  const struct store_cond *c, struct store_info *o)
-{
-	(void)s;
-	if (cs.fail_mpu)
-		return -EAGAIN;
-	return store_mpu_complete_if(inner, k, id, n, etags, c, o);
-}
-
-/* The inner store checks the conditions passed on. */
-static int c_cond_native(struct store *s)
-{
-	(void)s;
-	return STORE_COND_ALL;
-}
-
-static int c_mpu_abort(struct store *s, const char *k, const char *id)
-{
-	(void)s;
-	if (cs.fail_mpu)
-		return -EAGAIN;
-	return store_mpu_abort(inner, k, id);
-}
-
-static int c_mpu_list(struct store *s, const char *p, struct store_upload **o,
-		      size_t *n)
-{
-	(void)s;
-	return store_mpu_list(inner, p, o, n);
-}
-
-static int c_list(struct store *s, const char *p, char d, const char *t,
-		  unsigned max, struct store_page *o)
-{
-	(void)s;
-	return store_list(inner, p, d, t, max, o);
-}
-
-static int c_copy(struct store *s, const char *a, const char *b,
-		  const struct store_meta *m, struct store_info *o)
-{
-	int rc;
-
-	(void)s;
-	rc = store_copy(inner, a, b, m, o);
-	atomic_store(&cs.copy_landed, true);
-	while (atomic_load(&cs.hold_copy))
-		usleep(1000);
-	return rc;
-}
-
-static int c_del(struct store *s, const char *k)
-{
-	(void)s;
-	return store_delete(inner, k);
-}
-
-static int c_del_many(struct store *s, const char *const *k, size_t n)
-{
-	(void)s;
-	return store_delete_many(inner, k, n);
-}
-
-static void c_close(struct store *s)
-{
-	(void)s;
-}
-
-static const struct store_ops c_ops = {
-	.scheme = "count", .close = c_close, .head = c_head, .get = c_get,
-	.put = c_put, .put_fd = c_put_fd, .mpu_create = c_mpu_create,
-	.mpu_part = c_mpu_part, .mpu_part_copy = c_mpu_part_copy,
-	.mpu_complete = c_mpu_complete, .mpu_abort = c_mpu_abort,
-	.mpu_list = c_mpu_list,
-	.list = c_list, .copy = c_copy, .del = c_del, .del_many = c_del_many,
-	.cond_native = c_cond_native,
-};
 
 static void counts_reset(void)
 {
-	atomic_store(&cs.gets, 0);
-	atomic_store(&cs.parts, 0);
-	atomic_store(&cs.copies, 0);
-	atomic_store(&cs.puts, 0);
+	fake_store_counts_reset(fake);
 }
 
 /* --- a fresh gateway state per test ------------------------------------- */
@@ -233,7 +77,7 @@ static int fs_start(uint64_t max_dirty)
 					  .no_early_upload = true,
 					  .max_dirty = max_dirty,
 					  .strict_commit = strict },
-		       db, cache, &cs.base, &fs);
+		       db, cache, fake_store_store(fake), &fs);
 }
 
 static void fx_open(uint64_t max_dirty)
@@ -243,22 +87,17 @@ static void fx_open(uint64_t max_dirty)
 	snprintf(fx_dir, sizeof(fx_dir), "%s/%d", base, ++seq);
 	CU_ASSERT_FATAL(mkdir(dir, 0700) == 0);
 	snprintf(p, sizeof(p), "file://%s/store", dir);
-	CU_ASSERT_FATAL(store_open(&(struct store_opts){ .url = p }, &inner) ==
-			0);
-	cs.base.ops = &c_ops;
-	cs.base.url = "count://";
+	CU_ASSERT_FATAL(fake_store_open(p, &fake) == 0);
+	inner = fake_store_inner(fake);
+	faults = 0;
 	snprintf(p, sizeof(p), "%s/db", dir);
 	CU_ASSERT_FATAL(db_open(p, 256 << 20, 16, &db) == 0);
 	snprintf(p, sizeof(p), "%s/cache", dir);
 	CU_ASSERT_FATAL(cache_open(&(struct cache_opts){ .dir = p, .db = db,
 							 .nloops = 1,
 							 .readahead = 1 },
-				   &cs.base, &cache) == 0);
+				   fake_store_store(fake), &cache) == 0);
 	CU_ASSERT_FATAL(fs_start(max_dirty) == 0);
-	cs.no_part_copy = cs.fail_mpu = cs.down = cs.lose_create = false;
-	cs.all_down = cs.hold_copy = cs.copy_landed = false;
-	cs.base.put_max = 0;
-	atomic_store(&cs.base.down_since_ms, 0);
 }
 
 static void fx_close(void)
@@ -266,7 +105,7 @@ static void fx_close(void)
 	fs_close(fs, false);
 	cache_close(cache);
 	db_close(db);
-	store_close(inner);
+	fake_store_close(fake);
 }
 
 struct wait {
@@ -428,9 +267,9 @@ static void test_multipart_200mib(void)
 	create_pattern("two-hundred", 200, &ino);
 	counts_reset();
 	CU_ASSERT(fs_flush(fs) == 0);
-	CU_ASSERT(atomic_load(&cs.parts) == 8);
-	CU_ASSERT(atomic_load(&cs.copies) == 0); /* nothing old to copy */
-	CU_ASSERT(atomic_load(&cs.gets) == 0);   /* all of it was local */
+	CU_ASSERT(count(FAKE_PART) == 8);
+	CU_ASSERT(count(FAKE_PART_COPY) == 0); /* nothing old to copy */
+	CU_ASSERT(count(FAKE_GET) == 0);   /* all of it was local */
 	CU_ASSERT(store_matches("two-hundred", 200, 0, 0, 0));
 	fx_close();
 }
@@ -448,12 +287,12 @@ static void test_part_copy(void)
 	counts_reset();
 	CU_ASSERT_FATAL(do_write(ino, off, patch, sizeof(patch)) == 0);
 	/* Not local before: only the chunk the write covers in part. */
-	CU_ASSERT(atomic_load(&cs.gets) == 1);
+	CU_ASSERT(count(FAKE_GET) == 1);
 	CU_ASSERT(fs_flush(fs) == 0);
-	CU_ASSERT(atomic_load(&cs.copies) == 7);
-	CU_ASSERT(atomic_load(&cs.parts) == 1);
+	CU_ASSERT(count(FAKE_PART_COPY) == 7);
+	CU_ASSERT(count(FAKE_PART) == 1);
 	/* The part sent (100..125 MiB) needed its other 24 chunks. */
-	CU_ASSERT(atomic_load(&cs.gets) == 25);
+	CU_ASSERT(count(FAKE_GET) == 25);
 	CU_ASSERT(store_matches("big", 200, off, sizeof(patch), 0xee));
 	fx_close();
 }
@@ -470,11 +309,11 @@ static void test_put_max_local_only(void)
 	uint64_t ino, off = 100ull * MIB + 12345;
 
 	fx_open(0);
-	cs.base.put_max = 1ull << 30;
+	fake_store_put_max(fake, 1ull << 30);
 	create_pattern("new", 200, &ino);
 	counts_reset();
 	CU_ASSERT(fs_flush(fs) == 0);
-	CU_ASSERT(atomic_load(&cs.puts) == 1 && atomic_load(&cs.parts) == 0);
+	CU_ASSERT(count(FAKE_PUT_FD) == 1 && count(FAKE_PART) == 0);
 	CU_ASSERT(store_matches("new", 200, 0, 0, 0));
 
 	put_pattern("old", 200);
@@ -483,9 +322,9 @@ static void test_put_max_local_only(void)
 	CU_ASSERT_FATAL(do_write(ino, off, patch, sizeof(patch)) == 0);
 	counts_reset();
 	CU_ASSERT(fs_flush(fs) == 0);
-	CU_ASSERT(atomic_load(&cs.puts) == 0);
-	CU_ASSERT(atomic_load(&cs.copies) == 7 && atomic_load(&cs.parts) == 1);
-	CU_ASSERT(atomic_load(&cs.gets) == 24);
+	CU_ASSERT(count(FAKE_PUT_FD) == 0);
+	CU_ASSERT(count(FAKE_PART_COPY) == 7 && count(FAKE_PART) == 1);
+	CU_ASSERT(count(FAKE_GET) == 24);
 	CU_ASSERT(store_matches("old", 200, off, sizeof(patch), 0xee));
 	fx_close();
 }
@@ -502,11 +341,11 @@ static void test_part_copy_fallback(void)
 	CU_ASSERT_FATAL(do_lookup("nocopy", &ino) == 0);
 	memset(patch, 0x11, sizeof(patch));
 	CU_ASSERT_FATAL(do_write(ino, 5 * MIB, patch, sizeof(patch)) == 0);
-	cs.no_part_copy = true;
+	fault(FAKE_NO_PART_COPY, true);
 	counts_reset();
 	CU_ASSERT(fs_flush(fs) == 0);
-	CU_ASSERT(atomic_load(&cs.copies) == 0);
-	CU_ASSERT(atomic_load(&cs.parts) == 5);
+	CU_ASSERT(count(FAKE_PART_COPY) == 0);
+	CU_ASSERT(count(FAKE_PART) == 5);
 	CU_ASSERT(store_matches("nocopy", 80, 5 * MIB, sizeof(patch), 0x11));
 	fx_close();
 }
@@ -559,11 +398,11 @@ static void test_mpu_recover(void)
 
 	fx_open(0);
 	create_pattern("cut-short", 70, &ino);
-	cs.fail_mpu = true;
+	fault(FAKE_MPU_FAIL, true);
 	CU_ASSERT(fs_flush(fs) == -EAGAIN);
 	CU_ASSERT(mpu_pending() > 0);
 	fs_close(fs, false);
-	cs.fail_mpu = false;
+	fault(FAKE_MPU_FAIL, false);
 	CU_ASSERT_FATAL(fs_start(0) == 0);
 	CU_ASSERT(fs_flush(fs) == 0);
 	/* The syncer aborts them as it starts, on its own thread. */
@@ -587,11 +426,11 @@ static void test_mpu_lost_create(void)
 
 	fx_open(0);
 	create_pattern("lost-id", 70, &ino);
-	cs.lose_create = true;
+	fault(FAKE_MPU_LOSE_CREATE, true);
 	CU_ASSERT(fs_flush(fs) == -EAGAIN); /* tried a few times */
 	CU_ASSERT(mpu_pending() == 1);
 	fs_close(fs, false);
-	cs.lose_create = false;
+	fault(FAKE_MPU_LOSE_CREATE, false);
 	CU_ASSERT_FATAL(fs_start(0) == 0);
 	CU_ASSERT(fs_flush(fs) == 0);
 	CU_ASSERT(mpu_pending() == 0);
@@ -651,13 +490,13 @@ static void test_store_down(void)
 	fx_open(0);
 	CU_ASSERT_FATAL(do_create("before", &ino) == 0);
 	CU_ASSERT(do_write(ino, 0, "x", 1) == 0);
-	cs.down = true;
+	fault(FAKE_PUTS_DOWN, true);
 	CU_ASSERT(fs_flush(fs) == -EAGAIN);
-	CU_ASSERT(store_down(&cs.base));
+	CU_ASSERT(store_down(fake_store_store(fake)));
 	CU_ASSERT(do_write(ino, 1, "y", 1) == 0);
 	CU_ASSERT(do_create("during", &ino2) == 0);
 	CU_ASSERT(do_write(ino2, 0, "z", 1) == 0);
-	cs.down = false;
+	fault(FAKE_PUTS_DOWN, false);
 	CU_ASSERT(fs_flush(fs) == 0);
 	CU_ASSERT(store_head(inner, "before", &info) == 0 && info.size == 2);
 	CU_ASSERT(store_head(inner, "during", &info) == 0 && info.size == 1);
@@ -685,25 +524,26 @@ static void test_store_down_probe(void)
 	counts_reset();
 	put_pattern("remote", 1);
 	CU_ASSERT_FATAL(do_lookup("remote", &ino) == 0);
-	cs.down = cs.all_down = true;
+	fault(FAKE_PUTS_DOWN | FAKE_ALL_DOWN, true);
 	CU_ASSERT(do_read(ino, 0, sizeof(buf), buf, &n) == -EAGAIN);
-	CU_ASSERT(store_down(&cs.base));
-	int gets = atomic_load(&cs.gets);
+	CU_ASSERT(store_down(fake_store_store(fake)));
+	int gets = count(FAKE_GET);
 
 	CU_ASSERT(do_read(ino, 8192, sizeof(buf), buf, &n) == -EAGAIN);
-	CU_ASSERT(atomic_load(&cs.gets) == gets); /* not asked */
+	CU_ASSERT(count(FAKE_GET) == gets); /* not asked */
 	CU_ASSERT(do_create("during", &ino2) == 0);
 	/* The syncer probes (a HEAD) about every second while down. */
-	atomic_store(&cs.heads, 0);
-	for (i = 0; i < 40 && atomic_load(&cs.heads) < 2; i++)
+	int heads = count(FAKE_HEAD);
+
+	for (i = 0; i < 40 && count(FAKE_HEAD) < heads + 2; i++)
 		usleep(100000);
-	CU_ASSERT(atomic_load(&cs.heads) >= 2);
-	CU_ASSERT(store_down(&cs.base));
-	cs.down = cs.all_down = false;
-	for (i = 0; i < 40 && store_down(&cs.base); i++)
+	CU_ASSERT(count(FAKE_HEAD) >= heads + 2);
+	CU_ASSERT(store_down(fake_store_store(fake)));
+	fault(FAKE_PUTS_DOWN | FAKE_ALL_DOWN, false);
+	for (i = 0; i < 40 && store_down(fake_store_store(fake)); i++)
 		usleep(100000);
-	CU_ASSERT(!store_down(&cs.base));
-	CU_ASSERT(atomic_load(&cs.puts) == 0); /* no upload told it */
+	CU_ASSERT(!store_down(fake_store_store(fake)));
+	CU_ASSERT(count(FAKE_PUT_FD) == 0); /* no upload told it */
 	CU_ASSERT(do_read(ino, 0, sizeof(buf), buf, &n) == 0 &&
 		  n == sizeof(buf));
 	fx_close();
@@ -780,21 +620,19 @@ static void test_meta_rewrite_read(void)
 	pthread_t t;
 	uint64_t ino;
 	size_t n = 0;
-	int frc = -1, rc, i;
+	int frc = -1, rc;
 
 	fx_open(0);
 	put_pattern("attrs", 1);
 	CU_ASSERT_FATAL(do_lookup("attrs", &ino) == 0);
 	fs_setattr(fs, &ROOT, ino, &sa, NULL, &wcc, w_done, &w);
 	CU_ASSERT_FATAL(w_wait(&w) == 0);
-	atomic_store(&cs.hold_copy, true);
+	fake_store_hold(fake, FAKE_COPY, FAKE_HOLD_AFTER);
 	CU_ASSERT_FATAL(pthread_create(&t, NULL, flush_main, &frc) == 0);
-	for (i = 0; i < 5000 && !atomic_load(&cs.copy_landed); i++)
-		usleep(1000);
-	CU_ASSERT(atomic_load(&cs.copy_landed));
+	CU_ASSERT(fake_store_held_wait(fake, FAKE_COPY, 1, 20000));
 	rc = do_read(ino, 0, MIB, got, &n);
 	CU_ASSERT(rc == -EAGAIN);
-	atomic_store(&cs.hold_copy, false);
+	fake_store_hold(fake, FAKE_COPY, FAKE_HOLD_NONE);
 	pthread_join(t, NULL);
 	CU_ASSERT(frc == 0);
 	CU_ASSERT(do_read(ino, 0, MIB, got, &n) == 0 && n == MIB);
