@@ -281,6 +281,9 @@ int fs_keys_del(struct fs *fs, struct db_txn *txn, const char *key);
 
 /* perm.c: want is a mask of R_OK, W_OK, X_OK. */
 int fs_perm(const struct fs_ctx *ctx, const struct fs_inode *in, int want);
+/* perm.c: S_ISVTX rule for removing or renaming victim from dir. */
+int fs_sticky_check(const struct fs_ctx *ctx, const struct fs_inode *dir,
+		    const struct fs_inode *victim);
 bool fs_in_group(const struct fs_ctx *ctx, uint32_t gid);
 
 /* dir.c */
@@ -374,15 +377,13 @@ int fs_linkid_join(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
 		   uint64_t *ino);
 int fs_linkid_note(struct fs *fs, struct db_txn *txn, const char *link,
 		   uint64_t ino);
+
+/* unlink.c: the one place a name goes (remove, rename, revalidation). */
 /* fs_name_drop, or fs_unlink_inode for a victim's last name (*gone). */
 int fs_unlink_name(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
 		   struct fs_inode *victim, const char *name,
 		   bool queue_delete, bool *gone);
-
-/* ops_remove.c: S_ISVTX rule for removing or renaming victim from dir. */
-int fs_sticky_check(const struct fs_ctx *ctx, const struct fs_inode *dir,
-		    const struct fs_inode *victim);
-/* ops_remove.c: drop an inode and its entry, queueing store deletes. */
+/* Drop an inode and its entry, queueing store deletes (queue_delete). */
 int fs_unlink_inode(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
 		    struct fs_inode *victim, bool queue_delete);
 

@@ -232,16 +232,6 @@ int fs_name_drop(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
 	return fs_inode_put(fs, txn, in);
 }
 
-int fs_unlink_name(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
-		   struct fs_inode *victim, const char *name,
-		   bool queue_delete, bool *gone)
-{
-	*gone = victim->type == FS_DIR || victim->nlink < 2;
-	if (!*gone)
-		return fs_name_drop(fs, txn, dir, victim, name, queue_delete);
-	return fs_unlink_inode(fs, txn, dir, victim, queue_delete);
-}
-
 struct key_find {
 	struct fs *fs;
 	struct db_txn *txn;

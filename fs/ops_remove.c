@@ -1,11 +1,6 @@
 /*
- * fs/ops_remove.c - REMOVE and RMDIR, and the unlinking of an inode that
- * RENAME (a replaced target) and revalidation (deleted out of band) share.
- * A file with other names (links.c) only loses the one removed.
- *
- * A removed inode whose object is in the store gets a pending DEL of its
- * key in the same transaction; its "keys" entry stays until the syncer
- * deleted the object, so a listing taken meanwhile does not re-import it.
+ * fs/ops_remove.c - REMOVE and RMDIR: the permission checks, then the
+ * name goes as every removal's does (unlink.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,52 +11,6 @@
 #include "cache/cache.h"
 #include "db/db.h"
 #include "fs/fs_int.h"
-
-int fs_unlink_inode(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
-		    struct fs_inode *victim, bool queue_delete)
-{
-	char key[STORE_KEY_MAX + 2];
-	int rc = fs_obj_key(fs, txn, victim, key, sizeof(key));
-
-	if (rc)
-		return rc;
-	rc = fs_dirent_remove(fs, txn, dir, victim->name);
-	if (rc)
-		return rc;
-	if (victim->type == FS_DIR && dir->nlink > 2)
-		dir->nlink--;
-	if (!queue_delete)
-		rc = fs_keys_del(fs, txn, key);
-	else if (victim->flags & FS_F_IN_STORE)
-		rc = fs_pending_add(fs, txn, FS_PEND_DEL, victim->ino, key,
-				    NULL);
-	if (rc)
-		return rc;
-	/*
-	 * A directory known only as a common prefix vanishes from the store
-	 * with its last object: give it a marker so it outlives its children.
-	 */
-	if (queue_delete && dir->ino != FS_ROOT_INO &&
-	    !(dir->flags & FS_F_MARKER)) {
-		rc = fs_inode_mark(fs, txn, dir, FS_F_DIRTY_META);
-		if (rc)
-			return rc;
-	}
-	return fs_inode_del(fs, txn, victim->ino);
-}
-
-/*
- * Sticky directories (S_ISVTX): only the owner of the directory or of
- * the entry (or root) may remove or rename it.
- */
-int fs_sticky_check(const struct fs_ctx *ctx, const struct fs_inode *dir,
-		    const struct fs_inode *victim)
-{
-	if (!(dir->mode & S_ISVTX) || ctx->uid == 0 || ctx->uid == dir->uid ||
-	    ctx->uid == victim->uid)
-		return 0;
-	return -EPERM;
-}
 
 struct remove_op {
 	struct fs *fs;

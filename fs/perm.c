@@ -3,6 +3,7 @@
  * credentials (uid, gid, supplementary gids).
  */
 #include <errno.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fs/fs_int.h"
@@ -39,4 +40,17 @@ int fs_perm(const struct fs_ctx *ctx, const struct fs_inode *in, int want)
 		bits = in->mode & 7;
 	/* R_OK, W_OK, X_OK are 4, 2, 1: the same layout as the mode bits. */
 	return ((uint32_t)want & ~bits) ? -EACCES : 0;
+}
+
+/*
+ * Sticky directories (S_ISVTX): only the owner of the directory or of
+ * the entry (or root) may remove or rename it.
+ */
+int fs_sticky_check(const struct fs_ctx *ctx, const struct fs_inode *dir,
+		    const struct fs_inode *victim)
+{
+	if (!(dir->mode & S_ISVTX) || ctx->uid == 0 || ctx->uid == dir->uid ||
+	    ctx->uid == victim->uid)
+		return 0;
+	return -EPERM;
 }
