@@ -181,23 +181,36 @@ static int io_reload(struct io_op *op)
 	return 0;
 }
 
+/* What a fetch GETs: the object and the version the record knows. */
+struct io_obj {
+	char key[STORE_KEY_MAX + 1];
+	char etag[STORE_ETAG_MAX]; /* "": not in the store yet */
+};
+
 /*
- * Whether op's file has changes here not uploaded yet, data or attributes
- * (the record now): an attributes-only upload is a copy of the object
- * onto itself, which gives it a new version too.
+ * Whether the version a fetch of op met, not the one it pinned, may be
+ * our own (the record now, in one snapshot): the file has changes here
+ * not uploaded yet, data or attributes (an upload of ours between its PUT
+ * or its copy onto itself and its commit), or the record names another
+ * version than the pinned one (that upload committed meanwhile; checked
+ * in the same snapshot, so a commit between two looks cannot hide it).
  */
-static bool io_dirty_now(struct io_op *op)
+static bool io_ours_moving(struct io_op *op)
 {
+	const char *etag;
 	struct db_txn *txn;
 	struct fs_inode in;
-	bool dirty;
+	bool ours = false;
 
 	if (db_read_begin(op->fs->db, &txn))
 		return false;
-	dirty = !fs_inode_get(op->fs, txn, op->ino, &in) &&
-		(in.flags & (FS_F_DIRTY_DATA | FS_F_DIRTY_META));
+	if (!fs_inode_get(op->fs, txn, op->ino, &in)) {
+		etag = fs_obj_etag(&in) ? fs_obj_etag(&in) : "";
+		ours = (in.flags & (FS_F_DIRTY_DATA | FS_F_DIRTY_META)) ||
+		       (op->obj && strcmp(etag, op->obj->etag) != 0);
+	}
 	db_read_end(op->fs->db, txn);
-	return dirty;
+	return ours;
 }
 
 /*
@@ -216,12 +229,12 @@ static int fetch_err(struct io_op *op, long res)
 	bool queued = false;
 
 	/* Someone else replaced the object: no mix of two versions; the
-	 * directory is listed again to take the new one in.  But while the
-	 * file has changes here, the new version may be our own upload
-	 * between its PUT and its commit: the client tries again (JUKEBOX)
-	 * and by then the record names it, rather than losing its handle. */
+	 * directory is listed again to take the new one in.  But the new
+	 * version may be our own upload, before or just after its commit:
+	 * the client tries again (JUKEBOX) and by then the record names it,
+	 * rather than losing its handle. */
 	if (res == -ESTALE) {
-		if (io_dirty_now(op))
+		if (io_ours_moving(op))
 			return -EAGAIN;
 		fs_store_changed(fs, op->ino);
 		return -ESTALE;
@@ -239,12 +252,6 @@ static int fetch_err(struct io_op *op, long res)
 		fs_owner_sweep_kick(fs);
 	return queued ? -EAGAIN : (int)res;
 }
-
-/* What a fetch GETs: the object and the version the record knows. */
-struct io_obj {
-	char key[STORE_KEY_MAX + 1];
-	char etag[STORE_ETAG_MAX]; /* "": not in the store yet */
-};
 
 /*
  * The object op's chunks come from, as the record says now (a hit never
