@@ -39,10 +39,10 @@ struct admin_ctx {
 	struct store *store;
 	struct db *db;                           /* for the cluster's state */
 	const struct sockaddr_storage *nfs_addr; /* where NFS listens */
-	const char *export_path; /* --export, e.g. /mapfs */
+	const char *export_path;                 /* --export, e.g. /mapfs */
 	const char *store_url;
-	const char *cache_dir;   /* STATE/cache */
-	uint64_t started_ms;     /* CLOCK_MONOTONIC, for the uptime */
+	const char *cache_dir; /* STATE/cache */
+	uint64_t started_ms;   /* CLOCK_MONOTONIC, for the uptime */
 };
 
 /* Numbers for ctl status and the metrics gauges. */

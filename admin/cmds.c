@@ -119,9 +119,11 @@ static int resolve(struct admin *a, const char *path, uint64_t *ino,
 			return -ENOTDIR;
 		rc = revalidate(a->ctx.fs, cur, false);
 		if (!rc)
-			rc = fs_lookup(a->ctx.fs, &root_ctx, cur, name, ino, attr);
+			rc = fs_lookup(a->ctx.fs, &root_ctx, cur, name, ino,
+				       attr);
 		if (rc == -ENOENT && !(rc = revalidate(a->ctx.fs, cur, true)))
-			rc = fs_lookup(a->ctx.fs, &root_ctx, cur, name, ino, attr);
+			rc = fs_lookup(a->ctx.fs, &root_ctx, cur, name, ino,
+				       attr);
 		if (!rc) {
 			*parent = cur;
 			cur = *ino;
@@ -196,8 +198,8 @@ static int list_entry(void *arg, uint64_t ino, const char *name,
 }
 
 /* Every regular file at or below ino (itself, if it is one). */
-static int list_tree(struct admin *a, uint64_t ino,
-		     const struct fs_attr *attr, struct file_list *l)
+static int list_tree(struct admin *a, uint64_t ino, const struct fs_attr *attr,
+		     struct file_list *l)
 {
 	memset(l, 0, sizeof(*l));
 	if (attr->type == FS_REG)
@@ -242,30 +244,35 @@ static void cmd_status(struct admin *a, int fd)
 
 	admin_stats_get(&a->ctx, &st);
 	up = st.uptime_s;
-	admin_send(fd, "> uptime_seconds: %" PRIu64 " (%" PRIu64 "d %02" PRIu64
-		       ":%02" PRIu64 ":%02" PRIu64 ")",
+	admin_send(fd,
+		   "> uptime_seconds: %" PRIu64 " (%" PRIu64 "d %02" PRIu64
+		   ":%02" PRIu64 ":%02" PRIu64 ")",
 		   up, up / 86400, up / 3600 % 24, up / 60 % 60, up % 60);
 	admin_send(fd, "> export: %s", a->ctx.export_path);
 	admin_send(fd, "> store_url: %s", a->ctx.store_url);
 	admin_send(fd, "> clients: %" PRIu64, st.mounts);
 	admin_send(fd, "> connections: %" PRIu64,
-		   metrics_get(MET_CONN_ACCEPTED) - metrics_get(MET_CONN_CLOSED));
+		   metrics_get(MET_CONN_ACCEPTED) -
+			   metrics_get(MET_CONN_CLOSED));
 	if (st.cache_err) {
 		admin_send(fd, "> cache: %s: %s", a->ctx.cache_dir,
 			   strerror(-st.cache_err));
 	} else {
 		fmt_bytes(st.cache_bytes, h, sizeof(h));
 		admin_send(fd, "> cache_files: %" PRIu64, st.cache_files);
-		admin_send(fd, "> cache_bytes: %" PRIu64 " (%s)", st.cache_bytes, h);
+		admin_send(fd, "> cache_bytes: %" PRIu64 " (%s)",
+			   st.cache_bytes, h);
 	}
 	admin_send(fd, "> cache_hits: %" PRIu64, metrics_get(MET_CACHE_HITS));
-	admin_send(fd, "> cache_misses: %" PRIu64, metrics_get(MET_CACHE_MISSES));
+	admin_send(fd, "> cache_misses: %" PRIu64,
+		   metrics_get(MET_CACHE_MISSES));
 	if (st.dirty_err) {
 		admin_send(fd, "> dirty: %s", strerror(-st.dirty_err));
 	} else {
 		fmt_bytes(st.dirty_bytes, h, sizeof(h));
 		admin_send(fd, "> dirty_files: %" PRIu64, st.dirty_files);
-		admin_send(fd, "> dirty_bytes: %" PRIu64 " (%s)", st.dirty_bytes, h);
+		admin_send(fd, "> dirty_bytes: %" PRIu64 " (%s)",
+			   st.dirty_bytes, h);
 		admin_send(fd, "> pending_store_ops: %" PRIu64, st.pending_ops);
 		admin_send(fd, "> upload_lag_seconds: %.0f", st.upload_lag_s);
 		admin_send(fd, "> uploads_failing: %" PRIu64, st.failing);
@@ -295,8 +302,9 @@ static void cmd_status(struct admin *a, int fd)
 	uint64_t aside = metrics_get(MET_CONFLICTS_ASIDE),
 		 again = metrics_get(MET_CONFLICTS_REUPLOADED),
 		 lost = metrics_get(MET_CONFLICTS_LOST);
-	admin_send(fd, "> conflicts: %" PRIu64 " (%" PRIu64 " kept aside, %"
-		   PRIu64 " uploaded again, %" PRIu64 " lost)",
+	admin_send(fd,
+		   "> conflicts: %" PRIu64 " (%" PRIu64 " kept aside, %" PRIu64
+		   " uploaded again, %" PRIu64 " lost)",
 		   aside + again + lost, aside, again, lost);
 	admin_send(fd, "ok");
 }
@@ -320,7 +328,8 @@ static void cmd_flush(struct admin *a, int fd, const char *path)
 		return;
 	}
 	log_info("ctl: flushed%s%s", path ? " for " : "", path ? path : "");
-	admin_send(fd, "> flushed: every change is in the store (%" PRIu64 " ms)",
+	admin_send(fd,
+		   "> flushed: every change is in the store (%" PRIu64 " ms)",
 		   mono_ms() - t0);
 	admin_send(fd, "ok");
 }
@@ -392,8 +401,9 @@ static void *warm_main(void *p)
 
 static int warm_progress(int fd, const struct warm *w, uint64_t t0)
 {
-	return admin_send(fd, "progress %zu %zu %" PRIu64 " %" PRIu64 " %" PRIu64
-			      " %" PRIu64,
+	return admin_send(fd,
+			  "progress %zu %zu %" PRIu64 " %" PRIu64 " %" PRIu64
+			  " %" PRIu64,
 			  w->done, w->l->n, w->done_bytes, w->l->bytes,
 			  w->fetched_bytes, mono_ms() - t0);
 }
@@ -448,16 +458,20 @@ static void cmd_warm(struct admin *a, int fd, const char *path)
 			pthread_join(tids[i], NULL);
 	warm_progress(fd, &w, t0);
 	fmt_bytes(w.fetched_bytes, h, sizeof(h));
-	log_info("ctl: warm %s: %zu files, %" PRIu64 " fetched (%s), %zu failed",
+	log_info("ctl: warm %s: %zu files, %" PRIu64
+		 " fetched (%s), %zu failed",
 		 path, l.n, w.fetched_files, h, w.failed);
-	admin_send(fd, "> warmed %s: %zu files, %" PRIu64 " fetched (%s) in %.1f s, %zu failed",
+	admin_send(fd,
+		   "> warmed %s: %zu files, %" PRIu64
+		   " fetched (%s) in %.1f s, %zu failed",
 		   path, w.done, w.fetched_files, h,
 		   (double)(mono_ms() - t0) / 1000, w.failed);
 	if (w.first_err)
-		admin_send(fd, "err %zu files could not be fetched: %s", w.failed,
-			   strerror(-w.first_err));
+		admin_send(fd, "err %zu files could not be fetched: %s",
+			   w.failed, strerror(-w.first_err));
 	else if (w.done < l.n)
-		admin_send(fd, "err stopped after %zu of %zu files", w.done, l.n);
+		admin_send(fd, "err stopped after %zu of %zu files", w.done,
+			   l.n);
 	else
 		admin_send(fd, "ok");
 	pthread_cond_destroy(&w.cond);
@@ -498,9 +512,11 @@ static void cmd_evict(struct admin *a, int fd, const char *path)
 	}
 	fmt_bytes(freed, h, sizeof(h));
 	log_info("ctl: evict %s: %" PRIu64 " files dropped (%s), %" PRIu64
-		 " with changes kept", path, dropped, h, busy);
-	admin_send(fd, "> evicted %s: %" PRIu64 " files dropped (%s); %" PRIu64
-		       " not yet in the store kept",
+		 " with changes kept",
+		 path, dropped, h, busy);
+	admin_send(fd,
+		   "> evicted %s: %" PRIu64 " files dropped (%s); %" PRIu64
+		   " not yet in the store kept",
 		   path, dropped, h, busy);
 	if (first)
 		admin_send(fd, "err %s", strerror(-first));
@@ -562,6 +578,7 @@ void admin_cmd_run(struct admin *a, int fd, char *line)
 	else if (!strcmp(line, "ready") && !arg)
 		admin_cmd_ready(a, fd);
 	else
-		admin_send(fd, "err unknown command or wrong arguments: '%.64s'",
+		admin_send(fd,
+			   "err unknown command or wrong arguments: '%.64s'",
 			   line);
 }

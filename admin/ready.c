@@ -110,7 +110,9 @@ static int nfs_null(const struct sockaddr_storage *addr)
 			goto out;
 		n = recv(fd, (char *)reply + got, sizeof(reply) - got, 0);
 		if (n <= 0) {
-			rc = n < 0 && errno != EAGAIN ? -errno : n ? 0 : -ECONNRESET;
+			rc = n < 0 && errno != EAGAIN ? -errno
+			     : n                      ? 0
+						      : -ECONNRESET;
 			if (rc)
 				goto out;
 			continue;
@@ -132,8 +134,10 @@ void admin_cmd_ready(struct admin *a, int fd)
 	int rc = a->ctx.nfs_addr ? nfs_null(a->ctx.nfs_addr) : -ENOTCONN;
 
 	if (rc) {
-		admin_send(fd, "err not ready: NFS does not answer a NULL call: "
-			       "%s", strerror(-rc));
+		admin_send(fd,
+			   "err not ready: NFS does not answer a NULL call: "
+			   "%s",
+			   strerror(-rc));
 		return;
 	}
 	admin_send(fd, "> nfs: answers (%llu ms)",

@@ -100,7 +100,8 @@ static void *conn_main(void *p)
 	int rc;
 
 	if (!peer_allowed(c->fd, &uid)) {
-		log_warn("ctl: refused a command from uid %d (only root or uid %d)",
+		log_warn("ctl: refused a command from uid %d (only root or uid "
+			 "%d)",
 			 (int)uid, (int)geteuid());
 		admin_send(c->fd, "err permission denied");
 	} else if ((rc = read_line(c->fd, line, sizeof(line)))) {
@@ -127,7 +128,8 @@ static void conn_start(struct admin *a, int fd)
 	pthread_mutex_lock(&a->lock);
 	if (a->nclients >= ADMIN_CLIENTS_MAX) {
 		pthread_mutex_unlock(&a->lock);
-		admin_send(fd, "err busy: %d commands running", ADMIN_CLIENTS_MAX);
+		admin_send(fd, "err busy: %d commands running",
+			   ADMIN_CLIENTS_MAX);
 		close(fd);
 		return;
 	}

@@ -52,10 +52,12 @@ void admin_metrics_collect(void *arg, struct metrics_buf *b)
 	struct admin_stats st;
 
 	admin_stats_get(ctx, &st);
-	metrics_buf_gauge(b, "mapfs_uptime_seconds", "Seconds since the gateway started",
-			  "", (double)st.uptime_s);
-	metrics_buf_gauge(b, "mapfs_clients", "Mounts in MOUNT's list (host, path)",
-			  "", (double)st.mounts);
+	metrics_buf_gauge(b, "mapfs_uptime_seconds",
+			  "Seconds since the gateway started", "",
+			  (double)st.uptime_s);
+	metrics_buf_gauge(b, "mapfs_clients",
+			  "Mounts in MOUNT's list (host, path)", "",
+			  (double)st.mounts);
 	if (!st.cache_err) {
 		metrics_buf_gauge(b, "mapfs_cache_bytes",
 				  "Disk bytes used by the cache directory", "",
@@ -67,16 +69,18 @@ void admin_metrics_collect(void *arg, struct metrics_buf *b)
 	metrics_buf_gauge(b, "mapfs_store_up",
 			  "1 while the store answers, 0 from the first request "
 			  "it left unanswered (answers come from the cache, "
-			  "changes wait) until it answers again", "",
-			  st.store_down ? 0 : 1);
+			  "changes wait) until it answers again",
+			  "", st.store_down ? 0 : 1);
 	if (st.dirty_err)
 		return;
-	metrics_buf_gauge(b, "mapfs_dirty_files",
-			  "Files and directories with changes not yet in the store",
-			  "", (double)st.dirty_files);
-	metrics_buf_gauge(b, "mapfs_dirty_bytes",
-			  "File data held only in the cache, waiting for upload",
-			  "", (double)st.dirty_bytes);
+	metrics_buf_gauge(
+		b, "mapfs_dirty_files",
+		"Files and directories with changes not yet in the store", "",
+		(double)st.dirty_files);
+	metrics_buf_gauge(
+		b, "mapfs_dirty_bytes",
+		"File data held only in the cache, waiting for upload", "",
+		(double)st.dirty_bytes);
 	metrics_buf_gauge(b, "mapfs_store_pending_ops",
 			  "Store deletes and copies (renames) queued", "",
 			  (double)st.pending_ops);
@@ -85,6 +89,7 @@ void admin_metrics_collect(void *arg, struct metrics_buf *b)
 			  "error retrying cannot fix (see the log, ctl status)",
 			  "", (double)st.failing);
 	metrics_buf_gauge(b, "mapfs_upload_lag_seconds",
-			  "Age of the oldest change not yet in the store, from its last write",
+			  "Age of the oldest change not yet in the store, from "
+			  "its last write",
 			  "", st.upload_lag_s);
 }

@@ -15,8 +15,7 @@
 
 #define USAGE_DEPTH_MAX 16 /* the cache is two levels deep */
 
-static int usage_at(int dfd, unsigned depth, uint64_t *bytes,
-		    uint64_t *files)
+static int usage_at(int dfd, unsigned depth, uint64_t *bytes, uint64_t *files)
 {
 	DIR *d = fdopendir(dfd);
 	struct dirent *e;

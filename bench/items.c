@@ -19,17 +19,18 @@
 
 struct slot {
 	struct worker *w;
-	uint64_t t0;      /* when the operation (or the file) started */
+	uint64_t t0; /* when the operation (or the file) started */
 	uint64_t off;
 	uint32_t len;
-	uint32_t file;    /* small-file index */
-	struct bfh fh;    /* small file being worked on */
-	char *buf;        /* write payload, pattern-filled once */
+	uint32_t file; /* small-file index */
+	struct bfh fh; /* small file being worked on */
+	char *buf;     /* write payload, pattern-filled once */
 };
 
 /* Pattern tags: the worker, what kind of file, which small file. */
 enum { TAG_BIG = 1, TAG_SMALL = 2, TAG_IO = 3 };
-#define TAG(w, kind, n) (((uint64_t)((w)->id + 1) << 40) | ((uint64_t)(kind) << 32) | (n))
+#define TAG(w, kind, n) \
+	(((uint64_t)((w)->id + 1) << 40) | ((uint64_t)(kind) << 32) | (n))
 
 #define MIB (1024u * 1024u)
 #define ACCESS_ALL 0x3f /* READ LOOKUP MODIFY EXTEND DELETE EXECUTE */
@@ -106,7 +107,8 @@ static int pump(struct worker *w)
 
 static int queue_failed(struct worker *w, const char *proc)
 {
-	conn_fail(&w->conn, proc, "cannot queue: %s", rpc_get_error(w->conn.rpc));
+	conn_fail(&w->conn, proc, "cannot queue: %s",
+		  rpc_get_error(w->conn.rpc));
 	return -1;
 }
 
@@ -120,7 +122,8 @@ static uint64_t rng_next(uint64_t *x)
 
 /* ---- file I/O: big files and the 4k / 1m items ---- */
 
-static void io_write_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+static void io_write_cb(struct rpc_context *rpc, int status, void *data,
+			void *priv)
 {
 	struct slot *s = priv;
 	struct worker *w = s->w;
@@ -129,7 +132,8 @@ static void io_write_cb(struct rpc_context *rpc, int status, void *data, void *p
 		goto out_retire;
 	WRITE3resok *ok = &((WRITE3res *)data)->WRITE3res_u.resok;
 	if (ok->count != s->len) {
-		conn_fail(&w->conn, "WRITE", "short write: %u of %u bytes at offset %" PRIu64,
+		conn_fail(&w->conn, "WRITE",
+			  "short write: %u of %u bytes at offset %" PRIu64,
 			  ok->count, s->len, s->off);
 		goto out_retire;
 	}
@@ -140,7 +144,8 @@ out_retire:
 	slot_retire(s);
 }
 
-static void io_read_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+static void io_read_cb(struct rpc_context *rpc, int status, void *data,
+		       void *priv)
 {
 	struct slot *s = priv;
 	struct worker *w = s->w;
@@ -149,15 +154,18 @@ static void io_read_cb(struct rpc_context *rpc, int status, void *data, void *pr
 		goto out_retire;
 	READ3resok *ok = &((READ3res *)data)->READ3res_u.resok;
 	if (ok->count != s->len || ok->data.data_len != s->len) {
-		conn_fail(&w->conn, "READ", "short read: %u of %u bytes at offset %" PRIu64,
+		conn_fail(&w->conn, "READ",
+			  "short read: %u of %u bytes at offset %" PRIu64,
 			  ok->data.data_len, s->len, s->off);
 		goto out_retire;
 	}
 	uint64_t bad;
-	if (w->job.verify &&
-	    pattern_check(ok->data.data_val, w->job.tag, s->off, s->len, &bad) < 0) {
-		conn_fail(&w->conn, "READ", "data mismatch at offset %" PRIu64
-			  " (file tag %#" PRIx64 ")", bad, w->job.tag);
+	if (w->job.verify && pattern_check(ok->data.data_val, w->job.tag,
+					   s->off, s->len, &bad) < 0) {
+		conn_fail(&w->conn, "READ",
+			  "data mismatch at offset %" PRIu64
+			  " (file tag %#" PRIx64 ")",
+			  bad, w->job.tag);
 		goto out_retire;
 	}
 	op_done(s, s->len);
@@ -191,12 +199,17 @@ static int io_issue(struct slot *s)
 	s->t0 = w->now;
 	if (j->write) {
 		pattern_stamp(s->buf, j->tag, off, len);
-		WRITE3args a = { .file = bfh_arg(&j->fh), .offset = off, .count = len,
-				 .stable = UNSTABLE, .data = { len, s->buf } };
+		WRITE3args a = { .file = bfh_arg(&j->fh),
+				 .offset = off,
+				 .count = len,
+				 .stable = UNSTABLE,
+				 .data = { len, s->buf } };
 		if (rpc_nfs3_write_async(w->conn.rpc, io_write_cb, &a, s) < 0)
 			return queue_failed(w, "WRITE");
 	} else {
-		READ3args a = { .file = bfh_arg(&j->fh), .offset = off, .count = len };
+		READ3args a = { .file = bfh_arg(&j->fh),
+				.offset = off,
+				.count = len };
 		if (rpc_nfs3_read_async(w->conn.rpc, io_read_cb, &a, s) < 0)
 			return queue_failed(w, "READ");
 	}
@@ -218,8 +231,9 @@ static uint32_t io_size(struct worker *w, uint64_t want, int write)
 /* Streams READs or WRITEs over fh; one pass when duration is 0, else until
  * it is over.  Writes end with a COMMIT, inside the timed part: a write is
  * not done until it is stable. */
-static int io_run(struct worker *w, const struct bfh *fh, uint64_t tag, uint64_t size,
-		  uint64_t want_io, int write, int random, double duration)
+static int io_run(struct worker *w, const struct bfh *fh, uint64_t tag,
+		  uint64_t size, uint64_t want_io, int write, int random,
+		  double duration)
 {
 	struct job *j = &w->job;
 	memset(j, 0, sizeof(*j));
@@ -267,7 +281,8 @@ static void seen_name(char *buf, size_t len, uint32_t file)
 
 static void small_step(struct slot *s);
 
-static void small_write_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+static void small_write_cb(struct rpc_context *rpc, int status, void *data,
+			   void *priv)
 {
 	struct slot *s = priv;
 	struct worker *w = s->w;
@@ -278,7 +293,8 @@ static void small_write_cb(struct rpc_context *rpc, int status, void *data, void
 	}
 	WRITE3resok *ok = &((WRITE3res *)data)->WRITE3res_u.resok;
 	if (ok->count != s->len) {
-		conn_fail(&w->conn, "WRITE", "short write: %u of %u bytes", ok->count, s->len);
+		conn_fail(&w->conn, "WRITE", "short write: %u of %u bytes",
+			  ok->count, s->len);
 		slot_retire(s);
 		return;
 	}
@@ -288,7 +304,8 @@ static void small_write_cb(struct rpc_context *rpc, int status, void *data, void
 	small_step(s);
 }
 
-static void small_read_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+static void small_read_cb(struct rpc_context *rpc, int status, void *data,
+			  void *priv)
 {
 	struct slot *s = priv;
 	struct worker *w = s->w;
@@ -300,13 +317,15 @@ static void small_read_cb(struct rpc_context *rpc, int status, void *data, void 
 	READ3resok *ok = &((READ3res *)data)->READ3res_u.resok;
 	uint64_t bad;
 	if (ok->data.data_len != s->len) {
-		conn_fail(&w->conn, "READ", "short read: %u of %u bytes of s.%u",
+		conn_fail(&w->conn, "READ",
+			  "short read: %u of %u bytes of s.%u",
 			  ok->data.data_len, s->len, s->file);
 	} else if (w->job.verify &&
-		   pattern_check(ok->data.data_val, TAG(w, TAG_SMALL, s->file), s->off,
-				 s->len, &bad) < 0) {
-		conn_fail(&w->conn, "READ", "data mismatch in s.%u at offset %" PRIu64,
-			  s->file, bad);
+		   pattern_check(ok->data.data_val, TAG(w, TAG_SMALL, s->file),
+				 s->off, s->len, &bad) < 0) {
+		conn_fail(&w->conn, "READ",
+			  "data mismatch in s.%u at offset %" PRIu64, s->file,
+			  bad);
 	}
 	if (w->conn.failed) {
 		slot_retire(s);
@@ -318,7 +337,8 @@ static void small_read_cb(struct rpc_context *rpc, int status, void *data, void 
 	small_step(s);
 }
 
-static void small_commit_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+static void small_commit_cb(struct rpc_context *rpc, int status, void *data,
+			    void *priv)
 {
 	struct slot *s = priv;
 	(void)rpc;
@@ -331,7 +351,8 @@ static void small_commit_cb(struct rpc_context *rpc, int status, void *data, voi
 	slot_next(s);
 }
 
-static void small_getattr_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+static void small_getattr_cb(struct rpc_context *rpc, int status, void *data,
+			     void *priv)
 {
 	struct slot *s = priv;
 	struct worker *w = s->w;
@@ -340,10 +361,12 @@ static void small_getattr_cb(struct rpc_context *rpc, int status, void *data, vo
 		slot_retire(s);
 		return;
 	}
-	uint64_t size = ((GETATTR3res *)data)->GETATTR3res_u.resok.obj_attributes.size;
+	uint64_t size =
+		((GETATTR3res *)data)->GETATTR3res_u.resok.obj_attributes.size;
 	if (w->job.verify && size != w->cfg->small_file_size) {
-		conn_fail(&w->conn, "GETATTR", "s.%u has size %" PRIu64 ", wrote %" PRIu64,
-			  s->file, size, w->cfg->small_file_size);
+		conn_fail(&w->conn, "GETATTR",
+			  "s.%u has size %" PRIu64 ", wrote %" PRIu64, s->file,
+			  size, w->cfg->small_file_size);
 		slot_retire(s);
 		return;
 	}
@@ -362,17 +385,27 @@ static void small_step(struct slot *s)
 	int r;
 	if (w->job.proc == SMALL_STAT) {
 		GETATTR3args a = { .object = fh };
-		r = rpc_nfs3_getattr_async(w->conn.rpc, small_getattr_cb, &a, s);
+		r = rpc_nfs3_getattr_async(w->conn.rpc, small_getattr_cb, &a,
+					   s);
 	} else if (s->off < size) {
-		s->len = size - s->off < w->job.io ? (uint32_t)(size - s->off) : w->job.io;
+		s->len = size - s->off < w->job.io ? (uint32_t)(size - s->off)
+						   : w->job.io;
 		if (w->job.proc == SMALL_WRITE) {
-			pattern_stamp(s->buf, TAG(w, TAG_SMALL, s->file), s->off, s->len);
-			WRITE3args a = { .file = fh, .offset = s->off, .count = s->len,
-					 .stable = UNSTABLE, .data = { s->len, s->buf } };
-			r = rpc_nfs3_write_async(w->conn.rpc, small_write_cb, &a, s);
+			pattern_stamp(s->buf, TAG(w, TAG_SMALL, s->file),
+				      s->off, s->len);
+			WRITE3args a = { .file = fh,
+					 .offset = s->off,
+					 .count = s->len,
+					 .stable = UNSTABLE,
+					 .data = { s->len, s->buf } };
+			r = rpc_nfs3_write_async(w->conn.rpc, small_write_cb,
+						 &a, s);
 		} else {
-			READ3args a = { .file = fh, .offset = s->off, .count = s->len };
-			r = rpc_nfs3_read_async(w->conn.rpc, small_read_cb, &a, s);
+			READ3args a = { .file = fh,
+					.offset = s->off,
+					.count = s->len };
+			r = rpc_nfs3_read_async(w->conn.rpc, small_read_cb, &a,
+						s);
 		}
 	} else if (w->job.proc == SMALL_WRITE) {
 		COMMIT3args a = { .file = fh };
@@ -392,11 +425,13 @@ static void small_step(struct slot *s)
 static int small_take_fh(struct slot *s, const char *proc, const nfs_fh3 *fh)
 {
 	if (!fh) {
-		conn_fail(&s->w->conn, proc, "server returned no file handle for s.%u", s->file);
+		conn_fail(&s->w->conn, proc,
+			  "server returned no file handle for s.%u", s->file);
 		return -1;
 	}
 	if (fh->data.data_len > sizeof(s->fh.data)) {
-		conn_fail(&s->w->conn, proc, "file handle of %u bytes", fh->data.data_len);
+		conn_fail(&s->w->conn, proc, "file handle of %u bytes",
+			  fh->data.data_len);
 		return -1;
 	}
 	s->fh.len = fh->data.data_len;
@@ -404,7 +439,8 @@ static int small_take_fh(struct slot *s, const char *proc, const nfs_fh3 *fh)
 	return 0;
 }
 
-static void small_create_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+static void small_create_cb(struct rpc_context *rpc, int status, void *data,
+			    void *priv)
 {
 	struct slot *s = priv;
 	(void)rpc;
@@ -413,8 +449,9 @@ static void small_create_cb(struct rpc_context *rpc, int status, void *data, voi
 		return;
 	}
 	post_op_fh3 *obj = &((CREATE3res *)data)->CREATE3res_u.resok.obj;
-	if (small_take_fh(s, "CREATE", obj->handle_follows ? &obj->post_op_fh3_u.handle
-							     : NULL) < 0) {
+	if (small_take_fh(s, "CREATE",
+			  obj->handle_follows ? &obj->post_op_fh3_u.handle
+					      : NULL) < 0) {
 		slot_retire(s);
 		return;
 	}
@@ -427,12 +464,15 @@ static void small_create_cb(struct rpc_context *rpc, int status, void *data, voi
 	small_step(s);
 }
 
-static void small_lookup_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+static void small_lookup_cb(struct rpc_context *rpc, int status, void *data,
+			    void *priv)
 {
 	struct slot *s = priv;
 	(void)rpc;
 	if (conn_check(&s->w->conn, "LOOKUP", status, data) < 0 ||
-	    small_take_fh(s, "LOOKUP", &((LOOKUP3res *)data)->LOOKUP3res_u.resok.object) < 0) {
+	    small_take_fh(s, "LOOKUP",
+			  &((LOOKUP3res *)data)->LOOKUP3res_u.resok.object) <
+		    0) {
 		slot_retire(s);
 		return;
 	}
@@ -462,7 +502,8 @@ static int small_issue(struct slot *s)
 		a.how.mode = UNCHECKED;
 		sa->mode.set_it = 1;
 		sa->mode.set_mode3_u.mode = 0644;
-		if (rpc_nfs3_create_async(w->conn.rpc, small_create_cb, &a, s) < 0)
+		if (rpc_nfs3_create_async(w->conn.rpc, small_create_cb, &a, s) <
+		    0)
 			return queue_failed(w, "CREATE");
 	} else if (j->proc == SMALL_WRITE) {
 		CREATE3args a = { .where = where };
@@ -470,13 +511,16 @@ static int small_issue(struct slot *s)
 		a.how.mode = UNCHECKED;
 		sa->mode.set_it = 1;
 		sa->mode.set_mode3_u.mode = 0644;
-		sa->size.set_it = 1; /* UNCHECKED on a leftover file truncates it */
+		sa->size.set_it =
+			1; /* UNCHECKED on a leftover file truncates it */
 		sa->size.set_size3_u.size = 0;
-		if (rpc_nfs3_create_async(w->conn.rpc, small_create_cb, &a, s) < 0)
+		if (rpc_nfs3_create_async(w->conn.rpc, small_create_cb, &a, s) <
+		    0)
 			return queue_failed(w, "CREATE");
 	} else {
 		LOOKUP3args a = { .what = where };
-		if (rpc_nfs3_lookup_async(w->conn.rpc, small_lookup_cb, &a, s) < 0)
+		if (rpc_nfs3_lookup_async(w->conn.rpc, small_lookup_cb, &a, s) <
+		    0)
 			return queue_failed(w, "LOOKUP");
 	}
 	return 1;
@@ -508,7 +552,8 @@ static int small_run(struct worker *w, enum small_kind kind)
 /* ---- metadata and NULL: one RPC per operation ---- */
 
 enum meta_proc { META_NULL, META_GETATTR, META_LOOKUP, META_ACCESS };
-static const char *const meta_names[] = { "NULL", "GETATTR", "LOOKUP", "ACCESS" };
+static const char *const meta_names[] = { "NULL", "GETATTR", "LOOKUP",
+					  "ACCESS" };
 
 static void meta_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 {
@@ -542,12 +587,14 @@ static int meta_issue(struct slot *s)
 		break;
 	}
 	case META_LOOKUP: {
-		LOOKUP3args a = { .what = { .dir = bfh_arg(&w->dir), .name = "meta" } };
+		LOOKUP3args a = { .what = { .dir = bfh_arg(&w->dir),
+					    .name = "meta" } };
 		r = rpc_nfs3_lookup_async(rpc, meta_cb, &a, s);
 		break;
 	}
 	default: {
-		ACCESS3args a = { .object = bfh_arg(&w->meta), .access = ACCESS_ALL };
+		ACCESS3args a = { .object = bfh_arg(&w->meta),
+				  .access = ACCESS_ALL };
 		r = rpc_nfs3_access_async(rpc, meta_cb, &a, s);
 		break;
 	}
@@ -646,16 +693,34 @@ static int prep_io(struct worker *w)
 
 static int io_item(struct worker *w, uint32_t io, int write, int random)
 {
-	return io_run(w, &w->io, TAG(w, TAG_IO, 0), w->cfg->io_file_size, io, write,
-		      random, w->cfg->duration);
+	return io_run(w, &w->io, TAG(w, TAG_IO, 0), w->cfg->io_file_size, io,
+		      write, random, w->cfg->duration);
 }
 
-static int run_rand_read_4k(struct worker *w) { return io_item(w, 4096, 0, 1); }
-static int run_rand_write_4k(struct worker *w) { return io_item(w, 4096, 1, 1); }
-static int run_seq_read_1m(struct worker *w) { return io_item(w, MIB, 0, 0); }
-static int run_seq_write_1m(struct worker *w) { return io_item(w, MIB, 1, 0); }
-static int run_rand_read_1m(struct worker *w) { return io_item(w, MIB, 0, 1); }
-static int run_rand_write_1m(struct worker *w) { return io_item(w, MIB, 1, 1); }
+static int run_rand_read_4k(struct worker *w)
+{
+	return io_item(w, 4096, 0, 1);
+}
+static int run_rand_write_4k(struct worker *w)
+{
+	return io_item(w, 4096, 1, 1);
+}
+static int run_seq_read_1m(struct worker *w)
+{
+	return io_item(w, MIB, 0, 0);
+}
+static int run_seq_write_1m(struct worker *w)
+{
+	return io_item(w, MIB, 1, 0);
+}
+static int run_rand_read_1m(struct worker *w)
+{
+	return io_item(w, MIB, 0, 1);
+}
+static int run_rand_write_1m(struct worker *w)
+{
+	return io_item(w, MIB, 1, 1);
+}
 static int run_create(struct worker *w)
 {
 	return small_run(w, SMALL_CREATE);
@@ -687,7 +752,8 @@ static int run_readdir(struct worker *w)
  */
 static int run_visibility(struct worker *w)
 {
-	uint64_t n = w->cfg->small_file_count < 1000 ? w->cfg->small_file_count : 1000;
+	uint64_t n = w->cfg->small_file_count < 1000 ? w->cfg->small_file_count
+						     : 1000;
 	struct bfh fh;
 	char name[32];
 	w->tried_seen = 1;
@@ -701,7 +767,8 @@ static int run_visibility(struct worker *w)
 		while ((r = conn_lookup_try(&w->peer, &w->dir, name, &fh)) == 1)
 			usleep(100);
 		if (r < 0) {
-			conn_fail(&w->conn, "LOOKUP", "on the peer: %s", w->peer.err);
+			conn_fail(&w->conn, "LOOKUP", "on the peer: %s",
+				  w->peer.err);
 			return -1;
 		}
 		hist_record(&w->res.hist, bench_now_ns() - t0);
@@ -713,52 +780,67 @@ static int run_visibility(struct worker *w)
 	return 0;
 }
 
-static int run_getattr(struct worker *w) { return meta_run(w, META_GETATTR); }
-static int run_lookup(struct worker *w) { return meta_run(w, META_LOOKUP); }
-static int run_access(struct worker *w) { return meta_run(w, META_ACCESS); }
-static int run_null(struct worker *w) { return meta_run(w, META_NULL); }
+static int run_getattr(struct worker *w)
+{
+	return meta_run(w, META_GETATTR);
+}
+static int run_lookup(struct worker *w)
+{
+	return meta_run(w, META_LOOKUP);
+}
+static int run_access(struct worker *w)
+{
+	return meta_run(w, META_ACCESS);
+}
+static int run_null(struct worker *w)
+{
+	return meta_run(w, META_NULL);
+}
 
 const struct item bench_items[] = {
-	{ "write-big", "Write big file", VALUE_MIBS, COST_S_PER_FILE, PROGRESS_BYTES,
-	  "WRITE", prep_write_big, run_write_big },
-	{ "read-big", "Read big file", VALUE_MIBS, COST_S_PER_FILE, PROGRESS_BYTES,
-	  "READ", prep_read_big, run_read_big },
-	{ "write-small", "Write small file", VALUE_FILES, COST_MS_PER_FILE, PROGRESS_FILES,
-	  "file (CREATE+WRITE+COMMIT)", prep_none, run_write_small },
-	{ "read-small", "Read small file", VALUE_FILES, COST_MS_PER_FILE, PROGRESS_FILES,
-	  "file (LOOKUP+READ)", prep_small, run_read_small },
+	{ "write-big", "Write big file", VALUE_MIBS, COST_S_PER_FILE,
+	  PROGRESS_BYTES, "WRITE", prep_write_big, run_write_big },
+	{ "read-big", "Read big file", VALUE_MIBS, COST_S_PER_FILE,
+	  PROGRESS_BYTES, "READ", prep_read_big, run_read_big },
+	{ "write-small", "Write small file", VALUE_FILES, COST_MS_PER_FILE,
+	  PROGRESS_FILES, "file (CREATE+WRITE+COMMIT)", prep_none,
+	  run_write_small },
+	{ "read-small", "Read small file", VALUE_FILES, COST_MS_PER_FILE,
+	  PROGRESS_FILES, "file (LOOKUP+READ)", prep_small, run_read_small },
 	{ "stat", "Stat file", VALUE_FILES, COST_MS_PER_FILE, PROGRESS_FILES,
 	  "file (LOOKUP+GETATTR)", prep_small, run_stat },
-	{ "rand-read-4k", "Random read 4K", VALUE_OPS, COST_MS_PER_OP, PROGRESS_TIME,
-	  "READ", prep_io, run_rand_read_4k },
-	{ "rand-write-4k", "Random write 4K", VALUE_OPS, COST_MS_PER_OP, PROGRESS_TIME,
-	  "WRITE", prep_io, run_rand_write_4k },
-	{ "seq-read-1m", "Seq read 1M", VALUE_MIBS, COST_MS_PER_OP, PROGRESS_TIME,
-	  "READ", prep_io, run_seq_read_1m },
-	{ "seq-write-1m", "Seq write 1M", VALUE_MIBS, COST_MS_PER_OP, PROGRESS_TIME,
-	  "WRITE", prep_io, run_seq_write_1m },
-	{ "rand-read-1m", "Random read 1M", VALUE_MIBS, COST_MS_PER_OP, PROGRESS_TIME,
-	  "READ", prep_io, run_rand_read_1m },
-	{ "rand-write-1m", "Random write 1M", VALUE_MIBS, COST_MS_PER_OP, PROGRESS_TIME,
-	  "WRITE", prep_io, run_rand_write_1m },
-	{ "create", "Create file", VALUE_FILES, COST_MS_PER_FILE, PROGRESS_FILES,
-	  "file (CREATE)", prep_none, run_create },
+	{ "rand-read-4k", "Random read 4K", VALUE_OPS, COST_MS_PER_OP,
+	  PROGRESS_TIME, "READ", prep_io, run_rand_read_4k },
+	{ "rand-write-4k", "Random write 4K", VALUE_OPS, COST_MS_PER_OP,
+	  PROGRESS_TIME, "WRITE", prep_io, run_rand_write_4k },
+	{ "seq-read-1m", "Seq read 1M", VALUE_MIBS, COST_MS_PER_OP,
+	  PROGRESS_TIME, "READ", prep_io, run_seq_read_1m },
+	{ "seq-write-1m", "Seq write 1M", VALUE_MIBS, COST_MS_PER_OP,
+	  PROGRESS_TIME, "WRITE", prep_io, run_seq_write_1m },
+	{ "rand-read-1m", "Random read 1M", VALUE_MIBS, COST_MS_PER_OP,
+	  PROGRESS_TIME, "READ", prep_io, run_rand_read_1m },
+	{ "rand-write-1m", "Random write 1M", VALUE_MIBS, COST_MS_PER_OP,
+	  PROGRESS_TIME, "WRITE", prep_io, run_rand_write_1m },
+	{ "create", "Create file", VALUE_FILES, COST_MS_PER_FILE,
+	  PROGRESS_FILES, "file (CREATE)", prep_none, run_create },
 	{ "readdir", "Readdir", VALUE_FILES, COST_MS_PER_FILE, PROGRESS_FILES,
 	  "the whole directory (READDIRPLUS, 64 KiB pages)", prep_readdir,
 	  run_readdir },
 	{ "visibility", "Seen elsewhere", VALUE_FILES, COST_MS_PER_FILE,
-	  PROGRESS_FILES, "CREATE reply to the peer's first LOOKUP that finds it",
-	  prep_none, run_visibility },
+	  PROGRESS_FILES,
+	  "CREATE reply to the peer's first LOOKUP that finds it", prep_none,
+	  run_visibility },
 	{ "getattr", "GETATTR", VALUE_OPS, COST_MS_PER_OP, PROGRESS_TIME,
 	  "GETATTR", prep_none, run_getattr },
 	{ "lookup", "LOOKUP", VALUE_OPS, COST_MS_PER_OP, PROGRESS_TIME,
 	  "LOOKUP", prep_none, run_lookup },
 	{ "access", "ACCESS", VALUE_OPS, COST_MS_PER_OP, PROGRESS_TIME,
 	  "ACCESS", prep_none, run_access },
-	{ "null", "NULL", VALUE_OPS, COST_MS_PER_OP, PROGRESS_TIME,
-	  "NULL", prep_none, run_null },
+	{ "null", "NULL", VALUE_OPS, COST_MS_PER_OP, PROGRESS_TIME, "NULL",
+	  prep_none, run_null },
 };
-const int bench_item_count = (int)(sizeof(bench_items) / sizeof(bench_items[0]));
+const int bench_item_count =
+	(int)(sizeof(bench_items) / sizeof(bench_items[0]));
 
 /* ---- worker lifetime ---- */
 
@@ -772,17 +854,20 @@ int worker_setup(struct worker *w)
 	/* One payload buffer per slot, as big as the largest I/O the server
 	 * takes, filled once with the pattern: a write only restamps it. */
 	uint64_t want = w->cfg->block_size > MIB ? w->cfg->block_size : MIB;
-	uint32_t max = w->conn.wtmax > w->conn.rtmax ? w->conn.wtmax : w->conn.rtmax;
+	uint32_t max =
+		w->conn.wtmax > w->conn.rtmax ? w->conn.wtmax : w->conn.rtmax;
 	w->buf_size = want < max ? (uint32_t)want : max;
 	w->buf_size -= w->buf_size % PATTERN_PAGE;
 	if (w->buf_size == 0) {
-		conn_fail(&w->conn, "FSINFO", "server's rtmax/wtmax of %u is below 4 KiB", max);
+		conn_fail(&w->conn, "FSINFO",
+			  "server's rtmax/wtmax of %u is below 4 KiB", max);
 		return -1;
 	}
 	w->slots = calloc((size_t)w->cfg->depth, sizeof(*w->slots));
 	w->bufs = malloc((size_t)w->cfg->depth * w->buf_size);
 	if (!w->slots || !w->bufs) {
-		conn_fail(&w->conn, "setup", "out of memory for %d slots", w->cfg->depth);
+		conn_fail(&w->conn, "setup", "out of memory for %d slots",
+			  w->cfg->depth);
 		return -1;
 	}
 	for (int i = 0; i < w->cfg->depth; i++) {
@@ -799,18 +884,20 @@ int worker_cleanup(struct worker *w)
 	char name[32];
 	int r = 0;
 	if (w->tried_small)
-		for (uint64_t i = 0; i < w->cfg->small_file_count && r == 0; i++) {
+		for (uint64_t i = 0; i < w->cfg->small_file_count && r == 0;
+		     i++) {
 			small_name(name, sizeof(name), (uint32_t)i);
 			r = conn_remove(c, &w->dir, name, 0);
 		}
 	if (w->tried_created)
-		for (uint64_t i = 0; i < w->cfg->small_file_count && r == 0; i++) {
+		for (uint64_t i = 0; i < w->cfg->small_file_count && r == 0;
+		     i++) {
 			create_name(name, sizeof(name), (uint32_t)i);
 			r = conn_remove(c, &w->dir, name, 0);
 		}
 	if (w->tried_seen)
-		for (uint64_t i = 0; i < w->cfg->small_file_count && i < 1000 && r == 0;
-		     i++) {
+		for (uint64_t i = 0;
+		     i < w->cfg->small_file_count && i < 1000 && r == 0; i++) {
 			seen_name(name, sizeof(name), (uint32_t)i);
 			r = conn_remove(c, &w->dir, name, 0);
 		}

@@ -18,24 +18,24 @@
 
 struct bench_cfg {
 	int threads;
-	int depth;                 /* outstanding operations per connection */
-	uint64_t block_size;       /* big and small file I/O size */
+	int depth;           /* outstanding operations per connection */
+	uint64_t block_size; /* big and small file I/O size */
 	uint64_t big_file_size;
 	uint64_t small_file_size;
 	uint64_t small_file_count; /* per thread */
 	uint64_t io_file_size;     /* the file of the 4k and 1m items */
 	double duration;           /* seconds, for rate items */
 	int verify;
-	int reuse;                 /* read-big reads an existing "big" (--reuse) */
+	int reuse; /* read-big reads an existing "big" (--reuse) */
 };
 
 /* What the item's VALUE counts, and what its COST is, as juicefs bench
  * prints them. */
 enum item_value { VALUE_MIBS, VALUE_FILES, VALUE_OPS };
 enum item_cost {
-	COST_S_PER_FILE,   /* elapsed time per file per thread (big files) */
-	COST_MS_PER_FILE,  /* the same, in ms (small files) */
-	COST_MS_PER_OP,    /* mean latency of one RPC */
+	COST_S_PER_FILE,  /* elapsed time per file per thread (big files) */
+	COST_MS_PER_FILE, /* the same, in ms (small files) */
+	COST_MS_PER_OP,   /* mean latency of one RPC */
 };
 /* How the progress bar measures an item: bytes, files or time. */
 enum item_progress { PROGRESS_BYTES, PROGRESS_FILES, PROGRESS_TIME };
@@ -46,7 +46,7 @@ struct item_result {
 	uint64_t files;    /* files completed (small-file items) */
 	uint64_t start_ns; /* the timed part, CLOCK_MONOTONIC */
 	uint64_t end_ns;
-	struct hist hist;  /* per-op (or per-file) latency */
+	struct hist hist; /* per-op (or per-file) latency */
 };
 
 struct worker;
@@ -71,27 +71,27 @@ struct slot;
 struct job {
 	int (*issue)(struct slot *s);
 	struct bfh fh;
-	uint64_t tag;          /* pattern tag of the file */
-	uint64_t size;         /* file size */
-	uint32_t io;           /* bytes per READ / WRITE */
+	uint64_t tag;  /* pattern tag of the file */
+	uint64_t size; /* file size */
+	uint32_t io;   /* bytes per READ / WRITE */
 	int write;
 	int random;
 	int verify;
-	int proc;              /* NFS procedure of the metadata items */
-	uint64_t deadline_ns;  /* rate items stop issuing then; 0: one pass */
-	uint64_t next;         /* next offset, or next small file */
-	uint64_t total;        /* small files to do */
+	int proc;             /* NFS procedure of the metadata items */
+	uint64_t deadline_ns; /* rate items stop issuing then; 0: one pass */
+	uint64_t next;        /* next offset, or next small file */
+	uint64_t total;       /* small files to do */
 	uint64_t rng;
 };
 
 struct worker {
 	int id;
 	const struct bench_cfg *cfg;
-	atomic_int *abort;     /* shared; the first worker that fails sets it */
+	atomic_int *abort; /* shared; the first worker that fails sets it */
 	struct conn conn;
-	struct bfh top;        /* the work dir */
-	struct bfh dir;        /* this worker's directory in it */
-	struct bfh meta;       /* an empty file for getattr / lookup / access */
+	struct bfh top;  /* the work dir */
+	struct bfh dir;  /* this worker's directory in it */
+	struct bfh meta; /* an empty file for getattr / lookup / access */
 	struct bfh big;
 	struct bfh io;
 	int have_big, have_small, have_io, tried_small;
@@ -104,7 +104,7 @@ struct worker {
 	char *bufs;
 	uint32_t buf_size;
 	int inflight;
-	uint64_t now;          /* the last clock reading, ns */
+	uint64_t now; /* the last clock reading, ns */
 	struct job job;
 	struct item_result res;
 	atomic_uint_fast64_t progress; /* bytes or files done, for the bar */

@@ -19,45 +19,57 @@
 
 struct run {
 	struct bench_cfg cfg;
-	const char *url;        /* the first of urls */
-	char **urls;            /* a cluster: thread i talks to urls[i % n] */
+	const char *url; /* the first of urls */
+	char **urls;     /* a cluster: thread i talks to urls[i % n] */
 	int nurls;
 	char dir[256];
 	int keep;
 	int json;
-	int selected[64];       /* indexes into bench_items, in table order */
+	int selected[64]; /* indexes into bench_items, in table order */
 	int nselected;
 	struct worker *workers;
 	pthread_barrier_t barrier; /* threads + main */
 	atomic_int abort;
-	atomic_int finished;    /* workers done with the current item's run */
+	atomic_int finished; /* workers done with the current item's run */
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: mapfs-bench [options] nfs://HOST/EXPORT[?nfsport=P&mountport=Q&version=3] [URL...]\n"
-"  Several URLs: gateways of one cluster; thread i talks to the (i mod N)th,\n"
-"  and the visibility item looks for its files on the next one.\n"
-"  -p, --threads N          threads, each with its own connection (1)\n"
-"  -q, --depth Q            outstanding RPCs (or small files) per connection (16)\n"
-"      --block-size SIZE    I/O size of the big and small file items (1M)\n"
-"      --big-file-size SIZE big file per thread (1G)\n"
-"      --small-file-size SIZE (128K)\n"
-"      --small-file-count N small files per thread (100)\n"
-"      --io-file-size SIZE  file of the 4k and 1m items, per thread (256M)\n"
-"      --duration S         seconds per rate item (5)\n"
-"      --items LIST         comma list of items to run (all):\n"
-"                           ");
+		"usage: mapfs-bench [options] "
+		"nfs://HOST/EXPORT[?nfsport=P&mountport=Q&version=3] [URL...]\n"
+		"  Several URLs: gateways of one cluster; thread i talks to "
+		"the (i mod N)th,\n"
+		"  and the visibility item looks for its files on the next "
+		"one.\n"
+		"  -p, --threads N          threads, each with its own "
+		"connection (1)\n"
+		"  -q, --depth Q            outstanding RPCs (or small files) "
+		"per connection (16)\n"
+		"      --block-size SIZE    I/O size of the big and small file "
+		"items (1M)\n"
+		"      --big-file-size SIZE big file per thread (1G)\n"
+		"      --small-file-size SIZE (128K)\n"
+		"      --small-file-count N small files per thread (100)\n"
+		"      --io-file-size SIZE  file of the 4k and 1m items, per "
+		"thread (256M)\n"
+		"      --duration S         seconds per rate item (5)\n"
+		"      --items LIST         comma list of items to run (all):\n"
+		"                           ");
 	for (int i = 0; i < bench_item_count; i++)
-		fprintf(f, "%s%s", bench_items[i].name, i + 1 < bench_item_count ? "," : "\n");
-	fprintf(f,
-"      --dir NAME           work dir made under the export (mapfs-bench.PID)\n"
-"      --keep               leave the work dir in place\n"
-"      --reuse              read-big reads the big file a --keep run left under --dir\n"
-"                           (same --big-file-size and -p) instead of writing it first\n"
-"      --no-verify          skip the data check of read-big and read-small\n"
-"      --json               print the results as JSON on stdout\n");
+		fprintf(f, "%s%s", bench_items[i].name,
+			i + 1 < bench_item_count ? "," : "\n");
+	fprintf(f, "      --dir NAME           work dir made under the export "
+		   "(mapfs-bench.PID)\n"
+		   "      --keep               leave the work dir in place\n"
+		   "      --reuse              read-big reads the big file a "
+		   "--keep run left under --dir\n"
+		   "                           (same --big-file-size and -p) "
+		   "instead of writing it first\n"
+		   "      --no-verify          skip the data check of read-big "
+		   "and read-small\n"
+		   "      --json               print the results as JSON on "
+		   "stdout\n");
 }
 
 /* "64K", "1M", "1GiB": binary multiples, as juicefs bench takes them. */
@@ -70,12 +82,26 @@ static int parse_size(const char *s, uint64_t *out)
 		return -1;
 	unsigned shift = 0;
 	switch (*end) {
-	case 'k': case 'K': shift = 10; break;
-	case 'm': case 'M': shift = 20; break;
-	case 'g': case 'G': shift = 30; break;
-	case 't': case 'T': shift = 40; break;
-	case '\0': break;
-	default: return -1;
+	case 'k':
+	case 'K':
+		shift = 10;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		break;
+	case 't':
+	case 'T':
+		shift = 40;
+		break;
+	case '\0':
+		break;
+	default:
+		return -1;
 	}
 	if (*end) {
 		end++;
@@ -108,12 +134,14 @@ static int select_items(struct run *r, const char *list)
 	for (char *name = strtok(buf, ","); name; name = strtok(NULL, ",")) {
 		int found = 0;
 		for (int i = 0; i < bench_item_count; i++)
-			if (strcmp(name, "all") == 0 || strcmp(name, bench_items[i].name) == 0) {
+			if (strcmp(name, "all") == 0 ||
+			    strcmp(name, bench_items[i].name) == 0) {
 				want[i] = 1;
 				found = 1;
 			}
 		if (!found) {
-			fprintf(stderr, "mapfs-bench: unknown item: %s\n", name);
+			fprintf(stderr, "mapfs-bench: unknown item: %s\n",
+				name);
 			return -1;
 		}
 	}
@@ -125,8 +153,18 @@ static int select_items(struct run *r, const char *list)
 }
 
 enum {
-	OPT_BLOCK = 256, OPT_BIG, OPT_SMALL, OPT_COUNT, OPT_IOFILE, OPT_DURATION,
-	OPT_ITEMS, OPT_DIR, OPT_KEEP, OPT_REUSE, OPT_NOVERIFY, OPT_JSON,
+	OPT_BLOCK = 256,
+	OPT_BIG,
+	OPT_SMALL,
+	OPT_COUNT,
+	OPT_IOFILE,
+	OPT_DURATION,
+	OPT_ITEMS,
+	OPT_DIR,
+	OPT_KEEP,
+	OPT_REUSE,
+	OPT_NOVERIFY,
+	OPT_JSON,
 };
 
 static int parse_args(struct run *r, int argc, char **argv)
@@ -156,29 +194,60 @@ static int parse_args(struct run *r, int argc, char **argv)
 		int bad = 0;
 		char *end;
 		switch (o) {
-		case 'p': bad = parse_int(optarg, 1, 256, &c->threads); break;
-		case 'q': bad = parse_int(optarg, 1, 1024, &c->depth); break;
-		case OPT_BLOCK: bad = parse_size(optarg, &c->block_size); break;
-		case OPT_BIG: bad = parse_size(optarg, &c->big_file_size); break;
-		case OPT_SMALL: bad = parse_size(optarg, &c->small_file_size); break;
-		case OPT_COUNT: bad = parse_size(optarg, &c->small_file_count); break;
-		case OPT_IOFILE: bad = parse_size(optarg, &c->io_file_size); break;
+		case 'p':
+			bad = parse_int(optarg, 1, 256, &c->threads);
+			break;
+		case 'q':
+			bad = parse_int(optarg, 1, 1024, &c->depth);
+			break;
+		case OPT_BLOCK:
+			bad = parse_size(optarg, &c->block_size);
+			break;
+		case OPT_BIG:
+			bad = parse_size(optarg, &c->big_file_size);
+			break;
+		case OPT_SMALL:
+			bad = parse_size(optarg, &c->small_file_size);
+			break;
+		case OPT_COUNT:
+			bad = parse_size(optarg, &c->small_file_count);
+			break;
+		case OPT_IOFILE:
+			bad = parse_size(optarg, &c->io_file_size);
+			break;
 		case OPT_DURATION:
 			c->duration = strtod(optarg, &end);
-			bad = end == optarg || *end || !(c->duration > 0 && c->duration < 1e6);
+			bad = end == optarg || *end ||
+			      !(c->duration > 0 && c->duration < 1e6);
 			break;
-		case OPT_ITEMS: items = optarg; break;
-		case OPT_DIR: snprintf(r->dir, sizeof(r->dir), "%s", optarg); break;
-		case OPT_KEEP: r->keep = 1; break;
-		case OPT_REUSE: c->reuse = 1; break;
-		case OPT_NOVERIFY: c->verify = 0; break;
-		case OPT_JSON: r->json = 1; break;
-		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); return -1;
+		case OPT_ITEMS:
+			items = optarg;
+			break;
+		case OPT_DIR:
+			snprintf(r->dir, sizeof(r->dir), "%s", optarg);
+			break;
+		case OPT_KEEP:
+			r->keep = 1;
+			break;
+		case OPT_REUSE:
+			c->reuse = 1;
+			break;
+		case OPT_NOVERIFY:
+			c->verify = 0;
+			break;
+		case OPT_JSON:
+			r->json = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
 		}
 		if (bad) {
-			fprintf(stderr, "mapfs-bench: bad value for %s: %s\n", argv[optind - 1],
-				optarg);
+			fprintf(stderr, "mapfs-bench: bad value for %s: %s\n",
+				argv[optind - 1], optarg);
 			return -1;
 		}
 	}
@@ -191,20 +260,25 @@ static int parse_args(struct run *r, int argc, char **argv)
 	r->nurls = argc - optind;
 	/* Offsets stay page-aligned (pattern.h) and a random 1 MiB read always
 	 * has a whole block to land on. */
-	if (c->block_size < 4096 || c->block_size % 4096 || c->block_size > (1u << 30)) {
-		fprintf(stderr, "mapfs-bench: --block-size must be a multiple of 4K up to 1G\n");
+	if (c->block_size < 4096 || c->block_size % 4096 ||
+	    c->block_size > (1u << 30)) {
+		fprintf(stderr, "mapfs-bench: --block-size must be a multiple "
+				"of 4K up to 1G\n");
 		return -1;
 	}
 	if (c->io_file_size < (1u << 20)) {
-		fprintf(stderr, "mapfs-bench: --io-file-size must be at least 1M\n");
+		fprintf(stderr,
+			"mapfs-bench: --io-file-size must be at least 1M\n");
 		return -1;
 	}
 	if (c->big_file_size == 0 || c->small_file_count == 0 ||
 	    c->small_file_count > UINT32_MAX) {
-		fprintf(stderr, "mapfs-bench: --big-file-size and --small-file-count must be > 0\n");
+		fprintf(stderr, "mapfs-bench: --big-file-size and "
+				"--small-file-count must be > 0\n");
 		return -1;
 	}
-	if (!strchr(r->dir, '/') && r->dir[0] && strcmp(r->dir, ".") && strcmp(r->dir, ".."))
+	if (!strchr(r->dir, '/') && r->dir[0] && strcmp(r->dir, ".") &&
+	    strcmp(r->dir, ".."))
 		return select_items(r, items);
 	fprintf(stderr, "mapfs-bench: --dir must be a plain name\n");
 	return -1;
@@ -251,23 +325,28 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static double item_fraction(const struct run *r, const struct item *it, uint64_t t0)
+static double item_fraction(const struct run *r, const struct item *it,
+			    uint64_t t0)
 {
 	uint64_t done = 0;
 	for (int i = 0; i < r->cfg.threads; i++)
-		done += atomic_load_explicit(&r->workers[i].progress, memory_order_relaxed);
+		done += atomic_load_explicit(&r->workers[i].progress,
+					     memory_order_relaxed);
 	switch (it->progress) {
 	case PROGRESS_BYTES:
-		return (double)done / ((double)r->cfg.big_file_size * r->cfg.threads);
+		return (double)done /
+		       ((double)r->cfg.big_file_size * r->cfg.threads);
 	case PROGRESS_FILES:
-		return (double)done / ((double)r->cfg.small_file_count * r->cfg.threads);
+		return (double)done /
+		       ((double)r->cfg.small_file_count * r->cfg.threads);
 	default:
 		return (double)(bench_now_ns() - t0) / (r->cfg.duration * 1e9);
 	}
 }
 
 /* Merges the threads' results of the item that just ran. */
-static void collect(struct run *r, const struct item *it, struct report_row *row)
+static void collect(struct run *r, const struct item *it,
+		    struct report_row *row)
 {
 	memset(row, 0, sizeof(*row));
 	row->item = it;
@@ -348,7 +427,8 @@ int main(int argc, char **argv)
 		}
 	int nt = r.cfg.threads;
 	r.workers = calloc((size_t)nt, sizeof(*r.workers));
-	struct report_row *rows = calloc((size_t)r.nselected + 1, sizeof(*rows));
+	struct report_row *rows =
+		calloc((size_t)r.nselected + 1, sizeof(*rows));
 	pthread_t *tids = calloc((size_t)nt, sizeof(*tids));
 	struct thread_arg *args = calloc((size_t)nt, sizeof(*args));
 	if (!r.workers || !rows || !tids || !args) {
@@ -367,32 +447,40 @@ int main(int argc, char **argv)
 			 conn_open(&w->peer, &tg[(i + 1) % r.nurls]) < 0;
 		w->have_peer = !failed;
 		if (w->peer.failed)
-			snprintf(w->conn.err, sizeof(w->conn.err), "peer: %.400s",
-				 w->peer.err);
+			snprintf(w->conn.err, sizeof(w->conn.err),
+				 "peer: %.400s", w->peer.err);
 	}
 	struct worker *w0 = &r.workers[0];
 	if (!failed)
-		failed = conn_mkdir(&w0->conn, &w0->conn.root, r.dir, &w0->top) < 0;
+		failed = conn_mkdir(&w0->conn, &w0->conn.root, r.dir,
+				    &w0->top) < 0;
 	/* The other gateways of a cluster see the work dir within moments. */
 	for (int i = 1; !failed && i < nt && i < r.nurls; i++) {
 		struct bfh seen;
 		int k = 0, rc;
-		while ((rc = conn_lookup_try(&r.workers[i].conn, &r.workers[i].conn.root,
-					     r.dir, &seen)) == 1 && k++ < 5000)
+		while ((rc = conn_lookup_try(&r.workers[i].conn,
+					     &r.workers[i].conn.root, r.dir,
+					     &seen)) == 1 &&
+		       k++ < 5000)
 			usleep(1000);
 		failed = rc != 0;
 	}
 	if (!failed && r.cfg.block_size > w0->conn.wtmax)
-		fprintf(stderr, "mapfs-bench: the server takes at most %u bytes per WRITE;"
-			" big and small file writes use that\n", w0->conn.wtmax);
+		fprintf(stderr,
+			"mapfs-bench: the server takes at most %u bytes per "
+			"WRITE;"
+			" big and small file writes use that\n",
+			w0->conn.wtmax);
 	int n = 0, started = 0;
 	if (!failed) {
 		pthread_barrier_init(&r.barrier, NULL, (unsigned)nt + 1);
 		for (int i = 0; i < nt; i++) {
 			r.workers[i].top = w0->top;
 			args[i] = (struct thread_arg){ &r, &r.workers[i] };
-			if (pthread_create(&tids[i], NULL, worker_main, &args[i]) != 0) {
-				fprintf(stderr, "mapfs-bench: pthread_create failed\n");
+			if (pthread_create(&tids[i], NULL, worker_main,
+					   &args[i]) != 0) {
+				fprintf(stderr,
+					"mapfs-bench: pthread_create failed\n");
 				return 1;
 			}
 			started++;
@@ -411,7 +499,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nt; i++) {
 		struct worker *w = &r.workers[i];
 		if (w->conn.failed) {
-			fprintf(stderr, "mapfs-bench: thread %d: %s\n", i, w->conn.err);
+			fprintf(stderr, "mapfs-bench: thread %d: %s\n", i,
+				w->conn.err);
 			rc = 1;
 		}
 		conn_close(&w->conn);
@@ -420,7 +509,8 @@ int main(int argc, char **argv)
 		worker_free(w);
 	}
 	if (rc && !r.keep && started)
-		fprintf(stderr, "mapfs-bench: work dir %s left in place\n", r.dir);
+		fprintf(stderr, "mapfs-bench: work dir %s left in place\n",
+			r.dir);
 	free(tg);
 	free(args);
 	free(tids);

@@ -28,7 +28,8 @@ static int parse_query(char *q, struct nfs_target *t, char *err, size_t errlen)
 	for (char *kv = strtok(q, "&"); kv; kv = strtok(NULL, "&")) {
 		char *v = strchr(kv, '=');
 		if (!v) {
-			snprintf(err, errlen, "URL option without value: %s", kv);
+			snprintf(err, errlen, "URL option without value: %s",
+				 kv);
 			return -1;
 		}
 		*v++ = '\0';
@@ -40,7 +41,8 @@ static int parse_query(char *q, struct nfs_target *t, char *err, size_t errlen)
 				goto bad;
 		} else if (strcmp(kv, "version") == 0) {
 			if (strcmp(v, "3") != 0) {
-				snprintf(err, errlen, "only NFS version 3 is supported");
+				snprintf(err, errlen,
+					 "only NFS version 3 is supported");
 				return -1;
 			}
 		} else {
@@ -55,7 +57,8 @@ bad:
 	return 0;
 }
 
-int target_parse(const char *url, struct nfs_target *t, char *err, size_t errlen)
+int target_parse(const char *url, struct nfs_target *t, char *err,
+		 size_t errlen)
 {
 	memset(t, 0, sizeof(*t));
 	if (strncmp(url, "nfs://", 6) != 0) {
@@ -107,7 +110,8 @@ int conn_check(struct conn *c, const char *proc, int rpc_status, void *data)
 		return -1;
 	}
 	if (rpc_status == RPC_STATUS_ERROR)
-		conn_fail(c, proc, "RPC error: %s", data ? (const char *)data : "?");
+		conn_fail(c, proc, "RPC error: %s",
+			  data ? (const char *)data : "?");
 	else if (rpc_status == RPC_STATUS_TIMEOUT)
 		conn_fail(c, proc, "RPC timeout");
 	else
@@ -151,13 +155,14 @@ struct sync_call {
 	const char *proc;
 	int done;
 	int ok;
-	int tolerated;      /* an nfsstat3 that counts as success, or -1 */
-	struct bfh *out;    /* where a returned handle goes, or NULL */
+	int tolerated;   /* an nfsstat3 that counts as success, or -1 */
+	struct bfh *out; /* where a returned handle goes, or NULL */
 	uint32_t rtmax;
 	uint32_t wtmax;
 };
 
-static int sync_wait(struct conn *c, struct rpc_context *rpc, struct sync_call *s)
+static int sync_wait(struct conn *c, struct rpc_context *rpc,
+		     struct sync_call *s)
 {
 	while (!s->done)
 		if (rpc_poll(c, rpc, 1000) < 0 && !s->done)
@@ -168,7 +173,8 @@ static int sync_wait(struct conn *c, struct rpc_context *rpc, struct sync_call *
 static int copy_fh(struct sync_call *s, const nfs_fh3 *fh)
 {
 	if (fh->data.data_len > sizeof(s->out->data)) {
-		conn_fail(s->c, s->proc, "file handle of %u bytes", fh->data.data_len);
+		conn_fail(s->c, s->proc, "file handle of %u bytes",
+			  fh->data.data_len);
 		return -1;
 	}
 	s->out->len = fh->data.data_len;
@@ -176,7 +182,8 @@ static int copy_fh(struct sync_call *s, const nfs_fh3 *fh)
 	return 0;
 }
 
-static void connect_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+static void connect_cb(struct rpc_context *rpc, int status, void *data,
+		       void *priv)
 {
 	struct sync_call *s = priv;
 	(void)rpc;
@@ -184,7 +191,8 @@ static void connect_cb(struct rpc_context *rpc, int status, void *data, void *pr
 	if (status == RPC_STATUS_SUCCESS)
 		s->ok = 1;
 	else
-		conn_fail(s->c, s->proc, "%s", data ? (const char *)data : "cancelled");
+		conn_fail(s->c, s->proc, "%s",
+			  data ? (const char *)data : "cancelled");
 }
 
 static void mnt_cb(struct rpc_context *rpc, int status, void *data, void *priv)
@@ -193,21 +201,25 @@ static void mnt_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 	(void)rpc;
 	s->done = 1;
 	if (status != RPC_STATUS_SUCCESS) {
-		conn_fail(s->c, "MNT", "RPC error: %s", data ? (const char *)data : "cancelled");
+		conn_fail(s->c, "MNT", "RPC error: %s",
+			  data ? (const char *)data : "cancelled");
 		return;
 	}
 	mountres3 *r = data;
 	if (r->fhs_status != MNT3_OK) {
-		conn_fail(s->c, "MNT", "%s (%d)", mountstat3_to_str(r->fhs_status),
-			  (int)r->fhs_status);
+		conn_fail(s->c, "MNT", "%s (%d)",
+			  mountstat3_to_str(r->fhs_status), (int)r->fhs_status);
 		return;
 	}
-	nfs_fh3 fh = { .data = { r->mountres3_u.mountinfo.fhandle.fhandle3_len,
-				 r->mountres3_u.mountinfo.fhandle.fhandle3_val } };
+	nfs_fh3 fh = {
+		.data = { r->mountres3_u.mountinfo.fhandle.fhandle3_len,
+			  r->mountres3_u.mountinfo.fhandle.fhandle3_val }
+	};
 	s->ok = copy_fh(s, &fh) == 0;
 }
 
-static void fsinfo_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+static void fsinfo_cb(struct rpc_context *rpc, int status, void *data,
+		      void *priv)
 {
 	struct sync_call *s = priv;
 	(void)rpc;
@@ -221,12 +233,15 @@ static void fsinfo_cb(struct rpc_context *rpc, int status, void *data, void *pri
 }
 
 /* Connects rpc to program/version on host, at port or via the portmapper. */
-static int connect_sync(struct conn *c, struct rpc_context *rpc, const char *host,
-			int port, int prog, int vers, const char *what)
+static int connect_sync(struct conn *c, struct rpc_context *rpc,
+			const char *host, int port, int prog, int vers,
+			const char *what)
 {
 	struct sync_call s = { .c = c, .proc = what };
-	int r = port ? rpc_connect_port_async(rpc, host, port, prog, vers, connect_cb, &s)
-		     : rpc_connect_program_async(rpc, host, prog, vers, connect_cb, &s);
+	int r = port ? rpc_connect_port_async(rpc, host, port, prog, vers,
+					      connect_cb, &s)
+		     : rpc_connect_program_async(rpc, host, prog, vers,
+						 connect_cb, &s);
 	if (r < 0) {
 		conn_fail(c, what, "%s", rpc_get_error(rpc));
 		return -1;
@@ -241,8 +256,8 @@ static int mount_root(struct conn *c, const struct nfs_target *t)
 		conn_fail(c, "MNT", "rpc_init_context failed");
 		return -1;
 	}
-	int r = connect_sync(c, m, t->host, t->mountport, MOUNT_PROGRAM, MOUNT_V3,
-			     "connect mountd");
+	int r = connect_sync(c, m, t->host, t->mountport, MOUNT_PROGRAM,
+			     MOUNT_V3, "connect mountd");
 	if (r == 0) {
 		struct sync_call s = { .c = c, .proc = "MNT", .out = &c->root };
 		if (rpc_mount3_mnt_async(m, mnt_cb, (char *)t->path, &s) < 0) {
@@ -292,7 +307,8 @@ void conn_close(struct conn *c)
 /* Completes a blocking call: copies fh (the handle the reply carries, when
  * s->out wants one) on NFS3_OK; s->tolerated is a status that also counts as
  * done (EXIST for MKDIR, NOENT for REMOVE). */
-static void finish(struct sync_call *s, int status, void *data, const nfs_fh3 *fh)
+static void finish(struct sync_call *s, int status, void *data,
+		   const nfs_fh3 *fh)
 {
 	s->done = 1;
 	if (status == RPC_STATUS_SUCCESS && s->tolerated >= 0 &&
@@ -314,7 +330,8 @@ static const nfs_fh3 *post_op_fh(struct sync_call *s, const post_op_fh3 *p)
 	return &p->post_op_fh3_u.handle;
 }
 
-static void create_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+static void create_cb(struct rpc_context *rpc, int status, void *data,
+		      void *priv)
 {
 	struct sync_call *s = priv;
 	CREATE3res *r = data;
@@ -331,7 +348,8 @@ static void create_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	finish(s, status, data, NULL);
 }
 
-static void mkdir_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+static void mkdir_cb(struct rpc_context *rpc, int status, void *data,
+		     void *priv)
 {
 	struct sync_call *s = priv;
 	MKDIR3res *r = data;
@@ -348,25 +366,32 @@ static void mkdir_cb(struct rpc_context *rpc, int status, void *data, void *priv
 	finish(s, status, data, NULL);
 }
 
-static void lookup_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+static void lookup_cb(struct rpc_context *rpc, int status, void *data,
+		      void *priv)
 {
 	LOOKUP3res *r = data;
 	(void)rpc;
 	finish(priv, status, data,
-	       status == RPC_STATUS_SUCCESS && r->status == NFS3_OK ?
-	       &r->LOOKUP3res_u.resok.object : NULL);
+	       status == RPC_STATUS_SUCCESS && r->status == NFS3_OK
+		       ? &r->LOOKUP3res_u.resok.object
+		       : NULL);
 }
 
-static void plain_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+static void plain_cb(struct rpc_context *rpc, int status, void *data,
+		     void *priv)
 {
 	(void)rpc;
 	finish(priv, status, data, NULL);
 }
 
-int conn_lookup(struct conn *c, const struct bfh *dir, const char *name, struct bfh *out)
+int conn_lookup(struct conn *c, const struct bfh *dir, const char *name,
+		struct bfh *out)
 {
-	struct sync_call s = { .c = c, .proc = "LOOKUP", .tolerated = -1, .out = out };
-	LOOKUP3args a = { .what = { .dir = bfh_arg(dir), .name = (char *)name } };
+	struct sync_call s = {
+		.c = c, .proc = "LOOKUP", .tolerated = -1, .out = out
+	};
+	LOOKUP3args a = { .what = { .dir = bfh_arg(dir),
+				    .name = (char *)name } };
 	if (rpc_nfs3_lookup_async(c->rpc, lookup_cb, &a, &s) < 0) {
 		conn_fail(c, "LOOKUP", "%s", rpc_get_error(c->rpc));
 		return -1;
@@ -377,9 +402,11 @@ int conn_lookup(struct conn *c, const struct bfh *dir, const char *name, struct 
 int conn_lookup_try(struct conn *c, const struct bfh *dir, const char *name,
 		    struct bfh *out)
 {
-	struct sync_call s = { .c = c, .proc = "LOOKUP", .tolerated = NFS3ERR_NOENT,
-			       .out = out };
-	LOOKUP3args a = { .what = { .dir = bfh_arg(dir), .name = (char *)name } };
+	struct sync_call s = {
+		.c = c, .proc = "LOOKUP", .tolerated = NFS3ERR_NOENT, .out = out
+	};
+	LOOKUP3args a = { .what = { .dir = bfh_arg(dir),
+				    .name = (char *)name } };
 	out->len = 0;
 	if (rpc_nfs3_lookup_async(c->rpc, lookup_cb, &a, &s) < 0) {
 		conn_fail(c, "LOOKUP", "%s", rpc_get_error(c->rpc));
@@ -415,17 +442,22 @@ static void rdp_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 	finish(&r->s, status, data, NULL);
 }
 
-int conn_readdirplus_all(struct conn *c, const struct bfh *dir, uint32_t maxcount,
-			 uint64_t *n)
+int conn_readdirplus_all(struct conn *c, const struct bfh *dir,
+			 uint32_t maxcount, uint64_t *n)
 {
-	struct rdp_call r = { .s = { .c = c, .proc = "READDIRPLUS", .tolerated = -1 } };
+	struct rdp_call r = {
+		.s = { .c = c, .proc = "READDIRPLUS", .tolerated = -1 }
+	};
 	while (!r.eof) {
-		READDIRPLUS3args a = { .dir = bfh_arg(dir), .cookie = r.cookie,
-				       .dircount = maxcount / 4, .maxcount = maxcount };
+		READDIRPLUS3args a = { .dir = bfh_arg(dir),
+				       .cookie = r.cookie,
+				       .dircount = maxcount / 4,
+				       .maxcount = maxcount };
 		memcpy(a.cookieverf, r.verf, sizeof(a.cookieverf));
 		r.s.done = r.s.ok = 0;
 		if (rpc_nfs3_readdirplus_async(c->rpc, rdp_cb, &a, &r) < 0) {
-			conn_fail(c, "READDIRPLUS", "%s", rpc_get_error(c->rpc));
+			conn_fail(c, "READDIRPLUS", "%s",
+				  rpc_get_error(c->rpc));
 			return -1;
 		}
 		if (sync_wait(c, c->rpc, &r.s) < 0)
@@ -435,15 +467,19 @@ int conn_readdirplus_all(struct conn *c, const struct bfh *dir, uint32_t maxcoun
 	return 0;
 }
 
-int conn_mkdir(struct conn *c, const struct bfh *dir, const char *name, struct bfh *out)
+int conn_mkdir(struct conn *c, const struct bfh *dir, const char *name,
+	       struct bfh *out)
 {
 	/* LOOKUP first.  A server over a backing store may list a directory
 	 * only on LOOKUP or READDIR (mapfs-gw does): a MKDIR in a directory not
 	 * listed yet then makes a second, empty directory over one that exists
 	 * in the store, and --reuse would find nothing in it. */
-	struct sync_call l = { .c = c, .proc = "LOOKUP", .tolerated = NFS3ERR_NOENT, .out = out };
+	struct sync_call l = {
+		.c = c, .proc = "LOOKUP", .tolerated = NFS3ERR_NOENT, .out = out
+	};
 	out->len = 0;
-	LOOKUP3args la = { .what = { .dir = bfh_arg(dir), .name = (char *)name } };
+	LOOKUP3args la = { .what = { .dir = bfh_arg(dir),
+				     .name = (char *)name } };
 	if (rpc_nfs3_lookup_async(c->rpc, lookup_cb, &la, &l) < 0) {
 		conn_fail(c, "LOOKUP", "%s", rpc_get_error(c->rpc));
 		return -1;
@@ -452,8 +488,11 @@ int conn_mkdir(struct conn *c, const struct bfh *dir, const char *name, struct b
 		return -1;
 	if (out->len)
 		return 0;
-	struct sync_call s = { .c = c, .proc = "MKDIR", .tolerated = NFS3ERR_EXIST, .out = out };
-	MKDIR3args a = { .where = { .dir = bfh_arg(dir), .name = (char *)name } };
+	struct sync_call s = {
+		.c = c, .proc = "MKDIR", .tolerated = NFS3ERR_EXIST, .out = out
+	};
+	MKDIR3args a = { .where = { .dir = bfh_arg(dir),
+				    .name = (char *)name } };
 	a.attributes.mode.set_it = 1;
 	a.attributes.mode.set_mode3_u.mode = 0755;
 	if (rpc_nfs3_mkdir_async(c->rpc, mkdir_cb, &a, &s) < 0) {
@@ -466,10 +505,14 @@ int conn_mkdir(struct conn *c, const struct bfh *dir, const char *name, struct b
 	return out->len ? 0 : conn_lookup(c, dir, name, out);
 }
 
-int conn_create(struct conn *c, const struct bfh *dir, const char *name, struct bfh *out)
+int conn_create(struct conn *c, const struct bfh *dir, const char *name,
+		struct bfh *out)
 {
-	struct sync_call s = { .c = c, .proc = "CREATE", .tolerated = -1, .out = out };
-	CREATE3args a = { .where = { .dir = bfh_arg(dir), .name = (char *)name } };
+	struct sync_call s = {
+		.c = c, .proc = "CREATE", .tolerated = -1, .out = out
+	};
+	CREATE3args a = { .where = { .dir = bfh_arg(dir),
+				     .name = (char *)name } };
 	sattr3 *sa = &a.how.createhow3_u.obj_attributes;
 	a.how.mode = UNCHECKED;
 	sa->mode.set_it = 1;
@@ -494,9 +537,11 @@ int conn_commit(struct conn *c, const struct bfh *fh)
 	return sync_wait(c, c->rpc, &s);
 }
 
-int conn_remove(struct conn *c, const struct bfh *dir, const char *name, int rmdir)
+int conn_remove(struct conn *c, const struct bfh *dir, const char *name,
+		int rmdir)
 {
-	struct sync_call s = { .c = c, .proc = rmdir ? "RMDIR" : "REMOVE",
+	struct sync_call s = { .c = c,
+			       .proc = rmdir ? "RMDIR" : "REMOVE",
 			       .tolerated = NFS3ERR_NOENT };
 	diropargs3 what = { .dir = bfh_arg(dir), .name = (char *)name };
 	int r;

@@ -26,7 +26,8 @@ struct nfs_target {
 };
 
 /* Parses url into t.  Returns 0, or -1 with a message in err. */
-int target_parse(const char *url, struct nfs_target *t, char *err, size_t errlen);
+int target_parse(const char *url, struct nfs_target *t, char *err,
+		 size_t errlen);
 
 /* A file handle kept by value, so it outlives the reply it came in. */
 struct bfh {
@@ -37,17 +38,18 @@ struct bfh {
 /* The nfs_fh3 argument form of f; points into f, valid while f is. */
 static inline nfs_fh3 bfh_arg(const struct bfh *f)
 {
-	nfs_fh3 a = { .data = { .data_len = f->len, .data_val = (char *)f->data } };
+	nfs_fh3 a = { .data = { .data_len = f->len,
+				.data_val = (char *)f->data } };
 	return a;
 }
 
 struct conn {
 	struct rpc_context *rpc;
-	struct bfh root;      /* the export's root, from MOUNT */
-	uint32_t rtmax;       /* FSINFO limits of one READ / WRITE */
+	struct bfh root; /* the export's root, from MOUNT */
+	uint32_t rtmax;  /* FSINFO limits of one READ / WRITE */
 	uint32_t wtmax;
-	int failed;           /* set by the first error; callers stop issuing */
-	char err[512];        /* that first error, "PROC: reason" */
+	int failed;    /* set by the first error; callers stop issuing */
+	char err[512]; /* that first error, "PROC: reason" */
 };
 
 /* Mounts t's export and connects to its NFS service.  Returns 0, or -1 with
@@ -75,22 +77,26 @@ int conn_check(struct conn *c, const char *proc, int rpc_status, void *data);
 /* Blocking setup calls.  Each returns 0, or -1 with c->err set. */
 /* LOOKUP, or MKDIR, name in dir (an existing directory is fine); its handle
  * in out. */
-int conn_mkdir(struct conn *c, const struct bfh *dir, const char *name, struct bfh *out);
+int conn_mkdir(struct conn *c, const struct bfh *dir, const char *name,
+	       struct bfh *out);
 /* CREATE UNCHECKED, mode 0644, truncating an existing file; handle in out. */
-int conn_create(struct conn *c, const struct bfh *dir, const char *name, struct bfh *out);
+int conn_create(struct conn *c, const struct bfh *dir, const char *name,
+		struct bfh *out);
 /* LOOKUP name in dir; handle in out. */
-int conn_lookup(struct conn *c, const struct bfh *dir, const char *name, struct bfh *out);
+int conn_lookup(struct conn *c, const struct bfh *dir, const char *name,
+		struct bfh *out);
 /* LOOKUP name in dir: 0 with its handle in out, 1 when it is not there
  * (NOENT), -1 on any other error (c->err set). */
 int conn_lookup_try(struct conn *c, const struct bfh *dir, const char *name,
 		    struct bfh *out);
 /* READDIRPLUS all of dir, pages of maxcount bytes: the entries it lists
  * ("." and ".." included) in *n.  0 or -1. */
-int conn_readdirplus_all(struct conn *c, const struct bfh *dir, uint32_t maxcount,
-			 uint64_t *n);
+int conn_readdirplus_all(struct conn *c, const struct bfh *dir,
+			 uint32_t maxcount, uint64_t *n);
 /* COMMIT all of fh's unstable writes. */
 int conn_commit(struct conn *c, const struct bfh *fh);
 /* REMOVE (rmdir: RMDIR) name in dir; a name already gone is fine. */
-int conn_remove(struct conn *c, const struct bfh *dir, const char *name, int rmdir);
+int conn_remove(struct conn *c, const struct bfh *dir, const char *name,
+		int rmdir);
 
 #endif

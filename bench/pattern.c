@@ -58,7 +58,8 @@ void pattern_stamp(char *buf, uint64_t tag, uint64_t off, size_t len)
 	}
 }
 
-int pattern_check(const char *buf, uint64_t tag, uint64_t off, size_t len, uint64_t *bad)
+int pattern_check(const char *buf, uint64_t tag, uint64_t off, size_t len,
+		  uint64_t *bad)
 {
 	pthread_once(&filler_once, filler_init);
 	char page[PATTERN_PAGE];

@@ -24,6 +24,7 @@ void pattern_stamp(char *buf, uint64_t tag, uint64_t off, size_t len);
 
 /* Checks buf against the pattern; returns -1 and the file offset of the
  * first wrong byte in *bad, or 0 when all len bytes match. */
-int pattern_check(const char *buf, uint64_t tag, uint64_t off, size_t len, uint64_t *bad);
+int pattern_check(const char *buf, uint64_t tag, uint64_t off, size_t len,
+		  uint64_t *bad);
 
 #endif

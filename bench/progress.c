@@ -22,7 +22,8 @@ void progress_draw(const char *label, double fraction)
 	for (int i = 0; i < BAR_WIDTH; i++)
 		bar[i] = i < fill ? '#' : '.';
 	bar[BAR_WIDTH] = '\0';
-	fprintf(stderr, "\r%-18s [%s] %3d%%", label, bar, (int)(fraction * 100));
+	fprintf(stderr, "\r%-18s [%s] %3d%%", label, bar,
+		(int)(fraction * 100));
 	fflush(stderr);
 }
 

@@ -101,10 +101,12 @@ static int mkdir_p(const char *path)
 			char *p = strrchr(buf, '/');
 
 			if (p == buf)
-				pfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+				pfd = open("/",
+					   O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			else {
 				*p = '\0';
-				pfd = open(buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+				pfd = open(buf,
+					   O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 				*p = '/';
 			}
 			if (pfd >= 0) {
@@ -182,7 +184,8 @@ static void direct_probe(struct cache *c)
 
 	if (fd < 0) {
 		log_warn("cache: O_DIRECT refused in the cache directory (%s): "
-			 "cache I/O stays buffered", strerror(errno));
+			 "cache I/O stays buffered",
+			 strerror(errno));
 		c->direct = false;
 		return;
 	}
@@ -199,9 +202,8 @@ int cache_open(const struct cache_opts *opts, struct store *st,
 
 	if (!opts->dir || !opts->db || opts->nloops < 0)
 		return -EINVAL;
-	if (opts->chunk_size &&
-	    (opts->chunk_size % CACHE_CHUNK_ALIGN ||
-	     opts->chunk_size > CACHE_CHUNK_MAX))
+	if (opts->chunk_size && (opts->chunk_size % CACHE_CHUNK_ALIGN ||
+				 opts->chunk_size > CACHE_CHUNK_MAX))
 		return -EINVAL;
 	high = opts->high_pct ? opts->high_pct : CACHE_DEFAULT_HIGH_PCT;
 	low = opts->low_pct ? opts->low_pct : CACHE_DEFAULT_LOW_PCT;
@@ -213,8 +215,8 @@ int cache_open(const struct cache_opts *opts, struct store *st,
 	c->st = st;
 	c->db = opts->db;
 	c->nloops = opts->nloops;
-	c->ring_depth = opts->ring_depth ? opts->ring_depth
-					 : CACHE_DEFAULT_RING_DEPTH;
+	c->ring_depth =
+		opts->ring_depth ? opts->ring_depth : CACHE_DEFAULT_RING_DEPTH;
 	/* One round of a synced write takes 3 SQEs (write, data, dir). */
 	if (c->ring_depth < CACHE_MIN_RING_DEPTH)
 		c->ring_depth = CACHE_MIN_RING_DEPTH;
@@ -226,8 +228,9 @@ int cache_open(const struct cache_opts *opts, struct store *st,
 		c->ra_max = c->capacity / 4;
 	c->high = c->capacity / 100 * high;
 	c->low = c->capacity / 100 * low;
-	c->fetch_threads = opts->fetch_threads > 0 ? opts->fetch_threads
-						   : CACHE_DEFAULT_FETCH_THREADS;
+	c->fetch_threads = opts->fetch_threads > 0
+				   ? opts->fetch_threads
+				   : CACHE_DEFAULT_FETCH_THREADS;
 	c->direct = opts->direct;
 	max_open = opts->max_open ? opts->max_open : CACHE_DEFAULT_MAX_OPEN;
 	c->fdtab_cap = (max_open + CACHE_FDTAB_SHARDS - 1) / CACHE_FDTAB_SHARDS;
@@ -378,8 +381,8 @@ int cache_truncate(struct cache *c, uint64_t ino, uint64_t size)
 	atomic_fetch_add(&e->wseq, 1);
 	/* Bytes from the old end or the new one on changed (a cut, or
 	 * zeros added). */
-	cache_ent_written_at(e, size < (uint64_t)sb.st_size
-				       ? size : (uint64_t)sb.st_size);
+	cache_ent_written_at(
+		e, size < (uint64_t)sb.st_size ? size : (uint64_t)sb.st_size);
 	if (atomic_load(&e->end_written) > size)
 		atomic_store(&e->end_written, size);
 	cache_ent_touched(e);
@@ -604,8 +607,8 @@ bool cache_range_clean(struct cache *c, uint64_t ino, uint64_t off,
 	pthread_mutex_lock(&s->lock);
 	e = cache_ent_find_locked(s, ino);
 	clean = e && off <= e->limit && len <= e->limit - off;
-	for (uint64_t i = off / c->cs; clean && len && i < e->nst &&
-				       i <= (off + len - 1) / c->cs; i++)
+	for (uint64_t i = off / c->cs;
+	     clean && len && i < e->nst && i <= (off + len - 1) / c->cs; i++)
 		clean = !(e->st[i] & CH_DIRTY);
 	pthread_mutex_unlock(&s->lock);
 	return clean;
@@ -621,8 +624,8 @@ bool cache_range_local(struct cache *c, uint64_t ino, uint64_t off,
 	pthread_mutex_lock(&s->lock);
 	e = cache_ent_find_locked(s, ino);
 	local = e != NULL;
-	for (uint64_t i = off / c->cs; local && len &&
-				       i <= (off + len - 1) / c->cs; i++) {
+	for (uint64_t i = off / c->cs;
+	     local && len && i <= (off + len - 1) / c->cs; i++) {
 		if (i * c->cs >= e->limit)
 			break; /* this chunk and all after it: written here */
 		local = cache_chunk_readable(c, e, i);
@@ -643,8 +646,8 @@ void cache_marked(struct cache *c, uint64_t ino)
 	pthread_mutex_unlock(&s->lock);
 }
 
-int cache_clean(struct cache *c, struct db_txn *txn, uint64_t ino, uint64_t wseq,
-		uint64_t size)
+int cache_clean(struct cache *c, struct db_txn *txn, uint64_t ino,
+		uint64_t wseq, uint64_t size)
 {
 	struct cache_entshard *s = cache_ent_shard(c, ino);
 	struct cache_jrec *recs = NULL;
@@ -683,8 +686,7 @@ int cache_clean(struct cache *c, struct db_txn *txn, uint64_t ino, uint64_t wseq
 			continue;
 		recs[n++] = (struct cache_jrec){ .idx = (uint32_t)i,
 						 .st = CH_PRESENT };
-		cache_chunk_set_locked(c, e, i,
-				       (st & ~CH_DIRTY) | CH_PRESENT);
+		cache_chunk_set_locked(c, e, i, (st & ~CH_DIRTY) | CH_PRESENT);
 	}
 	e->limit = size;
 	e->clean_epoch++;

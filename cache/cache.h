@@ -39,23 +39,23 @@ struct cache;
 struct db_txn;
 
 struct cache_opts {
-	const char *dir;      /* cache directory (created if missing) */
-	struct db *db;        /* holds the "chunks" database (not owned) */
-	int nloops;           /* number of event loops that will call in */
-	unsigned ring_depth;  /* io_uring entries per loop (default 256) */
-	size_t chunk_size;    /* cache and ranged-GET unit (default 1 MiB,
+	const char *dir;     /* cache directory (created if missing) */
+	struct db *db;       /* holds the "chunks" database (not owned) */
+	int nloops;          /* number of event loops that will call in */
+	unsigned ring_depth; /* io_uring entries per loop (default 256) */
+	size_t chunk_size;   /* cache and ranged-GET unit (default 1 MiB,
 				 at least 4 KiB, a multiple of 4 KiB) */
-	uint64_t readahead;   /* largest sequential readahead window
+	uint64_t readahead;  /* largest sequential readahead window
 				 (default 64 MiB, at most capacity / 4;
 				 below one chunk: none) */
-	uint64_t capacity;    /* bytes of chunks kept (0: no limit) */
-	unsigned high_pct;    /* evict above this % of capacity (default 95) */
-	unsigned low_pct;     /* ... down to this % (default 85) */
-	int fetch_threads;    /* worker threads for store fetches (default 8) */
-	unsigned max_open;    /* open cache files kept (default 4096; rounded
+	uint64_t capacity;   /* bytes of chunks kept (0: no limit) */
+	unsigned high_pct;   /* evict above this % of capacity (default 95) */
+	unsigned low_pct;    /* ... down to this % (default 85) */
+	int fetch_threads;   /* worker threads for store fetches (default 8) */
+	unsigned max_open;   /* open cache files kept (default 4096; rounded
 				 up to a multiple of 64, exceeded only while
 				 every open file is in use) */
-	bool direct;          /* O_DIRECT for the loops' block-aligned reads
+	bool direct;         /* O_DIRECT for the loops' block-aligned reads
 				 and writes (the page cache is bypassed; the
 				 rest stays buffered, and Linux keeps the two
 				 coherent); writes go through buffers

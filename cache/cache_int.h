@@ -18,21 +18,20 @@
 #include <stdatomic.h>
 #include <liburing.h>
 
-
 #include "cache/cache.h"
 #include "db/db.h"
 #include "s3/store.h"
 
-#define CACHE_NDIRS 256       /* shard directories XX = low byte of ino */
-#define CACHE_NAME_MAX 24     /* "INO": 16 hex digits */
-#define CACHE_SPARE_MAX 4096  /* emptied cache files kept for reuse */
-#define CACHE_ENT_SHARDS 64   /* chunk-state table shards */
-#define CACHE_ENT_BUCKETS 1024 /* hash chains per shard */
-#define CACHE_FDTAB_SHARDS 64 /* fd table shards, each with its own mutex */
+#define CACHE_NDIRS 256         /* shard directories XX = low byte of ino */
+#define CACHE_NAME_MAX 24       /* "INO": 16 hex digits */
+#define CACHE_SPARE_MAX 4096    /* emptied cache files kept for reuse */
+#define CACHE_ENT_SHARDS 64     /* chunk-state table shards */
+#define CACHE_ENT_BUCKETS 1024  /* hash chains per shard */
+#define CACHE_FDTAB_SHARDS 64   /* fd table shards, each with its own mutex */
 #define CACHE_FDTAB_BUCKETS 256 /* hash chains per shard */
-#define CACHE_REQS_KEEP 256   /* finished ring requests kept per loop */
-#define CACHE_DIO_ALIGN 4096u  /* O_DIRECT: offsets, lengths, memory */
-#define CACHE_DIO_BUFS 16u     /* registered write buffers per loop */
+#define CACHE_REQS_KEEP 256     /* finished ring requests kept per loop */
+#define CACHE_DIO_ALIGN 4096u   /* O_DIRECT: offsets, lengths, memory */
+#define CACHE_DIO_BUFS 16u      /* registered write buffers per loop */
 #define CACHE_DIO_BUF ((size_t)1 << 20) /* ... of this size (wtmax) */
 
 /*
@@ -46,7 +45,7 @@ struct cache_fd {
 	int fd;
 	int dfd; /* the same file with O_DIRECT (opts.direct), else -1 */
 	atomic_int refs;
-	struct cache_fd *hnext;             /* hash chain */
+	struct cache_fd *hnext;               /* hash chain */
 	struct cache_fd *lru_prev, *lru_next; /* head = most recently used */
 };
 
@@ -96,7 +95,7 @@ struct cache_wait {
 	uint64_t cur, last;
 	bool for_write;
 	uint64_t wr_off, wr_end; /* for_write: the bytes being written */
-	struct cache_compl *compl;
+	struct cache_compl * compl ;
 };
 
 /*
@@ -108,7 +107,7 @@ struct cache_ent {
 	struct cache_ent *hnext;
 	uint64_t ino;
 	atomic_int refs;
-	atomic_int pins;       /* reads in flight: the evictor keeps off */
+	atomic_int pins; /* reads in flight: the evictor keeps off */
 	/* Held by a fetch worker from its last check to its restored
 	 * mtime, and by cache_truncate: no fetched range lands past a new
 	 * end of file, and fetches landing together cannot leave each
@@ -133,17 +132,17 @@ struct cache_ent {
 	 * is what it was before that snapshot's fstat. */
 	atomic_uint_fast64_t sgen;
 	/* lock held: */
-	bool dead;             /* dropped or replaced: nothing may land */
-	uint64_t limit;        /* bytes that may come from the store */
-	uint64_t epoch;        /* bumped by truncate: older fetches void */
-	uint64_t j_sub;        /* journal ops submitted */
-	uint8_t *st;           /* chunk states; nst of them */
+	bool dead;      /* dropped or replaced: nothing may land */
+	uint64_t limit; /* bytes that may come from the store */
+	uint64_t epoch; /* bumped by truncate: older fetches void */
+	uint64_t j_sub; /* journal ops submitted */
+	uint8_t *st;    /* chunk states; nst of them */
 	uint32_t nst;
-	uint32_t hand;         /* CLOCK hand */
-	bool snap_ok;          /* snap holds the fstat of sgen == snap_gen */
+	uint32_t hand; /* CLOCK hand */
+	bool snap_ok;  /* snap holds the fstat of sgen == snap_gen */
 	uint64_t snap_gen;
 	struct cache_stat snap;
-	char *key;             /* the object last fetched from (readahead) */
+	char *key; /* the object last fetched from (readahead) */
 	char etag[STORE_ETAG_MAX]; /* its version fetches pin ("": none) */
 	uint64_t ra_next, ra_last, ra_win; /* sequential-read detection */
 	struct cache_wait *waiters;
@@ -169,15 +168,15 @@ struct cache_req; /* one ring operation (ring.c) */
 /* Per event loop: touched only by that loop's thread, except compl_*. */
 struct cache_loop {
 	struct io_uring ring;
-	int efd;            /* eventfd: ring CQEs and posted completions */
-	unsigned inflight;  /* CQEs the ring still owes us */
-	unsigned cq_cap;    /* never expect more CQEs than the CQ holds */
+	int efd;           /* eventfd: ring CQEs and posted completions */
+	unsigned inflight; /* CQEs the ring still owes us */
+	unsigned cq_cap;   /* never expect more CQEs than the CQ holds */
 	struct cache_req *backlog_head, *backlog_tail; /* waiting for CQ room */
 	struct cache_req *free_reqs; /* finished requests, for reuse */
 	unsigned nfree_reqs;
 	/* opts.direct: buffers registered with the ring, for writes whose
 	 * data is not block-aligned in memory; free ones as a stack. */
-	void *dbuf;         /* CACHE_DIO_BUFS of CACHE_DIO_BUF bytes */
+	void *dbuf; /* CACHE_DIO_BUFS of CACHE_DIO_BUF bytes */
 	unsigned dfree[CACHE_DIO_BUFS];
 	unsigned ndfree;
 	pthread_mutex_t compl_lock;
@@ -284,8 +283,7 @@ int cache_fd_get(struct cache *c, uint64_t ino, struct cache_fd **out);
 void cache_fd_put(struct cache_fd *f);
 /* Make fd (now owned by the table) ino's file, replacing any entry;
  * name is the file's (for its O_DIRECT twin). */
-void cache_fd_install(struct cache *c, uint64_t ino, int fd,
-		      const char *name);
+void cache_fd_install(struct cache *c, uint64_t ino, int fd, const char *name);
 /* Remove ino's entry if any. */
 void cache_fd_forget(struct cache *c, uint64_t ino);
 /* The same, handing the table's reference on the removed entry (or NULL)
@@ -328,8 +326,7 @@ void cache_ents_destroy(struct cache *c);
 /* The shard that holds ino's entry; its lock guards the entry's state. */
 struct cache_entshard *cache_ent_shard(struct cache *c, uint64_t ino);
 /* ino's live entry (no reference taken), or NULL. */
-struct cache_ent *cache_ent_find_locked(struct cache_entshard *s,
-					uint64_t ino);
+struct cache_ent *cache_ent_find_locked(struct cache_entshard *s, uint64_t ino);
 /* The cache file of e changed (size, times, blocks): after the change. */
 static inline void cache_ent_touched(struct cache_ent *e)
 {

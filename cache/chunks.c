@@ -42,7 +42,7 @@
 
 struct cache_jop {
 	struct cache *c;
-	struct cache_ent *e; /* referenced, or NULL */
+	struct cache_ent *e;       /* referenced, or NULL */
 	struct cache_compl *after; /* delivered once durable, or NULL */
 	uint64_t ino, seq, limit;
 	bool del_all, set_limit;
@@ -65,8 +65,7 @@ static struct cache_ent **ent_bucket(struct cache_entshard *s, uint64_t ino)
 	return &s->buckets[(ent_hash(ino) >> 32) % CACHE_ENT_BUCKETS];
 }
 
-struct cache_ent *cache_ent_find_locked(struct cache_entshard *s,
-					uint64_t ino)
+struct cache_ent *cache_ent_find_locked(struct cache_entshard *s, uint64_t ino)
 {
 	for (struct cache_ent *e = *ent_bucket(s, ino); e; e = e->hnext)
 		if (e->ino == ino)
@@ -189,8 +188,8 @@ static void dbkey_parse(const uint8_t *k, uint64_t *ino, uint32_t *idx)
 		*idx = *idx << 8 | k[8 + i];
 }
 
-static int put_rec(struct cache *c, struct db_txn *txn, uint64_t ino, uint32_t idx,
-		   const void *val, size_t len)
+static int put_rec(struct cache *c, struct db_txn *txn, uint64_t ino,
+		   uint32_t idx, const void *val, size_t len)
 {
 	uint8_t kb[CACHE_DBKEY_LEN];
 	struct db_val k = { sizeof(kb), kb }, v = { len, (void *)val };
@@ -199,7 +198,8 @@ static int put_rec(struct cache *c, struct db_txn *txn, uint64_t ino, uint32_t i
 	return db_put(txn, c->dbi_chunks, &k, &v, 0);
 }
 
-static int del_rec(struct cache *c, struct db_txn *txn, uint64_t ino, uint32_t idx)
+static int del_rec(struct cache *c, struct db_txn *txn, uint64_t ino,
+		   uint32_t idx)
 {
 	uint8_t kb[CACHE_DBKEY_LEN];
 	struct db_val k = { sizeof(kb), kb };
@@ -245,7 +245,8 @@ int cache_rec_put_txn(struct cache *c, struct db_txn *txn, uint64_t ino,
 		      uint32_t idx, uint8_t st)
 {
 	st &= CH_PRESENT | CH_DIRTY;
-	return st ? put_rec(c, txn, ino, idx, &st, 1) : del_rec(c, txn, ino, idx);
+	return st ? put_rec(c, txn, ino, idx, &st, 1)
+		  : del_rec(c, txn, ino, idx);
 }
 
 int cache_limit_put_txn(struct cache *c, struct db_txn *txn, uint64_t ino,
@@ -281,9 +282,8 @@ static void jop_done(void *arg, int err)
 		uint_fast64_t cur = atomic_load(&op->e->j_dur);
 
 		/* Groups finish in order, but keep the max to be sure. */
-		while (cur < op->seq &&
-		       !atomic_compare_exchange_weak(&op->e->j_dur, &cur,
-						     op->seq))
+		while (cur < op->seq && !atomic_compare_exchange_weak(
+						&op->e->j_dur, &cur, op->seq))
 			;
 		cache_ent_put(op->e);
 	}
@@ -329,8 +329,8 @@ static void chunk_span(const struct cache *c, uint64_t off, uint64_t len,
 }
 
 /* Sequential detection and readahead for a read of [off, end). */
-static void ra_update_locked(struct cache *c, struct cache_ent *e,
-			     uint64_t off, uint64_t end, struct cache_kick *k)
+static void ra_update_locked(struct cache *c, struct cache_ent *e, uint64_t off,
+			     uint64_t end, struct cache_kick *k)
 {
 	uint64_t stop, want = 0, batch;
 
@@ -483,9 +483,8 @@ int cache_write_mark(struct cache *c, uint64_t ino, uint64_t off, uint64_t len,
 			hi = e->limit > lo ? e->limit : lo;
 		/* A fetch or eviction owns it, or the write leaves some of
 		 * its stored bytes to a fetch not yet made: read first. */
-		if ((e->st[i] & CH_BUSY) ||
-		    (!cache_chunk_readable(c, e, i) &&
-		     !(off <= lo && off + len >= hi)))
+		if ((e->st[i] & CH_BUSY) || (!cache_chunk_readable(c, e, i) &&
+					     !(off <= lo && off + len >= hi)))
 			rc = -ENODATA;
 	}
 	/*
@@ -502,8 +501,8 @@ int cache_write_mark(struct cache *c, uint64_t ino, uint64_t off, uint64_t len,
 		if ((st & (CH_PRESENT | CH_DIRTY)) != (CH_PRESENT | CH_DIRTY) &&
 		    i * c->cs < e->limit)
 			recs[n++] = (struct cache_jrec){
-				.idx = (uint32_t)i,
-				.st = CH_PRESENT | CH_DIRTY };
+				.idx = (uint32_t)i, .st = CH_PRESENT | CH_DIRTY
+			};
 		cache_chunk_set_locked(c, e, i, CH_PRESENT | CH_DIRTY | CH_REF);
 	}
 	if (!rc && n)
@@ -557,8 +556,12 @@ uint64_t cache_journal(struct cache *c, struct cache_ent *e, uint64_t ino,
 		log_error("cache: no memory to journal inode %" PRIu64, ino);
 		return 0;
 	}
-	*op = (struct cache_jop){ .c = c, .e = e, .ino = ino, .limit = limit,
-				  .del_all = del, .set_limit = set_limit,
+	*op = (struct cache_jop){ .c = c,
+				  .e = e,
+				  .ino = ino,
+				  .limit = limit,
+				  .del_all = del,
+				  .set_limit = set_limit,
 				  .n = n };
 	if (n)
 		memcpy(op->recs, recs, n * sizeof(*recs));
@@ -700,8 +703,8 @@ static bool ent_check_file(struct cache *c, struct cache_ent *e)
 	    fstatat(cache_dirfd(c, e->ino), name, &sb, 0) == 0) {
 		if ((uint64_t)sb.st_size < e->limit) {
 			e->limit = (uint64_t)sb.st_size;
-			cache_journal(c, e, e->ino, false, true, e->limit,
-				      NULL, 0);
+			cache_journal(c, e, e->ino, false, true, e->limit, NULL,
+				      0);
 		}
 		return true;
 	}
@@ -743,7 +746,8 @@ static int cs_check(struct cache *c, struct db_txn *txn, bool *known)
 		return -EIO;
 	memcpy(&cs, v.data, sizeof(cs));
 	if (cs != c->cs) {
-		log_error("cache: made with chunk size %" PRIu64 ", not %" PRIu64
+		log_error("cache: made with chunk size %" PRIu64
+			  ", not %" PRIu64
 			  ": start with that size, or remove the cache and "
 			  "its database after an upload of everything dirty",
 			  cs, c->cs);

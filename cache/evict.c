@@ -100,7 +100,8 @@ static void batch_finish(struct cache *c, struct evict_batch *b, bool punch)
 			/* Live: f is the entry's own file (see fetch.c). */
 			if (!dead &&
 			    fallocate(f->fd,
-				      FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				      FALLOC_FL_PUNCH_HOLE |
+					      FALLOC_FL_KEEP_SIZE,
 				      (off_t)(idx * c->cs), (off_t)c->cs) < 0)
 				log_warn("cache: punch inode %" PRIu64 ": %s",
 					 e->ino, strerror(errno));
@@ -141,7 +142,8 @@ static void evict_run(struct cache *c, struct evict_batch *b)
 				full = !sweep_ent(c, e, b);
 		pthread_mutex_unlock(&s->lock);
 		if (!full)
-			c->evict_shard = (c->evict_shard + 1) % CACHE_ENT_SHARDS;
+			c->evict_shard =
+				(c->evict_shard + 1) % CACHE_ENT_SHARDS;
 		if (!b->n) {
 			idle++;
 			continue;

@@ -141,8 +141,7 @@ static int dfd_open(struct cache *c, uint64_t ino, const char *name)
 {
 	if (!c->direct)
 		return -1;
-	return openat(cache_dirfd(c, ino), name,
-		      O_RDWR | O_DIRECT | O_CLOEXEC);
+	return openat(cache_dirfd(c, ino), name, O_RDWR | O_DIRECT | O_CLOEXEC);
 }
 
 static void fd_close(int fd, int dfd)
@@ -238,8 +237,7 @@ void cache_fd_put(struct cache_fd *f)
  * Without memory for an entry the old one is still removed and fd closed:
  * the next cache_fd_get() opens the file again, so nothing stale remains.
  */
-void cache_fd_install(struct cache *c, uint64_t ino, int fd,
-		      const char *name)
+void cache_fd_install(struct cache *c, uint64_t ino, int fd, const char *name)
 {
 	uint64_t h = fd_hash(ino);
 	struct cache_fdshard *s = fd_shard(c, h);

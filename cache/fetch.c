@@ -153,9 +153,9 @@ void cache_kick_locked(struct cache *c, struct cache_ent *e,
 			continue;
 		}
 		*pp = w->next;
-		w->compl->result = res;
-		w->compl->next = k->done;
-		k->done = w->compl;
+		w->compl ->result = res;
+		w->compl ->next = k->done;
+		k->done = w->compl ;
 		free(w);
 	}
 }
@@ -204,16 +204,16 @@ void cache_waiters_fail(struct cache *c, struct cache_wait *w, long res)
 	while (w) {
 		struct cache_wait *next = w->next;
 
-		w->compl->result = res;
-		compl_deliver(c, w->compl);
+		w->compl ->result = res;
+		compl_deliver(c, w->compl );
 		free(w);
 		w = next;
 	}
 }
 
 /* Answer the waiters that need chunk i with err (its fetch failed). */
-static void fail_chunk_locked(struct cache *c, struct cache_ent *e,
-			      uint64_t i, int err, struct cache_kick *k)
+static void fail_chunk_locked(struct cache *c, struct cache_ent *e, uint64_t i,
+			      int err, struct cache_kick *k)
 {
 	struct cache_wait **pp = &e->waiters;
 
@@ -225,9 +225,9 @@ static void fail_chunk_locked(struct cache *c, struct cache_ent *e,
 			continue;
 		}
 		*pp = w->next;
-		w->compl->result = err;
-		w->compl->next = k->done;
-		k->done = w->compl;
+		w->compl ->result = err;
+		w->compl ->next = k->done;
+		k->done = w->compl ;
 		free(w);
 	}
 }
@@ -387,8 +387,12 @@ static void run_fetch(struct cache *c, struct cache_task *tasks, uint32_t n,
 {
 	struct cache_ent *e = tasks->ent;
 	struct cache_entshard *s = cache_ent_shard(c, e->ino);
-	struct run r = { .c = c, .e = e, .epoch = tasks->epoch,
-			 .first = tasks->idx, .n = n, .buf = buf };
+	struct run r = { .c = c,
+			 .e = e,
+			 .epoch = tasks->epoch,
+			 .first = tasks->idx,
+			 .n = n,
+			 .buf = buf };
 	struct cache_kick k = { 0 };
 	struct cache_task *t, *settle = NULL;
 	uint64_t len = 0, got = 0;
@@ -448,11 +452,12 @@ static void run_fetch(struct cache *c, struct cache_task *tasks, uint32_t n,
 		log_info("cache: %s changed in the store under a fetch of "
 			 "inode %" PRIu64 " (another writer, or an upload of "
 			 "ours not committed yet): the fetch is dropped, never "
-			 "a mix of two versions", tasks->key, e->ino);
+			 "a mix of two versions",
+			 tasks->key, e->ino);
 	else if (rc < 0 && rc != -ENOENT && rc != -EAGAIN)
 		log_warn("cache: fetch of inode %" PRIu64 " chunks %" PRIu64
-			 "+%" PRIu32 " failed: %s", e->ino, r.first, n,
-			 strerror(-rc));
+			 "+%" PRIu32 " failed: %s",
+			 e->ino, r.first, n, strerror(-rc));
 	/* The landed chunks settle (they stay BUSY until then). */
 	for (uint32_t j = 0; j < r.landed; j++) {
 		t = tasks;

@@ -70,7 +70,7 @@ struct cache_req {
 	unsigned asked;   /* bytes the data SQE asked for */
 	bool dir;         /* the round fsyncs the directory too */
 	uint64_t dir_snap;
-	bool retry;       /* short or interrupted transfer: another round */
+	bool retry; /* short or interrupted transfer: another round */
 	bool eof;
 	int err, sync_res, dir_res;
 };
@@ -171,7 +171,8 @@ static bool round_submit(struct cache_req *r)
 		uint64_t at = r->off + r->done_bytes;
 		char *p = r->buf ? (char *)r->buf + r->done_bytes : NULL;
 		/* A short transfer may leave the rest unaligned: buffered. */
-		bool dio = r->direct && dio_aligned(at, left, r->buf ? p : NULL);
+		bool dio =
+			r->direct && dio_aligned(at, left, r->buf ? p : NULL);
 		int fd = dio ? r->f->dfd : r->f->fd;
 
 		r->asked = left > ROUND_MAX ? ROUND_MAX : (unsigned)left;
@@ -276,14 +277,16 @@ static void req_finish(struct cache_req *r, long result)
 		struct cache_entshard *s = cache_ent_shard(r->c, r->e->ino);
 		bool waiting;
 
-		*n = (struct cache_compl){ .done = done, .arg = arg,
+		*n = (struct cache_compl){ .done = done,
+					   .arg = arg,
 					   .result = result,
 					   .loop = (int)(r->l - r->c->loops) };
 		pthread_mutex_lock(&s->lock);
 		waiting = cache_journal_wait_locked(r->c, r->e, n);
 		pthread_mutex_unlock(&s->lock);
 		if (waiting) {
-			req_release(r->rel, r->e, r->f, r->len ? r->off : UINT64_MAX, r->len);
+			req_release(r->rel, r->e, r->f,
+				    r->len ? r->off : UINT64_MAX, r->len);
 			req_free(r);
 			return;
 		}
@@ -369,7 +372,8 @@ static void loop_reap(struct cache_loop *l)
 
 		io_uring_cqe_seen(&l->ring, cqe);
 		l->inflight--;
-		req_cqe((struct cache_req *)(uintptr_t)(ud & ~(uint64_t)TAG_MASK),
+		req_cqe((struct cache_req *)(uintptr_t)(ud &
+							~(uint64_t)TAG_MASK),
 			(unsigned)(ud & TAG_MASK), res);
 	}
 	while (l->backlog_head && round_submit(l->backlog_head)) {
@@ -454,9 +458,8 @@ static void loop_dbufs_init(struct cache *c, struct cache_loop *l)
 	int rc;
 
 	l->ndfree = 0;
-	if (!c->direct ||
-	    posix_memalign(&l->dbuf, CACHE_DIO_ALIGN,
-			   CACHE_DIO_BUFS * CACHE_DIO_BUF)) {
+	if (!c->direct || posix_memalign(&l->dbuf, CACHE_DIO_ALIGN,
+					 CACHE_DIO_BUFS * CACHE_DIO_BUF)) {
 		l->dbuf = NULL;
 		return;
 	}
@@ -467,7 +470,8 @@ static void loop_dbufs_init(struct cache *c, struct cache_loop *l)
 	rc = io_uring_register_buffers(&l->ring, iov, CACHE_DIO_BUFS);
 	if (rc) {
 		log_warn("cache: registering O_DIRECT write buffers: %s; "
-			 "unaligned writes stay buffered", strerror(-rc));
+			 "unaligned writes stay buffered",
+			 strerror(-rc));
 		free(l->dbuf);
 		l->dbuf = NULL;
 		return;
@@ -568,11 +572,10 @@ static long read_blocking(struct cache_fd *f, uint64_t off, size_t len,
 
 	while (done < len) {
 		loff_t at = (loff_t)(off + done);
-		ssize_t n = pipe_fd >= 0
-				    ? splice(f->fd, &at, pipe_fd, NULL,
-					     len - done, 0)
-				    : pread(f->fd, (char *)buf + done,
-					    len - done, at);
+		ssize_t n = pipe_fd >= 0 ? splice(f->fd, &at, pipe_fd, NULL,
+						  len - done, 0)
+					 : pread(f->fd, (char *)buf + done,
+						 len - done, at);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -720,8 +723,8 @@ static void read_to(struct cache *c, int loop, uint64_t ino, uint64_t off,
 {
 	struct cache_fd *f;
 	struct cache_ent *e;
-	struct cache_req *r = req_start(c, loop, ino, REQ_READ, off, len,
-					done, arg, &e, &f);
+	struct cache_req *r =
+		req_start(c, loop, ino, REQ_READ, off, len, done, arg, &e, &f);
 	long res;
 
 	/* metrics: no fd and no request means not local (or no memory). */
@@ -760,8 +763,8 @@ void cache_write(struct cache *c, int loop, uint64_t ino, uint64_t off,
 {
 	struct cache_fd *f;
 	struct cache_ent *e;
-	struct cache_req *r = req_start(c, loop, ino, REQ_WRITE, off, len,
-					done, arg, &e, &f);
+	struct cache_req *r =
+		req_start(c, loop, ino, REQ_WRITE, off, len, done, arg, &e, &f);
 	long res;
 
 	if (f) {
@@ -799,8 +802,8 @@ void cache_sync(struct cache *c, int loop, uint64_t ino, cache_done_fn done,
 {
 	struct cache_fd *f;
 	struct cache_ent *e;
-	struct cache_req *r = req_start(c, loop, ino, REQ_SYNC, 0, 0, done, arg,
-					&e, &f);
+	struct cache_req *r =
+		req_start(c, loop, ino, REQ_SYNC, 0, 0, done, arg, &e, &f);
 	long res;
 
 	if (f) {

@@ -69,7 +69,8 @@ static void group_settle(struct cache *c, struct cache_task **v, size_t n)
 
 	if (rc < 0)
 		log_warn("cache: sync of inode %" PRIu64 ": %s (%zu fetched "
-			 "chunk(s) dropped)", e->ino, strerror(-rc), n);
+			 "chunk(s) dropped)",
+			 e->ino, strerror(-rc), n);
 	if (n > sizeof(stack) / sizeof(stack[0]))
 		recs = malloc(n * sizeof(*recs));
 	pthread_mutex_lock(&s->lock);
@@ -120,8 +121,8 @@ static void batch_settle(struct cache *c, struct cache_task *list)
 			v[at++] = t;
 		qsort(v, n, sizeof(*v), task_cmp);
 		for (size_t j = 0, end; j < n; j = end) {
-			for (end = j + 1;
-			     end < n && v[end]->ent == v[j]->ent; end++)
+			for (end = j + 1; end < n && v[end]->ent == v[j]->ent;
+			     end++)
 				;
 			group_settle(c, v + j, end - j);
 		}

@@ -184,8 +184,8 @@ bool cache_spare_give(struct cache *c, int dirfd, const char *name,
 	       !priv_open_locked(c, ino);
 	pthread_mutex_unlock(&c->spare_lock);
 	if (idle) {
-		fd = old ? old->fd : openat(c->sparefd, sname,
-					    O_WRONLY | O_CLOEXEC);
+		fd = old ? old->fd
+			 : openat(c->sparefd, sname, O_WRONLY | O_CLOEXEC);
 		idle = fd >= 0 && ftruncate(fd, 0) == 0;
 		if (!old && fd >= 0)
 			close(fd);

@@ -109,7 +109,8 @@ static void log_vmsg(enum log_level lvl, const char *fmt, va_list ap)
 	int n;
 
 	vsnprintf(raw, sizeof(raw), fmt, ap);
-	if (__atomic_load_n(&log_target, __ATOMIC_RELAXED) == LOG_TARGET_SYSLOG) {
+	if (__atomic_load_n(&log_target, __ATOMIC_RELAXED) ==
+	    LOG_TARGET_SYSLOG) {
 		log_escape(raw, line, sizeof(line));
 		syslog(log_prios[lvl], "%s", line);
 		return;
@@ -119,7 +120,8 @@ static void log_vmsg(enum log_level lvl, const char *fmt, va_list ap)
 	n = snprintf(line, sizeof(line),
 		     "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ mapfs-gw %s: ",
 		     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-		     tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, log_names[lvl]);
+		     tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000,
+		     log_names[lvl]);
 	n += (int)log_escape(raw, line + n, sizeof(line) - (size_t)n - 1);
 	line[n++] = '\n';
 	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
@@ -159,7 +161,7 @@ const char *log_addr(const struct sockaddr_storage *peer,
  */
 #define HOST_SLOTS 256
 #define HOST_WINDOW_S 10
-#define HOST_BURST 5     /* lines per host per window */
+#define HOST_BURST 5      /* lines per host per window */
 #define HOST_ALL_BURST 50 /* lines per window over all hosts */
 
 struct host_slot {
@@ -251,4 +253,3 @@ void log_host(enum log_level lvl, const struct sockaddr_storage *peer,
 	else
 		log_msg(lvl, "%s", msg);
 }
-

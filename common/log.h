@@ -61,10 +61,10 @@ void log_host(enum log_level lvl, const struct sockaddr_storage *peer,
 #define log_error(...) log_msg(LOG_LVL_ERROR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_LVL_WARN, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_LVL_INFO, __VA_ARGS__)
-#define log_debug(...)                                                     \
-	do {                                                               \
-		if (log_enabled(LOG_LVL_DEBUG))                            \
-			log_msg(LOG_LVL_DEBUG, __VA_ARGS__);               \
+#define log_debug(...)                                       \
+	do {                                                 \
+		if (log_enabled(LOG_LVL_DEBUG))              \
+			log_msg(LOG_LVL_DEBUG, __VA_ARGS__); \
 	} while (0)
 
 #endif

@@ -17,8 +17,13 @@
 #include "common/log.h"
 
 enum opt_kind {
-	OPT_STR, OPT_PORT, OPT_INT, OPT_BOOL, OPT_MS, OPT_U32,
-	OPT_SIZE,     /* bytes, with an optional K, M, G or T (powers of 1024) */
+	OPT_STR,
+	OPT_PORT,
+	OPT_INT,
+	OPT_BOOL,
+	OPT_MS,
+	OPT_U32,
+	OPT_SIZE, /* bytes, with an optional K, M, G or T (powers of 1024) */
 	OPT_CAPACITY, /* OPT_SIZE, or a percentage "N%" in the next field */
 };
 
@@ -38,10 +43,13 @@ _Static_assert(offsetof(struct config, cache_size_pct) ==
 
 static const struct opt opts[] = {
 	{ "store", OPT_STR, OFF(store), "URL",
-	  "object store: file:///path or s3://BUCKET[/PREFIX] (default file://STATE/store)" },
+	  "object store: file:///path or s3://BUCKET[/PREFIX] (default "
+	  "file://STATE/store)" },
 	{ "state", OPT_STR, OFF(state), "DIR",
-	  "state directory: LMDB, cache, handle key (default /var/lib/mapfs-gw)" },
-	{ "bind", OPT_STR, OFF(bind), "ADDR", "listen address (default 0.0.0.0)" },
+	  "state directory: LMDB, cache, handle key (default "
+	  "/var/lib/mapfs-gw)" },
+	{ "bind", OPT_STR, OFF(bind), "ADDR",
+	  "listen address (default 0.0.0.0)" },
 	{ "nfs-port", OPT_PORT, OFF(nfs_port), "N",
 	  "NFS port, also serving MOUNT (default 2049; 0 picks a free port)" },
 	{ "mount-port", OPT_PORT, OFF(mount_port), "N",
@@ -49,7 +57,8 @@ static const struct opt opts[] = {
 	{ "export", OPT_STR, OFF(export_path), "PATH",
 	  "exported path (default /mapfs)" },
 	{ "exports", OPT_STR, OFF(exports_file), "FILE",
-	  "who may mount what, exports(5) syntax; it must exist (default: none, --export to this host only)" },
+	  "who may mount what, exports(5) syntax; it must exist (default: "
+	  "none, --export to this host only)" },
 	{ "threads", OPT_INT, OFF(threads), "N",
 	  "event loops, one per core (default: online CPUs)" },
 	{ "no-rpcbind", OPT_BOOL, OFF(no_rpcbind), NULL,
@@ -59,13 +68,15 @@ static const struct opt opts[] = {
 	{ "log-level", OPT_STR, OFF(log_level), "L",
 	  "error, warn, info or debug (default info)" },
 	{ "dir-ttl", OPT_MS, OFF(dir_ttl_ms), "SECONDS",
-	  "how long a directory listing is trusted before the store is asked again (default 5)" },
+	  "how long a directory listing is trusted before the store is asked "
+	  "again (default 5)" },
 	{ "attr-ttl", OPT_MS, OFF(attr_ttl_ms), "SECONDS",
-	  "how long attributes of an object only in the store are trusted before its directory is listed again (default 10)" },
+	  "how long attributes of an object only in the store are trusted "
+	  "before its directory is listed again (default 10)" },
 	{ "upload-delay", OPT_MS, OFF(upload_delay_ms), "SECONDS",
-	  "quiet time before a changed file is written to the store (default 5)" },
-	{ "read-only", OPT_BOOL, OFF(read_only), NULL,
-	  "export read-only" },
+	  "quiet time before a changed file is written to the store (default "
+	  "5)" },
+	{ "read-only", OPT_BOOL, OFF(read_only), NULL, "export read-only" },
 	{ "s3-endpoint", OPT_STR, OFF(s3_endpoint), "URL",
 	  "S3 endpoint for MinIO, Ceph RGW, R2, s3rver (default: AWS)" },
 	{ "s3-region", OPT_STR, OFF(s3_region), "REGION",
@@ -75,39 +86,60 @@ static const struct opt opts[] = {
 	{ "s3-max-requests", OPT_INT, OFF(s3_max_requests), "N",
 	  "S3 requests in flight (default 64)" },
 	{ "no-early-upload", OPT_BOOL, OFF(no_early_upload), NULL,
-	  "a file past the multipart threshold goes up only once quiet (default on S3: its complete parts are sent while it is still written sequentially)" },
+	  "a file past the multipart threshold goes up only once quiet "
+	  "(default on S3: its complete parts are sent while it is still "
+	  "written sequentially)" },
 	{ "multipart-threshold", OPT_SIZE, OFF(multipart_threshold), "SIZE",
-	  "files larger than this go up as a multipart upload with parallel parts (default: 64M on S3, 1G on an S3 endpoint on this machine, no limit on file://; past 64M only files all in the cache go as one PUT)" },
+	  "files larger than this go up as a multipart upload with parallel "
+	  "parts (default: 64M on S3, 1G on an S3 endpoint on this machine, no "
+	  "limit on file://; past 64M only files all in the cache go as one "
+	  "PUT)" },
 	{ "default-uid", OPT_U32, OFF(default_uid), "UID",
 	  "owner of objects that carry no metadata (default 0)" },
 	{ "default-gid", OPT_U32, OFF(default_gid), "GID",
 	  "group of objects that carry no metadata (default 0)" },
 	{ "max-record", OPT_U32, OFF(max_record), "BYTES",
-	  "largest RPC record accepted; bounds WRITE size (default 1114112, 65536..134217728)" },
+	  "largest RPC record accepted; bounds WRITE size (default 1114112, "
+	  "65536..134217728)" },
 	{ "max-inflight", OPT_U32, OFF(max_inflight), "N",
 	  "outstanding calls per connection (default 128, 1..65536)" },
 	{ "max-connections", OPT_U32, OFF(max_connections), "N",
 	  "open client connections; more are closed at once (default 4096)" },
-	{ "max-connections-per-host", OPT_U32, OFF(max_connections_per_host), "N",
-	  "open connections one client address may hold (default: max-connections / 16, at least 64); a host no export admits gets at most 4" },
+	{ "max-connections-per-host", OPT_U32, OFF(max_connections_per_host),
+	  "N",
+	  "open connections one client address may hold (default: "
+	  "max-connections / 16, at least 64); a host no export admits gets at "
+	  "most 4" },
 	{ "max-locks-per-host", OPT_U32, OFF(max_locks_per_host), "N",
-	  "locks, share reservations and blocked lock requests one client address may hold (default 16384)" },
+	  "locks, share reservations and blocked lock requests one client "
+	  "address may hold (default 16384)" },
 	{ "idle-timeout", OPT_MS, OFF(idle_timeout_ms), "SECONDS",
 	  "close a connection idle this long, 0 never (default 300)" },
 	{ "nlm-port", OPT_PORT, OFF(nlm_port), "N",
-	  "lock manager (NLM v4) and status monitor (NSM) port (default 0: a free port, found through rpcbind)" },
+	  "lock manager (NLM v4) and status monitor (NSM) port (default 0: a "
+	  "free port, found through rpcbind)" },
 	{ "grace", OPT_MS, OFF(grace_ms), "SECONDS",
-	  "after a start, grant only lock reclaims for this long (default 45)" },
+	  "after a start, grant only lock reclaims for this long (default "
+	  "45)" },
 	{ "nlm-name", OPT_STR, OFF(nlm_name), "NAME",
-	  "the name clients mount this service by, told to them after a restart or a takeover (SM_NOTIFY); with a floating address, that address or its DNS name (default: the host name)" },
-	{ "nlm-client-rpcbind-port", OPT_PORT, OFF(nlm_client_rpcbind_port), "N",
-	  "port of the clients' rpcbind, asked where their lockd and statd listen for callbacks (default 111)" },
+	  "the name clients mount this service by, told to them after a "
+	  "restart or a takeover (SM_NOTIFY); with a floating address, that "
+	  "address or its DNS name (default: the host name)" },
+	{ "nlm-client-rpcbind-port", OPT_PORT, OFF(nlm_client_rpcbind_port),
+	  "N",
+	  "port of the clients' rpcbind, asked where their lockd and statd "
+	  "listen for callbacks (default 111)" },
 	{ "metrics", OPT_STR, OFF(metrics), "ADDR:PORT",
-	  "serve Prometheus metrics at http://ADDR:PORT/metrics (default off; no authentication: bind to a private address)" },
+	  "serve Prometheus metrics at http://ADDR:PORT/metrics (default off; "
+	  "no authentication: bind to a private address)" },
 	{ "events", OPT_STR, OFF(events), "ADDR:PORT",
-	  "receive S3 event notifications (HTTP POST of S3 event JSON: radosgw's push, Amazon S3 through SNS or EventBridge) at http://ADDR:PORT/SECRET, so other writers' changes show at once (default off)" },
+	  "receive S3 event notifications (HTTP POST of S3 event JSON: "
+	  "radosgw's push, Amazon S3 through SNS or EventBridge) at "
+	  "http://ADDR:PORT/SECRET, so other writers' changes show at once "
+	  "(default off)" },
 	{ "events-secret", OPT_STR, OFF(events_secret), "SECRET",
-	  "the secret senders put in the URL path or an X-Mapfs-Secret header, 16 characters or more (default: $MAPFS_EVENTS_SECRET)" },
+	  "the secret senders put in the URL path or an X-Mapfs-Secret header, "
+	  "16 characters or more (default: $MAPFS_EVENTS_SECRET)" },
 	{ "log-target", OPT_STR, OFF(log_target), "T",
 	  "stderr (journald picks it up) or syslog (default stderr)" },
 	{ "chunk-size", OPT_SIZE, OFF(chunk_size), "SIZE",
@@ -115,21 +147,30 @@ static const struct opt opts[] = {
 	{ "readahead", OPT_SIZE, OFF(readahead), "SIZE",
 	  "largest readahead window of a sequential reader (default 64M)" },
 	{ "cache-size", OPT_CAPACITY, OFF(cache_size), "SIZE|N%",
-	  "data kept in the cache, bytes or % of the state disk (default 80%)" },
+	  "data kept in the cache, bytes or % of the state disk (default "
+	  "80%)" },
 	{ "max-dirty", OPT_SIZE, OFF(max_dirty), "SIZE",
-	  "dirty data past which writes answer JUKEBOX (default: half the cache size)" },
+	  "dirty data past which writes answer JUKEBOX (default: half the "
+	  "cache size)" },
 	{ "strict-commit", OPT_BOOL, OFF(strict_commit), NULL,
 	  "COMMIT and stable WRITEs reply only once the data is in the store" },
 	{ "cache-direct", OPT_BOOL, OFF(cache_direct), NULL,
-	  "O_DIRECT for block-aligned cache reads and writes (bypass the page cache)" },
+	  "O_DIRECT for block-aligned cache reads and writes (bypass the page "
+	  "cache)" },
 	{ "meta", OPT_STR, OFF(meta), "URL",
-	  "shared namespace in PostgreSQL, postgres://user@host:port/db: many gateways, one namespace (default: LMDB in the state dir, one gateway)" },
+	  "shared namespace in PostgreSQL, postgres://user@host:port/db: many "
+	  "gateways, one namespace (default: LMDB in the state dir, one "
+	  "gateway)" },
 	{ "node", OPT_STR, OFF(node), "NAME",
-	  "this gateway's name in the cluster, unique (default: the host name)" },
+	  "this gateway's name in the cluster, unique (default: the host "
+	  "name)" },
 	{ "lease", OPT_MS, OFF(lease_ms), "SECONDS",
-	  "a cluster node that stops renewing its lease is gone after this (default 5)" },
+	  "a cluster node that stops renewing its lease is gone after this "
+	  "(default 5)" },
 	{ "cluster-commit", OPT_STR, OFF(cluster_commit), "store|local",
-	  "in a cluster, COMMIT and stable WRITEs reply once the data is in the store (default) or, faster and lost with the machine, on local disk" },
+	  "in a cluster, COMMIT and stable WRITEs reply once the data is in "
+	  "the store (default) or, faster and lost with the machine, on local "
+	  "disk" },
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -137,27 +178,38 @@ static const struct opt opts[] = {
 void config_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: mapfs-gw [--config FILE] [--store URL] [--state DIR] [--bind ADDR]\n"
-		"                [--nfs-port N] [--mount-port N] [--export PATH] [--exports FILE]\n"
-		"                [--threads N] [--no-rpcbind] [--foreground] [--log-level L]\n"
+		"usage: mapfs-gw [--config FILE] [--store URL] [--state DIR] "
+		"[--bind ADDR]\n"
+		"                [--nfs-port N] [--mount-port N] [--export "
+		"PATH] [--exports FILE]\n"
+		"                [--threads N] [--no-rpcbind] [--foreground] "
+		"[--log-level L]\n"
 		"                [--nlm-port N] [--grace SECONDS] ...\n"
 		"       mapfs-gw --check-config [--config FILE] [options]\n"
-		"       mapfs-gw ctl|refresh|flush ... (see mapfs-gw ctl --help)\n\n"
-		"A user-space NFSv3 server exporting an object store's namespace from a\n"
+		"       mapfs-gw ctl|refresh|flush ... (see mapfs-gw ctl "
+		"--help)\n\n"
+		"A user-space NFSv3 server exporting an object store's "
+		"namespace from a\n"
 		"local cache.  Once ready it prints one line on stdout:\n"
-		"  mapfs-gw: ready nfs=ADDR:PORT mount=ADDR:PORT export=PATH\n\n"
+		"  mapfs-gw: ready nfs=ADDR:PORT mount=ADDR:PORT "
+		"export=PATH\n\n"
 		"options:\n"
-		"  --config FILE        INI file with the options below as key = value\n"
-		"                       (section [mapfs-gw]); the command line wins\n");
+		"  --config FILE        INI file with the options below as key "
+		"= value\n"
+		"                       (section [mapfs-gw]); the command line "
+		"wins\n");
 	for (size_t i = 0; i < NOPTS; i++) {
 		char left[64];
 
 		snprintf(left, sizeof(left), "--%s%s%s", opts[i].name,
-			 opts[i].arg ? " " : "", opts[i].arg ? opts[i].arg : "");
+			 opts[i].arg ? " " : "",
+			 opts[i].arg ? opts[i].arg : "");
 		fprintf(out, "  %-20s %s\n", left, opts[i].help);
 	}
-	fprintf(out, "  --check-config       validate the configuration and the exports file, then\n"
-		     "                       exit: 0 if good, 2 with the reason if not\n"
+	fprintf(out, "  --check-config       validate the configuration and "
+		     "the exports file, then\n"
+		     "                       exit: 0 if good, 2 with the "
+		     "reason if not\n"
 		     "  --help               this text\n"
 		     "  --version            the version\n");
 }
@@ -197,10 +249,26 @@ static int parse_size(const char *s, uint64_t *out)
 	if (errno)
 		return -EINVAL;
 	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
+	case 'k':
+	case 'K':
+		shift = 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		end++;
+		break;
+	case 't':
+	case 'T':
+		shift = 40;
+		end++;
+		break;
 	}
 	if (shift && !strcmp(end, "iB"))
 		end += 2;
@@ -297,7 +365,7 @@ struct ini_ctx {
 };
 
 static int config_ini_line(void *p, const char *section, const char *name,
-		       const char *value)
+			   const char *value)
 {
 	struct ini_ctx *c = p;
 	const struct opt *o;
@@ -328,28 +396,38 @@ static int config_validate(struct config *cfg, FILE *err)
 	}
 	if (cfg->export_path[0] != '/' || strstr(cfg->export_path, "//") ||
 	    strlen(cfg->export_path) > 1024) {
-		fprintf(err, "mapfs-gw: invalid value '%s' for export (an absolute path)\n",
+		fprintf(err,
+			"mapfs-gw: invalid value '%s' for export (an absolute "
+			"path)\n",
 			cfg->export_path);
 		return -EINVAL;
 	}
-	if (strncmp(cfg->store, "file://", 7) && strncmp(cfg->store, "s3://", 5)) {
-		fprintf(err, "mapfs-gw: invalid value '%s' for store (file:///path or s3://bucket)\n",
+	if (strncmp(cfg->store, "file://", 7) &&
+	    strncmp(cfg->store, "s3://", 5)) {
+		fprintf(err,
+			"mapfs-gw: invalid value '%s' for store (file:///path "
+			"or s3://bucket)\n",
 			cfg->store);
 		return -EINVAL;
 	}
 	/* Below 64 KiB a WRITE could not carry a useful amount of data. */
 	if (cfg->max_record < 65536 || cfg->max_record > 128u << 20) {
-		fprintf(err, "mapfs-gw: invalid value '%u' for max-record (65536..134217728)\n",
+		fprintf(err,
+			"mapfs-gw: invalid value '%u' for max-record "
+			"(65536..134217728)\n",
 			cfg->max_record);
 		return -EINVAL;
 	}
 	if (cfg->max_inflight < 1 || cfg->max_inflight > 65536) {
-		fprintf(err, "mapfs-gw: invalid value '%u' for max-inflight (1..65536)\n",
+		fprintf(err,
+			"mapfs-gw: invalid value '%u' for max-inflight "
+			"(1..65536)\n",
 			cfg->max_inflight);
 		return -EINVAL;
 	}
 	if (cfg->max_connections < 1) {
-		fprintf(err, "mapfs-gw: invalid value '0' for max-connections (at least 1)\n");
+		fprintf(err, "mapfs-gw: invalid value '0' for max-connections "
+			     "(at least 1)\n");
 		return -EINVAL;
 	}
 	/* A 16th of the total, but never below 64 (or the total). */
@@ -361,17 +439,22 @@ static int config_validate(struct config *cfg, FILE *err)
 		cfg->max_connections_per_host = n > floor ? n : floor;
 	}
 	if (cfg->max_locks_per_host < 1) {
-		fprintf(err, "mapfs-gw: invalid value '0' for max-locks-per-host (at least 1)\n");
+		fprintf(err, "mapfs-gw: invalid value '0' for "
+			     "max-locks-per-host (at least 1)\n");
 		return -EINVAL;
 	}
 	if (log_parse_target(cfg->log_target, &tgt)) {
-		fprintf(err, "mapfs-gw: invalid value '%s' for log-target (stderr or syslog)\n",
+		fprintf(err,
+			"mapfs-gw: invalid value '%s' for log-target (stderr "
+			"or syslog)\n",
 			cfg->log_target);
 		return -EINVAL;
 	}
 	if (!cfg->chunk_size || cfg->chunk_size % 4096 ||
 	    cfg->chunk_size > (1u << 30)) {
-		fprintf(err, "mapfs-gw: invalid value %llu for chunk-size (a multiple of 4K, at most 1G)\n",
+		fprintf(err,
+			"mapfs-gw: invalid value %llu for chunk-size (a "
+			"multiple of 4K, at most 1G)\n",
 			(unsigned long long)cfg->chunk_size);
 		return -EINVAL;
 	}
@@ -379,32 +462,39 @@ static int config_validate(struct config *cfg, FILE *err)
 		fprintf(err, "mapfs-gw: nfs-port and mount-port must differ\n");
 		return -EINVAL;
 	}
-	if (cfg->nlm_port &&
-	    (cfg->nlm_port == cfg->nfs_port || cfg->nlm_port == cfg->mount_port)) {
-		fprintf(err, "mapfs-gw: nlm-port must differ from nfs-port and mount-port\n");
+	if (cfg->nlm_port && (cfg->nlm_port == cfg->nfs_port ||
+			      cfg->nlm_port == cfg->mount_port)) {
+		fprintf(err, "mapfs-gw: nlm-port must differ from nfs-port and "
+			     "mount-port\n");
 		return -EINVAL;
 	}
 	if (cfg->meta && strncmp(cfg->meta, "postgres://", 11) &&
 	    strncmp(cfg->meta, "postgresql://", 13)) {
-		fprintf(err, "mapfs-gw: invalid value for meta (postgres://user@host:port/db)\n");
+		fprintf(err, "mapfs-gw: invalid value for meta "
+			     "(postgres://user@host:port/db)\n");
 		return -EINVAL;
 	}
 	if (strcmp(cfg->cluster_commit, "store") &&
 	    strcmp(cfg->cluster_commit, "local")) {
-		fprintf(err, "mapfs-gw: invalid value '%s' for cluster-commit (store or local)\n",
+		fprintf(err,
+			"mapfs-gw: invalid value '%s' for cluster-commit "
+			"(store or local)\n",
 			cfg->cluster_commit);
 		return -EINVAL;
 	}
 	if (cfg->lease_ms < 1000) {
-		fprintf(err, "mapfs-gw: invalid value for lease (at least 1 second)\n");
+		fprintf(err, "mapfs-gw: invalid value for lease (at least 1 "
+			     "second)\n");
 		return -EINVAL;
 	}
 	if (cfg->node && (!cfg->node[0] || strlen(cfg->node) > 255)) {
-		fprintf(err, "mapfs-gw: invalid value for node (1..255 bytes)\n");
+		fprintf(err,
+			"mapfs-gw: invalid value for node (1..255 bytes)\n");
 		return -EINVAL;
 	}
 	if (!cfg->nlm_client_rpcbind_port) {
-		fprintf(err, "mapfs-gw: invalid value '0' for nlm-client-rpcbind-port\n");
+		fprintf(err, "mapfs-gw: invalid value '0' for "
+			     "nlm-client-rpcbind-port\n");
 		return -EINVAL;
 	}
 	return 0;
@@ -439,14 +529,13 @@ static int config_defaults(struct config *cfg)
 		.readahead = 64ull << 20,
 		.cache_size_pct = 80,
 	};
-	return cfg->state && cfg->bind && cfg->export_path &&
-			       cfg->log_level && cfg->cluster_commit &&
-			       cfg->log_target ?
-		       0 : -ENOMEM;
+	return cfg->state && cfg->bind && cfg->export_path && cfg->log_level &&
+			       cfg->cluster_commit && cfg->log_target
+		       ? 0
+		       : -ENOMEM;
 }
 
-int config_load(struct config *cfg, int argc, char **argv, FILE *out,
-		FILE *err)
+int config_load(struct config *cfg, int argc, char **argv, FILE *out, FILE *err)
 {
 	struct option lopts[NOPTS + 5];
 	const char *config_file = NULL;
@@ -457,13 +546,16 @@ int config_load(struct config *cfg, int argc, char **argv, FILE *out,
 		return rc;
 	for (size_t i = 0; i < NOPTS; i++)
 		lopts[i] = (struct option){ opts[i].name,
-					    opts[i].kind == OPT_BOOL ? no_argument
-								     : required_argument,
+					    opts[i].kind == OPT_BOOL
+						    ? no_argument
+						    : required_argument,
 					    NULL, 'o' };
-	lopts[NOPTS] = (struct option){ "config", required_argument, NULL, 'c' };
+	lopts[NOPTS] =
+		(struct option){ "config", required_argument, NULL, 'c' };
 	lopts[NOPTS + 1] = (struct option){ "help", no_argument, NULL, 'h' };
 	lopts[NOPTS + 2] = (struct option){ "version", no_argument, NULL, 'V' };
-	lopts[NOPTS + 3] = (struct option){ "check-config", no_argument, NULL, 'k' };
+	lopts[NOPTS + 3] =
+		(struct option){ "check-config", no_argument, NULL, 'k' };
 	lopts[NOPTS + 4] = (struct option){ 0 };
 
 	/* Pass 1: only --config, --help, --version; errors wait for pass 2. */
@@ -503,18 +595,22 @@ int config_load(struct config *cfg, int argc, char **argv, FILE *out,
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", lopts, &idx)) != -1) {
 		if (c == 'o') {
-			if (opt_set(cfg, &opts[idx], optarg, "command line", err))
+			if (opt_set(cfg, &opts[idx], optarg, "command line",
+				    err))
 				return -EINVAL;
 		} else if (c == 'k') {
 			cfg->check_config = true;
 		} else if (c == '?') {
-			fprintf(err, "mapfs-gw: unknown or incomplete option '%s' (see --help)\n",
+			fprintf(err,
+				"mapfs-gw: unknown or incomplete option '%s' "
+				"(see --help)\n",
 				argv[optind - 1]);
 			return -EINVAL;
 		}
 	}
 	if (optind < argc) {
-		fprintf(err, "mapfs-gw: unexpected argument '%s' (see --help)\n",
+		fprintf(err,
+			"mapfs-gw: unexpected argument '%s' (see --help)\n",
 			argv[optind]);
 		return -EINVAL;
 	}

@@ -22,21 +22,30 @@
 static void ctl_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: mapfs-gw ctl [--socket PATH | --state DIR | --config FILE] COMMAND\n"
+		"usage: mapfs-gw ctl [--socket PATH | --state DIR | --config "
+		"FILE] COMMAND\n"
 		"       mapfs-gw refresh [options] PATH\n"
 		"       mapfs-gw flush [options] [PATH]\n\n"
 		"commands:\n"
-		"  status         uptime, clients, cache, dirty data, store health\n"
-		"  flush [PATH]   upload every change now and wait (PATH's included)\n"
-		"  refresh PATH   list PATH's directory from the store again, so that\n"
-		"                 changes made behind the gateway show at once\n"
+		"  status         uptime, clients, cache, dirty data, store "
+		"health\n"
+		"  flush [PATH]   upload every change now and wait (PATH's "
+		"included)\n"
+		"  refresh PATH   list PATH's directory from the store again, "
+		"so that\n"
+		"                 changes made behind the gateway show at "
+		"once\n"
 		"  warm PATH      fetch every file below PATH into the cache\n"
-		"  evict PATH     drop the cached data of PATH's files that are in the store\n"
+		"  evict PATH     drop the cached data of PATH's files that "
+		"are in the store\n"
 		"  clients        the mounted clients (host and path)\n"
 		"  ready          exit 0 if the gateway answers NFS and, in a\n"
-		"                 cluster, holds its lease (for health checks)\n\n"
-		"PATH is as clients see it (/mapfs/dir) or relative to the export root.\n"
-		"The socket is STATE/ctl.sock (default state %s); only root or\n"
+		"                 cluster, holds its lease (for health "
+		"checks)\n\n"
+		"PATH is as clients see it (/mapfs/dir) or relative to the "
+		"export root.\n"
+		"The socket is STATE/ctl.sock (default state %s); only root "
+		"or\n"
 		"the gateway's own user may use it.\n",
 		CTL_DEFAULT_STATE);
 }
@@ -62,7 +71,8 @@ static int sock_path(const char *sock, const char *state, const char *conf,
 		}
 		state = cfg.state;
 	}
-	n = snprintf(buf, cap, "%s/ctl.sock", state ? state : CTL_DEFAULT_STATE);
+	n = snprintf(buf, cap, "%s/ctl.sock",
+		     state ? state : CTL_DEFAULT_STATE);
 	config_free(&cfg);
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
@@ -88,11 +98,13 @@ static void show_progress(const char *line, bool tty)
 	double rate, frac;
 	int fill;
 
-	if (!tty || sscanf(line, "progress %" SCNu64 " %" SCNu64 " %" SCNu64
+	if (!tty || sscanf(line,
+			   "progress %" SCNu64 " %" SCNu64 " %" SCNu64
 			   " %" SCNu64 " %" SCNu64 " %" SCNu64,
 			   &fd_, &ft, &bd, &bt, &fetched, &ms) != 6)
 		return;
-	frac = bt ? (double)bd / (double)bt : (ft ? (double)fd_ / (double)ft : 1);
+	frac = bt ? (double)bd / (double)bt
+		  : (ft ? (double)fd_ / (double)ft : 1);
 	fill = (int)(frac * BAR_WIDTH + 0.5);
 	for (int i = 0; i < BAR_WIDTH; i++)
 		bar[i] = i < fill ? '#' : '-';
@@ -104,11 +116,14 @@ static void show_progress(const char *line, bool tty)
 	if (rate > 0 && bt > bd) {
 		uint64_t s = (uint64_t)((double)(bt - bd) / rate);
 
-		snprintf(eta, sizeof(eta), "%" PRIu64 ":%02" PRIu64, s / 60, s % 60);
+		snprintf(eta, sizeof(eta), "%" PRIu64 ":%02" PRIu64, s / 60,
+			 s % 60);
 	} else {
 		snprintf(eta, sizeof(eta), "%s", bd >= bt ? "0:00" : "--:--");
 	}
-	fprintf(stderr, "\r[%s] %" PRIu64 "/%" PRIu64 " files  %s/%s  %s/s  ETA %s\033[K",
+	fprintf(stderr,
+		"\r[%s] %" PRIu64 "/%" PRIu64
+		" files  %s/%s  %s/s  ETA %s\033[K",
 		bar, fd_, ft, b1, b2, r, eta);
 	fflush(stderr);
 }
@@ -124,13 +139,16 @@ static int run(const char *path, const char *cmd)
 	FILE *in;
 
 	if (strlen(path) >= sizeof(sun.sun_path)) {
-		fprintf(stderr, "mapfs-gw ctl: socket path too long: %s\n", path);
+		fprintf(stderr, "mapfs-gw ctl: socket path too long: %s\n",
+			path);
 		return 2;
 	}
 	strcpy(sun.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun))) {
-		fprintf(stderr, "mapfs-gw ctl: cannot connect to %s: %s (is the gateway running?)\n",
+		fprintf(stderr,
+			"mapfs-gw ctl: cannot connect to %s: %s (is the "
+			"gateway running?)\n",
 			path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -169,7 +187,8 @@ static int run(const char *path, const char *cmd)
 		}
 	}
 	if (rc == 2)
-		fprintf(stderr, "mapfs-gw ctl: the gateway closed the connection\n");
+		fprintf(stderr,
+			"mapfs-gw ctl: the gateway closed the connection\n");
 	free(line);
 	fclose(in);
 	return rc;

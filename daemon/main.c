@@ -136,9 +136,9 @@ static void addr_format(const struct sockaddr_storage *ss, char *buf,
 
 static uint16_t addr_port(const struct sockaddr_storage *ss)
 {
-	return ss->ss_family == AF_INET6 ?
-		       ntohs(((const struct sockaddr_in6 *)ss)->sin6_port) :
-		       ntohs(((const struct sockaddr_in *)ss)->sin_port);
+	return ss->ss_family == AF_INET6
+		       ? ntohs(((const struct sockaddr_in6 *)ss)->sin6_port)
+		       : ntohs(((const struct sockaddr_in *)ss)->sin_port);
 }
 
 /* --cache-size in bytes: a percentage is of the state directory's disk. */
@@ -198,18 +198,20 @@ static int gateway_open_storage(struct gateway *gw)
 	if (!strncmp(gw->cfg.store, "file://", 7)) {
 		rc = mkdir_p(gw->cfg.store + 7, 0755);
 		if (rc) {
-			log_error("store dir %s: %s", gw->cfg.store + 7, strerror(-rc));
+			log_error("store dir %s: %s", gw->cfg.store + 7,
+				  strerror(-rc));
 			return rc;
 		}
 	}
-	rc = store_open(&(struct store_opts){
-				.url = gw->cfg.store,
-				.s3_endpoint = gw->cfg.s3_endpoint,
-				.s3_region = gw->cfg.s3_region,
-				.s3_path_style = gw->cfg.s3_path_style,
-				.s3_max_requests = gw->cfg.s3_max_requests,
-				.put_max = gw->cfg.multipart_threshold },
-			&gw->store);
+	rc = store_open(
+		&(struct store_opts){ .url = gw->cfg.store,
+				      .s3_endpoint = gw->cfg.s3_endpoint,
+				      .s3_region = gw->cfg.s3_region,
+				      .s3_path_style = gw->cfg.s3_path_style,
+				      .s3_max_requests =
+					      gw->cfg.s3_max_requests,
+				      .put_max = gw->cfg.multipart_threshold },
+		&gw->store);
 	if (rc) {
 		log_error("store %s: %s", gw->cfg.store, strerror(-rc));
 		return rc;
@@ -217,9 +219,10 @@ static int gateway_open_storage(struct gateway *gw)
 	if ((rc = state_path(gw, "db", path, sizeof(path))) ||
 	    (rc = db_open(path, DB_MAPSIZE, 16, &gw->db))) {
 		if (rc == -EBUSY)
-			log_error("state directory %s is in use by another "
-				  "mapfs-gw process (a gateway or meta migrate)",
-				  gw->cfg.state);
+			log_error(
+				"state directory %s is in use by another "
+				"mapfs-gw process (a gateway or meta migrate)",
+				gw->cfg.state);
 		else
 			log_error("database %s: %s", path, strerror(-rc));
 		return rc;
@@ -232,35 +235,34 @@ static int gateway_open_storage(struct gateway *gw)
 		return rc;
 	}
 	if ((rc = state_path(gw, "cache", path, sizeof(path))) ||
-	    (rc = cache_open(&(struct cache_opts){
-				     .dir = path,
-				     .db = gw->db,
-				     .nloops = gw->cfg.threads,
-				     .chunk_size = gw->cfg.chunk_size,
-				     .readahead = gw->cfg.readahead,
-				     .capacity = capacity,
-				     .direct = gw->cfg.cache_direct },
-			     gw->store, &gw->cache))) {
+	    (rc = cache_open(
+		     &(struct cache_opts){ .dir = path,
+					   .db = gw->db,
+					   .nloops = gw->cfg.threads,
+					   .chunk_size = gw->cfg.chunk_size,
+					   .readahead = gw->cfg.readahead,
+					   .capacity = capacity,
+					   .direct = gw->cfg.cache_direct },
+		     gw->store, &gw->cache))) {
 		log_error("cache %s: %s", path, strerror(-rc));
 		return rc;
 	}
-	rc = fs_open(&(struct fs_opts){ .dir_ttl_ms = gw->cfg.dir_ttl_ms,
-					.attr_ttl_ms = gw->cfg.attr_ttl_ms,
-					.upload_delay_ms = gw->cfg.upload_delay_ms,
-					.max_dirty = gw->cfg.max_dirty ?
-							     gw->cfg.max_dirty :
-							     capacity / 2,
-					.strict_commit =
-						gw->cfg.strict_commit ||
-						(gw->cfg.meta &&
-						 !strcmp(gw->cfg.cluster_commit,
-							 "store")),
-					.read_only = gw->cfg.read_only,
-					.no_early_upload =
-						gw->cfg.no_early_upload,
-					.default_uid = gw->cfg.default_uid,
-					.default_gid = gw->cfg.default_gid },
-		     gw->db, gw->cache, gw->store, &gw->fs);
+	rc = fs_open(
+		&(struct fs_opts){
+			.dir_ttl_ms = gw->cfg.dir_ttl_ms,
+			.attr_ttl_ms = gw->cfg.attr_ttl_ms,
+			.upload_delay_ms = gw->cfg.upload_delay_ms,
+			.max_dirty = gw->cfg.max_dirty ? gw->cfg.max_dirty
+						       : capacity / 2,
+			.strict_commit =
+				gw->cfg.strict_commit ||
+				(gw->cfg.meta &&
+				 !strcmp(gw->cfg.cluster_commit, "store")),
+			.read_only = gw->cfg.read_only,
+			.no_early_upload = gw->cfg.no_early_upload,
+			.default_uid = gw->cfg.default_uid,
+			.default_gid = gw->cfg.default_gid },
+		gw->db, gw->cache, gw->store, &gw->fs);
 	if (rc) {
 		log_error("namespace: %s", strerror(-rc));
 		return rc;
@@ -302,7 +304,8 @@ static int gateway_exports_read(const struct gateway *gw, bool at_start,
 	}
 	if (!(*out)->n)
 		log_warn("%s exports nothing: every client is refused until "
-			 "it names an export", gw->cfg.exports_file);
+			 "it names an export",
+			 gw->cfg.exports_file);
 	return 0;
 }
 
@@ -368,8 +371,9 @@ static int gateway_open_nfsd(struct gateway *gw)
 	}
 	gw->nfsd.fs = gw->fs;
 	/* Stable across restarts, different per gateway. */
-	gw->nfsd.fsid = (uint32_t)handle_siphash(
-		gw->nfsd.key.k, gw->cfg.export_path, strlen(gw->cfg.export_path));
+	gw->nfsd.fsid =
+		(uint32_t)handle_siphash(gw->nfsd.key.k, gw->cfg.export_path,
+					 strlen(gw->cfg.export_path));
 	gw->nfsd.nloops = gw->cfg.threads;
 	gw->nfsd.read_only = gw->cfg.read_only;
 	/* A WRITE of FSINFO's wtmax bytes (RFC 1813 3.3.19) must fit one
@@ -394,16 +398,17 @@ static int gateway_open_nfsd(struct gateway *gw)
 /* The lock manager; it needs nfsd's handle key. */
 static int gateway_open_nlm(struct gateway *gw)
 {
-	int rc = nlm_open(&(struct nlm_opts){
-				  .nfsd = &gw->nfsd,
-				  .host_max = gw->cfg.max_locks_per_host,
-				  .db = gw->cfg.meta ? gw->db : NULL,
-				  .state_dir = gw->cfg.state,
-				  .name = gw->cfg.nlm_name,
-				  .grace_ms = gw->cfg.grace_ms,
-				  .client_rpcbind_port =
-					  (uint16_t)gw->cfg.nlm_client_rpcbind_port },
-			  &gw->nlm);
+	int rc = nlm_open(
+		&(struct nlm_opts){
+			.nfsd = &gw->nfsd,
+			.host_max = gw->cfg.max_locks_per_host,
+			.db = gw->cfg.meta ? gw->db : NULL,
+			.state_dir = gw->cfg.state,
+			.name = gw->cfg.nlm_name,
+			.grace_ms = gw->cfg.grace_ms,
+			.client_rpcbind_port =
+				(uint16_t)gw->cfg.nlm_client_rpcbind_port },
+		&gw->nlm);
 
 	if (rc)
 		log_error("lock manager: %s", strerror(-rc));
@@ -414,9 +419,8 @@ static int gateway_open_nlm(struct gateway *gw)
 #define REFUSED_HOST_CONNS 4
 
 /* Connections a client address may hold (rpc's host_limit, on a loop). */
-static uint32_t gateway_host_limit(void *ctx,
-				   const struct sockaddr_storage *peer,
-				   int loop)
+static uint32_t
+gateway_host_limit(void *ctx, const struct sockaddr_storage *peer, int loop)
 {
 	struct gateway *gw = ctx;
 	uint32_t lim = gw->cfg.max_connections_per_host;
@@ -429,15 +433,15 @@ static uint32_t gateway_host_limit(void *ctx,
 
 static int gateway_listen(struct gateway *gw)
 {
-	struct rpc_config rcfg = {
-		.nloops = gw->cfg.threads,
-		.max_record = gw->cfg.max_record,
-		.max_inflight = gw->cfg.max_inflight,
-		.max_conns = gw->cfg.max_connections,
-		.max_conns_per_host = gw->cfg.max_connections_per_host,
-		.host_limit = gateway_host_limit,
-		.host_limit_ctx = gw,
-		.idle_timeout_ms = gw->cfg.idle_timeout_ms };
+	struct rpc_config rcfg = { .nloops = gw->cfg.threads,
+				   .max_record = gw->cfg.max_record,
+				   .max_inflight = gw->cfg.max_inflight,
+				   .max_conns = gw->cfg.max_connections,
+				   .max_conns_per_host =
+					   gw->cfg.max_connections_per_host,
+				   .host_limit = gateway_host_limit,
+				   .host_limit_ctx = gw,
+				   .idle_timeout_ms = gw->cfg.idle_timeout_ms };
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int rc;
@@ -511,7 +515,8 @@ static void gateway_register(struct gateway *gw)
 		rc = rpc_rpcbind_set(MOUNT_PROG, MOUNT_VERS,
 				     addr_port(&gw->mount_addr));
 	if (rc) {
-		log_warn("rpcbind registration failed (%s); clients must name the ports",
+		log_warn("rpcbind registration failed (%s); clients must name "
+			 "the ports",
 			 strerror(-rc));
 		return;
 	}
@@ -521,7 +526,8 @@ static void gateway_register(struct gateway *gw)
 		rc = rpc_rpcbind_set(NSM_PROG, NSM_VERS1,
 				     addr_port(&gw->nlm_addr));
 	if (rc) {
-		log_warn("rpcbind registration of NLM/NSM failed (%s); clients must mount with nolock",
+		log_warn("rpcbind registration of NLM/NSM failed (%s); clients "
+			 "must mount with nolock",
 			 strerror(-rc));
 		return;
 	}
@@ -550,7 +556,8 @@ static int gateway_open_ops(struct gateway *gw, uint64_t started_ms)
 					    .cache_dir = gw->cache_dir,
 					    .started_ms = started_ms };
 	if (gw->cfg.metrics) {
-		rc = metrics_collector_add(admin_metrics_collect, &gw->admin_ctx);
+		rc = metrics_collector_add(admin_metrics_collect,
+					   &gw->admin_ctx);
 		if (rc)
 			return rc;
 		gw->collecting = true;
@@ -572,9 +579,11 @@ static int gateway_open_ops(struct gateway *gw, uint64_t started_ms)
 				  &gw->events, gw->events_addr,
 				  sizeof(gw->events_addr));
 		if (rc == -EINVAL && (!secret || strlen(secret) < 16))
-			log_error("events on %s: give a secret of 16 characters "
-				  "or more (--events-secret or "
-				  "MAPFS_EVENTS_SECRET)", gw->cfg.events);
+			log_error(
+				"events on %s: give a secret of 16 characters "
+				"or more (--events-secret or "
+				"MAPFS_EVENTS_SECRET)",
+				gw->cfg.events);
 		else if (rc)
 			log_error("events on %s: %s", gw->cfg.events,
 				  strerror(-rc));
@@ -707,8 +716,9 @@ int main(int argc, char **argv)
 	int rc, sig, ready_fd = -1;
 
 	/* The operator's commands talk to a running gateway. */
-	if (argc > 1 && (!strcmp(argv[1], "ctl") || !strcmp(argv[1], "refresh") ||
-			 !strcmp(argv[1], "flush")))
+	if (argc > 1 &&
+	    (!strcmp(argv[1], "ctl") || !strcmp(argv[1], "refresh") ||
+	     !strcmp(argv[1], "flush")))
 		return ctl_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "meta"))
 		return gateway_migrate_main(argc - 1, argv + 1);
@@ -723,7 +733,9 @@ int main(int argc, char **argv)
 	log_parse_target(gw.cfg.log_target, &tgt);
 	log_set_target(tgt);
 	if (gw.cfg.metrics && metrics_httpd_addr(gw.cfg.metrics, &ss, &slen)) {
-		fprintf(stderr, "mapfs-gw: invalid value '%s' for metrics (ADDR:PORT, [ADDR6]:PORT)\n",
+		fprintf(stderr,
+			"mapfs-gw: invalid value '%s' for metrics (ADDR:PORT, "
+			"[ADDR6]:PORT)\n",
 			gw.cfg.metrics);
 		config_free(&gw.cfg);
 		return 2;
@@ -772,12 +784,14 @@ int main(int argc, char **argv)
 	/* Not on the ready line, whose form scripts and tests rely on. */
 	log_info("locking: NLM v4 and NSM v1 on %s", nlm_s);
 	log_info("serving %s from %s with %d loops, state in %s",
-		 gw.cfg.export_path, gw.cfg.store, gw.cfg.threads, gw.cfg.state);
+		 gw.cfg.export_path, gw.cfg.store, gw.cfg.threads,
+		 gw.cfg.state);
 	if (gw.httpd)
 		log_info("metrics on http://%s/metrics", gw.metrics_addr);
 	if (gw.events)
 		log_info("events: S3 event notifications taken at "
-			 "http://%s/SECRET", gw.events_addr);
+			 "http://%s/SECRET",
+			 gw.events_addr);
 	printf("mapfs-gw: ready nfs=%s mount=%s export=%s%s%s\n", nfs_s,
 	       mount_s, gw.cfg.export_path, gw.httpd ? " metrics=" : "",
 	       gw.httpd ? gw.metrics_addr : "");

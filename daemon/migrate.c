@@ -60,13 +60,17 @@ static void progress(void *ctx, uint64_t done, uint64_t total)
 	int *last = ctx, pct = total ? (int)(done * 100 / total) : 100;
 
 	if (isatty(2)) {
-		fprintf(stderr, "\rcopying the namespace: %llu of %llu records (%d%%)",
-			(unsigned long long)done, (unsigned long long)total, pct);
+		fprintf(stderr,
+			"\rcopying the namespace: %llu of %llu records (%d%%)",
+			(unsigned long long)done, (unsigned long long)total,
+			pct);
 		if (done >= total)
 			fputc('\n', stderr);
 	} else if (pct / 10 != *last / 10 || done >= total) {
-		fprintf(stderr, "copying the namespace: %llu of %llu records (%d%%)\n",
-			(unsigned long long)done, (unsigned long long)total, pct);
+		fprintf(stderr,
+			"copying the namespace: %llu of %llu records (%d%%)\n",
+			(unsigned long long)done, (unsigned long long)total,
+			pct);
 	}
 	*last = pct;
 }
@@ -98,7 +102,8 @@ int gateway_migrate_main(int argc, char **argv)
 			rest[n++] = argv[i];
 	}
 	if (argc < 2 || strcmp(argv[1], "migrate") || !to ||
-	    (strncmp(to, "postgres://", 11) && strncmp(to, "postgresql://", 13))) {
+	    (strncmp(to, "postgres://", 11) &&
+	     strncmp(to, "postgresql://", 13))) {
 		usage(stderr);
 		free(rest);
 		return 2;
@@ -110,8 +115,10 @@ int gateway_migrate_main(int argc, char **argv)
 		return rc > 0 ? 0 : 2;
 	}
 	if (gateway_running(cfg.state)) {
-		fprintf(stderr, "mapfs-gw: a gateway is running on %s: stop it "
-				"first (systemctl stop mapfs-gw)\n", cfg.state);
+		fprintf(stderr,
+			"mapfs-gw: a gateway is running on %s: stop it "
+			"first (systemctl stop mapfs-gw)\n",
+			cfg.state);
 		config_free(&cfg);
 		return 2;
 	}
@@ -126,30 +133,36 @@ int gateway_migrate_main(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/db", cfg.state);
 	rc = db_open(path, DB_MAPSIZE_MIGRATE, 16, &db);
 	if (!rc)
-		rc = fs_migrate(db, &(struct db_cluster_opts){
-					    .url = to,
-					    .node = cfg.node ? cfg.node : host,
-					    .store_url = cfg.store,
-					    .lease_ms = cfg.lease_ms },
+		rc = fs_migrate(db,
+				&(struct db_cluster_opts){
+					.url = to,
+					.node = cfg.node ? cfg.node : host,
+					.store_url = cfg.store,
+					.lease_ms = cfg.lease_ms },
 				&key, sizeof(key.k), progress, &last);
 	db_close(db);
 	memset(&key, 0, sizeof(key));
 	if (rc == -ENOTEMPTY) {
-		fprintf(stderr, "mapfs-gw: the target database holds a namespace "
-				"already: nothing was copied\n");
+		fprintf(stderr,
+			"mapfs-gw: the target database holds a namespace "
+			"already: nothing was copied\n");
 	} else if (rc == -EBUSY) {
-		fprintf(stderr, "mapfs-gw: %s is in use by a running gateway: "
-				"stop it first\n", cfg.state);
+		fprintf(stderr,
+			"mapfs-gw: %s is in use by a running gateway: "
+			"stop it first\n",
+			cfg.state);
 	} else if (rc) {
 		fprintf(stderr, "mapfs-gw: migrate: %s\n", strerror(-rc));
 	} else {
 		printf("mapfs-gw: the namespace of %s is in the cluster; start "
 		       "this gateway with --meta (and the others with empty "
-		       "states)\n", cfg.state);
+		       "states)\n",
+		       cfg.state);
 	}
 	config_free(&cfg);
 	return rc == -ENOTEMPTY || rc == -EINVAL || rc == -EPROTO ||
-		       rc == -EBUSY
-		   ? 2
-		   : rc ? 1 : 0;
+			       rc == -EBUSY
+		       ? 2
+	       : rc ? 1
+		    : 0;
 }

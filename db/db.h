@@ -185,9 +185,9 @@ typedef void (*db_progress_fn)(void *ctx, uint64_t done, uint64_t total);
  * Blocks; progress(ctx, done, total) now and then.  0, -ENOTEMPTY (the
  * database holds a cluster already: nothing written), -errno (logged).
  */
-int db_migrate(struct db *db, const struct db_cluster_opts *o,
-	       const void *key, size_t klen, uint64_t next_id,
-	       db_progress_fn progress, void *ctx);
+int db_migrate(struct db *db, const struct db_cluster_opts *o, const void *key,
+	       size_t klen, uint64_t next_id, db_progress_fn progress,
+	       void *ctx);
 
 /* Whether the node is in a cluster (db_cluster() was called). */
 bool db_clustered(const struct db *db);
@@ -298,8 +298,8 @@ void db_cursor_close(struct db_cursor *cur);
  * Move the cursor (op) and read the entry there into *key and *val
  * (DB_SET_RANGE reads *key first).  0, or -ENOENT past the end.
  */
-int db_cursor_get(struct db_cursor *cur, struct db_val *key,
-		  struct db_val *val, enum db_cursor_op op);
+int db_cursor_get(struct db_cursor *cur, struct db_val *key, struct db_val *val,
+		  enum db_cursor_op op);
 
 /* Delete the entry at the cursor (a write txn).  0 or -errno. */
 int db_cursor_del(struct db_cursor *cur);

@@ -142,8 +142,7 @@ void db_deliver(struct db *db, uint32_t from, const char *msg);
 /* The node-down handler, likewise. */
 void db_deliver_down(struct db *db, uint32_t node);
 bool db_pg_node_up(struct db_pg *pg, uint32_t node);
-int db_pg_note(struct db_pg *pg, const char *kind, const char *note,
-	       bool add);
+int db_pg_note(struct db_pg *pg, const char *kind, const char *note, bool add);
 int db_pg_notes_take(struct db_pg *pg, uint32_t node, const char *kind,
 		     void (*fn)(void *ctx, const char *note), void *ctx);
 bool db_pg_lease_held(struct db_pg *pg);

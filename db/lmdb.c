@@ -40,8 +40,10 @@
 #define DB_STALE_RETRIES 3
 
 _Static_assert(sizeof(struct db_val) == sizeof(MDB_val) &&
-		       offsetof(struct db_val, size) == offsetof(MDB_val, mv_size) &&
-		       offsetof(struct db_val, data) == offsetof(MDB_val, mv_data),
+		       offsetof(struct db_val, size) ==
+			       offsetof(MDB_val, mv_size) &&
+		       offsetof(struct db_val, data) ==
+			       offsetof(MDB_val, mv_data),
 	       "struct db_val is passed to LMDB as an MDB_val");
 
 /* A read snapshot or a write transaction: the LMDB txn under it. */
@@ -583,8 +585,7 @@ int db_start(struct db *db)
 	return db_pg_open(db, db->copts, &db->pg);
 }
 
-static int db_write_as(struct db *db, db_apply_fn apply, void *arg,
-		       bool local);
+static int db_write_as(struct db *db, db_apply_fn apply, void *arg, bool local);
 
 static int detach_fn(struct db_txn *t, void *arg)
 {
@@ -806,7 +807,8 @@ static int track_put(struct db_txn *txn, unsigned tbl, const struct db_val *key,
 	struct db_tinfo *ti = &txn->db->tables[tbl];
 	struct db_val old, sold, snew;
 	unsigned char *b1 = NULL, *b2 = NULL;
-	int rc = db_err(mdb_get(txn->mdb, tbl, (MDB_val *)key, (MDB_val *)&old));
+	int rc =
+		db_err(mdb_get(txn->mdb, tbl, (MDB_val *)key, (MDB_val *)&old));
 	bool had = !rc;
 
 	if (rc && rc != -ENOENT)
@@ -843,8 +845,8 @@ int db_put(struct db_txn *txn, db_table tbl, const struct db_val *key,
 
 	if (tracked(txn, tbl) && (rc = track_put(txn, tbl, key, val)))
 		return rc;
-	return db_err(mdb_put(txn->mdb, tbl, (MDB_val *)key, (MDB_val *)val,
-			      f));
+	return db_err(
+		mdb_put(txn->mdb, tbl, (MDB_val *)key, (MDB_val *)val, f));
 }
 
 int db_del(struct db_txn *txn, db_table tbl, const struct db_val *key)
@@ -891,8 +893,8 @@ void db_cursor_close(struct db_cursor *cur)
 	free(cur);
 }
 
-int db_cursor_get(struct db_cursor *cur, struct db_val *key,
-		  struct db_val *val, enum db_cursor_op op)
+int db_cursor_get(struct db_cursor *cur, struct db_val *key, struct db_val *val,
+		  enum db_cursor_op op)
 {
 	static const MDB_cursor_op ops[] = {
 		[DB_FIRST] = MDB_FIRST,
@@ -914,8 +916,8 @@ int db_cursor_del(struct db_cursor *cur)
 
 		rc = db_err(mdb_cursor_get(cur->mdb, &k, &v, MDB_GET_CURRENT));
 		if (!rc)
-			rc = track_put(cur->txn, cur->tbl,
-				       (struct db_val *)&k, NULL);
+			rc = track_put(cur->txn, cur->tbl, (struct db_val *)&k,
+				       NULL);
 		if (rc)
 			return rc;
 	}
@@ -977,8 +979,7 @@ static void db_wait_done(void *p, int err)
 	pthread_mutex_unlock(&w->lock);
 }
 
-static int db_write_as(struct db *db, db_apply_fn apply, void *arg,
-		       bool local)
+static int db_write_as(struct db *db, db_apply_fn apply, void *arg, bool local)
 {
 	struct db_wait w = { .apply = apply, .arg = arg };
 
@@ -1207,15 +1208,17 @@ int db_apply_remote(struct db *db, const struct db_remote *recs, size_t n,
 int db_load_snapshot(struct db *db, const struct db_remote *recs, size_t n,
 		     uint64_t seq, bool first, bool last)
 {
-	struct remote_apply ra = { .db = db, .recs = recs, .n = n,
-				   .seq = last ? seq : 0, .replace = first };
+	struct remote_apply ra = { .db = db,
+				   .recs = recs,
+				   .n = n,
+				   .seq = last ? seq : 0,
+				   .replace = first };
 
 	return apply_as_local(db, &ra);
 }
 
 int db_each_shared(struct db *db, uint64_t *count,
-		   int (*fn)(void *ctx, const struct db_remote *rec),
-		   void *ctx)
+		   int (*fn)(void *ctx, const struct db_remote *rec), void *ctx)
 {
 	unsigned char *buf = NULL;
 	struct db_txn *t;
@@ -1250,12 +1253,13 @@ int db_each_shared(struct db *db, uint64_t *count,
 
 			rc = project(ti, (struct db_val *)&v, buf, &sv);
 			if (!rc)
-				rc = fn(ctx, &(struct db_remote){
-						     .tbl = (unsigned)i,
-						     .key = k.mv_data,
-						     .klen = k.mv_size,
-						     .val = sv.data,
-						     .vlen = sv.size, .ver = 1 });
+				rc = fn(ctx,
+					&(struct db_remote){ .tbl = (unsigned)i,
+							     .key = k.mv_data,
+							     .klen = k.mv_size,
+							     .val = sv.data,
+							     .vlen = sv.size,
+							     .ver = 1 });
 		}
 		if (c)
 			mdb_cursor_close(c);
@@ -1284,8 +1288,8 @@ static int mark_fn(struct db_txn *t, void *arg)
 		if (!db->tables[i].shared)
 			continue;
 		rc = db_err(mdb_cursor_open(t->mdb, i, &c));
-		for (int op = MDB_FIRST; !rc && !mdb_cursor_get(c, &rk, &rv, op);
-		     op = MDB_NEXT)
+		for (int op = MDB_FIRST;
+		     !rc && !mdb_cursor_get(c, &rk, &rv, op); op = MDB_NEXT)
 			rc = vers_put(db, t->mdb, (unsigned)i,
 				      (struct db_val *)&rk, m->seq);
 		if (c)
@@ -1305,9 +1309,9 @@ int db_mark_replica(struct db *db, const char *id, uint64_t seq)
 	return db_write_as(db, mark_fn, &m, true);
 }
 
-int db_migrate(struct db *db, const struct db_cluster_opts *o,
-	       const void *key, size_t klen, uint64_t next_id,
-	       db_progress_fn progress, void *ctx)
+int db_migrate(struct db *db, const struct db_cluster_opts *o, const void *key,
+	       size_t klen, uint64_t next_id, db_progress_fn progress,
+	       void *ctx)
 {
 	return db_pg_migrate(db, o, key, klen, next_id, progress, ctx);
 }

@@ -48,10 +48,10 @@
 
 #define SCHEMA_VERSION 1
 #define FOLLOW_POLL_MS 1000
-#define FOLLOW_BATCH 256       /* commits applied in one local txn */
-#define SNAPSHOT_PAGE 10000    /* records per page of a full copy */
-#define LOG_KEEP_S 600         /* log entries kept at least this long */
-#define RECONNECT_MIN_MS 1000  /* between attempts of a connection */
+#define FOLLOW_BATCH 256      /* commits applied in one local txn */
+#define SNAPSHOT_PAGE 10000   /* records per page of a full copy */
+#define LOG_KEEP_S 600        /* log entries kept at least this long */
+#define RECONNECT_MIN_MS 1000 /* between attempts of a connection */
 #define START_BACKOFF_MAX_MS 10000
 
 /* Element types of binary arrays. */
@@ -72,8 +72,8 @@ struct db_pg {
 	char cluster_id[33];
 	uint32_t node_id;
 
-	struct pgc wr;  /* the writer's */
-	bool wr_up;     /* the last commit got an answer */
+	struct pgc wr; /* the writer's */
+	bool wr_up;    /* the last commit got an answer */
 
 	pthread_mutex_t svc_lock;
 	struct pgc svc;
@@ -142,10 +142,15 @@ static const char *pq_msg(const PGconn *c, char *buf, size_t cap)
 static bool conn_fatal(const char *msg)
 {
 	static const char *const fatal[] = {
-		"password authentication failed", "no password supplied",
-		"does not exist", "invalid connection option",
-		"invalid URI", "invalid integer value", "authentication failed",
-		"missing \"=\"", "invalid sslmode",
+		"password authentication failed",
+		"no password supplied",
+		"does not exist",
+		"invalid connection option",
+		"invalid URI",
+		"invalid integer value",
+		"authentication failed",
+		"missing \"=\"",
+		"invalid sslmode",
 	};
 
 	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
@@ -183,7 +188,8 @@ static int pgc_connect(struct db_pg *pg, struct pgc *p, bool quiet)
 	PQfinish(p->c);
 	p->c = NULL;
 	if (conn_fatal(msg)) {
-		log_error("cluster: PostgreSQL at %s refused us: %s", safe, msg);
+		log_error("cluster: PostgreSQL at %s refused us: %s", safe,
+			  msg);
 		return -EINVAL;
 	}
 	if (!quiet)
@@ -225,7 +231,8 @@ static int res_err(PGconn *c, PGresult *r, const char *what)
 	 * named by mistake, default_transaction_read_only): changes wait
 	 * and are retried; say why, once every 30 s. */
 	if (state && !strcmp(state, "25006")) {
-		uint64_t now = now_ms(), last = atomic_load(&read_only_logged_ms);
+		uint64_t now = now_ms(),
+			 last = atomic_load(&read_only_logged_ms);
 
 		if ((!last || now - last >= 30000) &&
 		    atomic_compare_exchange_strong(&read_only_logged_ms, &last,
@@ -236,13 +243,13 @@ static int res_err(PGconn *c, PGresult *r, const char *what)
 				 pq_msg(c, msg, sizeof(msg)));
 	}
 	if (!c || PQstatus(c) != CONNECTION_OK || !state ||
-	    !strncmp(state, "08", 2) ||   /* connection exception */
-	    !strncmp(state, "57P", 3) ||  /* admin shutdown, crash */
-	    !strcmp(state, "25006") ||    /* read-only transaction */
-	    !strcmp(state, "40001") ||    /* serialization failure */
-	    !strcmp(state, "40P01") ||    /* deadlock */
-	    !strcmp(state, "55P03") ||    /* lock not available */
-	    !strcmp(state, "57014"))      /* statement timeout */
+	    !strncmp(state, "08", 2) ||  /* connection exception */
+	    !strncmp(state, "57P", 3) || /* admin shutdown, crash */
+	    !strcmp(state, "25006") ||   /* read-only transaction */
+	    !strcmp(state, "40001") ||   /* serialization failure */
+	    !strcmp(state, "40P01") ||   /* deadlock */
+	    !strcmp(state, "55P03") ||   /* lock not available */
+	    !strcmp(state, "57014"))     /* statement timeout */
 		return -EAGAIN;
 	log_error("cluster: %s: %s", what, pq_msg(c, msg, sizeof(msg)));
 	return -EIO;
@@ -293,11 +300,11 @@ static void pb_u64(struct pbuf *b, uint64_t v)
 /* A one-dimensional array header of n elements of type oid. */
 static void pb_array(struct pbuf *b, uint32_t oid, size_t n)
 {
-	pb_u32(b, 1);     /* dimensions */
-	pb_u32(b, 1);     /* has nulls (allowed) */
+	pb_u32(b, 1); /* dimensions */
+	pb_u32(b, 1); /* has nulls (allowed) */
 	pb_u32(b, oid);
 	pb_u32(b, (uint32_t)n);
-	pb_u32(b, 1);     /* lower bound */
+	pb_u32(b, 1); /* lower bound */
 }
 
 static void pb_elem(struct pbuf *b, const void *d, size_t n)
@@ -383,7 +390,8 @@ static const char schema_sql[] =
 	"     WHERE w.v IS NOT NULL"
 	"    ON CONFLICT (tbl, k) DO UPDATE SET v = EXCLUDED.v, ver = s;"
 	"  INSERT INTO mapfs_log (seq, tbl, k, v, node)"
-	"    SELECT s, w.t, w.k, w.v, p_node FROM unnest(wt, wk, wv) AS w(t, k, v);"
+	"    SELECT s, w.t, w.k, w.v, p_node FROM unnest(wt, wk, wv) AS w(t, "
+	"k, v);"
 	"  PERFORM pg_notify('mapfs_log', s::text);"
 	"  RETURN QUERY SELECT s, NULL::text, NULL::bytea, NULL::bytea,"
 	"    NULL::bigint;"
@@ -428,9 +436,11 @@ static int schema_check(struct db_pg *pg, PGconn *c)
 
 		PQclear(r);
 		if (have > SCHEMA_VERSION) {
-			log_error("cluster: the database's schema is version %d, "
-				  "newer than this mapfs-gw's (%d): upgrade this "
-				  "gateway", have, SCHEMA_VERSION);
+			log_error(
+				"cluster: the database's schema is version %d, "
+				"newer than this mapfs-gw's (%d): upgrade this "
+				"gateway",
+				have, SCHEMA_VERSION);
 			rc = -EPROTO;
 			goto out;
 		}
@@ -477,10 +487,11 @@ static int schema_check(struct db_pg *pg, PGconn *c)
 		const char *n = PQgetvalue(r, i, 0), *v = PQgetvalue(r, i, 1);
 
 		if (!strcmp(n, "store_url") && strcmp(v, pg->o.store_url)) {
-			log_error("cluster: this cluster serves the store %s; "
-				  "this gateway was given %s: every gateway of a "
-				  "cluster must use the same --store", v,
-				  pg->o.store_url);
+			log_error(
+				"cluster: this cluster serves the store %s; "
+				"this gateway was given %s: every gateway of a "
+				"cluster must use the same --store",
+				v, pg->o.store_url);
 			rc = -EINVAL;
 		} else if (!strcmp(n, "cluster_id")) {
 			snprintf(pg->cluster_id, sizeof(pg->cluster_id), "%s",
@@ -505,16 +516,15 @@ static void applied_raise(struct db_pg *pg, uint64_t seq)
 {
 	uint64_t cur = applied_get(pg);
 
-	while (seq > cur && !__atomic_compare_exchange_n(&pg->applied, &cur, seq,
-							 false, __ATOMIC_ACQ_REL,
-							 __ATOMIC_ACQUIRE))
+	while (seq > cur &&
+	       !__atomic_compare_exchange_n(&pg->applied, &cur, seq, false,
+					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		;
 }
 
 /* ---- the node and its lease ---------------------------------------------- */
 
-static int node_register(struct db_pg *pg, PGconn *c, char *holder,
-			 size_t cap)
+static int node_register(struct db_pg *pg, PGconn *c, char *holder, size_t cap)
 {
 	char lease[32];
 	const char *p[4] = { pg->o.node, pg->instance, pg->o.addr, lease };
@@ -562,16 +572,17 @@ static int node_renew(struct db_pg *pg, PGconn *c)
 	snprintf(lease, sizeof(lease), "%u milliseconds", pg->o.lease_ms);
 	snprintf(id, sizeof(id), "%u", pg->node_id);
 	snprintf(applied, sizeof(applied), "%" PRIu64, applied_get(pg));
-	r = exec_text(c,
-		      "UPDATE mapfs_nodes SET lease_until = now() + $3::interval,"
-		      "  applied = $4 WHERE id = $1 AND instance = $2",
-		      4, p, PGRES_COMMAND_OK);
+	r = exec_text(
+		c,
+		"UPDATE mapfs_nodes SET lease_until = now() + $3::interval,"
+		"  applied = $4 WHERE id = $1 AND instance = $2",
+		4, p, PGRES_COMMAND_OK);
 	if (!r)
 		return -EAGAIN;
 	if (strcmp(PQcmdTuples(r), "1")) {
 		log_error("cluster: node %s (id %u) was taken over by another "
-			  "instance after its lease ran out", pg->o.node,
-			  pg->node_id);
+			  "instance after its lease ran out",
+			  pg->o.node, pg->node_id);
 		rc = -EBUSY;
 	}
 	PQclear(r);
@@ -721,8 +732,9 @@ static int recs_of(struct db_pg *pg, const PGresult *r, int col,
 			.tbl = (unsigned)t,
 			.key = PQgetvalue(r, (int)i, col + 1),
 			.klen = (size_t)PQgetlength(r, (int)i, col + 1),
-			.val = PQgetisnull(r, (int)i, col + 2) ?
-				       NULL : PQgetvalue(r, (int)i, col + 2),
+			.val = PQgetisnull(r, (int)i, col + 2)
+				       ? NULL
+				       : PQgetvalue(r, (int)i, col + 2),
 			.vlen = (size_t)PQgetlength(r, (int)i, col + 2),
 			.ver = col_u64(r, (int)i, col + 3),
 		};
@@ -743,8 +755,8 @@ static int snapshot_load(struct db_pg *pg, PGconn *c)
 
 	r = PQexec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
 	PQclear(r);
-	r = PQexecParams(c, "SELECT seq FROM mapfs_clock WHERE id = 1", 0,
-			 NULL, NULL, NULL, NULL, 1);
+	r = PQexecParams(c, "SELECT seq FROM mapfs_clock WHERE id = 1", 0, NULL,
+			 NULL, NULL, NULL, 1);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
 		res_err(c, r, "read the clock");
 		PQclear(r);
@@ -778,7 +790,8 @@ static int snapshot_load(struct db_pg *pg, PGconn *c)
 
 		rc = recs_of(pg, r, 0, &recs, &n);
 		if (!rc)
-			rc = db_load_snapshot(pg->db, recs, n, seq, first, last);
+			rc = db_load_snapshot(pg->db, recs, n, seq, first,
+					      last);
 		free(recs);
 		total += (uint64_t)PQntuples(r);
 		PQclear(r);
@@ -789,8 +802,9 @@ static int snapshot_load(struct db_pg *pg, PGconn *c)
 			break;
 	}
 	applied_raise(pg, seq);
-	log_info("cluster: loaded the namespace: %" PRIu64 " records at seq %"
-		 PRIu64, total, seq);
+	log_info("cluster: loaded the namespace: %" PRIu64
+		 " records at seq %" PRIu64,
+		 total, seq);
 out:
 	r = PQexec(c, "ROLLBACK");
 	PQclear(r);
@@ -831,16 +845,18 @@ static int follow_catch_up(struct db_pg *pg, PGconn *c, bool *behind)
 			 * log then starts past us (a commit racing this
 			 * read is simply read next time). */
 			PQclear(r);
-			r = PQexecParams(c,
-					 "SELECT (SELECT min(seq) FROM mapfs_log),"
-					 " (SELECT seq FROM mapfs_clock)",
-					 0, NULL, NULL, NULL, NULL, 1);
+			r = PQexecParams(
+				c,
+				"SELECT (SELECT min(seq) FROM mapfs_log),"
+				" (SELECT seq FROM mapfs_clock)",
+				0, NULL, NULL, NULL, NULL, 1);
 			if (PQresultStatus(r) == PGRES_TUPLES_OK &&
 			    PQntuples(r) == 1 &&
-			    (PQgetisnull(r, 0, 0) ?
-				     col_u64(r, 0, 1) > applied :
-				     col_u64(r, 0, 0) > applied + 1))
-				*behind = true; /* commits we can no longer read */
+			    (PQgetisnull(r, 0, 0)
+				     ? col_u64(r, 0, 1) > applied
+				     : col_u64(r, 0, 0) > applied + 1))
+				*behind =
+					true; /* commits we can no longer read */
 			PQclear(r);
 			return 0;
 		}
@@ -931,7 +947,8 @@ static void *follower_main(void *arg)
 		int nfds = 1;
 
 		if (c && !listening) {
-			PGresult *r = PQexec(c, "LISTEN mapfs_log; LISTEN mapfs_msg");
+			PGresult *r =
+				PQexec(c, "LISTEN mapfs_log; LISTEN mapfs_msg");
 
 			listening = PQresultStatus(r) == PGRES_COMMAND_OK;
 			PQclear(r);
@@ -1017,8 +1034,9 @@ int db_pg_open(struct db *db, const struct db_cluster_opts *o,
 	while ((rc = pgc_connect(pg, &pg->wr, false)) == -EAGAIN) {
 		log_info("cluster: retrying in %u ms", backoff);
 		usleep(backoff * 1000);
-		backoff = backoff * 2 > START_BACKOFF_MAX_MS ? START_BACKOFF_MAX_MS
-							     : backoff * 2;
+		backoff = backoff * 2 > START_BACKOFF_MAX_MS
+				  ? START_BACKOFF_MAX_MS
+				  : backoff * 2;
 	}
 	if (rc)
 		return open_fail(pg, rc);
@@ -1029,8 +1047,10 @@ int db_pg_open(struct db *db, const struct db_cluster_opts *o,
 		       -EBUSY &&
 	       waited < (uint64_t)o->lease_ms + 1000) {
 		if (!waited)
-			log_warn("cluster: node name %s is held (%s); waiting for "
-				 "its lease to run out", o->node, holder);
+			log_warn("cluster: node name %s is held (%s); waiting "
+				 "for "
+				 "its lease to run out",
+				 o->node, holder);
 		usleep(250 * 1000);
 		waited += 250;
 	}
@@ -1054,10 +1074,12 @@ int db_pg_open(struct db *db, const struct db_cluster_opts *o,
 		return open_fail(pg, rc);
 	if (!local_id[0] && !db_shared_empty(db)) {
 		/* Loading the cluster's namespace would replace it. */
-		log_error("cluster: this state directory holds the namespace of "
-			  "a gateway on its own: `mapfs-gw meta migrate` copies it "
-			  "into an empty cluster; to join this cluster, give the "
-			  "gateway an empty --state");
+		log_error(
+			"cluster: this state directory holds the namespace of "
+			"a gateway on its own: `mapfs-gw meta migrate` copies "
+			"it "
+			"into an empty cluster; to join this cluster, give the "
+			"gateway an empty --state");
 		return open_fail(pg, -EINVAL);
 	}
 	if (strcmp(local_id, pg->cluster_id) || !seq) {
@@ -1075,8 +1097,9 @@ int db_pg_open(struct db *db, const struct db_cluster_opts *o,
 	    pthread_create(&pg->follower, NULL, follower_main, pg))
 		return open_fail(pg, -errno ? -errno : -EAGAIN);
 	pg->follower_started = true;
-	log_info("cluster: node %s (id %u) in cluster %.8s, applied seq %"
-		 PRIu64, o->node, pg->node_id, pg->cluster_id, applied_get(pg));
+	log_info("cluster: node %s (id %u) in cluster %.8s, applied seq "
+		 "%" PRIu64,
+		 o->node, pg->node_id, pg->cluster_id, applied_get(pg));
 	*out = pg;
 	return 0;
 }
@@ -1140,7 +1163,8 @@ int db_pg_commit(struct db_pg *pg, const struct db_track *t, uint64_t *seq,
 	if (!c) {
 		if (pg->wr_up)
 			log_warn("cluster: PostgreSQL does not answer: changes "
-				 "of the namespace answer JUKEBOX until it does");
+				 "of the namespace answer JUKEBOX until it "
+				 "does");
 		pg->wr_up = false;
 		return -EAGAIN;
 	}
@@ -1181,15 +1205,17 @@ int db_pg_commit(struct db_pg *pg, const struct db_track *t, uint64_t *seq,
 		lens[i + 1] = (int)a[i].len;
 		fmts[i + 1] = 1;
 	}
-	r = PQexecParams(c, "SELECT * FROM mapfs_commit($1, $2, $3, $4, $5,"
-			    " $6, $7)",
+	r = PQexecParams(c,
+			 "SELECT * FROM mapfs_commit($1, $2, $3, $4, $5,"
+			 " $6, $7)",
 			 7, NULL, vals, lens, fmts, 1);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) < 1) {
 		rc = res_err(c, r, "commit");
 		PQclear(r);
 		if (rc == -EAGAIN && pg->wr_up && PQstatus(c) != CONNECTION_OK)
 			log_warn("cluster: PostgreSQL does not answer: changes "
-				 "of the namespace answer JUKEBOX until it does");
+				 "of the namespace answer JUKEBOX until it "
+				 "does");
 		pg->wr_up = PQstatus(c) == CONNECTION_OK;
 		goto out;
 	}
@@ -1245,10 +1271,11 @@ int db_pg_send(struct db_pg *pg, uint32_t to, const char *msg)
 	pthread_mutex_lock(&pg->svc_lock);
 	c = pgc_get(pg, &pg->svc);
 	if (c) {
-		r = PQexecParams(c, "SELECT pg_notify('mapfs_msg', $1)", 1, NULL,
-				 p, NULL, NULL, 0);
-		rc = PQresultStatus(r) == PGRES_TUPLES_OK ? 0
-							 : res_err(c, r, "send");
+		r = PQexecParams(c, "SELECT pg_notify('mapfs_msg', $1)", 1,
+				 NULL, p, NULL, NULL, 0);
+		rc = PQresultStatus(r) == PGRES_TUPLES_OK
+			     ? 0
+			     : res_err(c, r, "send");
 		PQclear(r);
 	}
 	pthread_mutex_unlock(&pg->svc_lock);
@@ -1269,16 +1296,16 @@ static int svc_exec(struct db_pg *pg, const char *sql, int n,
 	c = pgc_get(pg, &pg->svc);
 	if (c) {
 		r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
-		rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0
-							  : res_err(c, r, "note");
+		rc = PQresultStatus(r) == PGRES_COMMAND_OK
+			     ? 0
+			     : res_err(c, r, "note");
 		PQclear(r);
 	}
 	pthread_mutex_unlock(&pg->svc_lock);
 	return rc;
 }
 
-int db_pg_note(struct db_pg *pg, const char *kind, const char *note,
-	       bool add)
+int db_pg_note(struct db_pg *pg, const char *kind, const char *note, bool add)
 {
 	char id[16];
 	const char *p[3] = { id, kind, note };
@@ -1309,8 +1336,9 @@ int db_pg_notes_take(struct db_pg *pg, uint32_t node, const char *kind,
 				 "DELETE FROM mapfs_notes WHERE node = $1"
 				 " AND kind = $2 RETURNING note",
 				 2, NULL, p, NULL, NULL, 0);
-		rc = PQresultStatus(r) == PGRES_TUPLES_OK ? 0
-							 : res_err(c, r, "notes");
+		rc = PQresultStatus(r) == PGRES_TUPLES_OK
+			     ? 0
+			     : res_err(c, r, "notes");
 	}
 	pthread_mutex_unlock(&pg->svc_lock);
 	for (int i = 0; !rc && i < PQntuples(r); i++)
@@ -1373,13 +1401,14 @@ int db_pg_secret(struct db_pg *pg, const char *name, void *buf, size_t len)
 	c = pgc_get(pg, &pg->svc);
 	if (c) {
 		/* The first node's random value wins; every node reads it. */
-		r = PQexecParams(c,
-				 "WITH ins AS (INSERT INTO mapfs_secrets"
-				 "  VALUES ($1, $2) ON CONFLICT DO NOTHING"
-				 "  RETURNING value)"
-				 " SELECT value FROM ins UNION ALL"
-				 " SELECT value FROM mapfs_secrets WHERE name = $1",
-				 2, NULL, vals, lens, fmts, 1);
+		r = PQexecParams(
+			c,
+			"WITH ins AS (INSERT INTO mapfs_secrets"
+			"  VALUES ($1, $2) ON CONFLICT DO NOTHING"
+			"  RETURNING value)"
+			" SELECT value FROM ins UNION ALL"
+			" SELECT value FROM mapfs_secrets WHERE name = $1",
+			2, NULL, vals, lens, fmts, 1);
 		if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) >= 1 &&
 		    (size_t)PQgetlength(r, 0, 0) == len) {
 			memcpy(buf, PQgetvalue(r, 0, 0), len);
@@ -1526,9 +1555,11 @@ int db_pg_migrate(struct db *db, const struct db_cluster_opts *o,
 	snprintf(num, sizeof(num), "%" PRIu64, next_id);
 	p[0] = num;
 	if (!rc) {
-		r = PQexecParams(m.c, "UPDATE mapfs_counters SET next ="
-				      " greatest(next, $1::bigint) WHERE name = 'ino'",
-				 1, NULL, p, NULL, NULL, 0);
+		r = PQexecParams(
+			m.c,
+			"UPDATE mapfs_counters SET next ="
+			" greatest(next, $1::bigint) WHERE name = 'ino'",
+			1, NULL, p, NULL, NULL, 0);
 		if (PQresultStatus(r) != PGRES_COMMAND_OK)
 			rc = res_err(m.c, r, "set the inode counter");
 		PQclear(r);
@@ -1536,9 +1567,10 @@ int db_pg_migrate(struct db *db, const struct db_cluster_opts *o,
 	p[0] = "handle";
 	p[1] = key;
 	if (!rc && key) {
-		r = PQexecParams(m.c, "INSERT INTO mapfs_secrets VALUES ($1, $2)"
-				      " ON CONFLICT (name) DO UPDATE SET"
-				      " value = EXCLUDED.value",
+		r = PQexecParams(m.c,
+				 "INSERT INTO mapfs_secrets VALUES ($1, $2)"
+				 " ON CONFLICT (name) DO UPDATE SET"
+				 " value = EXCLUDED.value",
 				 2, NULL, p, lens, fmts, 0);
 		if (PQresultStatus(r) != PGRES_COMMAND_OK)
 			rc = res_err(m.c, r, "copy the handle key");
@@ -1583,11 +1615,15 @@ static int lock_edit_try(PGconn *c, uint64_t ino, db_lock_edit_fn edit,
 	r = PQexec(c, "BEGIN");
 	PQclear(r);
 	/* The row first (so that FOR UPDATE has one to lock), then its lock. */
-	r = PQexecParams(c, "INSERT INTO mapfs_locks VALUES ($1, ''::bytea)"
-			    " ON CONFLICT DO NOTHING", 1, NULL, p, NULL, NULL, 0);
+	r = PQexecParams(c,
+			 "INSERT INTO mapfs_locks VALUES ($1, ''::bytea)"
+			 " ON CONFLICT DO NOTHING",
+			 1, NULL, p, NULL, NULL, 0);
 	PQclear(r);
-	r = PQexecParams(c, "SELECT state FROM mapfs_locks WHERE ino = $1"
-			    " FOR UPDATE", 1, NULL, p, NULL, NULL, 1);
+	r = PQexecParams(c,
+			 "SELECT state FROM mapfs_locks WHERE ino = $1"
+			 " FOR UPDATE",
+			 1, NULL, p, NULL, NULL, 1);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
 		rc = res_err(c, r, "read the locks");
 		PQclear(r);
@@ -1607,12 +1643,13 @@ static int lock_edit_try(PGconn *c, uint64_t ino, db_lock_edit_fn edit,
 		fmts[0] = 1;
 		p[1] = delta;
 		p[2] = max;
-		r = PQexecParams(c,
-				 "INSERT INTO mapfs_lock_hosts VALUES ($1, $2)"
-				 " ON CONFLICT (host) DO UPDATE SET"
-				 "  n = mapfs_lock_hosts.n + EXCLUDED.n"
-				 " RETURNING n, n > $3::bigint AND $2::bigint > 0",
-				 3, NULL, p, lens, fmts, 0);
+		r = PQexecParams(
+			c,
+			"INSERT INTO mapfs_lock_hosts VALUES ($1, $2)"
+			" ON CONFLICT (host) DO UPDATE SET"
+			"  n = mapfs_lock_hosts.n + EXCLUDED.n"
+			" RETURNING n, n > $3::bigint AND $2::bigint > 0",
+			3, NULL, p, lens, fmts, 0);
 		if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
 			rc = res_err(c, r, "count a host's locks");
 		else if (!strcmp(PQgetvalue(r, 0, 1), "t"))
@@ -1626,11 +1663,13 @@ static int lock_edit_try(PGconn *c, uint64_t ino, db_lock_edit_fn edit,
 		p[1] = out;
 		lens[1] = (int)outlen;
 		fmts[1] = 1;
-		r = outlen ? PQexecParams(c, "UPDATE mapfs_locks SET state = $2"
-					     " WHERE ino = $1",
+		r = outlen ? PQexecParams(c,
+					  "UPDATE mapfs_locks SET state = $2"
+					  " WHERE ino = $1",
 					  2, NULL, p, lens, fmts, 0)
-			   : PQexecParams(c, "DELETE FROM mapfs_locks"
-					     " WHERE ino = $1",
+			   : PQexecParams(c,
+					  "DELETE FROM mapfs_locks"
+					  " WHERE ino = $1",
 					  1, NULL, p, NULL, NULL, 0);
 		if (PQresultStatus(r) != PGRES_COMMAND_OK)
 			rc = res_err(c, r, "write the locks");
@@ -1672,8 +1711,8 @@ int db_pg_lock_files(struct db_pg *pg, uint64_t **inos, size_t *n)
 	pthread_mutex_lock(&pg->svc_lock);
 	c = pgc_get(pg, &pg->svc);
 	if (c) {
-		r = PQexecParams(c, "SELECT ino FROM mapfs_locks", 0, NULL, NULL,
-				 NULL, NULL, 1);
+		r = PQexecParams(c, "SELECT ino FROM mapfs_locks", 0, NULL,
+				 NULL, NULL, NULL, 1);
 		if (PQresultStatus(r) == PGRES_TUPLES_OK) {
 			size_t k = (size_t)PQntuples(r);
 

@@ -112,8 +112,7 @@ int db_track_read(struct db_track *t, unsigned tbl, const struct db_val *key,
 
 	if ((t->nreads + 1) * 2 > t->rhcap && rhash_grow(t))
 		return -ENOMEM;
-	s = slot_of(t, t->rhash, t->rhcap, t->reads, tbl, key->data,
-		    key->size);
+	s = slot_of(t, t->rhash, t->rhcap, t->reads, tbl, key->data, key->size);
 	if (*s)
 		return 0; /* the first read of a key is the one checked */
 	if (t->nreads == t->capr) {
@@ -128,8 +127,9 @@ int db_track_read(struct db_track *t, unsigned tbl, const struct db_val *key,
 	off = arena_put(t, key->data, key->size);
 	if (off == (size_t)-1)
 		return -ENOMEM;
-	t->reads[t->nreads] = (struct db_rec){ .tbl = tbl, .koff = off,
-					       .klen = key->size, .ver = ver };
+	t->reads[t->nreads] = (struct db_rec){
+		.tbl = tbl, .koff = off, .klen = key->size, .ver = ver
+	};
 	*s = (uint32_t)++t->nreads;
 	return 0;
 }
@@ -154,8 +154,11 @@ int db_track_write(struct db_track *t, unsigned tbl, const struct db_val *key,
 	    (val && (voff = arena_put(t, val->data, val->size)) == (size_t)-1))
 		return -ENOMEM;
 	r = &t->writes[t->nwrites++];
-	*r = (struct db_rec){ .tbl = tbl, .koff = koff, .klen = key->size,
-			      .voff = voff, .vlen = val ? val->size : 0,
+	*r = (struct db_rec){ .tbl = tbl,
+			      .koff = koff,
+			      .klen = key->size,
+			      .voff = voff,
+			      .vlen = val ? val->size : 0,
 			      .del = !val };
 	return 0;
 }

@@ -70,8 +70,8 @@ static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status,
 static void peer_of(struct MHD_Connection *conn, struct sockaddr_storage *ss,
 		    char name[LOG_ADDR_MAX])
 {
-	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+		conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
 
 	memset(ss, 0, sizeof(*ss));
@@ -127,7 +127,8 @@ static void sns_confirm(const char *url)
 	    memchr(host, '@', (size_t)(end - host)) ||
 	    memchr(host, ':', (size_t)(end - host))) {
 		log_warn("events: an SNS subscription asks to be confirmed at "
-			 "%s, which is not Amazon SNS: not fetched", url);
+			 "%s, which is not Amazon SNS: not fetched",
+			 url);
 		return;
 	}
 	c = curl_easy_init();
@@ -181,22 +182,26 @@ static enum MHD_Result finish(struct events *ev, struct MHD_Connection *conn,
 
 	peer_of(conn, &ss, peer);
 	if (rq->too_big) {
-		log_host(LOG_LVL_WARN, &ss, "events: %s sent a body over %u "
-			 "bytes: refused", peer, EVENTS_BODY_MAX);
+		log_host(LOG_LVL_WARN, &ss,
+			 "events: %s sent a body over %u "
+			 "bytes: refused",
+			 peer, EVENTS_BODY_MAX);
 		metrics_inc(MET_EVENTS_REFUSED);
 		return answer(conn, MHD_HTTP_CONTENT_TOO_LARGE, "too large\n");
 	}
 	if (ev_parse(rq->body ? rq->body : "", rq->len, &b)) {
-		log_host(LOG_LVL_WARN, &ss, "events: %s sent %zu bytes that "
-			 "are no S3 event notification: refused", peer,
-			 rq->len);
+		log_host(LOG_LVL_WARN, &ss,
+			 "events: %s sent %zu bytes that "
+			 "are no S3 event notification: refused",
+			 peer, rq->len);
 		metrics_inc(MET_EVENTS_REFUSED);
 		return answer(conn, MHD_HTTP_BAD_REQUEST, "not an S3 event\n");
 	}
 	if (!rate_ok(ev, b.n)) {
 		ev_batch_free(&b);
 		metrics_inc(MET_EVENTS_REFUSED);
-		return answer(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "slow down\n");
+		return answer(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+			      "slow down\n");
 	}
 	if (b.confirm_url)
 		sns_confirm(b.confirm_url);
@@ -232,8 +237,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		if (!(url[0] == '/' && secret_eq(url + 1, ev->secret)) &&
 		    !(hdr && secret_eq(hdr, ev->secret))) {
 			peer_of(conn, &ss, peer);
-			log_host(LOG_LVL_WARN, &ss, "events: %s posted without "
-				 "the secret: refused", peer);
+			log_host(LOG_LVL_WARN, &ss,
+				 "events: %s posted without "
+				 "the secret: refused",
+				 peer);
 			metrics_inc(MET_EVENTS_REFUSED);
 			return answer(conn, MHD_HTTP_FORBIDDEN, "forbidden\n");
 		}
@@ -265,8 +272,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	return finish(ev, conn, rq);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn,
-			 void **state, enum MHD_RequestTerminationCode why)
+static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
+			 enum MHD_RequestTerminationCode why)
 {
 	struct ev_req *rq = *state;
 
@@ -281,8 +288,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
 }
 
 int events_start(const char *addr, const char *secret, struct fs *fs,
-		 struct store *st, struct events **out, char *bound,
-		 size_t cap)
+		 struct store *st, struct events **out, char *bound, size_t cap)
 {
 	struct events *ev;
 	int rc;
@@ -296,10 +302,10 @@ int events_start(const char *addr, const char *secret, struct fs *fs,
 	ev->st = st;
 	ev->secret = strdup(secret);
 	pthread_mutex_init(&ev->lock, NULL);
-	rc = ev->secret ? metrics_httpd_serve(addr, on_request, ev,
-					      on_completed, &ev->httpd, bound,
-					      cap)
-			: -ENOMEM;
+	rc = ev->secret
+		     ? metrics_httpd_serve(addr, on_request, ev, on_completed,
+					   &ev->httpd, bound, cap)
+		     : -ENOMEM;
 	if (rc) {
 		events_stop(ev);
 		return rc;

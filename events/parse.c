@@ -51,7 +51,8 @@ static int parse_records(json_t *root, struct ev_batch *b)
 
 	if (!json_is_array(recs))
 		return -EINVAL;
-	json_array_foreach(recs, i, r) {
+	json_array_foreach(recs, i, r)
+	{
 		const char *name = str_at(r, p_name);
 		const char *bucket = str_at(r, p_bucket);
 		const char *key = str_at(r, p_key);
@@ -124,8 +125,8 @@ static int parse_sns(json_t *root, const char *type, struct ev_batch *b,
 	if (!inner)
 		return -EINVAL;
 	/* S3's test message ({"Event":"s3:TestEvent"}) has no records. */
-	rc = json_object_get(inner, "Event") ? 0 : parse_root(inner, b,
-							       depth + 1);
+	rc = json_object_get(inner, "Event") ? 0
+					     : parse_root(inner, b, depth + 1);
 	json_decref(inner);
 	return rc;
 }

@@ -27,8 +27,8 @@ struct ev_rec {
 struct ev_batch {
 	struct ev_rec *recs; /* malloc'd */
 	size_t n;
-	size_t skipped;      /* records of other kinds, or malformed */
-	char *confirm_url;   /* SNS SubscriptionConfirmation: SubscribeURL */
+	size_t skipped;    /* records of other kinds, or malformed */
+	char *confirm_url; /* SNS SubscriptionConfirmation: SubscribeURL */
 };
 
 /*

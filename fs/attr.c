@@ -32,8 +32,7 @@ int64_t fs_inode_ctime(struct fs *fs, const struct fs_inode *in)
 	return c;
 }
 
-void fs_attr_fill(struct fs *fs, const struct fs_inode *in,
-		  struct fs_attr *out)
+void fs_attr_fill(struct fs *fs, const struct fs_inode *in, struct fs_attr *out)
 {
 	struct cache_stat cs;
 
@@ -61,8 +60,7 @@ void fs_attr_fill(struct fs *fs, const struct fs_inode *in,
 	}
 }
 
-void fs_wcc_before(struct fs *fs, const struct fs_inode *in,
-		   struct fs_wcc *wcc)
+void fs_wcc_before(struct fs *fs, const struct fs_inode *in, struct fs_wcc *wcc)
 {
 	struct fs_attr a;
 
@@ -75,8 +73,7 @@ void fs_wcc_before(struct fs *fs, const struct fs_inode *in,
 	wcc->before_ctime = a.ctime;
 }
 
-void fs_wcc_after(struct fs *fs, const struct fs_inode *in,
-		  struct fs_wcc *wcc)
+void fs_wcc_after(struct fs *fs, const struct fs_inode *in, struct fs_wcc *wcc)
 {
 	if (!wcc)
 		return;

@@ -46,7 +46,8 @@ int fs_warm(struct fs *fs, uint64_t ino, bool *fetched)
 		before.blocks_bytes = 0;
 	/* As a READ miss does, for every chunk: only missing ones are got. */
 	cache_fetch(fs->cache, -1, ino,
-		    &(struct cache_obj){ .key = key, .size = in.size,
+		    &(struct cache_obj){ .key = key,
+					 .size = in.size,
 					 .etag = fs_obj_etag(&in) },
 		    0, in.size, false, warm_done, &res);
 	if (res < 0)

@@ -69,9 +69,10 @@ static void aside_name(const char *name, uint32_t node, int n,
 
 	gmtime_r(&now, &tm);
 	tl = (size_t)snprintf(tail, sizeof(tail),
-			      ".conflict-%" PRIu32 "-%04d%02d%02dT%02d%02d%02dZ",
-			      node, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-			      tm.tm_hour, tm.tm_min, tm.tm_sec);
+			      ".conflict-%" PRIu32
+			      "-%04d%02d%02dT%02d%02d%02dZ",
+			      node, tm.tm_year + 1900, tm.tm_mon + 1,
+			      tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
 	if (n)
 		tl += (size_t)snprintf(tail + tl, sizeof(tail) - tl, "-%d", n);
 	if (nl + tl > FS_NAME_MAX)
@@ -142,10 +143,10 @@ static int conflict_apply(struct db_txn *txn, void *arg)
 		return rc;
 	in.flags &= ~(uint32_t)FS_F_IN_STORE;
 	in.etag[0] = '\0';
-	if ((rc = fs_inode_mark(fs, txn, &in, in.type == FS_REG
-						      ? FS_F_DIRTY_DATA |
-							FS_F_DIRTY_META
-						      : FS_F_DIRTY_META)))
+	if ((rc = fs_inode_mark(fs, txn, &in,
+				in.type == FS_REG
+					? FS_F_DIRTY_DATA | FS_F_DIRTY_META
+					: FS_F_DIRTY_META)))
 		return rc;
 	if (op->kind == CONFLICT_ASIDE) {
 		if ((rc = fs_inode_get(fs, txn, in.parent, &dir)) ||
@@ -167,20 +168,24 @@ static void conflict_log(const struct conflict_op *op, uint64_t lost_bytes,
 		metrics_inc(MET_CONFLICTS_ASIDE);
 		log_warn("fs: %s was written by someone else while it had "
 			 "changes here: theirs stays at %s, ours goes to %s in "
-			 "the same directory", op->key, op->key, op->aside);
+			 "the same directory",
+			 op->key, op->key, op->aside);
 		break;
 	case CONFLICT_REUPLOAD:
 		metrics_inc(MET_CONFLICTS_REUPLOADED);
 		log_warn("fs: %s was deleted by someone else while it had "
-			 "changes here: ours is uploaded again", op->key);
+			 "changes here: ours is uploaded again",
+			 op->key);
 		break;
 	case CONFLICT_LOST:
 		metrics_inc(MET_CONFLICTS_LOST);
 		log_error("fs: %s was %s by someone else while it had changes "
-			  "here, and parts of our version (of %" PRIu64 " bytes) "
+			  "here, and parts of our version (of %" PRIu64
+			  " bytes) "
 			  "were never cached, so it cannot be rebuilt: theirs "
-			  "wins, our changes to it are dropped", op->key,
-			  why == -ENOENT ? "deleted" : "replaced", lost_bytes);
+			  "wins, our changes to it are dropped",
+			  op->key, why == -ENOENT ? "deleted" : "replaced",
+			  lost_bytes);
 		break;
 	}
 }
@@ -204,15 +209,15 @@ int fs_conflict(struct fs *fs, const struct fs_inode *snap, const char *key,
 	if (rc && rc != -ENOENT)
 		return rc;
 	log_debug("fs: upload of %s refused (%s): the store has %s, the "
-		  "record %s", key, strerror(-why), rc ? "nothing" : info.etag,
-		  snap->etag);
+		  "record %s",
+		  key, strerror(-why), rc ? "nothing" : info.etag, snap->etag);
 	if (why == -ENOENT && !rc)
 		return -EAGAIN;
 	if (rc == -ENOENT)
 		why = -ENOENT; /* replaced, then deleted: it is gone now */
 	whole = snap->type != FS_REG ||
 		cache_range_local(fs->cache, snap->ino, 0, size);
-	op.kind = !whole ? CONFLICT_LOST
+	op.kind = !whole           ? CONFLICT_LOST
 		  : why == -ENOENT ? CONFLICT_REUPLOAD
 				   : CONFLICT_ASIDE;
 	if (!whole)

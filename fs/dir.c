@@ -17,8 +17,8 @@ struct dirent_val {
 	uint64_t ino, cookie;
 };
 
-
-static struct db_val dirent_key(unsigned char *buf, uint64_t dir, const char *name)
+static struct db_val dirent_key(unsigned char *buf, uint64_t dir,
+				const char *name)
 {
 	size_t n = strlen(name);
 
@@ -27,7 +27,8 @@ static struct db_val dirent_key(unsigned char *buf, uint64_t dir, const char *na
 	return (struct db_val){ 8 + n, buf };
 }
 
-static struct db_val cookie_key(unsigned char *buf, uint64_t dir, uint64_t cookie)
+static struct db_val cookie_key(unsigned char *buf, uint64_t dir,
+				uint64_t cookie)
 {
 	fs_put_be64(buf, dir);
 	fs_put_be64(buf + 8, cookie);
@@ -77,8 +78,8 @@ int fs_name_creatable(uint64_t dir, const char *name)
 	return rc;
 }
 
-int fs_dirent_get(struct fs *fs, struct db_txn *txn, uint64_t dir, const char *name,
-		  uint64_t *ino, uint64_t *cookie)
+int fs_dirent_get(struct fs *fs, struct db_txn *txn, uint64_t dir,
+		  const char *name, uint64_t *ino, uint64_t *cookie)
 {
 	unsigned char kb[8 + FS_NAME_MAX];
 	struct db_val k = dirent_key(kb, dir, name), v;
@@ -107,7 +108,8 @@ int fs_dirent_add(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
 {
 	unsigned char kb[8 + FS_NAME_MAX], cb[16], vb[8 + FS_NAME_MAX];
 	struct dirent_val dv = { ino, dir->next_cookie };
-	struct db_val k = dirent_key(kb, dir->ino, name), v = { sizeof(dv), &dv };
+	struct db_val k = dirent_key(kb, dir->ino, name),
+		      v = { sizeof(dv), &dv };
 	size_t n = strlen(name);
 	int rc;
 
@@ -163,14 +165,14 @@ int fs_dir_empty(struct fs *fs, struct db_txn *txn, uint64_t dir)
 	else if (rc)
 		rc = rc;
 	else
-		rc = (k.size == 16 && fs_get_be64(k.data) == dir) ?
-			     -ENOTEMPTY : 0;
+		rc = (k.size == 16 && fs_get_be64(k.data) == dir) ? -ENOTEMPTY
+								  : 0;
 	db_cursor_close(cur);
 	return rc;
 }
 
-int fs_dir_next(struct fs *fs, struct db_txn *txn, uint64_t dir, uint64_t *cookie,
-		uint64_t *ino, char name[FS_NAME_MAX + 1])
+int fs_dir_next(struct fs *fs, struct db_txn *txn, uint64_t dir,
+		uint64_t *cookie, uint64_t *ino, char name[FS_NAME_MAX + 1])
 {
 	unsigned char kb[16];
 	struct db_val k = cookie_key(kb, dir, *cookie + 1), v;
@@ -301,7 +303,8 @@ int fs_readdir(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 	rc = fs_perm(ctx, &d, R_OK);
 	if (rc)
 		goto out_end;
-	if (cookie < 1 && emit_one(fs, txn, d.ino, ".", 1, want_attrs, emit, arg))
+	if (cookie < 1 &&
+	    emit_one(fs, txn, d.ino, ".", 1, want_attrs, emit, arg))
 		goto out_end;
 	if (cookie < 2 &&
 	    emit_one(fs, txn, d.ino == FS_ROOT_INO ? d.ino : d.parent, "..", 2,
@@ -316,8 +319,8 @@ int fs_readdir(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 		uint64_t ino;
 
 		rc = db_cursor_get(cur, &k, &v, op);
-		if (rc == -ENOENT || (!rc && (k.size != 16 ||
-						   fs_get_be64(k.data) != dir))) {
+		if (rc == -ENOENT ||
+		    (!rc && (k.size != 16 || fs_get_be64(k.data) != dir))) {
 			rc = 0;
 			*eof = true;
 			break;
@@ -334,8 +337,8 @@ int fs_readdir(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 		memcpy(name, (char *)v.data + 8, v.size - 8);
 		name[v.size - 8] = '\0';
 		if (emit_one(fs, txn, ino, name,
-			     fs_get_be64((unsigned char *)k.data + 8), want_attrs,
-			     emit, arg))
+			     fs_get_be64((unsigned char *)k.data + 8),
+			     want_attrs, emit, arg))
 			break;
 	}
 	db_cursor_close(cur);

@@ -75,13 +75,15 @@
 #define EARLY_PART MPU_PART_MIN
 #define EARLY_LAG (8ull << 20)
 #define EARLY_MIN (EARLY_PART + EARLY_LAG)
-#define EARLY_STEP_PARTS 64    /* at most a pass sends of one file */
-#define EARLY_STEP_MS 2000     /* no new part is taken after this */
-#define EARLY_IDLE_MS 100      /* a pass stops waiting for a file that
+#define EARLY_STEP_PARTS 64 /* at most a pass sends of one file */
+#define EARLY_STEP_MS 2000  /* no new part is taken after this */
+#define EARLY_IDLE_MS \
+	100                  /* a pass stops waiting for a file that
 				  has not grown for this long */
-#define EARLY_MAX 8            /* files going up early at once */
-#define EARLY_FINISH_TRIES 3   /* rounds of stale parts at the end */
-#define EARLY_REWRITES_MAX 2   /* rewrites of parts up before a file is
+#define EARLY_MAX 8          /* files going up early at once */
+#define EARLY_FINISH_TRIES 3 /* rounds of stale parts at the end */
+#define EARLY_REWRITES_MAX \
+	2 /* rewrites of parts up before a file is
 				  left to the usual upload */
 
 struct fs_early {
@@ -94,14 +96,14 @@ struct fs_early {
 	struct store_meta meta; /* the object's at CreateMultipartUpload */
 	int cap;                /* parts etags and st hold */
 	char (*etags)[STORE_ETAG_MAX];
-	uint8_t *st;            /* each part's state (enum below) */
+	uint8_t *st; /* each part's state (enum below) */
 };
 
 enum {
-	PART_NONE,   /* not in the upload (or stale) */
-	PART_GOING,  /* being read and sent */
-	PART_STALE,  /* being sent, but written again since it was read */
-	PART_UP,     /* in the upload, with its bytes as they are now */
+	PART_NONE,  /* not in the upload (or stale) */
+	PART_GOING, /* being read and sent */
+	PART_STALE, /* being sent, but written again since it was read */
+	PART_UP,    /* in the upload, with its bytes as they are now */
 };
 
 static struct fs_early *early_find(struct fs *fs, uint64_t ino)
@@ -157,7 +159,7 @@ static void early_drop(struct fs *fs, struct fs_early *e)
 /* Room for the ETags and states of parts [0, n). */
 static int early_reserve(struct fs_early *e, int n)
 {
-	char (*t)[STORE_ETAG_MAX];
+	char(*t)[STORE_ETAG_MAX];
 	uint8_t *st;
 
 	if (n <= e->cap)
@@ -201,8 +203,8 @@ static int early_first(const struct fs_early *e)
 struct early_grow {
 	struct fs *fs;
 	struct fs_early *e;
-	int cap;           /* parts the ETags hold */
-	uint64_t deadline; /* ms */
+	int cap;                /* parts the ETags hold */
+	uint64_t deadline;      /* ms */
 	uint64_t size, grew_ms; /* how far it is written, and when that grew */
 	int sent;               /* parts that went up */
 	bool gone;              /* the file left the cache */
@@ -232,7 +234,8 @@ static int early_recheck(struct fs *fs, struct fs_early *e)
 	if (n) {
 		metrics_add(MET_EARLY_STALE, (uint64_t)n);
 		log_debug("fs: %s written again at %" PRIu64 ": %d parts go "
-			  "up again", e->key, low, n);
+			  "up again",
+			  e->key, low, n);
 		e->rewrites++;
 	}
 	return 0;
@@ -367,9 +370,12 @@ void fs_early_step(struct fs *fs, const struct sync_item *it)
 {
 	struct fs_early *e;
 	struct early_grow g = { .fs = fs };
-	struct sync_parts p = { .size = UINT64_MAX, .part = EARLY_PART,
-				.more = early_more, .take = early_take,
-				.done = early_done, .arg = &g };
+	struct sync_parts p = { .size = UINT64_MAX,
+				.part = EARLY_PART,
+				.more = early_more,
+				.take = early_take,
+				.done = early_done,
+				.arg = &g };
 	int ready, first, rc;
 
 	if (fs->opts.no_early_upload || store_put_parallel(fs->store) < 2 ||
@@ -404,7 +410,8 @@ void fs_early_step(struct fs *fs, const struct sync_item *it)
 	first = early_first(e);
 	g.e = e;
 	g.cap = first + EARLY_STEP_PARTS < MPU_PARTS_MAX
-			? first + EARLY_STEP_PARTS : MPU_PARTS_MAX;
+			? first + EARLY_STEP_PARTS
+			: MPU_PARTS_MAX;
 	g.deadline = fs_now_ms() + EARLY_STEP_MS;
 	g.grew_ms = fs_now_ms();
 	if (early_reserve(e, g.cap))
@@ -425,7 +432,8 @@ void fs_early_step(struct fs *fs, const struct sync_item *it)
 	if (rc == -ENOENT) {
 		/* The upload is gone (aborted by someone else). */
 		log_info("fs: the early upload of %s vanished; it goes up "
-			 "whole", e->key);
+			 "whole",
+			 e->key);
 		early_unlink(fs, e);
 		early_free(e);
 		return;
@@ -478,14 +486,19 @@ int fs_early_finish(struct fs *fs, const struct sync_item *it, int fd,
 	}
 	before = early_up(e, nparts);
 	/* Parts written again while the last ones went up go again. */
-	for (int i = 0; i < EARLY_FINISH_TRIES && !rc &&
-			early_up(e, nparts) < nparts; i++) {
+	for (int i = 0;
+	     i < EARLY_FINISH_TRIES && !rc && early_up(e, nparts) < nparts;
+	     i++) {
 		struct early_grow g = { .fs = fs, .e = e };
-		struct sync_parts p = { .upload_id = e->upload_id, .fd = fd,
-					.size = size, .part = EARLY_PART,
+		struct sync_parts p = { .upload_id = e->upload_id,
+					.fd = fd,
+					.size = size,
+					.part = EARLY_PART,
 					.first = early_first(e),
-					.nparts = nparts, .etags = e->etags,
-					.take = early_take, .done = early_done,
+					.nparts = nparts,
+					.etags = e->etags,
+					.take = early_take,
+					.done = early_done,
 					.arg = &g };
 
 		rc = sync_mpu_parts(fs, it, &p);
@@ -525,14 +538,15 @@ int fs_early_finish(struct fs *fs, const struct sync_item *it, int fd,
 		rc = store_copy_if(fs->store, e->key, e->key, m, &fc, out);
 		if (rc)
 			log_debug("fs: metadata of %s after its early upload: "
-				  "%s", e->key, strerror(-rc));
+				  "%s",
+				  e->key, strerror(-rc));
 		else /* the object carries the upload's own id now */
 			memcpy(e->meta.wid, m->wid, sizeof(e->meta.wid));
 	}
-	log_debug("fs: %s: %d of %d parts were up early; the rest took %"
-		  PRIu64 " ms, the completion %" PRIu64 " ms, the metadata %"
-		  PRIu64 " ms", e->key, before, nparts, t1 - t0, t2 - t1,
-		  fs_now_ms() - t2);
+	log_debug("fs: %s: %d of %d parts were up early; the rest took %" PRIu64
+		  " ms, the completion %" PRIu64 " ms, the metadata %" PRIu64
+		  " ms",
+		  e->key, before, nparts, t1 - t0, t2 - t1, fs_now_ms() - t2);
 	return rc;
 }
 

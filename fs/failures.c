@@ -37,9 +37,9 @@ struct fs_fail {
 bool fs_err_transient(int err)
 {
 	switch (err) {
-	case -EAGAIN:     /* the store did not answer: store_down() */
+	case -EAGAIN: /* the store did not answer: store_down() */
 	case -ENOMEM:
-	case -ENODATA:    /* a cache file being set up */
+	case -ENODATA: /* a cache file being set up */
 	case -EINTR:
 	case -EBUSY:
 	case -ETIMEDOUT:
@@ -83,8 +83,8 @@ void fs_fail_note(struct fs *fs, const char *what, const char *key, int err)
 		f->err = err;
 		snprintf(f->what, sizeof(f->what), "%s", what);
 		f->count++;
-		f->backoff_ms = f->backoff_ms ? f->backoff_ms * 2
-					      : FAIL_BACKOFF_MIN_MS;
+		f->backoff_ms =
+			f->backoff_ms ? f->backoff_ms * 2 : FAIL_BACKOFF_MIN_MS;
 		if (f->backoff_ms > FAIL_BACKOFF_MAX_MS)
 			f->backoff_ms = FAIL_BACKOFF_MAX_MS;
 		f->next_ms = now + f->backoff_ms;

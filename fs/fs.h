@@ -136,17 +136,18 @@ struct fs_statfs {
 };
 
 struct fs_opts {
-	uint32_t dir_ttl_ms;    /* listing revalidation against the store */
-	uint32_t attr_ttl_ms;   /* how long a clean object's attributes are
+	uint32_t dir_ttl_ms;  /* listing revalidation against the store */
+	uint32_t attr_ttl_ms; /* how long a clean object's attributes are
 				   trusted before its directory is listed
 				   again (0: as long as dir_ttl_ms) */
-	uint32_t upload_delay_ms; /* quiet time before a dirty file is uploaded */
+	uint32_t
+		upload_delay_ms; /* quiet time before a dirty file is uploaded */
 	uint32_t default_uid, default_gid; /* for objects without metadata */
-	uint64_t max_dirty;     /* dirty cache bytes past which WRITE and
+	uint64_t max_dirty; /* dirty cache bytes past which WRITE and
 				   CREATE answer -EAGAIN (0: no limit) */
-	bool strict_commit;     /* COMMIT, stable WRITE wait for the store */
+	bool strict_commit; /* COMMIT, stable WRITE wait for the store */
 	bool read_only;
-	bool no_early_upload;   /* big files go up only once quiet, not
+	bool no_early_upload; /* big files go up only once quiet, not
 				   while written (early.c) */
 };
 
@@ -168,9 +169,8 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
  */
 struct db_cluster_opts;
 typedef void (*db_progress_fn)(void *ctx, uint64_t done, uint64_t total);
-int fs_migrate(struct db *db, const struct db_cluster_opts *o,
-	       const void *key, size_t klen, db_progress_fn progress,
-	       void *ctx);
+int fs_migrate(struct db *db, const struct db_cluster_opts *o, const void *key,
+	       size_t klen, db_progress_fn progress, void *ctx);
 
 /* Stop the syncer (after one last pass if flush) and free. */
 void fs_close(struct fs *fs, bool flush);
@@ -283,19 +283,18 @@ struct fs_io {
 
 /* READ: *nread bytes into buf; *eof if the read reached the end. */
 void fs_read(struct fs *fs, struct fs_io *io, const struct fs_ctx *ctx,
-	     uint64_t ino, uint64_t off, size_t count, void *buf,
-	     size_t *nread, bool *eof, struct fs_attr *attr, fs_done_fn done,
-	     void *arg);
+	     uint64_t ino, uint64_t off, size_t count, void *buf, size_t *nread,
+	     bool *eof, struct fs_attr *attr, fs_done_fn done, void *arg);
 
 /*
  * fs_read() into a pipe (the caller's write end, with room for the
  * range's pages) instead of a buffer: the cached pages are moved by
  * reference (cache_splice).  On an error some bytes may be in the pipe.
  */
-void fs_read_splice(struct fs *fs, struct fs_io *io,
-		    const struct fs_ctx *ctx, uint64_t ino, uint64_t off,
-		    size_t count, int pipe_fd, size_t *nread, bool *eof,
-		    struct fs_attr *attr, fs_done_fn done, void *arg);
+void fs_read_splice(struct fs *fs, struct fs_io *io, const struct fs_ctx *ctx,
+		    uint64_t ino, uint64_t off, size_t count, int pipe_fd,
+		    size_t *nread, bool *eof, struct fs_attr *attr,
+		    fs_done_fn done, void *arg);
 
 /*
  * WRITE all len bytes at off.  *committed says how stable the data is on
@@ -347,10 +346,10 @@ void fs_symlink(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
  * unless ctx is root; -EEXIST if name exists.
  */
 void fs_mknod(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
-	      const char *name, enum fs_type type,
-	      const struct fs_sattr *sattr, uint32_t major, uint32_t minor,
-	      uint64_t *ino, struct fs_attr *attr, struct fs_wcc *dir_wcc,
-	      fs_done_fn done, void *arg);
+	      const char *name, enum fs_type type, const struct fs_sattr *sattr,
+	      uint32_t major, uint32_t minor, uint64_t *ino,
+	      struct fs_attr *attr, struct fs_wcc *dir_wcc, fs_done_fn done,
+	      void *arg);
 
 /* REMOVE a non-directory. */
 void fs_remove(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
@@ -368,8 +367,8 @@ void fs_rmdir(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
  */
 void fs_rename(struct fs *fs, const struct fs_ctx *ctx, uint64_t from_dir,
 	       const char *from_name, uint64_t to_dir, const char *to_name,
-	       struct fs_wcc *from_wcc, struct fs_wcc *to_wcc,
-	       fs_done_fn done, void *arg);
+	       struct fs_wcc *from_wcc, struct fs_wcc *to_wcc, fs_done_fn done,
+	       void *arg);
 
 /*
  * LINK (RFC 1813 3.3.15): dir/name becomes another name of ino, a file
@@ -404,9 +403,9 @@ int fs_evict(struct fs *fs, uint64_t ino, uint64_t *freed);
 
 /* Write-back backlog, for ctl status and the metrics. */
 struct fs_dirty_stat {
-	uint64_t files;   /* inodes with a change not yet in the store */
-	uint64_t bytes;   /* data of those files held only locally */
-	uint64_t pending; /* queued store deletes and copies (renames) */
+	uint64_t files;    /* inodes with a change not yet in the store */
+	uint64_t bytes;    /* data of those files held only locally */
+	uint64_t pending;  /* queued store deletes and copies (renames) */
 	int64_t oldest_ns; /* last change of the longest-waiting one; 0: none */
 	/* Store work failing with an error retrying cannot fix: how many
 	 * keys, and the one failing longest (its key and -errno). */

@@ -33,7 +33,6 @@
 #ifndef MAPFS_FS_INT_H
 #define MAPFS_FS_INT_H
 
-
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -64,8 +63,8 @@ struct fs_inode {
 	uint64_t size;
 	int64_t atime, mtime, ctime;
 	uint64_t parent;
-	uint64_t next_cookie; /* dirs: next cookie to hand out */
-	uint64_t dir_ver;     /* dirs: change counter, the cookie verifier */
+	uint64_t next_cookie;  /* dirs: next cookie to hand out */
+	uint64_t dir_ver;      /* dirs: change counter, the cookie verifier */
 	uint64_t listed_at_ms; /* dirs: when the store was last listed */
 	uint64_t synced_ms;    /* when the object last reached the store */
 	uint8_t verf[8];
@@ -101,7 +100,8 @@ struct fs {
 	struct cache *cache;
 	struct store *store;
 	db_table dbi_inodes, dbi_dirents, dbi_cookies, dbi_keys, dbi_meta,
-		dbi_pending, dbi_work, dbi_mpu, dbi_mpu_intent, dbi_links, dbi_linkids;
+		dbi_pending, dbi_work, dbi_mpu, dbi_mpu_intent, dbi_links,
+		dbi_linkids;
 	uint64_t nsid; /* this namespace's id, in link ids (links.c) */
 	/* Handed out before the create commits (so the cache file exists
 	 * first); the apply persists meta.next_ino past it.  In a cluster
@@ -261,8 +261,7 @@ void fs_attr_fill(struct fs *fs, const struct fs_inode *in,
 		  struct fs_attr *out);
 void fs_wcc_before(struct fs *fs, const struct fs_inode *in,
 		   struct fs_wcc *wcc);
-void fs_wcc_after(struct fs *fs, const struct fs_inode *in,
-		  struct fs_wcc *wcc);
+void fs_wcc_after(struct fs *fs, const struct fs_inode *in, struct fs_wcc *wcc);
 /* Reads the inode in txn and fills wcc->after if it exists. */
 void fs_wcc_after_txn(struct fs *fs, struct db_txn *txn, uint64_t ino,
 		      struct fs_wcc *wcc);
@@ -275,8 +274,10 @@ int fs_key_build(struct fs *fs, struct db_txn *txn, uint64_t ino, char *buf,
 /* Store key of an object: dirs get the trailing '/'. */
 int fs_obj_key(struct fs *fs, struct db_txn *txn, const struct fs_inode *in,
 	       char *buf, size_t cap);
-int fs_keys_get(struct fs *fs, struct db_txn *txn, const char *key, uint64_t *ino);
-int fs_keys_put(struct fs *fs, struct db_txn *txn, const char *key, uint64_t ino);
+int fs_keys_get(struct fs *fs, struct db_txn *txn, const char *key,
+		uint64_t *ino);
+int fs_keys_put(struct fs *fs, struct db_txn *txn, const char *key,
+		uint64_t ino);
 int fs_keys_del(struct fs *fs, struct db_txn *txn, const char *key);
 
 /* perm.c: want is a mask of R_OK, W_OK, X_OK. */
@@ -295,8 +296,8 @@ int fs_name_check(const char *name, bool for_change);
  * could never be uploaded.
  */
 int fs_name_creatable(uint64_t dir, const char *name);
-int fs_dirent_get(struct fs *fs, struct db_txn *txn, uint64_t dir, const char *name,
-		  uint64_t *ino, uint64_t *cookie);
+int fs_dirent_get(struct fs *fs, struct db_txn *txn, uint64_t dir,
+		  const char *name, uint64_t *ino, uint64_t *cookie);
 /* Adds an entry with a fresh cookie from dir's counter; updates *dir. */
 int fs_dirent_add(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
 		  const char *name, uint64_t ino);
@@ -305,8 +306,8 @@ int fs_dirent_remove(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
 /* 0 if dir has no entries, -ENOTEMPTY otherwise. */
 int fs_dir_empty(struct fs *fs, struct db_txn *txn, uint64_t dir);
 /* The entry after *cookie (which it advances); -ENOENT at the end. */
-int fs_dir_next(struct fs *fs, struct db_txn *txn, uint64_t dir, uint64_t *cookie,
-		uint64_t *ino, char name[FS_NAME_MAX + 1]);
+int fs_dir_next(struct fs *fs, struct db_txn *txn, uint64_t dir,
+		uint64_t *cookie, uint64_t *ino, char name[FS_NAME_MAX + 1]);
 /*
  * The start of a change in directory ino (CREATE, REMOVE, LINK...): its
  * record into *out and wcc's before and after filled (the after stays
@@ -343,9 +344,8 @@ int fs_link_first(struct fs *fs, struct db_txn *txn, uint64_t ino,
 		  struct fs_link *out);
 /* The link of in whose object key is key.  0, -ENOENT (none: perhaps the
  * first name's), -errno. */
-int fs_link_of_key(struct fs *fs, struct db_txn *txn,
-		   const struct fs_inode *in, const char *key,
-		   struct fs_link *out);
+int fs_link_of_key(struct fs *fs, struct db_txn *txn, const struct fs_inode *in,
+		   const char *key, struct fs_link *out);
 /* Whether dir/name is in's first name (the record's), not a link. */
 bool fs_name_is_first(const struct fs_inode *in, uint64_t dir,
 		      const char *name);
@@ -381,8 +381,8 @@ int fs_linkid_note(struct fs *fs, struct db_txn *txn, const char *link,
 /* unlink.c: the one place a name goes (remove, rename, revalidation). */
 /* fs_name_drop, or fs_unlink_inode for a victim's last name (*gone). */
 int fs_unlink_name(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
-		   struct fs_inode *victim, const char *name,
-		   bool queue_delete, bool *gone);
+		   struct fs_inode *victim, const char *name, bool queue_delete,
+		   bool *gone);
 /* Drop an inode and its entry, queueing store deletes (queue_delete). */
 int fs_unlink_inode(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
 		    struct fs_inode *victim, bool queue_delete);
@@ -408,7 +408,8 @@ bool fs_pending_adoptable(struct fs *fs, uint32_t node);
  * non-zero (returned).  0 or -errno.
  */
 int fs_pending_each(struct fs *fs, struct db_txn *txn,
-		    int (*fn)(void *arg, const struct fs_pending *p), void *arg);
+		    int (*fn)(void *arg, const struct fs_pending *p),
+		    void *arg);
 /* How many records this node has to run. */
 int fs_pending_count(struct fs *fs, struct db_txn *txn, uint64_t *n);
 /* Whether any node's record concerns ino (*node: whose, if not NULL). */

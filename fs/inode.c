@@ -28,7 +28,7 @@ struct fs_irec {
 	uint8_t verf[8];
 };
 
-#define FS_IREC_MAX                                                         \
+#define FS_IREC_MAX                                                            \
 	(sizeof(struct fs_irec) + STORE_ETAG_MAX + FS_NAME_MAX + FS_PATH_MAX + \
 	 sizeof(uint32_t))
 
@@ -55,7 +55,8 @@ uint64_t fs_now_coarse_ms(void)
 
 struct timespec fs_ns_to_ts(int64_t ns)
 {
-	struct timespec ts = { .tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000 };
+	struct timespec ts = { .tv_sec = ns / 1000000000,
+			       .tv_nsec = ns % 1000000000 };
 
 	if (ts.tv_nsec < 0) {
 		ts.tv_sec--;
@@ -72,13 +73,20 @@ int64_t fs_ts_to_ns(const struct timespec *ts)
 uint32_t fs_type_ifmt(uint32_t type)
 {
 	switch (type) {
-	case FS_REG: return S_IFREG;
-	case FS_DIR: return S_IFDIR;
-	case FS_BLK: return S_IFBLK;
-	case FS_CHR: return S_IFCHR;
-	case FS_LNK: return S_IFLNK;
-	case FS_SOCK: return S_IFSOCK;
-	case FS_FIFO: return S_IFIFO;
+	case FS_REG:
+		return S_IFREG;
+	case FS_DIR:
+		return S_IFDIR;
+	case FS_BLK:
+		return S_IFBLK;
+	case FS_CHR:
+		return S_IFCHR;
+	case FS_LNK:
+		return S_IFLNK;
+	case FS_SOCK:
+		return S_IFSOCK;
+	case FS_FIFO:
+		return S_IFIFO;
 	}
 	return 0;
 }
@@ -86,10 +94,14 @@ uint32_t fs_type_ifmt(uint32_t type)
 uint32_t fs_special_type(uint32_t mode)
 {
 	switch (mode & S_IFMT) {
-	case S_IFIFO: return FS_FIFO;
-	case S_IFSOCK: return FS_SOCK;
-	case S_IFCHR: return FS_CHR;
-	case S_IFBLK: return FS_BLK;
+	case S_IFIFO:
+		return FS_FIFO;
+	case S_IFSOCK:
+		return FS_SOCK;
+	case S_IFCHR:
+		return FS_CHR;
+	case S_IFBLK:
+		return FS_BLK;
 	}
 	return 0;
 }
@@ -302,8 +314,8 @@ static void irec_changed(void *ctx, db_table tbl, const struct db_val *key,
 	if (fs_inode_decode(ino, after, &a))
 		return;
 	/* Taken over while this node was cut off: its changes are void. */
-	if ((a.flags & FS_F_DIRTY) && b.owner && b.owner == db_node_id(fs->db) &&
-	    a.owner != b.owner) {
+	if ((a.flags & FS_F_DIRTY) && b.owner &&
+	    b.owner == db_node_id(fs->db) && a.owner != b.owner) {
 		fs_owner_lost(fs, &a);
 		return;
 	}
@@ -336,7 +348,8 @@ int fs_meta_get_u64(struct fs *fs, struct db_txn *txn, const char *name,
 int fs_meta_put_u64(struct fs *fs, struct db_txn *txn, const char *name,
 		    uint64_t val)
 {
-	struct db_val k = { strlen(name), (void *)name }, v = { sizeof(val), &val };
+	struct db_val k = { strlen(name), (void *)name },
+		      v = { sizeof(val), &val };
 
 	return db_put(txn, fs->dbi_meta, &k, &v, 0);
 }
@@ -433,7 +446,8 @@ int fs_meta_init(struct fs *fs, struct db_txn *txn)
 	if (rc == -ENOENT) {
 		rc = fs_meta_put_u64(fs, txn, "version", FS_FORMAT_VERSION);
 		if (!rc)
-			rc = fs_meta_put_u64(fs, txn, "next_ino", FS_ROOT_INO + 1);
+			rc = fs_meta_put_u64(fs, txn, "next_ino",
+					     FS_ROOT_INO + 1);
 		if (rc)
 			return rc;
 	} else if (rc) {

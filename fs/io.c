@@ -35,14 +35,14 @@ struct io_op {
 	uint64_t ino;
 	uint64_t off;
 	size_t len;
-	void *buf;            /* READ into a buffer */
-	int pipe_fd;          /* READ into a pipe, if >= 0 */
-	const void *data;     /* WRITE */
+	void *buf;        /* READ into a buffer */
+	int pipe_fd;      /* READ into a pipe, if >= 0 */
+	const void *data; /* WRITE */
 	enum fs_stable stable;
 	struct io_obj *obj; /* built for a fetch (a miss) only */
-	uint64_t size; /* the record's, for a fetch */
+	uint64_t size;      /* the record's, for a fetch */
 	int tries;
-	uint32_t owner; /* cluster: the node whose changes it has, 0 none */
+	uint32_t owner;     /* cluster: the node whose changes it has, 0 none */
 	uint64_t etag_hash; /* of the record's ETag when the op began */
 	bool was_dirty, marked;
 	size_t *nread;
@@ -290,7 +290,8 @@ static void io_fetch(struct io_op *op, bool for_write, cache_done_fn done)
 		return;
 	}
 	cache_fetch(op->fs->cache, op->loop, op->ino,
-		    &(struct cache_obj){ .key = op->obj->key, .size = op->size,
+		    &(struct cache_obj){ .key = op->obj->key,
+					 .size = op->size,
 					 .etag = op->obj->etag },
 		    op->off, op->len, for_write, done, op);
 }
@@ -399,10 +400,18 @@ static void read_begin(struct fs *fs, struct fs_io *io,
 	struct fs_inode in;
 	int rc;
 
-	*op = (struct io_op){ .fs = fs, .loop = ctx->loop, .ino = ino,
-			      .off = off, .len = count, .buf = buf,
-			      .pipe_fd = pipe_fd, .nread = nread, .eof = eof,
-			      .attr = attr, .done = done, .arg = arg };
+	*op = (struct io_op){ .fs = fs,
+			      .loop = ctx->loop,
+			      .ino = ino,
+			      .off = off,
+			      .len = count,
+			      .buf = buf,
+			      .pipe_fd = pipe_fd,
+			      .nread = nread,
+			      .eof = eof,
+			      .attr = attr,
+			      .done = done,
+			      .arg = arg };
 	rc = io_prepare(fs, ctx, ino, R_OK, op, &in);
 	if (rc) {
 		io_free(op, rc);
@@ -412,18 +421,17 @@ static void read_begin(struct fs *fs, struct fs_io *io,
 }
 
 void fs_read(struct fs *fs, struct fs_io *io, const struct fs_ctx *ctx,
-	     uint64_t ino, uint64_t off, size_t count, void *buf,
-	     size_t *nread, bool *eof, struct fs_attr *attr, fs_done_fn done,
-	     void *arg)
+	     uint64_t ino, uint64_t off, size_t count, void *buf, size_t *nread,
+	     bool *eof, struct fs_attr *attr, fs_done_fn done, void *arg)
 {
 	read_begin(fs, io, ctx, ino, off, count, buf, -1, nread, eof, attr,
 		   done, arg);
 }
 
-void fs_read_splice(struct fs *fs, struct fs_io *io,
-		    const struct fs_ctx *ctx, uint64_t ino, uint64_t off,
-		    size_t count, int pipe_fd, size_t *nread, bool *eof,
-		    struct fs_attr *attr, fs_done_fn done, void *arg)
+void fs_read_splice(struct fs *fs, struct fs_io *io, const struct fs_ctx *ctx,
+		    uint64_t ino, uint64_t off, size_t count, int pipe_fd,
+		    size_t *nread, bool *eof, struct fs_attr *attr,
+		    fs_done_fn done, void *arg)
 {
 	read_begin(fs, io, ctx, ino, off, count, NULL, pipe_fd, nread, eof,
 		   attr, done, arg);
@@ -539,7 +547,8 @@ static void mark_dirty_done(void *p, int err)
 		err = -EAGAIN; /* the client retries */
 	}
 	if (err) {
-		if (op->wcc && fs_getattr(op->fs, op->ino, &op->wcc->after) == 0)
+		if (op->wcc &&
+		    fs_getattr(op->fs, op->ino, &op->wcc->after) == 0)
 			op->wcc->after_ok = true;
 		io_free(op, err);
 		return;
@@ -578,10 +587,17 @@ void fs_write(struct fs *fs, struct fs_io *io, const struct fs_ctx *ctx,
 
 	if (wcc)
 		memset(wcc, 0, sizeof(*wcc));
-	*op = (struct io_op){ .fs = fs, .loop = ctx->loop, .ino = ino,
-			      .off = off, .len = len, .data = data,
-			      .stable = stable, .committed = committed,
-			      .wcc = wcc, .done = done, .arg = arg };
+	*op = (struct io_op){ .fs = fs,
+			      .loop = ctx->loop,
+			      .ino = ino,
+			      .off = off,
+			      .len = len,
+			      .data = data,
+			      .stable = stable,
+			      .committed = committed,
+			      .wcc = wcc,
+			      .done = done,
+			      .arg = arg };
 	rc = fs->opts.read_only ? -EROFS : 0;
 	if (!rc && (off > FS_FILE_MAX || len > FS_FILE_MAX - off))
 		rc = -EFBIG;
@@ -660,15 +676,19 @@ void fs_commit(struct fs *fs, struct fs_io *io, const struct fs_ctx *ctx,
 	}
 	fs_wcc_before(fs, &in, wcc);
 	if (in.type != FS_REG ||
-	    !(in.flags & (fs->opts.strict_commit ? FS_F_DIRTY
-						 : FS_F_DIRTY_DATA))) {
+	    !(in.flags &
+	      (fs->opts.strict_commit ? FS_F_DIRTY : FS_F_DIRTY_DATA))) {
 		fs_wcc_after(fs, &in, wcc);
 		done(arg, in.type == FS_DIR ? -EISDIR : 0);
 		return;
 	}
 	op = io_op_of(io);
-	*op = (struct io_op){ .fs = fs, .loop = ctx->loop, .ino = ino,
-			      .wcc = wcc, .done = done, .arg = arg };
+	*op = (struct io_op){ .fs = fs,
+			      .loop = ctx->loop,
+			      .ino = ino,
+			      .wcc = wcc,
+			      .done = done,
+			      .arg = arg };
 	if (!(in.flags & FS_F_DIRTY_DATA)) {
 		/* strict_commit, only attributes to write: nothing to sync. */
 		fs_defer(fs, commit_store_job, op);

@@ -94,7 +94,8 @@ static uint64_t fnv1a64(const char *s, size_t n)
 	return h;
 }
 
-static struct db_val keys_dbkey(const char *key, char buf[FS_KEYS_DBKEY_MAX + 1])
+static struct db_val keys_dbkey(const char *key,
+				char buf[FS_KEYS_DBKEY_MAX + 1])
 {
 	size_t n = strlen(key);
 
@@ -110,7 +111,8 @@ static struct db_val keys_dbkey(const char *key, char buf[FS_KEYS_DBKEY_MAX + 1]
 	return (struct db_val){ FS_KEYS_DBKEY_MAX, buf };
 }
 
-int fs_keys_get(struct fs *fs, struct db_txn *txn, const char *key, uint64_t *ino)
+int fs_keys_get(struct fs *fs, struct db_txn *txn, const char *key,
+		uint64_t *ino)
 {
 	char buf[FS_KEYS_DBKEY_MAX + 1];
 	struct db_val k = keys_dbkey(key, buf), v;
@@ -124,7 +126,8 @@ int fs_keys_get(struct fs *fs, struct db_txn *txn, const char *key, uint64_t *in
 	return 0;
 }
 
-int fs_keys_put(struct fs *fs, struct db_txn *txn, const char *key, uint64_t ino)
+int fs_keys_put(struct fs *fs, struct db_txn *txn, const char *key,
+		uint64_t ino)
 {
 	char buf[FS_KEYS_DBKEY_MAX + 1];
 	struct db_val k = keys_dbkey(key, buf), v = { sizeof(ino), &ino };

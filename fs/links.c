@@ -61,7 +61,8 @@ static int link_decode(const struct db_val *k, const struct db_val *v,
 	if (k->size <= 16 || n > FS_NAME_MAX || v->size < sizeof(lv))
 		return -EIO;
 	memcpy(&lv, v->data, sizeof(lv));
-	if (lv.etag_len >= STORE_ETAG_MAX || v->size != sizeof(lv) + lv.etag_len)
+	if (lv.etag_len >= STORE_ETAG_MAX ||
+	    v->size != sizeof(lv) + lv.etag_len)
 		return -EIO;
 	out->ino = fs_get_be64(k->data);
 	out->parent = fs_get_be64((const unsigned char *)k->data + 8);
@@ -151,8 +152,7 @@ int fs_link_first(struct fs *fs, struct db_txn *txn, uint64_t ino,
 	return rc == 1 ? 0 : rc ? rc : -ENOENT;
 }
 
-bool fs_name_is_first(const struct fs_inode *in, uint64_t dir,
-		      const char *name)
+bool fs_name_is_first(const struct fs_inode *in, uint64_t dir, const char *name)
 {
 	return in->parent == dir && !strcmp(in->name, name);
 }
@@ -245,15 +245,15 @@ static int key_find_fn(void *arg, const struct fs_link *l)
 	char k[STORE_KEY_MAX + 2];
 
 	if (fs_name_key(kf->fs, kf->txn, l->parent, l->name, false, k,
-			sizeof(k)) || strcmp(k, kf->key))
+			sizeof(k)) ||
+	    strcmp(k, kf->key))
 		return 0;
 	*kf->out = *l;
 	return 1;
 }
 
-int fs_link_of_key(struct fs *fs, struct db_txn *txn,
-		   const struct fs_inode *in, const char *key,
-		   struct fs_link *out)
+int fs_link_of_key(struct fs *fs, struct db_txn *txn, const struct fs_inode *in,
+		   const char *key, struct fs_link *out)
 {
 	struct key_find kf = { fs, txn, key, out };
 	int rc;

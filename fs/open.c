@@ -117,8 +117,8 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 	rc = fs_workers_start(fs);
 	if (rc)
 		goto out_free;
-	if (db_clustered(db) && ((rc = fs_ino_blocks_start(fs)) ||
-				 (rc = fs_owner_reconcile(fs))))
+	if (db_clustered(db) &&
+	    ((rc = fs_ino_blocks_start(fs)) || (rc = fs_owner_reconcile(fs))))
 		goto out_workers;
 	rc = fs_syncer_start(fs);
 	if (rc)
@@ -165,9 +165,8 @@ void fs_close(struct fs *fs, bool flush)
 	free(fs);
 }
 
-int fs_migrate(struct db *db, const struct db_cluster_opts *o,
-	       const void *key, size_t klen, db_progress_fn progress,
-	       void *ctx)
+int fs_migrate(struct db *db, const struct db_cluster_opts *o, const void *key,
+	       size_t klen, db_progress_fn progress, void *ctx)
 {
 	struct fs fs = { .db = db };
 	uint64_t next = FS_ROOT_INO + 1;

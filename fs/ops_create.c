@@ -229,13 +229,13 @@ static void create_done(void *p, int err)
 	create_free(op, err);
 }
 
-static void create_common(struct fs *fs, const struct fs_ctx *ctx,
-			  uint64_t dir, const char *name, uint32_t type,
+static void create_common(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
+			  const char *name, uint32_t type,
 			  enum fs_create_how how, const struct fs_sattr *sattr,
 			  const uint8_t verf[8], const char *target,
-			  uint32_t major, uint32_t minor,
-			  uint64_t *ino, struct fs_attr *attr,
-			  struct fs_wcc *dir_wcc, fs_done_fn done, void *arg)
+			  uint32_t major, uint32_t minor, uint64_t *ino,
+			  struct fs_attr *attr, struct fs_wcc *dir_wcc,
+			  fs_done_fn done, void *arg)
 {
 	struct create_op *op;
 	int rc;
@@ -260,11 +260,18 @@ static void create_common(struct fs *fs, const struct fs_ctx *ctx,
 		done(arg, -ENOMEM);
 		return;
 	}
-	*op = (struct create_op){ .fs = fs, .ctx = *ctx, .dir = dir,
-				  .type = type, .how = how, .major = major,
-				  .minor = minor, .ino_out = ino,
-				  .attr_out = attr, .dir_wcc = dir_wcc,
-				  .done = done, .arg = arg };
+	*op = (struct create_op){ .fs = fs,
+				  .ctx = *ctx,
+				  .dir = dir,
+				  .type = type,
+				  .how = how,
+				  .major = major,
+				  .minor = minor,
+				  .ino_out = ino,
+				  .attr_out = attr,
+				  .dir_wcc = dir_wcc,
+				  .done = done,
+				  .arg = arg };
 	strcpy(op->name, name);
 	if (sattr)
 		op->sattr = *sattr;
@@ -347,10 +354,10 @@ void fs_symlink(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
  * -EPERM otherwise, as mknod(2) without CAP_MKNOD.
  */
 void fs_mknod(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
-	      const char *name, enum fs_type type,
-	      const struct fs_sattr *sattr, uint32_t major, uint32_t minor,
-	      uint64_t *ino, struct fs_attr *attr, struct fs_wcc *dir_wcc,
-	      fs_done_fn done, void *arg)
+	      const char *name, enum fs_type type, const struct fs_sattr *sattr,
+	      uint32_t major, uint32_t minor, uint64_t *ino,
+	      struct fs_attr *attr, struct fs_wcc *dir_wcc, fs_done_fn done,
+	      void *arg)
 {
 	int rc = 0;
 

@@ -127,8 +127,13 @@ void fs_link(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 		done(arg, rc);
 		return;
 	}
-	*op = (struct link_op){ .fs = fs, .ctx = *ctx, .ino = ino, .dir = dir,
-				.attr = attr, .dir_wcc = dir_wcc, .done = done,
+	*op = (struct link_op){ .fs = fs,
+				.ctx = *ctx,
+				.ino = ino,
+				.dir = dir,
+				.attr = attr,
+				.dir_wcc = dir_wcc,
+				.done = done,
 				.arg = arg };
 	strcpy(op->name, name);
 	db_submit(fs->db, link_apply, link_done, op);

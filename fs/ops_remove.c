@@ -71,9 +71,9 @@ static void remove_done(void *p, int err)
 	free(op);
 }
 
-static void remove_common(struct fs *fs, const struct fs_ctx *ctx,
-			  uint64_t dir, const char *name, bool rmdir,
-			  struct fs_wcc *dir_wcc, fs_done_fn done, void *arg)
+static void remove_common(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
+			  const char *name, bool rmdir, struct fs_wcc *dir_wcc,
+			  fs_done_fn done, void *arg)
 {
 	struct remove_op *op;
 	int rc;
@@ -92,9 +92,13 @@ static void remove_common(struct fs *fs, const struct fs_ctx *ctx,
 		done(arg, -ENOMEM);
 		return;
 	}
-	*op = (struct remove_op){ .fs = fs, .ctx = *ctx, .dir = dir,
-				  .rmdir = rmdir, .dir_wcc = dir_wcc,
-				  .done = done, .arg = arg };
+	*op = (struct remove_op){ .fs = fs,
+				  .ctx = *ctx,
+				  .dir = dir,
+				  .rmdir = rmdir,
+				  .dir_wcc = dir_wcc,
+				  .done = done,
+				  .arg = arg };
 	strcpy(op->name, name);
 	db_submit(fs->db, remove_apply, remove_done, op);
 }

@@ -21,7 +21,7 @@ struct rename_op {
 	struct fs_ctx ctx;
 	uint64_t from_dir, to_dir;
 	char from_name[FS_NAME_MAX + 1], to_name[FS_NAME_MAX + 1];
-	uint64_t replaced; /* target inode removed, for its cache file */
+	uint64_t replaced;  /* target inode removed, for its cache file */
 	bool replaced_gone; /* its last name: the cache file goes too */
 	uint32_t replaced_type;
 	struct fs_wcc *from_wcc, *to_wcc;
@@ -56,7 +56,8 @@ static int queue_move(struct fs *fs, struct db_txn *txn, uint64_t ino,
 {
 	int rc = fs_pending_add(fs, txn, FS_PEND_COPY, ino, old_key, new_key);
 
-	return rc ? rc : fs_pending_add(fs, txn, FS_PEND_DEL, ino, old_key, NULL);
+	return rc ? rc
+		  : fs_pending_add(fs, txn, FS_PEND_DEL, ino, old_key, NULL);
 }
 
 /* Whether dir's entry name (n bytes) of child has its object in the
@@ -83,8 +84,8 @@ static bool name_in_store(struct fs *fs, struct db_txn *txn,
  * prefixes (ending in '/') are in ok and nk, each of capacity
  * STORE_KEY_MAX + 1; the buffers are restored on return.
  */
-static int queue_subtree(struct fs *fs, struct db_txn *txn, uint64_t dir, char *ok,
-			 char *nk)
+static int queue_subtree(struct fs *fs, struct db_txn *txn, uint64_t dir,
+			 char *ok, char *nk)
 {
 	unsigned char kb[8];
 	struct db_cursor *cur;
@@ -215,8 +216,8 @@ static int rename_apply(struct db_txn *txn, void *p)
 	/* Another name of a file (links.c) moves its link, not the inode's
 	 * first name. */
 	bool is_dir = src.type == FS_DIR,
-	     first = is_dir || fs_name_is_first(&src, op->from_dir,
-						op->from_name);
+	     first = is_dir ||
+		     fs_name_is_first(&src, op->from_dir, op->from_name);
 	struct fs_link l;
 
 	if (!first && (rc = fs_link_get(fs, txn, src.ino, op->from_dir,
@@ -250,10 +251,11 @@ static int rename_apply(struct db_txn *txn, void *p)
 	    (!same_dir && (rc = fs_inode_put(fs, txn, tdir))) ||
 	    (rc = fs_inode_put(fs, txn, &src)))
 		return rc;
-	if ((rc = fs_name_key(fs, txn, op->to_dir, op->to_name, is_dir,
-			      new_key, sizeof(new_key))))
+	if ((rc = fs_name_key(fs, txn, op->to_dir, op->to_name, is_dir, new_key,
+			      sizeof(new_key))))
 		return rc;
-	if ((first ? (src.flags & FS_F_IN_STORE) : (l.flags & FS_LINK_IN_STORE)) &&
+	if ((first ? (src.flags & FS_F_IN_STORE)
+		   : (l.flags & FS_LINK_IN_STORE)) &&
 	    (rc = queue_move(fs, txn, src.ino, old_key, new_key)))
 		return rc;
 	if (src.type == FS_DIR &&
@@ -278,8 +280,8 @@ static void rename_done(void *p, int err)
 /* RENAME: see fs.h; both directories' wcc are filled. */
 void fs_rename(struct fs *fs, const struct fs_ctx *ctx, uint64_t from_dir,
 	       const char *from_name, uint64_t to_dir, const char *to_name,
-	       struct fs_wcc *from_wcc, struct fs_wcc *to_wcc,
-	       fs_done_fn done, void *arg)
+	       struct fs_wcc *from_wcc, struct fs_wcc *to_wcc, fs_done_fn done,
+	       void *arg)
 {
 	struct rename_op *op;
 	int rc;
@@ -304,9 +306,14 @@ void fs_rename(struct fs *fs, const struct fs_ctx *ctx, uint64_t from_dir,
 		done(arg, -ENOMEM);
 		return;
 	}
-	*op = (struct rename_op){ .fs = fs, .ctx = *ctx, .from_dir = from_dir,
-				  .to_dir = to_dir, .from_wcc = from_wcc,
-				  .to_wcc = to_wcc, .done = done, .arg = arg };
+	*op = (struct rename_op){ .fs = fs,
+				  .ctx = *ctx,
+				  .from_dir = from_dir,
+				  .to_dir = to_dir,
+				  .from_wcc = from_wcc,
+				  .to_wcc = to_wcc,
+				  .done = done,
+				  .arg = arg };
 	strcpy(op->from_name, from_name);
 	strcpy(op->to_name, to_name);
 	db_submit(fs->db, rename_apply, rename_done, op);

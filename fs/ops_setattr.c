@@ -207,8 +207,12 @@ void fs_setattr(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 		done(arg, -ENOMEM);
 		return;
 	}
-	*op = (struct setattr_op){ .fs = fs, .ctx = *ctx, .ino = ino,
-				   .sa = *sattr, .wcc = wcc, .done = done,
+	*op = (struct setattr_op){ .fs = fs,
+				   .ctx = *ctx,
+				   .ino = ino,
+				   .sa = *sattr,
+				   .wcc = wcc,
+				   .done = done,
 				   .arg = arg };
 	if (guard_ctime) {
 		op->guarded = true;
@@ -233,14 +237,15 @@ void fs_setattr(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 		rc = fs_key_build(fs, txn, ino, key, sizeof(key));
 	db_read_end(fs->db, txn);
 	if (rc) {
-		if (wcc && rc != -ESTALE && fs_getattr(fs, ino, &wcc->after) == 0)
+		if (wcc && rc != -ESTALE &&
+		    fs_getattr(fs, ino, &wcc->after) == 0)
 			wcc->after_ok = true;
 		setattr_free(op, rc);
 		return;
 	}
 	cache_fetch(fs->cache, ctx->loop, ino,
-		    &(struct cache_obj){ .key = key, .size = in.size,
+		    &(struct cache_obj){ .key = key,
+					 .size = in.size,
 					 .etag = fs_obj_etag(&in) },
-		    0, 0,
-		    false, setattr_fetched, op);
+		    0, 0, false, setattr_fetched, op);
 }

@@ -148,7 +148,8 @@ static void lost_say(const struct fs *fs, uint64_t ino)
 	else
 		log_error("fs: %" PRIu64 " was taken over while this node was "
 			  "cut off: its changes here are dropped, COMMITted "
-			  "ones too (--cluster-commit local)", ino);
+			  "ones too (--cluster-commit local)",
+			  ino);
 }
 
 /* Clear in's dirty state here (its cache data goes after the commit). */
@@ -256,8 +257,8 @@ static int reconcile_apply(struct db_txn *txn, void *arg)
 			 * or none after a join, means it was taken over. */
 			if (r->ndropped == r->cap) {
 				size_t cap = r->cap ? r->cap * 2 : 64;
-				uint64_t *d = realloc(r->dropped,
-						      cap * sizeof(*d));
+				uint64_t *d =
+					realloc(r->dropped, cap * sizeof(*d));
 
 				if (!d) {
 					rc = -ENOMEM;
@@ -294,11 +295,11 @@ int fs_owner_reconcile(struct fs *fs)
 struct adopt {
 	struct fs *fs;
 	uint64_t ino;
-	uint32_t from;              /* the dead owner */
+	uint32_t from; /* the dead owner */
 	char key[STORE_KEY_MAX + 2];
-	int head;                   /* store_head's answer for key */
+	int head; /* store_head's answer for key */
 	struct store_info info;
-	bool zeros;                 /* made a local file of zeros for it */
+	bool zeros; /* made a local file of zeros for it */
 	bool taken;
 };
 
@@ -365,7 +366,7 @@ static int adopt_one(struct fs *fs, uint64_t ino, uint32_t from)
 			 ? store_head(fs->store, a.key, &a.info)
 			 : -ENOENT;
 	if (a.head && a.head != -ENOENT)
-		return a.head; /* the store does not answer: later */
+		return a.head;      /* the store does not answer: later */
 	cache_drop(fs->cache, ino); /* whatever it held is not the file */
 	if (a.head == -ENOENT) {
 		struct timespec mt = fs_ns_to_ts(in.mtime);
@@ -386,20 +387,22 @@ static int adopt_one(struct fs *fs, uint64_t ino, uint32_t from)
 		cache_drop(fs->cache, ino);
 	if (!rc && a.taken) {
 		if (a.head == 0)
-			log_info("fs: took over %s from node %u (dead): %" PRIu64
-				 " bytes as in the store", a.key, from,
-				 a.info.size);
+			log_info(
+				"fs: took over %s from node %u (dead): %" PRIu64
+				" bytes as in the store",
+				a.key, from, a.info.size);
 		else
-			log_warn("fs: took over %s from node %u (dead): none of "
-				 "it had reached the store; %" PRIu64
-				 " bytes of zeros go up", a.key, from, in.size);
+			log_warn(
+				"fs: took over %s from node %u (dead): none of "
+				"it had reached the store; %" PRIu64
+				" bytes of zeros go up",
+				a.key, from, in.size);
 	}
 	return rc;
 }
 
 /* The regular files owned by nodes that are down (malloc'd). */
-static int orphans(struct fs *fs, uint64_t **inos, uint32_t **owners,
-		   size_t *n)
+static int orphans(struct fs *fs, uint64_t **inos, uint32_t **owners, size_t *n)
 {
 	uint32_t me = db_node_id(fs->db);
 	struct db_cursor *cur;
@@ -427,14 +430,14 @@ static int orphans(struct fs *fs, uint64_t **inos, uint32_t **owners,
 			continue;
 		memcpy(&ino, k.data, sizeof(ino));
 		if (fs_inode_decode(ino, &v, &in) || in.type != FS_REG ||
-		    !in.owner || in.owner == me ||
-		    db_node_up(fs->db, in.owner))
+		    !in.owner || in.owner == me || db_node_up(fs->db, in.owner))
 			continue;
 		if (*n == cap) {
 			size_t c2 = cap ? cap * 2 : 64;
 			uint64_t *i2 = realloc(*inos, c2 * sizeof(**inos));
-			uint32_t *o2 = i2 ? realloc(*owners, c2 * sizeof(**owners))
-					  : NULL;
+			uint32_t *o2 =
+				i2 ? realloc(*owners, c2 * sizeof(**owners))
+				   : NULL;
 
 			if (i2)
 				*inos = i2;

@@ -236,6 +236,6 @@ static int find_copy_into(void *arg, const struct fs_pending *p)
 
 bool fs_pending_copy_into(struct fs *fs, struct db_txn *txn, const char *key)
 {
-	return pending_walk(fs, txn, want_any, find_copy_into,
-			    (void *)key) != 0;
+	return pending_walk(fs, txn, want_any, find_copy_into, (void *)key) !=
+	       0;
 }

@@ -29,7 +29,7 @@
 struct reval_item {
 	char *name;
 	bool is_dir;
-	bool seen; /* an entry of this name exists (set by the merge) */
+	bool seen;    /* an entry of this name exists (set by the merge) */
 	size_t order; /* position in the listing, for a stable sort */
 	uint64_t size;
 	char etag[STORE_ETAG_MAX];
@@ -103,8 +103,9 @@ static int item_add(struct reval_op *op, const char *key, bool is_dir,
 	if (!it->name)
 		return -ENOMEM;
 	if (fs_name_creatable(op->dir, it->name)) {
-		item_skip(key, store_key_reserved(it->name) ?
-				       "the store's own" : "\".\" or \"..\"");
+		item_skip(key, store_key_reserved(it->name)
+				       ? "the store's own"
+				       : "\".\" or \"..\"");
 		free(it->name);
 		return 0;
 	}
@@ -127,7 +128,8 @@ static int reval_list(struct reval_op *op)
 	int rc;
 
 	do {
-		rc = store_list(op->fs->store, op->prefix, '/', token, 0, &page);
+		rc = store_list(op->fs->store, op->prefix, '/', token, 0,
+				&page);
 		free(token);
 		token = NULL;
 		if (rc)
@@ -139,7 +141,8 @@ static int reval_list(struct reval_op *op)
 		for (size_t i = 0; !rc && i < page.nentries; i++)
 			rc = item_add(op, page.entries[i].key, false,
 				      &page.entries[i]);
-		if (!rc && page.next_token && !(token = strdup(page.next_token)))
+		if (!rc && page.next_token &&
+		    !(token = strdup(page.next_token)))
 			rc = -ENOMEM;
 		store_page_free(&page);
 	} while (!rc && token);
@@ -175,7 +178,8 @@ static int reval_head_new(struct reval_op *op)
 
 		it->target = calloc(1, it->info.size + 1);
 		if (!it->target ||
-		    store_get(fs->store, key, 0, it->info.size, it->target, &got) ||
+		    store_get(fs->store, key, 0, it->info.size, it->target,
+			      &got) ||
 		    got == 0 || strlen(it->target) != got) {
 			free(it->target);
 			it->target = NULL;
@@ -229,10 +233,10 @@ static int reval_import(struct reval_op *op, struct db_txn *txn,
 		memcpy(in.etag, it->etag, sizeof(in.etag));
 		in.mtime = it->last_modified_ns;
 		if (it->have_info) {
-			uint32_t special = m->has_mode && !it->target &&
-						   !it->size
-					   ? fs_special_type(m->mode)
-					   : 0;
+			uint32_t special =
+				m->has_mode && !it->target && !it->size
+					? fs_special_type(m->mode)
+					: 0;
 
 			if (special) {
 				in.type = special;
@@ -282,7 +286,8 @@ static int drop_add(struct reval_op *op, uint64_t ino)
  */
 static bool store_confirmed(struct reval_op *op, struct db_txn *txn,
 			    const struct fs_inode *child, uint64_t dir,
-			    const char *name, const char *key, struct fs_link *l)
+			    const char *name, const char *key,
+			    struct fs_link *l)
 {
 	bool in_store = child->flags & FS_F_IN_STORE;
 	uint64_t owner, synced = child->synced_ms;
@@ -347,8 +352,7 @@ static int item_order(const void *a, const void *b)
 }
 
 /* The listed item of this name (items are sorted by name), or NULL. */
-static struct reval_item *item_find(const struct reval_op *op,
-				    const char *name)
+static struct reval_item *item_find(const struct reval_op *op, const char *name)
 {
 	struct reval_item k = { .name = (char *)name };
 
@@ -369,7 +373,8 @@ static void items_sort(struct reval_op *op)
 		return; /* qsort() must not see a NULL array */
 	qsort(op->items, op->nitems, sizeof(*op->items), item_order);
 	for (size_t i = 0; i < op->nitems; i++) {
-		if (out && !strcmp(op->items[out - 1].name, op->items[i].name)) {
+		if (out &&
+		    !strcmp(op->items[out - 1].name, op->items[i].name)) {
 			free(op->items[i].name);
 			free(op->items[i].target);
 			continue;
@@ -594,8 +599,7 @@ static void reval_job(struct fs *fs, void *p)
 bool fs_listing_fresh(struct fs *fs, const struct fs_inode *in)
 {
 	/* A TTL of 0 is always stale, however the coarse clock lags. */
-	return in->type == FS_DIR && in->listed_at_ms &&
-	       fs->opts.dir_ttl_ms &&
+	return in->type == FS_DIR && in->listed_at_ms && fs->opts.dir_ttl_ms &&
 	       in->listed_at_ms + fs->opts.dir_ttl_ms > fs_now_coarse_ms();
 }
 
@@ -659,8 +663,7 @@ int fs_revalidate_attr(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	if (!rc && ino != FS_ROOT_INO && !(in.flags & FS_F_DIRTY) &&
 	    (in.flags & FS_F_IN_STORE) &&
 	    fs_inode_get(fs, txn, in.parent, &parent) == 0)
-		stale = !ttl ||
-			parent.listed_at_ms + ttl <= fs_now_coarse_ms();
+		stale = !ttl || parent.listed_at_ms + ttl <= fs_now_coarse_ms();
 	db_read_end(fs->db, txn);
 	if (rc || !stale)
 		return rc;

@@ -38,8 +38,8 @@ void sync_meta_of(const struct fs *fs, const struct sync_item *it,
  * read is done: a chunk evicted meanwhile would go up as zeros, over the
  * only other copy of its bytes.
  */
-int sync_fetch_pinned(struct fs *fs, const struct sync_item *it,
-		      uint64_t off, uint64_t len, struct cache_pin **pin);
+int sync_fetch_pinned(struct fs *fs, const struct sync_item *it, uint64_t off,
+		      uint64_t len, struct cache_pin **pin);
 
 /*
  * Start a multipart upload of key with meta, journaled (db "mpu") so
@@ -56,10 +56,10 @@ void sync_mpu_end(struct fs *fs, const char *key, const char *upload_id,
 /* Parts of a multipart upload to send (sync_mpu_parts). */
 struct sync_parts {
 	const char *upload_id;
-	int fd;             /* the cache file (cache_open_fd) */
-	uint64_t size;      /* the data's: the last part is cut there */
-	uint64_t part;      /* bytes of each part */
-	int first, nparts;  /* parts [first, nparts), 0-based */
+	int fd;            /* the cache file (cache_open_fd) */
+	uint64_t size;     /* the data's: the last part is cut there */
+	uint64_t part;     /* bytes of each part */
+	int first, nparts; /* parts [first, nparts), 0-based */
 	char (*etags)[STORE_ETAG_MAX]; /* part i's ETag at [i] */
 	/* A part whose bytes are the old object's is copied in the store
 	 * instead of sent (counted in copied). */

@@ -81,7 +81,7 @@
 #define SYNC_FLUSH_IDLE_MAX 500 /* passes without progress: ~10 s */
 /* Parts: one per thread while that keeps them within these bounds. */
 #define MPU_PART_MAX (64ull << 20)
-#define MPU_MORE_WAIT_MS 10 /* a thread with no part yet looks again */
+#define MPU_MORE_WAIT_MS 10  /* a thread with no part yet looks again */
 #define SYNC_INODE_TRIES 100 /* ~2 s of passes for one strict COMMIT */
 /* Uploads of files up to SYNC_SMALL_MAX run up to this many at once, as
  * many as the store takes (store_put_parallel); bigger ones one at a time
@@ -317,10 +317,14 @@ void sync_meta_of(const struct fs *fs, const struct sync_item *it,
 	if (it->in.type == FS_REG && (it->in.flags & FS_F_DIRTY_DATA) &&
 	    it->have_cs)
 		mtime = fs_ts_to_ns(&it->cs.mtime);
-	*m = (struct store_meta){ .has_mode = true, .has_uid = true,
-				  .has_gid = true, .has_mtime = true,
-				  .mode = it->in.mode, .uid = it->in.uid,
-				  .gid = it->in.gid, .mtime_ns = mtime,
+	*m = (struct store_meta){ .has_mode = true,
+				  .has_uid = true,
+				  .has_gid = true,
+				  .has_mtime = true,
+				  .mode = it->in.mode,
+				  .uid = it->in.uid,
+				  .gid = it->in.gid,
+				  .mtime_ns = mtime,
 				  .symlink = it->in.type == FS_LNK };
 	/* FIFOs, sockets and devices say what they are, as s3fs does. */
 	if (fs_special_type(fs_type_ifmt(it->in.type))) {
@@ -334,9 +338,8 @@ void sync_meta_of(const struct fs *fs, const struct sync_item *it,
 }
 
 /* See sync_int.h. */
-int sync_fetch_pinned(struct fs *fs, const struct sync_item *it,
-			     uint64_t off, uint64_t len,
-			     struct cache_pin **pin)
+int sync_fetch_pinned(struct fs *fs, const struct sync_item *it, uint64_t off,
+		      uint64_t len, struct cache_pin **pin)
 {
 	long res = 0;
 	int rc = cache_pin(fs->cache, it->in.ino, it->in.size, pin);
@@ -344,7 +347,8 @@ int sync_fetch_pinned(struct fs *fs, const struct sync_item *it,
 	if (rc)
 		return rc;
 	cache_fetch(fs->cache, -1, it->in.ino,
-		    &(struct cache_obj){ .key = it->key, .size = it->in.size,
+		    &(struct cache_obj){ .key = it->key,
+					 .size = it->in.size,
 					 .etag = fs_obj_etag(&it->in) },
 		    off, len, false, sync_res_done, &res);
 	if (res) {
@@ -422,7 +426,8 @@ static int mpu_intent_settle(struct fs *fs, const char *key)
 	rc = store_mpu_list(fs->store, key, &v, &n); /* none on error */
 	if (rc == -ENOTSUP) {
 		log_info("fs: %s: the store cannot list multipart uploads; one "
-			 "a crash hid from us is not aborted", key);
+			 "a crash hid from us is not aborted",
+			 key);
 		rc = 0;
 	}
 	if (rc)
@@ -437,7 +442,8 @@ static int mpu_intent_settle(struct fs *fs, const char *key)
 			rc = 0;
 		if (!rc)
 			log_info("fs: aborted an upload of %s we never learnt "
-				 "the id of", key);
+				 "the id of",
+				 key);
 	}
 	store_uploads_free(v, n);
 	if (!rc)
@@ -475,7 +481,8 @@ static void mpu_intents_recover(struct fs *fs)
 		rc = mpu_intent_settle(fs, key);
 		if (rc) {
 			log_warn("fs: uploads of %s we may not know of: %s "
-				 "(kept)", key, strerror(-rc));
+				 "(kept)",
+				 key, strerror(-rc));
 			return;
 		}
 	}
@@ -509,8 +516,8 @@ static void mpu_ids_recover(struct fs *fs)
 			return;
 		if (!db_cursor_open(txn, fs->dbi_mpu, &cur)) {
 			mrc = db_cursor_get(cur, &k, &v, DB_FIRST);
-			if (!mrc && (k.size >= sizeof(id) ||
-				     v.size >= sizeof(key)))
+			if (!mrc &&
+			    (k.size >= sizeof(id) || v.size >= sizeof(key)))
 				mrc = -EIO;
 			if (!mrc) {
 				memcpy(id, k.data, k.size);
@@ -525,8 +532,8 @@ static void mpu_ids_recover(struct fs *fs)
 			return;
 		rc = store_mpu_abort(fs->store, key, id);
 		if (rc && rc != -ENOENT) {
-			log_warn("fs: abort upload %s of %s: %s (kept)", id, key,
-				 strerror(-rc));
+			log_warn("fs: abort upload %s of %s: %s (kept)", id,
+				 key, strerror(-rc));
 			return;
 		}
 		log_info("fs: aborted the upload of %s a crash cut short", key);
@@ -684,7 +691,7 @@ static int put_multipart(struct fs *fs, const struct sync_item *it, int fd,
 {
 	uint64_t part;
 	int nparts, copied = 0, rc;
-	char (*etags)[STORE_ETAG_MAX];
+	char(*etags)[STORE_ETAG_MAX];
 	char *upload_id;
 
 	/*
@@ -707,8 +714,11 @@ static int put_multipart(struct fs *fs, const struct sync_item *it, int fd,
 	rc = sync_mpu_begin(fs, it->key, meta, &upload_id);
 	if (rc)
 		goto out_free;
-	struct sync_parts p = { .upload_id = upload_id, .fd = fd,
-				.size = size, .part = part, .nparts = nparts,
+	struct sync_parts p = { .upload_id = upload_id,
+				.fd = fd,
+				.size = size,
+				.part = part,
+				.nparts = nparts,
 				.etags = etags,
 				.copy_ok = it->in.flags & FS_F_IN_STORE };
 
@@ -784,7 +794,7 @@ static void cond_of(struct fs *fs, const struct sync_item *it,
 static uint64_t item_size(const struct sync_item *it)
 {
 	return (it->in.flags & FS_F_DIRTY_DATA) && it->have_cs ? it->cs.size
-								: it->in.size;
+							       : it->in.size;
 }
 
 /*
@@ -975,8 +985,8 @@ static int upload_commit_apply(struct db_txn *txn, void *arg)
 	/* A LINK since the snapshot moved the ctime: its name may lack
 	 * its object yet. */
 	if (in.ctime == it->in.ctime)
-		in.flags &= ~(it->in.flags & (uint32_t)(FS_F_DIRTY_META |
-						       FS_F_DIRTY_LINKS));
+		in.flags &= ~(it->in.flags &
+			      (uint32_t)(FS_F_DIRTY_META | FS_F_DIRTY_LINKS));
 	if ((it->in.flags & FS_F_DIRTY_DATA) && it->have_cs &&
 	    cache_stat(fs->cache, in.ino, &cs) == 0 && cs_equal(&cs, &it->cs) &&
 	    !(rc = cache_clean(fs->cache, txn, in.ino, cs.wseq, cs.size))) {
@@ -1037,7 +1047,7 @@ static int links_read_fn(void *arg, const struct fs_link *l)
 	if (lr->n == lr->cap) {
 		size_t cap = lr->cap ? lr->cap * 2 : 4;
 		struct fs_link *v = realloc(lr->v, cap * sizeof(*v));
-		char (*k)[STORE_KEY_MAX + 2];
+		char(*k)[STORE_KEY_MAX + 2];
 
 		if (!v)
 			return -ENOMEM;
@@ -1114,16 +1124,19 @@ static int links_copy(struct fs *fs, struct sync_item *it, bool uploaded,
 		if (!uploaded && (l->flags & FS_LINK_IN_STORE))
 			continue;
 		c.kind = !(l->flags & FS_LINK_IN_STORE) ? STORE_IF_NONE
-			 : l->etag[0]			 ? STORE_IF_MATCH
-							 : STORE_IF_ANY;
+			 : l->etag[0]                   ? STORE_IF_MATCH
+							: STORE_IF_ANY;
 		memcpy(c.etag, l->etag, sizeof(c.etag));
 		rc = store_copy_if(fs->store, it->key, lr.keys[i], &m, &c,
 				   &info);
-		if (rc == -ESTALE || (rc == -ENOENT && c.kind == STORE_IF_MATCH)) {
-			log_warn("fs: %s, another name of %s, was %s by someone "
-				 "else: it is a file of its own now; the other "
-				 "names keep ours", lr.keys[i], it->key,
-				 rc == -ESTALE ? "written" : "deleted");
+		if (rc == -ESTALE ||
+		    (rc == -ENOENT && c.kind == STORE_IF_MATCH)) {
+			log_warn(
+				"fs: %s, another name of %s, was %s by someone "
+				"else: it is a file of its own now; the other "
+				"names keep ours",
+				lr.keys[i], it->key,
+				rc == -ESTALE ? "written" : "deleted");
 			rc = db_write(fs->db, link_split_apply,
 				      &(struct link_split){ fs, l });
 			if (!rc)
@@ -1186,7 +1199,8 @@ static int first_split(struct fs *fs, struct sync_item *it, int why)
 
 	log_warn("fs: %s, one of several names of one file, was %s by "
 		 "someone else: it is theirs now; the file goes on under its "
-		 "other names", it->key, why == -ESTALE ? "written" : "deleted");
+		 "other names",
+		 it->key, why == -ESTALE ? "written" : "deleted");
 	rc = db_write(fs->db, first_split_apply,
 		      &(struct first_split){ fs, it });
 	if (!rc)
@@ -1217,7 +1231,8 @@ static bool own_earlier(struct fs *fs, struct sync_item *it)
 	    strncmp(si.meta.wid, wid, (size_t)(dash - wid) + 1))
 		return false;
 	log_info("fs: %s holds an earlier upload of this file whose commit "
-		 "was lost: replaced", it->key);
+		 "was lost: replaced",
+		 it->key);
 	snprintf(it->in.etag, sizeof(it->in.etag), "%s", si.etag);
 	it->in.flags |= FS_F_IN_STORE;
 	return true;
@@ -1254,7 +1269,8 @@ static int sync_item(struct fs *fs, struct sync_item *it)
 		rc = links_copy(fs, it, uploading, &uc);
 	if (!rc) {
 		log_debug("fs: uploaded %s (%" PRIu64 " bytes) in %" PRIu64
-			  " ms", it->key, info.size, fs_now_ms() - t0);
+			  " ms",
+			  it->key, info.size, fs_now_ms() - t0);
 		rc = db_write(fs->db, upload_commit_apply, &uc);
 	}
 	if (!rc)
@@ -1428,7 +1444,8 @@ static void log_backlog(struct fs *fs)
 		return;
 	log_info("fs: the store is back: replaying %" PRIu64 " changed files "
 		 "(%" PRIu64 " bytes) and %" PRIu64 " deletes and renames, in "
-		 "order", ds.files, ds.bytes, ds.pending);
+		 "order",
+		 ds.files, ds.bytes, ds.pending);
 }
 
 static void *syncer_main(void *p)
@@ -1476,7 +1493,8 @@ static void *syncer_main(void *p)
 		pthread_mutex_unlock(&fs->sync_lock);
 		pthread_mutex_lock(&fs->sync_wlock);
 		if (rc && !store_down(fs->store)) {
-			fs->backoff_ms = fs->backoff_ms ? fs->backoff_ms * 2 : 200;
+			fs->backoff_ms =
+				fs->backoff_ms ? fs->backoff_ms * 2 : 200;
 			if (fs->backoff_ms > SYNC_BACKOFF_MAX_MS)
 				fs->backoff_ms = SYNC_BACKOFF_MAX_MS;
 		} else {

@@ -17,8 +17,8 @@
 
 /* See fs_int.h. */
 int fs_unlink_name(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
-		   struct fs_inode *victim, const char *name,
-		   bool queue_delete, bool *gone)
+		   struct fs_inode *victim, const char *name, bool queue_delete,
+		   bool *gone)
 {
 	*gone = victim->type == FS_DIR || victim->nlink < 2;
 	if (!*gone)

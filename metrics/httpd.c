@@ -71,8 +71,7 @@ int metrics_httpd_addr(const char *s, struct sockaddr_storage *ss,
 	return 0;
 }
 
-static void addr_name(const struct sockaddr_storage *ss, char *buf,
-		      size_t cap)
+static void addr_name(const struct sockaddr_storage *ss, char *buf, size_t cap)
 {
 	char host[INET6_ADDRSTRLEN];
 
@@ -93,7 +92,8 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status,
 			     const char *type, char *body, size_t len,
 			     enum MHD_ResponseMemoryMode mode)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer(len, body, mode);
 	enum MHD_Result ret;
 
 	if (!r) {
@@ -165,15 +165,14 @@ int metrics_httpd_serve(const char *addr, MHD_AccessHandlerCallback handler,
 		rc = -errno;
 		goto out_close;
 	}
-	h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
-					(ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
-				0, NULL, NULL, handler, cls,
-				MHD_OPTION_LISTEN_SOCKET, h->fd,
-				MHD_OPTION_NOTIFY_COMPLETED, completed, cls,
-				MHD_OPTION_CONNECTION_LIMIT,
-				(unsigned)HTTPD_CONN_LIMIT,
-				MHD_OPTION_CONNECTION_TIMEOUT,
-				(unsigned)HTTPD_TIMEOUT_S, MHD_OPTION_END);
+	h->d = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
+			(ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+		0, NULL, NULL, handler, cls, MHD_OPTION_LISTEN_SOCKET, h->fd,
+		MHD_OPTION_NOTIFY_COMPLETED, completed, cls,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTPD_CONN_LIMIT,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTPD_TIMEOUT_S,
+		MHD_OPTION_END);
 	if (!h->d) {
 		rc = -EIO;
 		goto out_close;

@@ -41,9 +41,8 @@ struct counter_desc {
 };
 
 #define METRICS_DESC(id, name, label, help) { name, label, help },
-static const struct counter_desc counters[MET_NCOUNTERS] = {
-	METRICS_COUNTERS(METRICS_DESC)
-};
+static const struct counter_desc counters[MET_NCOUNTERS] = { METRICS_COUNTERS(
+	METRICS_DESC) };
 #undef METRICS_DESC
 
 struct proc_slot {
@@ -57,8 +56,8 @@ struct prog_map {
 
 /* The process-wide registry (see metrics.h for why it is global). */
 static pthread_mutex_t shard_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct shard *shards;   /* live threads' shards */
-static struct shard retired;   /* sums of exited threads' shards */
+static struct shard *shards; /* live threads' shards */
+static struct shard retired; /* sums of exited threads' shards */
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t shard_key;
 static __thread struct shard *my_shard;
@@ -213,8 +212,7 @@ void metrics_rpc_register(uint32_t prog, uint32_t vers, uint32_t proc,
 	pthread_mutex_unlock(&shard_lock);
 }
 
-void metrics_rpc_call(uint32_t prog, uint32_t vers, uint32_t proc,
-		      uint64_t ns)
+void metrics_rpc_call(uint32_t prog, uint32_t vers, uint32_t proc, uint64_t ns)
 {
 	struct prog_map *pm = prog_find(prog, vers);
 	struct shard *s;
@@ -340,7 +338,8 @@ static void render_counters(struct metrics_buf *b, const struct shard *sum)
 		const struct counter_desc *d = &counters[i];
 
 		if (strcmp(d->name, prev))
-			metrics_buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n",
+			metrics_buf_printf(b,
+					   "# HELP %s %s\n# TYPE %s counter\n",
 					   d->name, d->help, d->name);
 		prev = d->name;
 		metrics_buf_printf(b, "%s%s%s%s %llu\n", d->name,
@@ -349,20 +348,24 @@ static void render_counters(struct metrics_buf *b, const struct shard *sum)
 				   (unsigned long long)sum->c[i]);
 	}
 	/* Closed counts only connections that were accepted. */
-	metrics_buf_gauge(b, "mapfs_connections", "Client TCP connections open",
-			  "", (double)(sum->c[MET_CONN_ACCEPTED] -
-				       sum->c[MET_CONN_CLOSED]));
+	metrics_buf_gauge(
+		b, "mapfs_connections", "Client TCP connections open", "",
+		(double)(sum->c[MET_CONN_ACCEPTED] - sum->c[MET_CONN_CLOSED]));
 }
 
 static void render_rpc(struct metrics_buf *b, const struct shard *sum)
 {
-	metrics_buf_printf(b, "# HELP mapfs_rpc_calls_total RPC calls answered, by program and procedure\n"
+	metrics_buf_printf(b, "# HELP mapfs_rpc_calls_total RPC calls "
+			      "answered, by program and procedure\n"
 			      "# TYPE mapfs_rpc_calls_total counter\n");
 	for (int i = 0; i < nslots; i++)
-		metrics_buf_printf(b, "mapfs_rpc_calls_total{program=\"%s\",proc=\"%s\"} %llu\n",
+		metrics_buf_printf(b,
+				   "mapfs_rpc_calls_total{program=\"%s\",proc="
+				   "\"%s\"} %llu\n",
 				   slots[i].prog_name, slots[i].proc_name,
 				   (unsigned long long)sum->calls[i]);
-	metrics_buf_printf(b, "# HELP mapfs_rpc_duration_seconds Time from a call's arrival to its reply\n"
+	metrics_buf_printf(b, "# HELP mapfs_rpc_duration_seconds Time from a "
+			      "call's arrival to its reply\n"
 			      "# TYPE mapfs_rpc_duration_seconds histogram\n");
 	for (int i = 0; i < nslots; i++) {
 		const char *pg = slots[i].prog_name, *pc = slots[i].proc_name;
@@ -371,15 +374,25 @@ static void render_rpc(struct metrics_buf *b, const struct shard *sum)
 		for (size_t k = 0; k < NBUCKETS; k++) {
 			cum += sum->hist[i][k];
 			if (k < NBOUNDS)
-				metrics_buf_printf(b, "mapfs_rpc_duration_seconds_bucket{program=\"%s\",proc=\"%s\",le=\"%g\"} %llu\n",
+				metrics_buf_printf(b,
+						   "mapfs_rpc_duration_seconds_"
+						   "bucket{program=\"%s\",proc="
+						   "\"%s\",le=\"%g\"} %llu\n",
 						   pg, pc, hist_bounds[k],
 						   (unsigned long long)cum);
 			else
-				metrics_buf_printf(b, "mapfs_rpc_duration_seconds_bucket{program=\"%s\",proc=\"%s\",le=\"+Inf\"} %llu\n",
-						   pg, pc, (unsigned long long)cum);
+				metrics_buf_printf(b,
+						   "mapfs_rpc_duration_seconds_"
+						   "bucket{program=\"%s\",proc="
+						   "\"%s\",le=\"+Inf\"} %llu\n",
+						   pg, pc,
+						   (unsigned long long)cum);
 		}
-		metrics_buf_printf(b, "mapfs_rpc_duration_seconds_sum{program=\"%s\",proc=\"%s\"} %.9f\n"
-				      "mapfs_rpc_duration_seconds_count{program=\"%s\",proc=\"%s\"} %llu\n",
+		metrics_buf_printf(b,
+				   "mapfs_rpc_duration_seconds_sum{program=\"%"
+				   "s\",proc=\"%s\"} %.9f\n"
+				   "mapfs_rpc_duration_seconds_count{program="
+				   "\"%s\",proc=\"%s\"} %llu\n",
 				   pg, pc, (double)sum->sum_ns[i] / 1e9, pg, pc,
 				   (unsigned long long)cum);
 	}

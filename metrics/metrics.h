@@ -28,29 +28,43 @@
 	X(CONN_CLOSED, "mapfs_connections_closed_total", "",                   \
 	  "Client TCP connections closed")                                     \
 	X(CONN_REFUSED, "mapfs_connections_refused_total", "",                 \
-	  "Connections closed at once over --max-connections or a host's limit") \
+	  "Connections closed at once over --max-connections or a host's "     \
+	  "limit")                                                             \
 	X(LOG_DROPPED, "mapfs_log_lines_dropped_total", "",                    \
-	  "Log lines a remote host caused, dropped by the per-host rate limit") \
+	  "Log lines a remote host caused, dropped by the per-host rate "      \
+	  "limit")                                                             \
 	X(KEYS_SKIPPED, "mapfs_store_keys_skipped_total", "",                  \
-	  "Listed object keys that no file name can stand for (NUL, empty, . or .. segment, too long, the store's own)") \
+	  "Listed object keys that no file name can stand for (NUL, empty, . " \
+	  "or .. segment, too long, the store's own)")                         \
 	X(STALE_ANSWERS, "mapfs_stale_answers_total", "",                      \
-	  "Directory revalidations answered from the namespace because the store did not answer") \
+	  "Directory revalidations answered from the namespace because the "   \
+	  "store did not answer")                                              \
 	X(CONFLICTS_ASIDE, "mapfs_conflicts_total", "outcome=\"aside\"",       \
-	  "Uploads refused because someone else wrote or deleted the key: ours moved to a .conflict- sibling, uploaded again, or (parts never cached) dropped") \
-	X(CONFLICTS_REUPLOADED, "mapfs_conflicts_total",                      \
-	  "outcome=\"uploaded_again\"", "")                                   \
-	X(CONFLICTS_LOST, "mapfs_conflicts_total", "outcome=\"theirs_won\"", "") \
+	  "Uploads refused because someone else wrote or deleted the key: "    \
+	  "ours moved to a .conflict- sibling, uploaded again, or (parts "     \
+	  "never cached) dropped")                                             \
+	X(CONFLICTS_REUPLOADED, "mapfs_conflicts_total",                       \
+	  "outcome=\"uploaded_again\"", "")                                    \
+	X(CONFLICTS_LOST, "mapfs_conflicts_total", "outcome=\"theirs_won\"",   \
+	  "")                                                                  \
 	X(EVENTS_TAKEN, "mapfs_events_total", "result=\"taken\"",              \
-	  "S3 event records received (--events): taken (this store's objects: their directory listed again), ignored (other buckets or kinds), refused (requests: no secret, malformed, too big, over the rate)") \
-	X(EVENTS_IGNORED, "mapfs_events_total", "result=\"ignored\"", "")       \
-	X(EVENTS_REFUSED, "mapfs_events_total", "result=\"refused\"", "")       \
+	  "S3 event records received (--events): taken (this store's "         \
+	  "objects: their directory listed again), ignored (other buckets or " \
+	  "kinds), refused (requests: no secret, malformed, too big, over "    \
+	  "the rate)")                                                         \
+	X(EVENTS_IGNORED, "mapfs_events_total", "result=\"ignored\"", "")      \
+	X(EVENTS_REFUSED, "mapfs_events_total", "result=\"refused\"", "")      \
 	X(UPLOAD_FAILURES, "mapfs_upload_failures_total", "",                  \
-	  "Uploads that failed with an error retrying cannot fix (the file stays dirty and is retried with backoff)") \
+	  "Uploads that failed with an error retrying cannot fix (the file "   \
+	  "stays dirty and is retried with backoff)")                          \
 	X(EARLY_PARTS, "mapfs_upload_early_parts_total", "state=\"sent\"",     \
-	  "Multipart parts of files still being written, sent before the file was due (sent), and those a later write or truncate made stale, sent again (stale)") \
-	X(EARLY_STALE, "mapfs_upload_early_parts_total", "state=\"stale\"", "") \
+	  "Multipart parts of files still being written, sent before the "     \
+	  "file was due (sent), and those a later write or truncate made "     \
+	  "stale, sent again (stale)")                                         \
+	X(EARLY_STALE, "mapfs_upload_early_parts_total", "state=\"stale\"",    \
+	  "")                                                                  \
 	X(NFS_READ_BYTES, "mapfs_nfs_bytes_total", "dir=\"read\"",             \
-	  "File data moved by NFS READ and WRITE")                              \
+	  "File data moved by NFS READ and WRITE")                             \
 	X(NFS_WRITE_BYTES, "mapfs_nfs_bytes_total", "dir=\"write\"", "")       \
 	X(NFS_JUKEBOX, "mapfs_nfs_jukebox_total", "",                          \
 	  "NFS replies with NFS3ERR_JUKEBOX (store slow or down: retry)")      \
@@ -95,10 +109,13 @@
 	X(STORE_BYTES_MPU, "mapfs_store_bytes_total", "op=\"multipart\"", "")  \
 	X(S3_TRIES_GET, "mapfs_s3_http_requests_total", "method=\"GET\"",      \
 	  "HTTP requests sent to S3, retries included, by method")             \
-	X(S3_TRIES_HEAD, "mapfs_s3_http_requests_total", "method=\"HEAD\"", "") \
+	X(S3_TRIES_HEAD, "mapfs_s3_http_requests_total", "method=\"HEAD\"",    \
+	  "")                                                                  \
 	X(S3_TRIES_PUT, "mapfs_s3_http_requests_total", "method=\"PUT\"", "")  \
-	X(S3_TRIES_POST, "mapfs_s3_http_requests_total", "method=\"POST\"", "") \
-	X(S3_TRIES_DELETE, "mapfs_s3_http_requests_total", "method=\"DELETE\"", "") \
+	X(S3_TRIES_POST, "mapfs_s3_http_requests_total", "method=\"POST\"",    \
+	  "")                                                                  \
+	X(S3_TRIES_DELETE, "mapfs_s3_http_requests_total",                     \
+	  "method=\"DELETE\"", "")                                             \
 	X(S3_RETRY_GET, "mapfs_s3_retries_total", "method=\"GET\"",            \
 	  "S3 requests sent again after a retryable error, by method")         \
 	X(S3_RETRY_HEAD, "mapfs_s3_retries_total", "method=\"HEAD\"", "")      \
@@ -154,8 +171,7 @@ void metrics_rpc_register(uint32_t prog, uint32_t vers, uint32_t proc,
 			  const char *prog_name, const char *proc_name);
 
 /* A call of prog/vers/proc was answered after ns nanoseconds. */
-void metrics_rpc_call(uint32_t prog, uint32_t vers, uint32_t proc,
-		      uint64_t ns);
+void metrics_rpc_call(uint32_t prog, uint32_t vers, uint32_t proc, uint64_t ns);
 
 /* Monotonic nanoseconds, for latencies. */
 uint64_t metrics_now_ns(void);

@@ -82,8 +82,8 @@ static void mountd_host(const struct rpc_call *call, char *buf, size_t cap)
  * name with anything unprintable replaced (the name is the client's
  * word, and must not forge log lines).
  */
-static void mountd_who(const struct rpc_call *call, const char *host,
-		       char *buf, size_t cap)
+static void mountd_who(const struct rpc_call *call, const char *host, char *buf,
+		       size_t cap)
 {
 	const struct sockaddr_storage *ss = rpc_call_peer(call);
 	char addr[INET6_ADDRSTRLEN] = "?", name[MNTNAMLEN + 1];
@@ -108,8 +108,7 @@ static void mountd_who(const struct rpc_call *call, const char *host,
 }
 
 /* Record host's mount of path, once per pair, if the list has room. */
-static void mountd_list_add(struct nfsd *n, const char *host,
-			    const char *path)
+static void mountd_list_add(struct nfsd *n, const char *host, const char *path)
 {
 	struct nfsd_mount *m;
 	size_t count = 0;
@@ -198,9 +197,9 @@ struct mnt_walk {
 	mountres3 *res;
 	struct fs_ctx ctx;
 	atomic_int phase;
-	int err;          /* of the last fs_revalidate() */
-	uint64_t ino;     /* the directory reached so far */
-	const char *next; /* components still to look up, inside path */
+	int err;            /* of the last fs_revalidate() */
+	uint64_t ino;       /* the directory reached so far */
+	const char *next;   /* components still to look up, inside path */
 	unsigned as_server; /* of them, how many lead to the export root */
 	uint32_t export_id;
 	char host[MNTNAMLEN + 1];
@@ -364,7 +363,8 @@ static int mnt_export(struct mnt_walk *w, struct rpc_call *call)
 	rc = t ? exports_mount_find(t, w->path, peer, &e, &r) : -ENOENT;
 	if (!rc && !exports_port_ok(r, peer)) {
 		log_warn("MNT %s from %s refused: source port is not below "
-			 "1024 and the export is secure", w->path, w->host);
+			 "1024 and the export is secure",
+			 w->path, w->host);
 		rc = -EACCES;
 	} else if (rc == -EACCES) {
 		log_warn("MNT %s from %s refused: no export rule admits it",

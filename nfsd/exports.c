@@ -220,7 +220,8 @@ static int parse_opts(struct parser *ps, unsigned line, const char *s,
 		if (len) { /* the comma */
 			s++;
 			if (!--len)
-				return perr(ps, line, "option list ends in ','");
+				return perr(ps, line,
+					    "option list ends in ','");
 		}
 		if (!strcmp(opt, "rw"))
 			o->flags |= EXPORTS_RW;
@@ -249,7 +250,8 @@ static int parse_opts(struct parser *ps, unsigned line, const char *s,
 		} else {
 			size_t i;
 
-			for (i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+			for (i = 0; i < sizeof(ignored) / sizeof(ignored[0]);
+			     i++)
 				if (!strcmp(opt, ignored[i]))
 					break;
 			if (i == sizeof(ignored) / sizeof(ignored[0]))
@@ -322,7 +324,8 @@ static int parse_cidr(struct parser *ps, unsigned line, char *spec,
 			return perr(ps, line, "prefix /%u too long in '%s'",
 				    len, spec);
 		n.prefix = len;
-	} else if (n.family == AF_INET && inet_pton(AF_INET, slash + 1, m) == 1 &&
+	} else if (n.family == AF_INET &&
+		   inet_pton(AF_INET, slash + 1, m) == 1 &&
 		   (ml = mask_len(m)) >= 0) {
 		n.prefix = (unsigned)ml;
 	} else {
@@ -371,7 +374,8 @@ static int parse_host(struct parser *ps, unsigned line, const char *spec,
 			n->family = AF_INET;
 			n->prefix = 32;
 			memcpy(n->addr,
-			       &((struct sockaddr_in *)ai->ai_addr)->sin_addr, 4);
+			       &((struct sockaddr_in *)ai->ai_addr)->sin_addr,
+			       4);
 		} else if (ai->ai_family == AF_INET6) {
 			n->family = AF_INET6;
 			n->prefix = 128;
@@ -486,11 +490,14 @@ static int parse_path(struct parser *ps, unsigned line, const char *tok,
 	if (!exports_path_below(canon, ps->base))
 		return perr(ps, line,
 			    "'%s' is not at or below the exported base %s "
-			    "(--export)", canon, ps->base);
+			    "(--export)",
+			    canon, ps->base);
 	for (i = 0; i < ps->t->n; i++)
 		if (!strcmp(ps->t->entries[i].path, canon))
-			return perr(ps, line, "%s is exported again (first on "
-				    "line %u)", canon, ps->t->entries[i].line);
+			return perr(ps, line,
+				    "%s is exported again (first on "
+				    "line %u)",
+				    canon, ps->t->entries[i].line);
 	e->path = strdup(canon);
 	if (!e->path)
 		return -ENOMEM;
@@ -527,8 +534,10 @@ static int parse_line(struct parser *ps, char *tok)
 			return rc;
 		if (tok[0] == '-') {
 			if (e->nrules)
-				return perr(ps, line, "default options '%s' "
-					    "after a client", tok);
+				return perr(ps, line,
+					    "default options '%s' "
+					    "after a client",
+					    tok);
 			rc = parse_opts(ps, line, tok + 1, strlen(tok + 1),
 					&defaults);
 		} else {
@@ -538,8 +547,10 @@ static int parse_line(struct parser *ps, char *tok)
 			return rc;
 	}
 	if (!e->nrules)
-		return perr(ps, e->line, "%s has no clients (write '*(ro)' "
-			    "to export it to everyone)", e->path);
+		return perr(ps, e->line,
+			    "%s has no clients (write '*(ro)' "
+			    "to export it to everyone)",
+			    e->path);
 	return 0;
 }
 
@@ -563,8 +574,13 @@ int exports_parse_flags(const char *text, size_t len, const char *file,
 			char *err, size_t errcap)
 {
 	struct parser ps = {
-		.p = text, .end = text + len, .file = file, .line = 1,
-		.flags = flags, .err = err, .errcap = errcap,
+		.p = text,
+		.end = text + len,
+		.file = file,
+		.line = 1,
+		.flags = flags,
+		.err = err,
+		.errcap = errcap,
 	};
 	char *tok = malloc(EXPORTS_TOKEN_MAX);
 	int rc = 0;
@@ -642,8 +658,8 @@ int exports_localhost(const char *base, struct exports **out)
 {
 	static const char opts[] = "(rw,no_root_squash,insecure)";
 	char text[EXPORTS_PATH_MAX + 2 * sizeof(opts) + 32], err[256];
-	int n = snprintf(text, sizeof(text), "\"%s\" 127.0.0.1%s ::1%s\n",
-			 base, opts, opts);
+	int n = snprintf(text, sizeof(text), "\"%s\" 127.0.0.1%s ::1%s\n", base,
+			 opts, opts);
 
 	if (n < 0 || (size_t)n >= sizeof(text))
 		return -ENAMETOOLONG;
@@ -651,8 +667,8 @@ int exports_localhost(const char *base, struct exports **out)
 			     err, sizeof(err));
 }
 
-int exports_set_ids(struct exports *t, const struct handle_key *key,
-		    char *err, size_t errcap)
+int exports_set_ids(struct exports *t, const struct handle_key *key, char *err,
+		    size_t errcap)
 {
 	for (size_t i = 0; i < t->n; i++) {
 		struct exports_entry *e = &t->entries[i];
@@ -662,7 +678,8 @@ int exports_set_ids(struct exports *t, const struct handle_key *key,
 						 strlen(e->path));
 		for (size_t j = 0; j < i; j++)
 			if (t->entries[j].id == e->id) {
-				snprintf(err, errcap, "exports %s and %s have "
+				snprintf(err, errcap,
+					 "exports %s and %s have "
 					 "the same id: rename one",
 					 t->entries[j].path, e->path);
 				return -EEXIST;
@@ -784,8 +801,7 @@ bool exports_port_ok(const struct exports_rule *r,
 
 int exports_mount_find(const struct exports *t, const char *path,
 		       const struct sockaddr_storage *peer,
-		       struct exports_entry **e,
-		       const struct exports_rule **r)
+		       struct exports_entry **e, const struct exports_rule **r)
 {
 	struct exports_entry *best = NULL;
 	const struct exports_rule *best_rule = NULL;

@@ -40,7 +40,7 @@ enum {
 
 /* One network a rule admits: a host is a network of its full length. */
 struct exports_net {
-	int family; /* AF_INET or AF_INET6 */
+	int family;       /* AF_INET or AF_INET6 */
 	uint8_t addr[16]; /* network order, bits past prefix zero */
 	unsigned prefix;
 };
@@ -57,10 +57,11 @@ struct exports_rule {
 
 /* One exported directory and its rules, in line order. */
 struct exports_entry {
-	char *path;        /* canonical: "/mapfs/projects/a" */
-	const char *below; /* inside path: the part below the base ("" = base) */
-	unsigned line;     /* where the file defined it, for messages */
-	uint32_t id;       /* export id in handles (exports_set_ids) */
+	char *path; /* canonical: "/mapfs/projects/a" */
+	const char
+		*below; /* inside path: the part below the base ("" = base) */
+	unsigned line;  /* where the file defined it, for messages */
+	uint32_t id;    /* export id in handles (exports_set_ids) */
 	_Atomic uint64_t root_ino; /* 0 until resolved */
 	struct exports_rule *rules;
 	size_t nrules;
@@ -108,8 +109,8 @@ int exports_localhost(const char *base, struct exports **out);
  * across restarts and reloads and differs between gateways.  -EEXIST
  * (with the two paths in err) if two ids collide.
  */
-int exports_set_ids(struct exports *t, const struct handle_key *key,
-		    char *err, size_t errcap);
+int exports_set_ids(struct exports *t, const struct handle_key *key, char *err,
+		    size_t errcap);
 
 void exports_free(struct exports *t);
 
@@ -131,8 +132,7 @@ bool exports_port_ok(const struct exports_rule *r,
  */
 int exports_mount_find(const struct exports *t, const char *path,
 		       const struct sockaddr_storage *peer,
-		       struct exports_entry **e,
-		       const struct exports_rule **r);
+		       struct exports_entry **e, const struct exports_rule **r);
 
 /*
  * The identity fs/ sees for credential c under rule r (exports(5)

@@ -57,22 +57,22 @@ static inline uint64_t rotl64(uint64_t x, int b)
 }
 
 /* One SipRound (paper, section 2). */
-#define SIPROUND(v0, v1, v2, v3)                                           \
-	do {                                                               \
-		v0 += v1;                                                  \
-		v1 = rotl64(v1, 13);                                       \
-		v1 ^= v0;                                                  \
-		v0 = rotl64(v0, 32);                                       \
-		v2 += v3;                                                  \
-		v3 = rotl64(v3, 16);                                       \
-		v3 ^= v2;                                                  \
-		v0 += v3;                                                  \
-		v3 = rotl64(v3, 21);                                       \
-		v3 ^= v0;                                                  \
-		v2 += v1;                                                  \
-		v1 = rotl64(v1, 17);                                       \
-		v1 ^= v2;                                                  \
-		v2 = rotl64(v2, 32);                                       \
+#define SIPROUND(v0, v1, v2, v3)     \
+	do {                         \
+		v0 += v1;            \
+		v1 = rotl64(v1, 13); \
+		v1 ^= v0;            \
+		v0 = rotl64(v0, 32); \
+		v2 += v3;            \
+		v3 = rotl64(v3, 16); \
+		v3 ^= v2;            \
+		v0 += v3;            \
+		v3 = rotl64(v3, 21); \
+		v3 ^= v0;            \
+		v2 += v1;            \
+		v1 = rotl64(v1, 17); \
+		v1 ^= v2;            \
+		v2 = rotl64(v2, 32); \
 	} while (0)
 
 /* SipHash-2-4: 2 compression rounds per word, 4 finalization rounds. */

@@ -152,9 +152,8 @@ void nfs3_post_op_fh(const struct nfsd *n, uint32_t export_id,
 		     const struct fs_attr *attr, post_op_fh3 *out)
 {
 	/* The handle is optional here (2.6): a client without it LOOKUPs. */
-	out->handle_follows =
-		attr &&
-		nfs3_fh_make(n, export_id, attr, &out->post_op_fh3_u.handle);
+	out->handle_follows = attr && nfs3_fh_make(n, export_id, attr,
+						   &out->post_op_fh3_u.handle);
 }
 
 /* Wire times are unsigned 32-bit seconds: clamp what does not fit. */
@@ -175,8 +174,7 @@ nfstime3 nfs3_time(const struct timespec *ts)
 	return t;
 }
 
-void nfs3_fattr(const struct nfsd *n, const struct fs_attr *attr,
-		fattr3 *out)
+void nfs3_fattr(const struct nfsd *n, const struct fs_attr *attr, fattr3 *out)
 {
 	/* enum fs_type is numbered as ftype3. */
 	out->type = (ftype3)attr->type;
@@ -203,8 +201,7 @@ void nfs3_post_op_attr(const struct nfsd *n, const struct fs_attr *attr,
 		nfs3_fattr(n, attr, &out->post_op_attr_u.attributes);
 }
 
-void nfs3_post_op_getattr(const struct nfsd *n, uint64_t ino,
-			  post_op_attr *out)
+void nfs3_post_op_getattr(const struct nfsd *n, uint64_t ino, post_op_attr *out)
 {
 	struct fs_attr attr;
 

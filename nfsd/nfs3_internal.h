@@ -78,8 +78,7 @@ void nfs3_post_op_fh(const struct nfsd *n, uint32_t export_id,
 nfstime3 nfs3_time(const struct timespec *ts);
 
 /* fattr3 of attr: fsid is n's, fileid the inode (2.6). */
-void nfs3_fattr(const struct nfsd *n, const struct fs_attr *attr,
-		fattr3 *out);
+void nfs3_fattr(const struct nfsd *n, const struct fs_attr *attr, fattr3 *out);
 
 /* post_op_attr of attr; none when attr is NULL. */
 void nfs3_post_op_attr(const struct nfsd *n, const struct fs_attr *attr,
@@ -157,7 +156,8 @@ uint8_t *nfs3_put_post_op_attr(uint8_t *p, const struct nfsd *n,
 /* Successful GETATTR3res, ACCESS3res, LOOKUP3res (dir_attr may be NULL). */
 #define NFS3_XDR_GETATTR_OK (4u + NFS3_XDR_FATTR3)
 #define NFS3_XDR_ACCESS_OK (4u + 4u + NFS3_XDR_FATTR3 + 4u)
-#define NFS3_XDR_LOOKUP_OK_MAX (4u + 4u + HANDLE_LEN + 2u * (4u + NFS3_XDR_FATTR3))
+#define NFS3_XDR_LOOKUP_OK_MAX \
+	(4u + 4u + HANDLE_LEN + 2u * (4u + NFS3_XDR_FATTR3))
 uint8_t *nfs3_put_getattr_ok(uint8_t *p, const struct nfsd *n,
 			     const struct fs_attr *attr);
 uint8_t *nfs3_put_access_ok(uint8_t *p, const struct nfsd *n,
@@ -179,11 +179,11 @@ uint8_t *nfs3_put_read_head(uint8_t *p, const struct nfsd *n,
  * frees nothing; XDR_ENCODE (tests, sizing) is rpcgen's.  Same bytes
  * accepted and refused as rpcgen's decoders (tests compare them).
  */
-#define NFS3_INPLACE_ARGS(name, type)                                        \
-	struct name {                                                       \
-		type a;                                                     \
-		char fh[NFS3_FHSIZE];                                       \
-	};                                                                  \
+#define NFS3_INPLACE_ARGS(name, type) \
+	struct name {                 \
+		type a;               \
+		char fh[NFS3_FHSIZE]; \
+	};                            \
 	bool_t name##_xdr(XDR *x, struct name *args)
 
 NFS3_INPLACE_ARGS(nfs3_getattr_args, GETATTR3args);
@@ -288,8 +288,8 @@ struct nfs3_create_call {
 	wcc_data *ok_wcc, *fail_wcc;
 	uint64_t dir;
 	enum fs_create_how how;
-	enum fs_type type;     /* MKNOD: what to make */
-	uint32_t major, minor; /* MKNOD of a device */
+	enum fs_type type;                       /* MKNOD: what to make */
+	uint32_t major, minor;                   /* MKNOD of a device */
 	void (*go)(struct nfs3_create_call *st); /* the fs call, once fresh */
 };
 
@@ -343,7 +343,8 @@ struct nfs3_readdir_call {
 	struct fs_ctx ctx;
 	bool plus;
 	uint64_t dir;
-	struct fs_attr dir_attr; /* at verify time: for ".." of the export root */
+	struct fs_attr
+		dir_attr; /* at verify time: for ".." of the export root */
 	uint64_t cookie;
 	size_t dircount, maxcount; /* READDIR: both are its count */
 };

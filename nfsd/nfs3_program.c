@@ -13,8 +13,8 @@
 
 #include "nfsd/nfs3_internal.h"
 
-#define NFS3_STATE_FIRST(type)                                              \
-	_Static_assert(offsetof(struct type, res) == 0,                     \
+#define NFS3_STATE_FIRST(type)                          \
+	_Static_assert(offsetof(struct type, res) == 0, \
 		       #type ": the result must come first")
 
 NFS3_STATE_FIRST(nfs3_setattr_call);

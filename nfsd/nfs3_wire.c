@@ -136,12 +136,12 @@ static bool_t get_fh(XDR *x, nfs_fh3 *out, char *fh)
 }
 
 /* The passes every in-place decoder shares: FREE has nothing to free. */
-#define INPLACE_PASSES(x, rpcgen, a)                                        \
-	do {                                                                \
-		if ((x)->x_op == XDR_FREE)                                  \
-			return TRUE;                                        \
-		if ((x)->x_op != XDR_DECODE)                                \
-			return rpcgen((x), (a));                            \
+#define INPLACE_PASSES(x, rpcgen, a)             \
+	do {                                     \
+		if ((x)->x_op == XDR_FREE)       \
+			return TRUE;             \
+		if ((x)->x_op != XDR_DECODE)     \
+			return rpcgen((x), (a)); \
 	} while (0)
 
 bool_t nfs3_getattr_args_xdr(XDR *x, struct nfs3_getattr_args *args)
@@ -171,8 +171,7 @@ bool_t nfs3_read_args_xdr(XDR *x, struct nfs3_read_args *args)
 {
 	INPLACE_PASSES(x, xdr_READ3args, &args->a);
 	return get_fh(x, &args->a.file, args->fh) &&
-	       xdr_u_quad_t(x, &args->a.offset) &&
-	       xdr_u_int(x, &args->a.count);
+	       xdr_u_quad_t(x, &args->a.offset) && xdr_u_int(x, &args->a.count);
 }
 
 bool_t nfs3_write_args_xdr(XDR *x, struct nfs3_write_args *args)
@@ -189,6 +188,5 @@ bool_t nfs3_commit_args_xdr(XDR *x, struct nfs3_commit_args *args)
 {
 	INPLACE_PASSES(x, xdr_COMMIT3args, &args->a);
 	return get_fh(x, &args->a.file, args->fh) &&
-	       xdr_u_quad_t(x, &args->a.offset) &&
-	       xdr_u_int(x, &args->a.count);
+	       xdr_u_quad_t(x, &args->a.offset) && xdr_u_int(x, &args->a.count);
 }

@@ -28,9 +28,9 @@ struct nfsd {
 	 * it, as knfsd's exports of one file system do.
 	 */
 	uint32_t fsid;
-	int nloops;              /* event loops that read the export table */
-	bool read_only;          /* --read-only: every export is ro */
-	uint32_t rtmax, wtmax;   /* FSINFO (1 MiB) */
+	int nloops;            /* event loops that read the export table */
+	bool read_only;        /* --read-only: every export is ro */
+	uint32_t rtmax, wtmax; /* FSINFO (1 MiB) */
 
 	/* The export table, swapped whole on reload (nfsd_exports_set). */
 	struct exports_pub exports;

@@ -52,8 +52,8 @@ void nfs3_proc_getattr(struct rpc_call *call, void *argp, void *resp)
 
 	st->call = call;
 	st->n = rpc_call_ctx(call);
-	st->res.status = nfs3_fh_verify(call, &args->object, &st->exp,
-					&st->ctx, &st->ino, &attr);
+	st->res.status = nfs3_fh_verify(call, &args->object, &st->exp, &st->ctx,
+					&st->ino, &attr);
 	if (st->res.status != NFS3_OK) {
 		rpc_call_done(call);
 		return;
@@ -140,8 +140,8 @@ void nfs3_proc_access(struct rpc_call *call, void *argp, void *resp)
 	uint8_t *p;
 	int err;
 
-	res->status = nfs3_fh_verify(call, &args->object, &exp, &ctx, &ino,
-				     &attr);
+	res->status =
+		nfs3_fh_verify(call, &args->object, &exp, &ctx, &ino, &attr);
 	if (res->status != NFS3_OK) {
 		nfs3_post_op_attr(n, NULL,
 				  &res->ACCESS3res_u.resfail.obj_attributes);

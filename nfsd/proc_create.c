@@ -40,8 +40,8 @@ static bool create_begin(struct nfs3_create_call *st, struct rpc_call *call,
 
 	st->call = call;
 	st->n = rpc_call_ctx(call);
-	status = nfs3_fh_verify(call, &where->dir, &st->exp, &st->ctx,
-				&st->dir, &st->dir_wcc.after);
+	status = nfs3_fh_verify(call, &where->dir, &st->exp, &st->ctx, &st->dir,
+				&st->dir_wcc.after);
 	if (status != NFS3_OK) {
 		create_finish(st, status);
 		return false;

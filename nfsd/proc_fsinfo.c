@@ -19,8 +19,8 @@ void nfs3_proc_fsstat(struct rpc_call *call, void *argp, void *resp)
 	struct fs_ctx ctx;
 	uint64_t ino;
 
-	res->status = nfs3_fh_verify(call, &args->fsroot, &exp, &ctx,
-				     &ino, &attr);
+	res->status =
+		nfs3_fh_verify(call, &args->fsroot, &exp, &ctx, &ino, &attr);
 	if (res->status != NFS3_OK) {
 		nfs3_post_op_attr(n, NULL,
 				  &res->FSSTAT3res_u.resfail.obj_attributes);
@@ -58,8 +58,8 @@ void nfs3_proc_fsinfo(struct rpc_call *call, void *argp, void *resp)
 	struct fs_ctx ctx;
 	uint64_t ino;
 
-	res->status = nfs3_fh_verify(call, &args->fsroot, &exp, &ctx,
-				     &ino, &attr);
+	res->status =
+		nfs3_fh_verify(call, &args->fsroot, &exp, &ctx, &ino, &attr);
 	if (res->status != NFS3_OK) {
 		nfs3_post_op_attr(n, NULL,
 				  &res->FSINFO3res_u.resfail.obj_attributes);
@@ -78,8 +78,8 @@ void nfs3_proc_fsinfo(struct rpc_call *call, void *argp, void *resp)
 	/* Times are kept to the nanosecond. */
 	ok->time_delta.seconds = 0;
 	ok->time_delta.nseconds = 1;
-	ok->properties = FSF3_LINK | FSF3_SYMLINK | FSF3_HOMOGENEOUS |
-			 FSF3_CANSETTIME;
+	ok->properties =
+		FSF3_LINK | FSF3_SYMLINK | FSF3_HOMOGENEOUS | FSF3_CANSETTIME;
 	rpc_call_done(call);
 }
 
@@ -95,8 +95,8 @@ void nfs3_proc_pathconf(struct rpc_call *call, void *argp, void *resp)
 	struct fs_ctx ctx;
 	uint64_t ino;
 
-	res->status = nfs3_fh_verify(call, &args->object, &exp, &ctx,
-				     &ino, &attr);
+	res->status =
+		nfs3_fh_verify(call, &args->object, &exp, &ctx, &ino, &attr);
 	if (res->status != NFS3_OK) {
 		nfs3_post_op_attr(n, NULL,
 				  &res->PATHCONF3res_u.resfail.obj_attributes);

@@ -80,8 +80,8 @@ void nfs3_proc_lookup(struct rpc_call *call, void *argp, void *resp)
 	if (dir_attr.type != FS_DIR)
 		status = NFS3ERR_NOTDIR;
 	else
-		status = nfs3_name(&args->what.name, NFS3_NAME_LOOKUP,
-				   st->name);
+		status =
+			nfs3_name(&args->what.name, NFS3_NAME_LOOKUP, st->name);
 	if (status != NFS3_OK) {
 		lookup_fail(st, status, &dir_attr);
 		return;
@@ -108,11 +108,12 @@ void nfs3_proc_readlink(struct rpc_call *call, void *argp, void *resp)
 	uint64_t ino;
 	int err;
 
-	res->status = nfs3_fh_verify(call, &args->symlink, &exp, &ctx, &ino,
-				     &attr);
+	res->status =
+		nfs3_fh_verify(call, &args->symlink, &exp, &ctx, &ino, &attr);
 	if (res->status != NFS3_OK) {
-		nfs3_post_op_attr(n, NULL,
-				  &res->READLINK3res_u.resfail.symlink_attributes);
+		nfs3_post_op_attr(
+			n, NULL,
+			&res->READLINK3res_u.resfail.symlink_attributes);
 		rpc_call_done(call);
 		return;
 	}
@@ -127,14 +128,16 @@ void nfs3_proc_readlink(struct rpc_call *call, void *argp, void *resp)
 	}
 	if (res->status != NFS3_OK) {
 		free(buf);
-		nfs3_post_op_attr(n, &attr,
-				  &res->READLINK3res_u.resfail.symlink_attributes);
+		nfs3_post_op_attr(
+			n, &attr,
+			&res->READLINK3res_u.resfail.symlink_attributes);
 		rpc_call_done(call);
 		return;
 	}
 	/* buf is the result's now: freed with it by the transport. */
 	res->READLINK3res_u.resok.data.nfspath3_len = (u_int)len;
 	res->READLINK3res_u.resok.data.nfspath3_val = buf;
-	nfs3_post_op_attr(n, &now, &res->READLINK3res_u.resok.symlink_attributes);
+	nfs3_post_op_attr(n, &now,
+			  &res->READLINK3res_u.resok.symlink_attributes);
 	rpc_call_done(call);
 }

@@ -38,8 +38,9 @@ static void read_done(void *arg, int err)
 
 	if (err < 0) {
 		st->res.status = nfs3_status(err);
-		nfs3_post_op_getattr(st->n, st->ino,
-				     &st->res.READ3res_u.resfail.file_attributes);
+		nfs3_post_op_getattr(
+			st->n, st->ino,
+			&st->res.READ3res_u.resfail.file_attributes);
 		rpc_call_done(st->call);
 		return;
 	}
@@ -74,8 +75,9 @@ void nfs3_proc_read(struct rpc_call *call, void *argp, void *resp)
 		return;
 	}
 	if (attr.type != FS_REG) {
-		read_fail(st, attr.type == FS_DIR ? NFS3ERR_ISDIR
-						  : NFS3ERR_INVAL, &attr);
+		read_fail(st,
+			  attr.type == FS_DIR ? NFS3ERR_ISDIR : NFS3ERR_INVAL,
+			  &attr);
 		return;
 	}
 	/* 3.3.6: the server may return less than asked for. */
@@ -92,20 +94,19 @@ void nfs3_proc_read(struct rpc_call *call, void *argp, void *resp)
 	else if (args->offset % PAGE)
 		st->head = rpc_call_body(call, NFS3_XDR_READ_HEAD + count + 3);
 	else
-		st->head = rpc_call_body_aligned(call, NFS3_XDR_READ_HEAD,
-						 NFS3_XDR_READ_HEAD + count + 3);
+		st->head =
+			rpc_call_body_aligned(call, NFS3_XDR_READ_HEAD,
+					      NFS3_XDR_READ_HEAD + count + 3);
 	if (!st->head) {
 		read_fail(st, nfs3_status(-ENOMEM), &attr);
 		return;
 	}
 	if (st->spliced)
 		fs_read_splice(st->n->fs, &st->io, &st->ctx, st->ino,
-			       args->offset,
-			       count, pfd, &st->nread, &st->eof, &st->attr,
-			       read_done, st);
+			       args->offset, count, pfd, &st->nread, &st->eof,
+			       &st->attr, read_done, st);
 	else
 		fs_read(st->n->fs, &st->io, &st->ctx, st->ino, args->offset,
-			count,
-			st->head + NFS3_XDR_READ_HEAD, &st->nread, &st->eof,
-			&st->attr, read_done, st);
+			count, st->head + NFS3_XDR_READ_HEAD, &st->nread,
+			&st->eof, &st->attr, read_done, st);
 }

@@ -30,9 +30,9 @@ struct dir_builder {
 	uint64_t dir;
 	const struct fs_attr *dir_attr;
 	bool export_root;
-	uint32_t export_id;    /* for READDIRPLUS's handles */
-	size_t used, maxcount;       /* whole reply */
-	size_t dirused, dircount;    /* READDIRPLUS: fileid + name + cookie */
+	uint32_t export_id;       /* for READDIRPLUS's handles */
+	size_t used, maxcount;    /* whole reply */
+	size_t dirused, dircount; /* READDIRPLUS: fileid + name + cookie */
 	unsigned nentries;
 	int err;
 	entry3 *list, **tail;
@@ -66,8 +66,8 @@ static bool dir_name(const char *name, size_t len, filename3 *out)
 	return true;
 }
 
-static int dir_emit_plain(struct dir_builder *b, uint64_t ino,
-			  const char *name, size_t len, uint64_t cookie)
+static int dir_emit_plain(struct dir_builder *b, uint64_t ino, const char *name,
+			  size_t len, uint64_t cookie)
 {
 	size_t size = nfs3_xdr_entry3_size(len);
 	entry3 *e;
@@ -88,13 +88,12 @@ static int dir_emit_plain(struct dir_builder *b, uint64_t ino,
 	return 0;
 }
 
-static int dir_emit_plus(struct dir_builder *b, uint64_t ino,
-			 const char *name, size_t len, uint64_t cookie,
+static int dir_emit_plus(struct dir_builder *b, uint64_t ino, const char *name,
+			 size_t len, uint64_t cookie,
 			 const struct fs_attr *attr)
 {
 	/* Sized as if the handle will be there: an upper bound. */
-	size_t size = nfs3_xdr_entryplus3_size(len, attr != NULL,
-						 attr != NULL);
+	size_t size = nfs3_xdr_entryplus3_size(len, attr != NULL, attr != NULL);
 	size_t info = nfs3_xdr_dirinfo_size(len);
 	entryplus3 *e;
 
@@ -118,8 +117,8 @@ static int dir_emit_plus(struct dir_builder *b, uint64_t ino,
 }
 
 /* fs_dirent_fn: take the entry if it fits, else stop before it. */
-static int dir_emit(void *arg, uint64_t ino, const char *name,
-		    uint64_t cookie, const struct fs_attr *attr)
+static int dir_emit(void *arg, uint64_t ino, const char *name, uint64_t cookie,
+		    const struct fs_attr *attr)
 {
 	struct dir_builder *b = arg;
 	size_t len = strlen(name);
@@ -174,7 +173,8 @@ static void readdir_revalidated(void *arg, int err)
 	b.ptail = &b.plist;
 	if (err == 0)
 		err = fs_readdir(st->n->fs, &st->ctx, st->dir, st->cookie,
-				 st->plus, dir_emit, &b, &verf, &eof, &dir_attr);
+				 st->plus, dir_emit, &b, &verf, &eof,
+				 &dir_attr);
 	if (err == 0)
 		err = b.err;
 	status = nfs3_status(err);
@@ -261,9 +261,9 @@ void nfs3_proc_readdirplus(struct rpc_call *call, void *argp, void *resp)
 	st->call = call;
 	st->n = rpc_call_ctx(call);
 	st->plus = true;
-	st->maxcount = args->maxcount < st->n->rtmax ? args->maxcount
-						     : st->n->rtmax;
-	st->dircount = args->dircount < NFS3_DIR_MAX ? args->dircount
-						     : NFS3_DIR_MAX;
+	st->maxcount =
+		args->maxcount < st->n->rtmax ? args->maxcount : st->n->rtmax;
+	st->dircount =
+		args->dircount < NFS3_DIR_MAX ? args->dircount : NFS3_DIR_MAX;
 	readdir_begin(st, call, &args->dir, args->cookie);
 }

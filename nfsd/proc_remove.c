@@ -66,8 +66,8 @@ static void remove_revalidated(void *arg, int err)
 		fs_rmdir(st->n->fs, &st->ctx, st->dir, st->name, &st->dir_wcc,
 			 remove_done, st);
 	else
-		fs_remove(st->n->fs, &st->ctx, st->dir, st->name,
-			  &st->dir_wcc, remove_done, st);
+		fs_remove(st->n->fs, &st->ctx, st->dir, st->name, &st->dir_wcc,
+			  remove_done, st);
 }
 
 /*

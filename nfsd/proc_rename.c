@@ -26,8 +26,8 @@ static nfsstat3 rename_side(struct rpc_call *call, const diropargs3 *side,
 			    struct nfs3_export *exp, struct fs_ctx *ctx,
 			    uint64_t *dir, struct fs_wcc *wcc, char *name)
 {
-	nfsstat3 status = nfs3_fh_verify(call, &side->dir, exp, ctx, dir,
-					 &wcc->after);
+	nfsstat3 status =
+		nfs3_fh_verify(call, &side->dir, exp, ctx, dir, &wcc->after);
 
 	if (status != NFS3_OK)
 		return status;
@@ -53,8 +53,8 @@ void nfs3_proc_rename(struct rpc_call *call, void *argp, void *resp)
 	status = rename_side(call, &args->from, &exp, &st->ctx, &from_dir,
 			     &st->from_wcc, st->from_name);
 	if (status == NFS3_OK)
-		status = rename_side(call, &args->to, &to_exp, &to_ctx,
-				     &to_dir, &st->to_wcc, st->to_name);
+		status = rename_side(call, &args->to, &to_exp, &to_ctx, &to_dir,
+				     &st->to_wcc, st->to_name);
 	/*
 	 * Two exports are two file systems to the client; knfsd refuses
 	 * a rename between them with XDEV (3.3.14), and so do we: else a
@@ -122,8 +122,8 @@ void nfs3_proc_link(struct rpc_call *call, void *argp, void *resp)
 		link_finish(st, status, NULL);
 		return;
 	}
-	status = nfs3_fh_verify(call, &args->link.dir, &dir_exp, &dir_ctx,
-				&dir, &st->dir_wcc.after);
+	status = nfs3_fh_verify(call, &args->link.dir, &dir_exp, &dir_ctx, &dir,
+				&st->dir_wcc.after);
 	if (status != NFS3_OK) {
 		link_finish(st, status, &file_attr);
 		return;
@@ -132,7 +132,8 @@ void nfs3_proc_link(struct rpc_call *call, void *argp, void *resp)
 	if (st->dir_wcc.after.type != FS_DIR)
 		status = NFS3ERR_NOTDIR;
 	else
-		status = nfs3_name(&args->link.name, NFS3_NAME_CREATE, st->name);
+		status =
+			nfs3_name(&args->link.name, NFS3_NAME_CREATE, st->name);
 	/* As RENAME: a link between two exports is XDEV (3.3.15). */
 	if (status == NFS3_OK && exp.id != dir_exp.id)
 		status = NFS3ERR_XDEV;

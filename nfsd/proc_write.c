@@ -16,7 +16,8 @@ static void write_finish(struct nfs3_write_call *st, nfsstat3 status)
 
 	st->res.status = status;
 	if (status != NFS3_OK) {
-		nfs3_wcc(st->n, &st->wcc, &st->res.WRITE3res_u.resfail.file_wcc);
+		nfs3_wcc(st->n, &st->wcc,
+			 &st->res.WRITE3res_u.resfail.file_wcc);
 		rpc_call_done(st->call);
 		return;
 	}
@@ -122,6 +123,5 @@ void nfs3_proc_commit(struct rpc_call *call, void *argp, void *resp)
 		commit_finish(st, status);
 		return;
 	}
-	fs_commit(st->n->fs, &st->io, &st->ctx, ino, &st->wcc, commit_done,
-		  st);
+	fs_commit(st->n->fs, &st->io, &st->ctx, ino, &st->wcc, commit_done, st);
 }

@@ -55,8 +55,9 @@ static bool_t xdr_raw_args(XDR *x, void *p)
 {
 	struct raw_args *r = p;
 
-	return x->x_op == XDR_ENCODE ?
-		       XDR_PUTBYTES(x, (char *)r->buf, (u_int)r->len) : TRUE;
+	return x->x_op == XDR_ENCODE
+		       ? XDR_PUTBYTES(x, (char *)r->buf, (u_int)r->len)
+		       : TRUE;
 }
 
 /* The results of a procedure that returns void. */
@@ -85,10 +86,12 @@ static int cb_connect(const struct sockaddr_storage *addr, uint16_t port,
 	} else {
 		return -EAFNOSUPPORT;
 	}
-	fd = socket(to->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(to->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    0);
 	if (fd < 0)
 		return -errno;
-	if (connect(fd, (struct sockaddr *)to, *tolen) && errno != EINPROGRESS) {
+	if (connect(fd, (struct sockaddr *)to, *tolen) &&
+	    errno != EINPROGRESS) {
 		rc = -errno;
 		goto out_close;
 	}
@@ -116,8 +119,8 @@ out_close:
 
 /* One call over a fresh connection to addr:port.  Returns 0 or -errno. */
 static int cb_call(const struct sockaddr_storage *addr, uint16_t port,
-		   uint32_t prog, uint32_t vers, uint32_t proc,
-		   xdrproc_t enc, void *args, xdrproc_t dec, void *res)
+		   uint32_t prog, uint32_t vers, uint32_t proc, xdrproc_t enc,
+		   void *args, xdrproc_t dec, void *res)
 {
 	struct timeval tv = { .tv_sec = CB_CALL_S };
 	struct sockaddr_storage to;
@@ -154,7 +157,8 @@ static int cb_getport(const struct nlm_cb *cb,
 		      const struct sockaddr_storage *addr, uint32_t prog,
 		      uint32_t vers)
 {
-	struct pmap pm = { .pm_prog = prog, .pm_vers = vers,
+	struct pmap pm = { .pm_prog = prog,
+			   .pm_vers = vers,
 			   .pm_prot = IPPROTO_TCP };
 	u_long port = 0;
 	int rc;
@@ -196,14 +200,20 @@ static void cb_run(struct nlm_cb *cb, struct cb_job *j)
 			continue;
 		}
 		rc = cb_call(&j->c.addr, (uint16_t)port, j->c.prog, j->c.vers,
-			     j->c.proc, (xdrproc_t)xdr_raw_args, &raw, dec, res);
+			     j->c.proc, (xdrproc_t)xdr_raw_args, &raw, dec,
+			     res);
 		if (!rc)
 			break;
 	}
 	if (rc) {
-		const void *a = j->c.addr.ss_family == AF_INET6 ?
-			(const void *)&((struct sockaddr_in6 *)&j->c.addr)->sin6_addr :
-			(const void *)&((struct sockaddr_in *)&j->c.addr)->sin_addr;
+		const void *a =
+			j->c.addr.ss_family == AF_INET6
+				? (const void *)&(
+					  (struct sockaddr_in6 *)&j->c.addr)
+					  ->sin6_addr
+				: (const void *)&(
+					  (struct sockaddr_in *)&j->c.addr)
+					  ->sin_addr;
 
 		inet_ntop(j->c.addr.ss_family, a, host, sizeof(host));
 		log_warn("callback %u/%u proc %u to %s failed: %s", j->c.prog,

@@ -141,7 +141,8 @@ static int edit_run(void *ctx, const void *state, size_t len, void **out,
 		    size_t *ndeltas)
 {
 	struct edit *e = ctx;
-	struct nlm_table_ops ops = { .grant = edit_grant, .drop = edit_drop,
+	struct nlm_table_ops ops = { .grant = edit_grant,
+				     .drop = edit_drop,
 				     .ctx = e };
 	struct nlm_host_count before[NLM_HOSTS_MAX], after[NLM_HOSTS_MAX];
 	size_t nb, na, nd = 0;
@@ -167,8 +168,8 @@ static int edit_run(void *ctx, const void *state, size_t len, void **out,
 		rc = -ENOMEM;
 	/* What each host holds now against before, on this file. */
 	for (size_t i = 0; !rc && i < na + nb; i++) {
-		const struct nlm_host_count *c = i < na ? &after[i]
-							: &before[i - na];
+		const struct nlm_host_count *c =
+			i < na ? &after[i] : &before[i - na];
 		int64_t d = i < na ? (int64_t)c->n : -(int64_t)c->n;
 		bool seen = false;
 
@@ -261,14 +262,14 @@ static int op_free_all(struct edit *e, struct nlm_table *t)
 	return 0;
 }
 
-
 /* ---- the table calls of nlm4_proc.c and nsm.c ------------------------- */
 
 int nlm_tab_test(struct nlm *n, uint64_t ino, const struct nlm_lockdesc *lk,
 		 struct nlm_holder *holder)
 {
-	struct edit e = { .n = n, .ino = ino, .op = op_test, .lk = lk,
-			  .holder = holder };
+	struct edit e = {
+		.n = n, .ino = ino, .op = op_test, .lk = lk, .holder = holder
+	};
 
 	if (!n->opts.db)
 		return nlm_table_test(n->table, ino, lk, holder);
@@ -278,8 +279,9 @@ int nlm_tab_test(struct nlm *n, uint64_t ino, const struct nlm_lockdesc *lk,
 int nlm_tab_lock(struct nlm *n, uint64_t ino, const struct nlm_lockdesc *lk,
 		 struct nlm_block *block)
 {
-	struct edit e = { .n = n, .ino = ino, .op = op_lock, .lk = lk,
-			  .block = block };
+	struct edit e = {
+		.n = n, .ino = ino, .op = op_lock, .lk = lk, .block = block
+	};
 	int rc;
 
 	if (!n->opts.db)
@@ -313,8 +315,12 @@ int nlm_tab_unlock(struct nlm *n, uint64_t ino, const struct nlm_lockdesc *lk)
 int nlm_tab_share(struct nlm *n, uint64_t ino, const struct nlm_owner *owner,
 		  unsigned access, unsigned deny)
 {
-	struct edit e = { .n = n, .ino = ino, .op = op_share, .owner = owner,
-			  .access = access, .deny = deny };
+	struct edit e = { .n = n,
+			  .ino = ino,
+			  .op = op_share,
+			  .owner = owner,
+			  .access = access,
+			  .deny = deny };
 
 	if (!n->opts.db)
 		return nlm_table_share(n->table, ino, owner, access, deny);
@@ -323,8 +329,9 @@ int nlm_tab_share(struct nlm *n, uint64_t ino, const struct nlm_owner *owner,
 
 void nlm_tab_unshare(struct nlm *n, uint64_t ino, const struct nlm_owner *owner)
 {
-	struct edit e = { .n = n, .ino = ino, .op = op_unshare,
-			  .owner = owner };
+	struct edit e = {
+		.n = n, .ino = ino, .op = op_unshare, .owner = owner
+	};
 
 	if (!n->opts.db)
 		nlm_table_unshare(n->table, ino, owner);
@@ -342,12 +349,16 @@ size_t nlm_tab_free_all(struct nlm *n, const char *caller,
 		return nlm_table_free_all(n->table, caller, host);
 	if (db_lock_files(n->opts.db, &inos, &k)) {
 		log_warn("nlm: cannot list the cluster's locked files: %s's "
-			 "locks stay", caller);
+			 "locks stay",
+			 caller);
 		return 0;
 	}
 	for (size_t i = 0; i < k; i++) {
-		struct edit e = { .n = n, .ino = inos[i], .op = op_free_all,
-				  .caller = caller, .host = host };
+		struct edit e = { .n = n,
+				  .ino = inos[i],
+				  .op = op_free_all,
+				  .caller = caller,
+				  .host = host };
 
 		if (!edit_commit(&e))
 			total += e.freed;

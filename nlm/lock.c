@@ -42,7 +42,7 @@ struct own {
 	struct hostc *hc;
 	int32_t svid;
 	uint32_t ohlen;
-	char *caller;   /* points into data, after the oh bytes */
+	char *caller; /* points into data, after the oh bytes */
 	uint8_t data[];
 };
 
@@ -117,8 +117,7 @@ static struct file **bucket_of(struct shard *s, uint64_t ino)
 }
 
 /* [start, end] of (off, len); -EINVAL if it ends before it starts. */
-static int range_of(uint64_t off, uint64_t len, uint64_t *start,
-		    uint64_t *end)
+static int range_of(uint64_t off, uint64_t len, uint64_t *start, uint64_t *end)
 {
 	*start = off;
 	/* Length 0, or a range past 2^64, reaches the end of the file. */
@@ -228,7 +227,8 @@ static bool own_is(const struct own *o, const struct nlm_owner *w)
 {
 	return o->svid == w->svid && o->ohlen == w->ohlen &&
 	       host_eq(&o->hc->host, &w->host) &&
-	       !memcmp(o->data, w->oh, w->ohlen) && !strcmp(o->caller, w->caller);
+	       !memcmp(o->data, w->oh, w->ohlen) &&
+	       !strcmp(o->caller, w->caller);
 }
 
 /* For shares: the owner is (host, caller, oh), without svid. */
@@ -274,13 +274,17 @@ static void own_put(struct own *o)
 		free(o);
 }
 
-static void desc_of(const struct own *o, bool excl, uint64_t off,
-		    uint64_t len, struct nlm_lockdesc *d)
+static void desc_of(const struct own *o, bool excl, uint64_t off, uint64_t len,
+		    struct nlm_lockdesc *d)
 {
-	*d = (struct nlm_lockdesc){
-		.owner = { .host = o->hc->host, .caller = o->caller,
-			   .oh = o->data, .ohlen = o->ohlen, .svid = o->svid },
-		.excl = excl, .off = off, .len = len };
+	*d = (struct nlm_lockdesc){ .owner = { .host = o->hc->host,
+					       .caller = o->caller,
+					       .oh = o->data,
+					       .ohlen = o->ohlen,
+					       .svid = o->svid },
+				    .excl = excl,
+				    .off = off,
+				    .len = len };
 }
 
 static struct file *file_find(struct shard *s, uint64_t ino)
@@ -322,12 +326,12 @@ static void file_trim(struct shard *s, struct file *f)
 
 /* The first lock of another owner that conflicts with the request. */
 static const struct lk *conflict_find(const struct file *f,
-				      const struct nlm_owner *w,
-				      uint64_t start, uint64_t end, bool excl)
+				      const struct nlm_owner *w, uint64_t start,
+				      uint64_t end, bool excl)
 {
 	for (const struct lk *l = f->locks; l; l = l->next)
-		if ((excl || l->excl) && overlap(start, end, l->start, l->end) &&
-		    !own_is(l->own, w))
+		if ((excl || l->excl) &&
+		    overlap(start, end, l->start, l->end) && !own_is(l->own, w))
 			return l;
 	return NULL;
 }
@@ -430,8 +434,11 @@ static void lock_install(struct file *f, struct own *o, uint64_t start,
 		free(l);
 	}
 	own_ref(o);
-	*new = (struct lk){ .next = f->locks, .own = o, .start = start,
-			    .end = end, .excl = excl };
+	*new = (struct lk){ .next = f->locks,
+			    .own = o,
+			    .start = start,
+			    .end = end,
+			    .excl = excl };
 	f->locks = new;
 }
 
@@ -480,8 +487,7 @@ static void pending_init(struct pending *p)
 }
 
 /* Run the callbacks of p; no table lock may be held. */
-static void pending_run(struct nlm_table *t, struct shard *s,
-			struct pending *p)
+static void pending_run(struct nlm_table *t, struct shard *s, struct pending *p)
 {
 	struct waiter *w, *next;
 
@@ -597,8 +603,8 @@ static int waiter_queue(struct nlm_table *t, struct file *f,
 	struct own *o;
 
 	for (pp = &f->waiters; (w = *pp); pp = &w->next)
-		if (w->start == start && w->end == end &&
-		    w->excl == lk->excl && own_is(w->own, &lk->owner))
+		if (w->start == start && w->end == end && w->excl == lk->excl &&
+		    own_is(w->own, &lk->owner))
 			return -EALREADY;
 	w = calloc(1, sizeof(*w));
 	if (!w)
@@ -610,9 +616,13 @@ static int waiter_queue(struct nlm_table *t, struct file *f,
 		free(w);
 		return -ENOMEM;
 	}
-	*w = (struct waiter){ .own = o, .start = start, .end = end,
-			      .off = lk->off, .len = lk->len,
-			      .excl = lk->excl, .arg = arg };
+	*w = (struct waiter){ .own = o,
+			      .start = start,
+			      .end = end,
+			      .off = lk->off,
+			      .len = lk->len,
+			      .excl = lk->excl,
+			      .arg = arg };
 	*pp = w;
 	return -EINPROGRESS;
 }
@@ -640,8 +650,8 @@ int nlm_table_lock(struct nlm_table *t, uint64_t ino,
 	if ((rc = host_room(t, &lk->owner)))
 		goto out_trim;
 	if (conflict_find(f, &lk->owner, start, end, lk->excl)) {
-		rc = block_arg ? waiter_queue(t, f, lk, start, end, block_arg) :
-				 -EAGAIN;
+		rc = block_arg ? waiter_queue(t, f, lk, start, end, block_arg)
+			       : -EAGAIN;
 		goto out_trim;
 	}
 	new = malloc(sizeof(*new));
@@ -716,8 +726,8 @@ int nlm_table_cancel(struct nlm_table *t, uint64_t ino,
 	pthread_mutex_lock(&s->mu);
 	f = file_find(s, ino);
 	for (pp = f ? &f->waiters : NULL; pp && (w = *pp); pp = &w->next)
-		if (w->start == start && w->end == end &&
-		    w->excl == lk->excl && own_is(w->own, &lk->owner))
+		if (w->start == start && w->end == end && w->excl == lk->excl &&
+		    own_is(w->own, &lk->owner))
 			break;
 	if (w) {
 		*pp = w->next;
@@ -899,7 +909,8 @@ void nlm_table_count(struct nlm_table *t, size_t *locks, size_t *waiters,
 			for (struct file *f = s->buckets[b]; f; f = f->next) {
 				for (struct lk *l = f->locks; l; l = l->next)
 					nl++;
-				for (struct waiter *w = f->waiters; w; w = w->next)
+				for (struct waiter *w = f->waiters; w;
+				     w = w->next)
 					nw++;
 				for (struct shr *h = f->shares; h; h = h->next)
 					ns++;
@@ -1105,7 +1116,8 @@ int nlm_table_import(struct nlm_table *t, uint64_t ino, const void *p,
 			uint32_t al;
 
 			if (!w || !rb_get(&r, &w->start, 8) ||
-			    !rb_get(&r, &w->end, 8) || !rb_get(&r, &w->off, 8) ||
+			    !rb_get(&r, &w->end, 8) ||
+			    !rb_get(&r, &w->off, 8) ||
 			    !rb_get(&r, &w->len, 8) || !rb_get(&r, &x, 1) ||
 			    !rb_get(&r, &al, 4) || (size_t)(r.end - r.p) < al) {
 				free(w);
@@ -1151,7 +1163,8 @@ size_t nlm_table_hosts(struct nlm_table *t, struct nlm_host_count *out,
 	for (size_t b = 0; b < HOST_BUCKETS; b++)
 		for (struct hostc *c = t->hosts[b]; c; c = c->next) {
 			if (n < cap)
-				out[n] = (struct nlm_host_count){ c->host, c->n };
+				out[n] = (struct nlm_host_count){ c->host,
+								  c->n };
 			n++;
 		}
 	pthread_mutex_unlock(&t->hosts_mu);

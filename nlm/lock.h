@@ -157,7 +157,7 @@ size_t nlm_table_host_count(struct nlm_table *t, const struct nlm_host *host);
 
 /* ---- a cluster's table: one file's state as bytes ------------------ */
 
-#define NLM_ARG_MAX 1200   /* a queued request's saved argument */
+#define NLM_ARG_MAX 1200    /* a queued request's saved argument */
 #define NLM_CALLER_MAX 1024 /* a caller name, as kept */
 
 /*

@@ -15,7 +15,6 @@
 
 #define NLM_SHARD_BITS 6 /* 64 shards: lock traffic is light next to I/O */
 
-
 static int mkdir_one(const char *path)
 {
 	return mkdir(path, 0700) && errno != EEXIST ? -errno : 0;

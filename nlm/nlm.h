@@ -32,11 +32,11 @@ struct nlm_opts {
 	/* NFS's exports and handles: every call passes nfsd's client
 	 * checks (nfsd_fh_check, nfsd_client_admitted). */
 	struct nfsd *nfsd;
-	size_t host_max;              /* locks+shares+waiters per host */
+	size_t host_max; /* locks+shares+waiters per host */
 	/* A cluster's database (NULL: alone): locks live there, shared by
 	 * every gateway (nlm/cluster.c). */
 	struct db *db;
-	const char *state_dir;        /* NSM state and client list go in nsm/ */
+	const char *state_dir; /* NSM state and client list go in nsm/ */
 	/* The name clients mount this service by, sent in SM_NOTIFY (in a
 	 * cluster with a floating address: that address or its DNS name);
 	 * NULL: the host name. */

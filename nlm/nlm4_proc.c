@@ -21,7 +21,6 @@
 #include "common/log.h"
 #include "nlm/nlm_int.h"
 
-
 /* A granted request in flight to the client, to undo if it is refused. */
 struct nlm_grant {
 	struct nlm *n;
@@ -82,7 +81,10 @@ static void desc_of(struct rpc_call *call, const nlm4_lock *l, bool excl,
 			   .oh = l->oh.nlm4_netobj_val,
 			   .ohlen = l->oh.nlm4_netobj_len,
 			   .svid = l->svid },
-		.excl = excl, .off = l->l_offset, .len = l->l_len };
+		.excl = excl,
+		.off = l->l_offset,
+		.len = l->l_len
+	};
 	nlm_host_of(rpc_call_peer(call), &d->owner.host);
 }
 
@@ -219,8 +221,7 @@ static void nlm_cancel(struct rpc_call *call, nlm4_cancargs *a, nlm4_res *r)
 	r->stat = nlm_tab_cancel(n, ino, &d) ? NLM4_DENIED : NLM4_GRANTED;
 }
 
-static void nlm_unlock(struct rpc_call *call, nlm4_unlockargs *a,
-		       nlm4_res *r)
+static void nlm_unlock(struct rpc_call *call, nlm4_unlockargs *a, nlm4_res *r)
 {
 	struct nlm *n = rpc_call_ctx(call);
 	struct nlm_lockdesc d;
@@ -294,8 +295,11 @@ static void msg_reply(struct rpc_call *call, uint32_t proc, xdrproc_t enc,
 {
 	struct nlm *n = rpc_call_ctx(call);
 	struct nlm_cb_call c = { .addr = *rpc_call_peer(call),
-				 .prog = NLM_PROG, .vers = NLM_VERS4,
-				 .proc = proc, .encode = enc, .args = res,
+				 .prog = NLM_PROG,
+				 .vers = NLM_VERS4,
+				 .proc = proc,
+				 .encode = enc,
+				 .args = res,
 				 .tries = 3 };
 
 	if (nlm_cb_queue(n->cb, &c))
@@ -365,13 +369,14 @@ static void proc_share(struct rpc_call *call, void *args, void *res)
 		r->stat = NLM4_DENIED_GRACE_PERIOD;
 	else {
 		share_owner(call, &a->share, &o);
-		rc = a->share.caller_name ?
-			     nsm_client_note(n, a->share.caller_name,
-					     rpc_call_peer(call)) : 0;
+		rc = a->share.caller_name
+			     ? nsm_client_note(n, a->share.caller_name,
+					       rpc_call_peer(call))
+			     : 0;
 		if (!rc)
 			rc = nlm_tab_share(n, ino, &o,
-					     (unsigned)a->share.access,
-					     (unsigned)a->share.mode);
+					   (unsigned)a->share.access,
+					   (unsigned)a->share.mode);
 		r->stat = stat_of(rc);
 	}
 	rpc_call_done(call);
@@ -429,11 +434,14 @@ static void granted_done(void *arg, int err, void *res)
 	log_debug("nlm: GRANTED to %s svid %d: %s %d", g->caller, g->svid,
 		  err ? strerror(-err) : "answer", err ? 0 : (int)r->stat);
 	if (!err && r->stat != NLM4_GRANTED) {
-		struct nlm_lockdesc d = {
-			.owner = { .host = g->host, .caller = g->caller,
-				   .oh = g->oh, .ohlen = g->ohlen,
-				   .svid = g->svid },
-			.excl = g->excl, .off = g->off, .len = g->len };
+		struct nlm_lockdesc d = { .owner = { .host = g->host,
+						     .caller = g->caller,
+						     .oh = g->oh,
+						     .ohlen = g->ohlen,
+						     .svid = g->svid },
+					  .excl = g->excl,
+					  .off = g->off,
+					  .len = g->len };
 
 		log_debug("nlm: client refused GRANTED (%d); unlocking",
 			  (int)r->stat);
@@ -453,26 +461,34 @@ void nlm_block_granted(void *ctx, uint64_t ino, const struct nlm_lockdesc *lk,
 	size_t clen = strlen(lk->owner.caller);
 	uint64_t cookie = __atomic_add_fetch(&cookie_seq, 1, __ATOMIC_RELAXED);
 	struct nlm_grant *g = malloc(sizeof(*g) + lk->owner.ohlen + clen + 1);
-	nlm4_testargs a = {
-		.cookie = { sizeof(cookie), (char *)&cookie },
-		.exclusive = lk->excl,
-		.alock = { .caller_name = (char *)lk->owner.caller,
-			   .fh = { b->fhlen, b->fh },
-			   .oh = { lk->owner.ohlen, (char *)lk->owner.oh },
-			   .svid = lk->owner.svid,
-			   .l_offset = lk->off, .l_len = lk->len } };
-	struct nlm_cb_call c = { .addr = b->peer, .prog = NLM_PROG,
-				 .vers = NLM_VERS4, .proc = NLMPROC4_GRANTED,
+	nlm4_testargs a = { .cookie = { sizeof(cookie), (char *)&cookie },
+			    .exclusive = lk->excl,
+			    .alock = { .caller_name = (char *)lk->owner.caller,
+				       .fh = { b->fhlen, b->fh },
+				       .oh = { lk->owner.ohlen,
+					       (char *)lk->owner.oh },
+				       .svid = lk->owner.svid,
+				       .l_offset = lk->off,
+				       .l_len = lk->len } };
+	struct nlm_cb_call c = { .addr = b->peer,
+				 .prog = NLM_PROG,
+				 .vers = NLM_VERS4,
+				 .proc = NLMPROC4_GRANTED,
 				 .encode = (xdrproc_t)xdr_nlm4_testargs,
 				 .args = &a,
 				 .decode = (xdrproc_t)xdr_nlm4_res,
-				 .res_size = sizeof(nlm4_res), .tries = 3,
-				 .done = granted_done, .arg = g };
+				 .res_size = sizeof(nlm4_res),
+				 .tries = 3,
+				 .done = granted_done,
+				 .arg = g };
 
 	if (g) {
-		*g = (struct nlm_grant){ .n = n, .host = lk->owner.host,
-					 .ino = ino, .excl = lk->excl,
-					 .off = lk->off, .len = lk->len,
+		*g = (struct nlm_grant){ .n = n,
+					 .host = lk->owner.host,
+					 .ino = ino,
+					 .excl = lk->excl,
+					 .off = lk->off,
+					 .len = lk->len,
 					 .svid = lk->owner.svid,
 					 .ohlen = lk->owner.ohlen };
 		memcpy(g->oh, lk->owner.oh, lk->owner.ohlen);
@@ -480,7 +496,8 @@ void nlm_block_granted(void *ctx, uint64_t ino, const struct nlm_lockdesc *lk,
 		memcpy(g->caller, lk->owner.caller, clen + 1);
 	}
 	if (!g || nlm_cb_queue(n->cb, &c)) {
-		log_warn("nlm: cannot send GRANTED to %s; it gets the lock on its next poll",
+		log_warn("nlm: cannot send GRANTED to %s; it gets the lock on "
+			 "its next poll",
 			 lk->owner.caller);
 		free(g);
 	}
@@ -494,13 +511,18 @@ void nlm_block_dropped(void *ctx, void *arg)
 	free(arg);
 }
 
-#define NLM_PROC(nm, fn, at, rt, fl)                                       \
-	{ .name = nm, .decode = (xdrproc_t)xdr_##at, .args_size = sizeof(at), \
-	  .encode = (xdrproc_t)xdr_##rt, .res_size = sizeof(rt),            \
-	  .handler = fn, .flags = fl }
-#define NLM_MSG(nm, fn, at)                                                \
-	{ .name = nm, .decode = (xdrproc_t)xdr_##at, .args_size = sizeof(at), \
-	  .handler = fn, .flags = RPC_PROC_MAKES_WRITE }
+#define NLM_PROC(nm, fn, at, rt, fl)                                    \
+	{                                                               \
+		.name = nm, .decode = (xdrproc_t)xdr_##at,              \
+		.args_size = sizeof(at), .encode = (xdrproc_t)xdr_##rt, \
+		.res_size = sizeof(rt), .handler = fn, .flags = fl      \
+	}
+#define NLM_MSG(nm, fn, at)                                \
+	{                                                  \
+		.name = nm, .decode = (xdrproc_t)xdr_##at, \
+		.args_size = sizeof(at), .handler = fn,    \
+		.flags = RPC_PROC_MAKES_WRITE              \
+	}
 
 /*
  * GRANTED and the _RES procedures are the client side's (the gateway
@@ -508,8 +530,10 @@ void nlm_block_dropped(void *ctx, void *arg)
  * answer PROC_UNAVAIL here.
  */
 static const struct rpc_proc nlm4_procs[] = {
-	[NLMPROC4_NULL] = { .name = "NULL", .handler = proc_null,
-			    .flags = RPC_PROC_IDEMPOTENT | RPC_PROC_AUTH_NONE_OK },
+	[NLMPROC4_NULL] = { .name = "NULL",
+			    .handler = proc_null,
+			    .flags = RPC_PROC_IDEMPOTENT |
+				     RPC_PROC_AUTH_NONE_OK },
 	[NLMPROC4_TEST] = NLM_PROC("TEST", proc_test, nlm4_testargs,
 				   nlm4_testres, RPC_PROC_IDEMPOTENT),
 	[NLMPROC4_LOCK] = NLM_PROC("LOCK", proc_lock, nlm4_lockargs, nlm4_res,
@@ -519,14 +543,12 @@ static const struct rpc_proc nlm4_procs[] = {
 	[NLMPROC4_UNLOCK] = NLM_PROC("UNLOCK", proc_unlock, nlm4_unlockargs,
 				     nlm4_res, RPC_PROC_MAKES_WRITE),
 	[NLMPROC4_GRANTED] = { .name = "GRANTED" },
-	[NLMPROC4_TEST_MSG] = NLM_MSG("TEST_MSG", proc_test_msg,
-				      nlm4_testargs),
-	[NLMPROC4_LOCK_MSG] = NLM_MSG("LOCK_MSG", proc_lock_msg,
-				      nlm4_lockargs),
-	[NLMPROC4_CANCEL_MSG] = NLM_MSG("CANCEL_MSG", proc_cancel_msg,
-					nlm4_cancargs),
-	[NLMPROC4_UNLOCK_MSG] = NLM_MSG("UNLOCK_MSG", proc_unlock_msg,
-					nlm4_unlockargs),
+	[NLMPROC4_TEST_MSG] = NLM_MSG("TEST_MSG", proc_test_msg, nlm4_testargs),
+	[NLMPROC4_LOCK_MSG] = NLM_MSG("LOCK_MSG", proc_lock_msg, nlm4_lockargs),
+	[NLMPROC4_CANCEL_MSG] =
+		NLM_MSG("CANCEL_MSG", proc_cancel_msg, nlm4_cancargs),
+	[NLMPROC4_UNLOCK_MSG] =
+		NLM_MSG("UNLOCK_MSG", proc_unlock_msg, nlm4_unlockargs),
 	[NLMPROC4_GRANTED_MSG] = { .name = "GRANTED_MSG" },
 	[NLMPROC4_TEST_RES] = { .name = "TEST_RES" },
 	[NLMPROC4_LOCK_RES] = { .name = "LOCK_RES" },
@@ -536,9 +558,8 @@ static const struct rpc_proc nlm4_procs[] = {
 	[NLMPROC4_SM_NOTIFY] = { .name = "SM_NOTIFY" },
 	[NLMPROC4_SHARE] = NLM_PROC("SHARE", proc_share, nlm4_shareargs,
 				    nlm4_shareres, RPC_PROC_MAKES_WRITE),
-	[NLMPROC4_UNSHARE] = NLM_PROC("UNSHARE", proc_unshare,
-				      nlm4_shareargs, nlm4_shareres,
-				      RPC_PROC_MAKES_WRITE),
+	[NLMPROC4_UNSHARE] = NLM_PROC("UNSHARE", proc_unshare, nlm4_shareargs,
+				      nlm4_shareres, RPC_PROC_MAKES_WRITE),
 	[NLMPROC4_NM_LOCK] = NLM_PROC("NM_LOCK", proc_nm_lock, nlm4_lockargs,
 				      nlm4_res, RPC_PROC_MAKES_WRITE),
 	[NLMPROC4_FREE_ALL] = NLM_MSG("FREE_ALL", proc_free_all, nlm4_notify),
@@ -568,7 +589,10 @@ struct rpc_program nlm_program(struct nlm *n)
 		}
 		procs = nlm4_procs_cluster;
 	}
-	return (struct rpc_program){ .name = "nlm", .prog = NLM_PROG,
-				     .vers = NLM_VERS4, .procs = procs,
-				     .nprocs = NLM_NPROCS, .ctx = n };
+	return (struct rpc_program){ .name = "nlm",
+				     .prog = NLM_PROG,
+				     .vers = NLM_VERS4,
+				     .procs = procs,
+				     .nprocs = NLM_NPROCS,
+				     .ctx = n };
 }

@@ -38,13 +38,13 @@ struct nsm_mon {
 
 struct nlm {
 	struct nlm_opts opts;
-	char *state_dir;  /* STATE/nsm */
+	char *state_dir; /* STATE/nsm */
 	char hostname[256];
-	int32_t state;    /* NSM state number of this run */
-	uint64_t grace_end_ns; /* CLOCK_MONOTONIC */
+	int32_t state;           /* NSM state number of this run */
+	uint64_t grace_end_ns;   /* CLOCK_MONOTONIC */
 	struct nlm_table *table; /* alone; a cluster's is in the database */
 	struct nlm_cb *cb;
-	struct nlm_pool *pool;   /* a cluster's: calls that wait for it */
+	struct nlm_pool *pool; /* a cluster's: calls that wait for it */
 
 	/* Hosts recorded in STATE/nsm/clients (so each is written once). */
 	pthread_mutex_t clients_lock;
@@ -67,7 +67,7 @@ struct nlm_cb_call {
 	const void *args;
 	xdrproc_t decode; /* results; NULL: the reply is not waited for */
 	size_t res_size;
-	int tries;        /* attempts before done() gets the error */
+	int tries;           /* attempts before done() gets the error */
 	nlm_cb_done_fn done; /* may be NULL */
 	void *arg;
 };

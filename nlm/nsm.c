@@ -46,7 +46,7 @@
 #include "nlm/nlm_int.h"
 
 #define NSM_NOTIFY_TRIES 5
-#define NSM_MON_MAX 1024 /* registrations kept: callers choose the names */
+#define NSM_MON_MAX 1024      /* registrations kept: callers choose the names */
 #define NSM_NAMES_PER_HOST 16 /* client names one address may record */
 #define NSM_CLIENTS_MAX 65536 /* records over all hosts */
 
@@ -68,8 +68,9 @@ bool nsm_peer_local(const struct sockaddr_storage *peer)
 	nlm_host_of(peer, &h);
 	/* ::1, and 127.0.0.1 as IPv4-mapped: the local statd's and lockd's
 	 * address (other loopback addresses may stand for other hosts). */
-	struct nlm_host lo4 = { .addr = { [10] = 0xff, [11] = 0xff,
-					  [12] = 127, [15] = 1 } };
+	struct nlm_host lo4 = {
+		.addr = { [10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1 }
+	};
 
 	return host_eq(&h, &lo6) || host_eq(&h, &lo4);
 }
@@ -96,8 +97,8 @@ static void note_of(const char *name, const struct nlm_host *h, char *buf,
 }
 
 /* Add or remove the cluster's note of (name, host); alone, nothing. */
-static void note_set(struct nlm *n, const char *name,
-		     const struct nlm_host *h, bool add)
+static void note_set(struct nlm *n, const char *name, const struct nlm_host *h,
+		     bool add)
 {
 	char note[INET6_ADDRSTRLEN + 300];
 	int rc;
@@ -161,8 +162,9 @@ int nsm_state_bump(struct nlm *n)
 		return -errno;
 	}
 	/* Next odd number; wrap before int32 overflows, skipping 0. */
-	n->state = (int32_t)((old < 0 || old >= 0x7ffffffd) ? 1 :
-			     (old | 1) + (old & 1 ? 2 : 0));
+	n->state = (int32_t)((old < 0 || old >= 0x7ffffffd)
+				     ? 1
+				     : (old | 1) + (old & 1 ? 2 : 0));
 	snprintf(buf, sizeof(buf), "%d\n", n->state);
 	rc = write_file(path, buf);
 	return rc;
@@ -208,8 +210,8 @@ int nsm_client_note(struct nlm *n, const char *caller,
 		same_host++;
 	}
 	/* Host names are at most 255 bytes; longer ones are not recorded. */
-	if (strlen(caller) > 255 || client_path(n, caller, &h, path,
-						sizeof(path)))
+	if (strlen(caller) > 255 ||
+	    client_path(n, caller, &h, path, sizeof(path)))
 		goto out_unlock;
 	if (same_host >= NSM_NAMES_PER_HOST || all >= NSM_CLIENTS_MAX) {
 		rc = -ENOLCK;
@@ -224,9 +226,11 @@ int nsm_client_note(struct nlm *n, const char *caller,
 	c->host = h;
 	c->next = n->clients;
 	n->clients = c;
-	a = peer->ss_family == AF_INET6 ?
-		    (const void *)&((const struct sockaddr_in6 *)peer)->sin6_addr :
-		    (const void *)&((const struct sockaddr_in *)peer)->sin_addr;
+	a = peer->ss_family == AF_INET6
+		    ? (const void *)&((const struct sockaddr_in6 *)peer)
+			      ->sin6_addr
+		    : (const void *)&((const struct sockaddr_in *)peer)
+			      ->sin_addr;
 	inet_ntop(peer->ss_family, a, host, INET6_ADDRSTRLEN);
 	strcat(host, "\n");
 	/*
@@ -272,7 +276,8 @@ size_t nsm_client_forget(struct nlm *n, const char *caller,
 
 	pthread_mutex_lock(&n->clients_lock);
 	for (pp = &n->clients; (c = *pp);) {
-		if (strcmp(c->name, caller) || (host && !host_eq(&c->host, host))) {
+		if (strcmp(c->name, caller) ||
+		    (host && !host_eq(&c->host, host))) {
 			pp = &c->next;
 			continue;
 		}
@@ -305,13 +310,15 @@ static void notify_done(void *arg, int err, void *res)
 
 		pthread_mutex_lock(&x->n->clients_lock);
 		for (c = x->n->clients; c; c = c->next)
-			if (!strcmp(c->name, x->name) && host_eq(&c->host, &x->host))
+			if (!strcmp(c->name, x->name) &&
+			    host_eq(&c->host, &x->host))
 				break;
 		/* A host that locked again in this run keeps its record (an
 		 * older version's record was replaced by one in the new
 		 * naming then). */
-		bool again = c && !client_path(x->n, c->name, &c->host, path,
-					       sizeof(path)) &&
+		bool again = c &&
+			     !client_path(x->n, c->name, &c->host, path,
+					  sizeof(path)) &&
 			     !strcmp(path, x->path);
 
 		if (!again && x->path[0])
@@ -335,11 +342,15 @@ static void notify_queue(struct nlm *n, struct nsm_notify_ctx *x,
 	x->n = n;
 	nlm_host_of(ss, &x->host);
 	if (nlm_cb_queue(n->cb, &(struct nlm_cb_call){
-				 .addr = *ss, .prog = NSM_PROG,
-				 .vers = NSM_VERS1, .proc = SM_NOTIFY,
-				 .encode = (xdrproc_t)xdr_sm_stat_chge,
-				 .args = &args, .tries = NSM_NOTIFY_TRIES,
-				 .done = notify_done, .arg = x })) {
+					.addr = *ss,
+					.prog = NSM_PROG,
+					.vers = NSM_VERS1,
+					.proc = SM_NOTIFY,
+					.encode = (xdrproc_t)xdr_sm_stat_chge,
+					.args = &args,
+					.tries = NSM_NOTIFY_TRIES,
+					.done = notify_done,
+					.arg = x })) {
 		free(x->name);
 		free(x);
 	}
@@ -349,7 +360,8 @@ static void notify_queue(struct nlm *n, struct nsm_notify_ctx *x,
 static int addr_parse(const char *text, struct sockaddr_storage *ss)
 {
 	memset(ss, 0, sizeof(*ss));
-	if (inet_pton(AF_INET, text, &((struct sockaddr_in *)ss)->sin_addr) == 1)
+	if (inet_pton(AF_INET, text, &((struct sockaddr_in *)ss)->sin_addr) ==
+	    1)
 		ss->ss_family = AF_INET;
 	else if (inet_pton(AF_INET6, text,
 			   &((struct sockaddr_in6 *)ss)->sin6_addr) == 1)
@@ -385,7 +397,8 @@ static void takeover_one(void *arg, const char *note)
 		return;
 	}
 	log_info("nsm: node %u is down: asking client %s (%s) to reclaim "
-		 "its locks", t->node, x->name, addr);
+		 "its locks",
+		 t->node, x->name, addr);
 	notify_queue(t->n, x, &ss);
 }
 
@@ -520,8 +533,8 @@ static bool nsm_caller_ok(struct rpc_call *call, const char *proc,
 	char a[LOG_ADDR_MAX];
 
 	if (nsm_peer_local(peer) ||
-	    (!local_only && nfsd_client_admitted(n->opts.nfsd, peer,
-						 rpc_call_loop(call))))
+	    (!local_only &&
+	     nfsd_client_admitted(n->opts.nfsd, peer, rpc_call_loop(call))))
 		return true;
 	log_host(LOG_LVL_WARN, peer, "nsm: %s from %s refused: %s", proc,
 		 log_addr(peer, a),
@@ -536,8 +549,8 @@ static void proc_stat(struct rpc_call *call, void *args, void *res)
 	sm_stat_res *r = res;
 
 	(void)args;
-	r->res_stat = nsm_caller_ok(call, "STAT", false) ? stat_succ
-							 : stat_fail;
+	r->res_stat =
+		nsm_caller_ok(call, "STAT", false) ? stat_succ : stat_fail;
 	r->state = n->state;
 	rpc_call_done(call);
 }
@@ -585,8 +598,7 @@ out:
 }
 
 /* Remove registrations matching id and (when not NULL) mon_name. */
-static void mon_remove(struct nlm *n, const char *mon_name,
-		       const sm_my_id *id)
+static void mon_remove(struct nlm *n, const char *mon_name, const sm_my_id *id)
 {
 	struct nsm_mon **pp, *m;
 
@@ -652,8 +664,8 @@ static void proc_notify(struct rpc_call *call, void *args, void *res)
 	if (!local && !k && !recs) {
 		log_host(LOG_LVL_WARN, peer,
 			 "nsm: SM_NOTIFY for %s from %s ignored: that host "
-			 "holds nothing from this address", a->mon_name,
-			 log_addr(peer, addr));
+			 "holds nothing from this address",
+			 a->mon_name, log_addr(peer, addr));
 		goto out;
 	}
 	log_host(LOG_LVL_INFO, peer,
@@ -667,13 +679,16 @@ static void proc_notify(struct rpc_call *call, void *args, void *res)
 		if (strcmp(m->mon_name, a->mon_name))
 			continue;
 		memcpy(st.priv, m->priv, sizeof(st.priv));
-		if (nlm_cb_queue(n->cb, &(struct nlm_cb_call){
-					 .addr = m->peer,
-					 .prog = (uint32_t)m->my_prog,
-					 .vers = (uint32_t)m->my_vers,
-					 .proc = (uint32_t)m->my_proc,
-					 .encode = (xdrproc_t)xdr_nlm4_sm_status,
-					 .args = &st, .tries = 3 }))
+		if (nlm_cb_queue(
+			    n->cb,
+			    &(struct nlm_cb_call){
+				    .addr = m->peer,
+				    .prog = (uint32_t)m->my_prog,
+				    .vers = (uint32_t)m->my_vers,
+				    .proc = (uint32_t)m->my_proc,
+				    .encode = (xdrproc_t)xdr_nlm4_sm_status,
+				    .args = &st,
+				    .tries = 3 }))
 			log_warn("nsm: cannot queue the callback for %s",
 				 m->my_name);
 	}
@@ -682,14 +697,17 @@ out:
 	rpc_call_done(call);
 }
 
-#define SM_PROC(nm, fn, at, rt, fl)                                        \
-	{ .name = nm, .decode = (xdrproc_t)xdr_##at, .args_size = sizeof(at), \
-	  .encode = (xdrproc_t)xdr_##rt, .res_size = sizeof(rt),            \
-	  .handler = fn, .flags = fl }
+#define SM_PROC(nm, fn, at, rt, fl)                                     \
+	{                                                               \
+		.name = nm, .decode = (xdrproc_t)xdr_##at,              \
+		.args_size = sizeof(at), .encode = (xdrproc_t)xdr_##rt, \
+		.res_size = sizeof(rt), .handler = fn, .flags = fl      \
+	}
 
 /* SIMU_CRASH (5) is for a host's own daemons; it is not offered. */
 static const struct rpc_proc sm_procs[] = {
-	[SM_NULL] = { .name = "NULL", .handler = proc_null,
+	[SM_NULL] = { .name = "NULL",
+		      .handler = proc_null,
 		      .flags = RPC_PROC_IDEMPOTENT | RPC_PROC_AUTH_NONE_OK },
 	[SM_STAT] = SM_PROC("STAT", proc_stat, sm_name, sm_stat_res,
 			    RPC_PROC_IDEMPOTENT),
@@ -697,11 +715,11 @@ static const struct rpc_proc sm_procs[] = {
 			   RPC_PROC_IDEMPOTENT | RPC_PROC_MAKES_WRITE),
 	[SM_UNMON] = SM_PROC("UNMON", proc_unmon, sm_mon_id, sm_stat,
 			     RPC_PROC_IDEMPOTENT | RPC_PROC_MAKES_WRITE),
-	[SM_UNMON_ALL] = SM_PROC("UNMON_ALL", proc_unmon_all, sm_my_id,
-				 sm_stat,
+	[SM_UNMON_ALL] = SM_PROC("UNMON_ALL", proc_unmon_all, sm_my_id, sm_stat,
 				 RPC_PROC_IDEMPOTENT | RPC_PROC_MAKES_WRITE),
 	[SM_SIMU_CRASH] = { .name = "SIMU_CRASH" },
-	[SM_NOTIFY] = { .name = "NOTIFY", .decode = (xdrproc_t)xdr_sm_stat_chge,
+	[SM_NOTIFY] = { .name = "NOTIFY",
+			.decode = (xdrproc_t)xdr_sm_stat_chge,
 			.args_size = sizeof(sm_stat_chge),
 			.handler = proc_notify,
 			.flags = RPC_PROC_MAKES_WRITE },
@@ -726,7 +744,10 @@ struct rpc_program nsm_program(struct nlm *n)
 		sm_procs_cluster[SM_NOTIFY].handler = notify_deferred;
 		procs = sm_procs_cluster;
 	}
-	return (struct rpc_program){ .name = "nsm", .prog = NSM_PROG,
-				     .vers = NSM_VERS1, .procs = procs,
-				     .nprocs = SM_NPROCS, .ctx = n };
+	return (struct rpc_program){ .name = "nsm",
+				     .prog = NSM_PROG,
+				     .vers = NSM_VERS1,
+				     .procs = procs,
+				     .nprocs = SM_NPROCS,
+				     .ctx = n };
 }

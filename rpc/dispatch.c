@@ -171,9 +171,9 @@ static bool drc_check(struct rpc_conn *conn, struct rpc_call *call,
 	struct rpc_outbuf *ob;
 	struct rpc_drc_key k;
 
-	rpc_drc_key_init(&k, &conn->peer, h->xid, h->prog, h->vers, h->proc,
-			 rpc_drc_hash_args(rec + h->body_off,
-					   len - h->body_off));
+	rpc_drc_key_init(
+		&k, &conn->peer, h->xid, h->prog, h->vers, h->proc,
+		rpc_drc_hash_args(rec + h->body_off, len - h->body_off));
 	switch (rpc_drc_begin(conn->loop->srv->drc, &k, &call->drc, &ob)) {
 	case RPC_DRC_MISS:
 		return false;
@@ -184,7 +184,8 @@ static bool drc_check(struct rpc_conn *conn, struct rpc_call *call,
 		return true;
 	case RPC_DRC_BUSY:
 		log_debug("rpc: xid %08x proc %u: retransmission while in "
-			  "progress, dropped", h->xid, h->proc);
+			  "progress, dropped",
+			  h->xid, h->proc);
 		return true;
 	default:
 		log_warn("rpc: no memory to replay xid %08x", h->xid);

@@ -35,12 +35,12 @@
 #define RPC_DRC_HASH_BYTES 256
 
 struct rpc_drc_entry {
-	struct rpc_drc_entry *hnext;             /* bucket chain */
+	struct rpc_drc_entry *hnext;               /* bucket chain */
 	struct rpc_drc_entry *lru_prev, *lru_next; /* done entries only */
 	struct rpc_drc_key key;
 	uint64_t khash;
 	bool done;
-	size_t len;        /* reply bytes, record mark included */
+	size_t len; /* reply bytes, record mark included */
 	uint8_t *reply;
 };
 
@@ -229,7 +229,8 @@ static void shard_make_room(struct rpc_drc *d, struct rpc_drc_shard *s,
 			    size_t entries, size_t bytes)
 {
 	while ((s->nentries + entries > d->shard_entries ||
-		s->nbytes + bytes > d->shard_bytes) && s->lru_tail)
+		s->nbytes + bytes > d->shard_bytes) &&
+	       s->lru_tail)
 		entry_remove(s, s->lru_tail);
 }
 

@@ -63,7 +63,8 @@ static struct host **host_find(struct rpc_hosts *h,
 
 	memset(key, 0, 16);
 	if (peer->ss_family == AF_INET6) {
-		memcpy(key, &((const struct sockaddr_in6 *)peer)->sin6_addr, 16);
+		memcpy(key, &((const struct sockaddr_in6 *)peer)->sin6_addr,
+		       16);
 	} else if (peer->ss_family == AF_INET) {
 		key[10] = key[11] = 0xff;
 		memcpy(key + 12, &((const struct sockaddr_in *)peer)->sin_addr,

@@ -117,7 +117,8 @@ ssize_t rpc_recparser_feed(struct rpc_recparser *p, const uint8_t *data,
 			p->hdr_have = 0;
 			rc = frag_begin(p, (uint32_t)p->hdr[0] << 24 |
 						   (uint32_t)p->hdr[1] << 16 |
-						   (uint32_t)p->hdr[2] << 8 | p->hdr[3]);
+						   (uint32_t)p->hdr[2] << 8 |
+						   p->hdr[3]);
 			if (rc)
 				return rc;
 		}

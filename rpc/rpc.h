@@ -96,11 +96,11 @@ struct rpc_program {
  * its host's limit, a new connection is accepted and closed at once.
  */
 struct rpc_config {
-	int nloops;             /* event loops (threads); 1..1024 */
-	size_t max_record;      /* largest accepted RPC record, bytes;
+	int nloops;            /* event loops (threads); 1..1024 */
+	size_t max_record;     /* largest accepted RPC record, bytes;
 				   0 = 1 MiB + 64 KiB */
-	uint32_t max_inflight;  /* outstanding calls per connection; 0 = 128 */
-	uint32_t max_conns;     /* open connections per server, 0 = unlimited */
+	uint32_t max_inflight; /* outstanding calls per connection; 0 = 128 */
+	uint32_t max_conns;    /* open connections per server, 0 = unlimited */
 	/* Open connections one client address may hold: host_limit(ctx,
 	 * peer, loop) when set (e.g. fewer for hosts no export admits; it
 	 * runs on the accepting loop), else max_conns_per_host; 0 =
@@ -150,8 +150,8 @@ int rpc_server_listen(struct rpc_server *srv, const struct sockaddr *addr,
  * The fd stays the caller's; close it only after rpc_server_free().  Call
  * before rpc_server_start() (-EBUSY after).  Returns 0 or -errno.
  */
-int rpc_server_watch(struct rpc_server *srv, int loop, int fd,
-		     rpc_watch_fn fn, rpc_watch_fn flush, void *arg);
+int rpc_server_watch(struct rpc_server *srv, int loop, int fd, rpc_watch_fn fn,
+		     rpc_watch_fn flush, void *arg);
 
 /* Start the loop threads.  Returns 0 or -errno. */
 int rpc_server_start(struct rpc_server *srv);
@@ -239,14 +239,14 @@ void rpc_call_drop(struct rpc_call *call);
  */
 struct rpc_recparser {
 	size_t max_record;
-	uint8_t *buf;     /* current record being assembled */
-	size_t len, cap;  /* bytes of the record so far */
+	uint8_t *buf;    /* current record being assembled */
+	size_t len, cap; /* bytes of the record so far */
 	uint32_t frag_left;
 	bool last_frag;
 	bool in_header;
 	uint8_t hdr[4];
 	int hdr_have;
-	bool in_record;   /* a record has begun and is not complete yet */
+	bool in_record; /* a record has begun and is not complete yet */
 };
 
 void rpc_recparser_init(struct rpc_recparser *p, size_t max_record);

@@ -27,11 +27,11 @@
 /* What kind of reply header to encode (RFC 5531 section 9, reply_body). */
 struct rpc_reply_hdr {
 	uint32_t xid;
-	enum reply_stat rstat;   /* MSG_ACCEPTED or MSG_DENIED */
-	enum accept_stat astat;  /* MSG_ACCEPTED */
-	enum reject_stat jstat;  /* MSG_DENIED */
-	enum auth_stat why;      /* MSG_DENIED, AUTH_ERROR */
-	uint32_t low, high;      /* PROG_MISMATCH or RPC_MISMATCH */
+	enum reply_stat rstat;  /* MSG_ACCEPTED or MSG_DENIED */
+	enum accept_stat astat; /* MSG_ACCEPTED */
+	enum reject_stat jstat; /* MSG_DENIED */
+	enum auth_stat why;     /* MSG_DENIED, AUTH_ERROR */
+	uint32_t low, high;     /* PROG_MISMATCH or RPC_MISMATCH */
 };
 
 /* Encode h into p (at least RPC_REPLY_HDR_MAX bytes); returns its length. */
@@ -55,7 +55,7 @@ void rpc_recparser_commit(struct rpc_recparser *p, size_t n);
 struct rpc_pipe {
 	struct rpc_pipe *next; /* the loop's free list */
 	int rfd, wfd;
-	size_t cap;            /* bytes it holds (F_SETPIPE_SZ) */
+	size_t cap; /* bytes it holds (F_SETPIPE_SZ) */
 };
 
 /*
@@ -67,8 +67,8 @@ struct rpc_pipe {
 struct rpc_outbuf {
 	struct rpc_outbuf *next;
 	struct rpc_loop *home;
-	size_t cap;      /* bytes data[] can hold */
-	size_t len, off; /* bytes in data, bytes of them already sent */
+	size_t cap;            /* bytes data[] can hold */
+	size_t len, off;       /* bytes in data, bytes of them already sent */
 	struct rpc_pipe *pipe; /* payload after data[], or NULL */
 	size_t pipe_len;       /* payload bytes still in the pipe */
 	uint8_t tail_len, tail_off; /* zero bytes after the payload */
@@ -145,24 +145,24 @@ struct rpc_conn {
 	struct rpc_loop *loop;
 	const struct rpc_listener *lis;
 	int fd;
-	int refs;          /* open + outstanding calls + list memberships */
+	int refs; /* open + outstanding calls + list memberships */
 	bool closed;
-	bool in_armed;     /* EPOLLIN in the epoll mask */
-	bool out_armed;    /* EPOLLOUT in the epoll mask */
+	bool in_armed;  /* EPOLLIN in the epoll mask */
+	bool out_armed; /* EPOLLOUT in the epoll mask */
 	bool on_flush, on_resume;
 	uint32_t inflight; /* calls handed to handlers, not yet finished */
 	struct rpc_recparser rp;
-	uint8_t *pend;     /* bytes read but not parsed while at the cap */
+	uint8_t *pend; /* bytes read but not parsed while at the cap */
 	size_t pend_off, pend_len;
 	struct rpc_outbuf *out_head, **out_tail;
 	size_t out_bytes;
-	uint32_t out_new;  /* replies queued since the last flush */
+	uint32_t out_new; /* replies queued since the last flush */
 	struct sockaddr_storage peer;
 	/* Timeouts (loop clock, ms): last byte read; start of the record
 	 * being read, while rec_open; last progress of the output queue. */
 	int64_t last_rx_ms, rec_start_ms, last_tx_ms;
 	bool rec_open;
-	struct rpc_conn *prev, *next;          /* loop's list of open conns */
+	struct rpc_conn *prev, *next; /* loop's list of open conns */
 	struct rpc_conn *flush_next, *resume_next;
 };
 
@@ -173,15 +173,15 @@ struct rpc_call {
 	const struct rpc_program *prog;
 	const struct rpc_proc *proc;
 	struct rpc_callhdr hdr;
-	uint8_t *rec;           /* request record; args may point into it */
+	uint8_t *rec; /* request record; args may point into it */
 	void *args, *res;
-	void *mem;              /* args + res storage, kept across reuse */
+	void *mem; /* args + res storage, kept across reuse */
 	size_t memcap;
-	struct rpc_outbuf *out; /* reply, or NULL for a dropped call */
+	struct rpc_outbuf *out;    /* reply, or NULL for a dropped call */
 	struct rpc_drc_entry *drc; /* in-progress DRC entry, or NULL */
 	struct rpc_outbuf *body;   /* rpc_call_body()'s buffer, or NULL */
 	struct rpc_pipe *pipe;     /* rpc_call_pipe()'s pipe, or NULL */
-	uint64_t start_ns;      /* arrival, for the latency histogram */
+	uint64_t start_ns;         /* arrival, for the latency histogram */
 };
 
 struct rpc_lsock {
@@ -220,10 +220,10 @@ struct rpc_loop {
 	struct rpc_outbuf *ob_free[2];
 	unsigned ob_nfree[2];
 	struct rpc_pipe *pipes;
-	unsigned npipes;      /* pipes that exist: pooled or in use */
-	bool pipes_refused;   /* the system would not size a pipe: stop asking */
-	uint64_t inflight; /* calls of this loop not yet finished */
-	unsigned nout;     /* conns with queued output */
+	unsigned npipes;    /* pipes that exist: pooled or in use */
+	bool pipes_refused; /* the system would not size a pipe: stop asking */
+	uint64_t inflight;  /* calls of this loop not yet finished */
+	unsigned nout;      /* conns with queued output */
 	bool stop_seen;
 	int64_t now_ms;        /* CLOCK_MONOTONIC, read once per iteration */
 	int64_t next_sweep_ms; /* next check of the connection timeouts */

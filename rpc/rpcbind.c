@@ -69,7 +69,8 @@ static int pmap_call(u_long proc, struct pmap *pm, bool_t *ok)
 {
 	struct timeval tv = { .tv_sec = RPCBIND_CALL_S };
 	struct sockaddr_in sin;
-	struct netbuf nb = { .maxlen = sizeof(sin), .len = sizeof(sin),
+	struct netbuf nb = { .maxlen = sizeof(sin),
+			     .len = sizeof(sin),
 			     .buf = &sin };
 	enum clnt_stat st;
 	CLIENT *clnt;
@@ -103,8 +104,10 @@ out_close:
  */
 int rpc_rpcbind_set(uint32_t prog, uint32_t vers, uint16_t port)
 {
-	struct pmap pm = { .pm_prog = prog, .pm_vers = vers,
-			   .pm_prot = IPPROTO_TCP, .pm_port = port };
+	struct pmap pm = { .pm_prog = prog,
+			   .pm_vers = vers,
+			   .pm_prot = IPPROTO_TCP,
+			   .pm_port = port };
 	bool_t ok;
 	int rc;
 

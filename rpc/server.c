@@ -83,8 +83,8 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-#define CONTAINER(ptr, type, member)                                       \
-	((type *)((char *)(ptr) - offsetof(type, member)))
+#define CONTAINER(ptr, type, member) \
+	((type *)((char *)(ptr)-offsetof(type, member)))
 
 /* ---- connections ------------------------------------------------------ */
 
@@ -257,8 +257,9 @@ static ssize_t conn_send_some(struct rpc_conn *c)
 		}
 		msg.msg_iovlen = k;
 		more = ob && ob->pipe_len;
-		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT |
-						 (more ? MSG_MORE : 0));
+		n = sendmsg(c->fd, &msg,
+			    MSG_NOSIGNAL | MSG_DONTWAIT |
+				    (more ? MSG_MORE : 0));
 		if (n < 0)
 			return errno == EWOULDBLOCK ? -EAGAIN : -errno;
 		conn_sent(c, (size_t)n);
@@ -459,8 +460,8 @@ static void conn_refused(struct rpc_loop *loop)
 					    loop->now_ms))
 		return;
 	log_warn("rpc: connection limit of %u reached: %u connections "
-		 "closed at once in the last %d s", srv->cfg.max_conns,
-		 atomic_exchange(&srv->conn_refused, 0),
+		 "closed at once in the last %d s",
+		 srv->cfg.max_conns, atomic_exchange(&srv->conn_refused, 0),
 		 RPC_CONN_WARN_MS / 1000);
 }
 
@@ -472,10 +473,10 @@ static bool host_admit(struct rpc_loop *loop,
 		       const struct sockaddr_storage *peer)
 {
 	struct rpc_server *srv = loop->srv;
-	uint32_t limit = srv->cfg.host_limit ?
-				 srv->cfg.host_limit(srv->cfg.host_limit_ctx,
-						     peer, loop->idx) :
-				 srv->cfg.max_conns_per_host;
+	uint32_t limit = srv->cfg.host_limit
+				 ? srv->cfg.host_limit(srv->cfg.host_limit_ctx,
+						       peer, loop->idx)
+				 : srv->cfg.max_conns_per_host;
 	char a[LOG_ADDR_MAX];
 
 	if (rpc_hosts_take(srv->hosts, peer, limit))
@@ -483,7 +484,8 @@ static bool host_admit(struct rpc_loop *loop,
 	metrics_inc(MET_CONN_REFUSED);
 	log_host(LOG_LVL_WARN, peer,
 		 "rpc: %s holds its limit of %u connections; a new one was "
-		 "closed at once", log_addr(peer, a), limit);
+		 "closed at once",
+		 log_addr(peer, a), limit);
 	return false;
 }
 
@@ -720,9 +722,11 @@ static void *loop_main(void *arg)
 		}
 		timeout = (int)(loop->next_sweep_ms - loop->now_ms);
 		if (loop->stop_seen) {
-			int64_t left = loop->srv->stop_deadline_ms - loop->now_ms;
+			int64_t left =
+				loop->srv->stop_deadline_ms - loop->now_ms;
 
-			if ((loop->inflight == 0 && loop->nout == 0) || left <= 0)
+			if ((loop->inflight == 0 && loop->nout == 0) ||
+			    left <= 0)
 				break;
 			if (left < timeout)
 				timeout = (int)left;
@@ -744,8 +748,9 @@ static void *loop_main(void *arg)
 				loop_wake(loop);
 				break;
 			case RPC_EV_LISTEN:
-				lsock_accept(loop,
-					     CONTAINER(ev, struct rpc_lsock, ev));
+				lsock_accept(
+					loop,
+					CONTAINER(ev, struct rpc_lsock, ev));
 				break;
 			case RPC_EV_CONN:
 				conn_event(CONTAINER(ev, struct rpc_conn, ev),
@@ -951,7 +956,8 @@ int rpc_server_listen(struct rpc_server *srv, const struct sockaddr *addr,
 	for (size_t p = 0; p < nprogs; p++)
 		for (uint32_t k = 0; k < progs[p].nprocs; k++)
 			metrics_rpc_register(progs[p].prog, progs[p].vers, k,
-					     progs[p].name, progs[p].procs[k].name);
+					     progs[p].name,
+					     progs[p].procs[k].name);
 	memset(&a, 0, sizeof(a));
 	memcpy(&a, addr, addrlen);
 	for (i = 0; i < srv->cfg.nloops; i++) {
@@ -1011,8 +1017,8 @@ out_undo:
 	return rc;
 }
 
-int rpc_server_watch(struct rpc_server *srv, int loop, int fd,
-		     rpc_watch_fn fn, rpc_watch_fn flush, void *arg)
+int rpc_server_watch(struct rpc_server *srv, int loop, int fd, rpc_watch_fn fn,
+		     rpc_watch_fn flush, void *arg)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct rpc_watch *w;

@@ -43,7 +43,8 @@ static struct rpc_pipe *pipe_new(struct rpc_loop *loop)
 		/* Over pipe-max-size or the user's pipe-user-pages: replies
 		 * are copied instead, and we stop asking. */
 		log_info("rpc: pipes of %u bytes refused (%s): READ replies "
-			 "are copied", RPC_PIPE_SIZE,
+			 "are copied",
+			 RPC_PIPE_SIZE,
 			 sz < 0 ? "no permission or limit reached" : "smaller");
 		loop->pipes_refused = true;
 		close(fds[0]);
@@ -108,8 +109,8 @@ void rpc_pipe_pool_free(struct rpc_loop *loop)
 
 ssize_t rpc_pipe_send(int fd, struct rpc_pipe *p, size_t len, bool more)
 {
-	unsigned flags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK |
-			 (more ? SPLICE_F_MORE : 0);
+	unsigned flags =
+		SPLICE_F_MOVE | SPLICE_F_NONBLOCK | (more ? SPLICE_F_MORE : 0);
 	ssize_t n;
 
 	do {

@@ -92,16 +92,33 @@ void s3_buf_xml(struct s3_buf *b, const char *s)
 {
 	for (; *s; s++) {
 		switch (*s) {
-		case '&': s3_buf_str(b, "&amp;"); break;
-		case '<': s3_buf_str(b, "&lt;"); break;
-		case '>': s3_buf_str(b, "&gt;"); break;
-		case '"': s3_buf_str(b, "&quot;"); break;
-		case '\'': s3_buf_str(b, "&apos;"); break;
+		case '&':
+			s3_buf_str(b, "&amp;");
+			break;
+		case '<':
+			s3_buf_str(b, "&lt;");
+			break;
+		case '>':
+			s3_buf_str(b, "&gt;");
+			break;
+		case '"':
+			s3_buf_str(b, "&quot;");
+			break;
+		case '\'':
+			s3_buf_str(b, "&apos;");
+			break;
 		/* Parsers normalise raw CR, LF and TAB; references survive. */
-		case '\r': s3_buf_str(b, "&#13;"); break;
-		case '\n': s3_buf_str(b, "&#10;"); break;
-		case '\t': s3_buf_str(b, "&#9;"); break;
-		default: s3_buf_add(b, s, 1);
+		case '\r':
+			s3_buf_str(b, "&#13;");
+			break;
+		case '\n':
+			s3_buf_str(b, "&#10;");
+			break;
+		case '\t':
+			s3_buf_str(b, "&#9;");
+			break;
+		default:
+			s3_buf_add(b, s, 1);
 		}
 	}
 }

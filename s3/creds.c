@@ -61,7 +61,8 @@ static int creds_set(struct s3_creds *c, const char *ak, const char *sk,
 	c->access_key = strdup(ak);
 	c->secret_key = strdup(sk);
 	c->token = token && *token ? strdup(token) : NULL;
-	if (!c->access_key || !c->secret_key || (token && *token && !c->token)) {
+	if (!c->access_key || !c->secret_key ||
+	    (token && *token && !c->token)) {
 		s3_creds_free(c);
 		return -ENOMEM;
 	}
@@ -211,8 +212,8 @@ static int creds_from_files(struct s3_creds *c, bool *found)
 int s3_region_resolve(const char *explicit_region, char **out)
 {
 	static const char *const names[] = { "region" };
-	const char *r = explicit_region && *explicit_region ? explicit_region :
-							       NULL;
+	const char *r =
+		explicit_region && *explicit_region ? explicit_region : NULL;
 	char *val = NULL, *path, *sect;
 	int err = 0;
 
@@ -304,17 +305,20 @@ static int imds_fetch(const char *ep, struct s3_creds *c, int64_t *expires)
 	int err;
 
 	s3_buf_fmt(&url, "%s/latest/api/token", ep);
-	err = s3_buf_err(&url) ? -ENOMEM :
-		imds_call(url.p, true,
-			  "X-aws-ec2-metadata-token-ttl-seconds: " IMDS_TOKEN_TTL,
-			  &tok);
+	err = s3_buf_err(&url) ? -ENOMEM
+			       : imds_call(url.p, true,
+					   "X-aws-ec2-metadata-token-ttl-"
+					   "seconds: " IMDS_TOKEN_TTL,
+					   &tok);
 	if (err)
 		goto out;
-	s3_buf_fmt(&hdr, "X-aws-ec2-metadata-token: %s", trim(tok.p ? tok.p : ""));
+	s3_buf_fmt(&hdr, "X-aws-ec2-metadata-token: %s",
+		   trim(tok.p ? tok.p : ""));
 	s3_buf_reset(&url);
 	s3_buf_fmt(&url, "%s/latest/meta-data/iam/security-credentials/", ep);
-	err = s3_buf_err(&url) || s3_buf_err(&hdr) ?
-		      -ENOMEM : imds_call(url.p, false, hdr.p, &role);
+	err = s3_buf_err(&url) || s3_buf_err(&hdr)
+		      ? -ENOMEM
+		      : imds_call(url.p, false, hdr.p, &role);
 	if (err)
 		goto out;
 	nl = role.p ? strchr(role.p, '\n') : NULL;
@@ -398,9 +402,9 @@ int s3_creds_open(struct s3_cred_src **out)
 		goto out_done;
 	}
 	src->origin = ORIGIN_IMDS;
-	src->imds = strdup(env_nonempty("AWS_EC2_METADATA_SERVICE_ENDPOINT") ?
-				   getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT") :
-				   IMDS_DEFAULT);
+	src->imds = strdup(env_nonempty("AWS_EC2_METADATA_SERVICE_ENDPOINT")
+				   ? getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT")
+				   : IMDS_DEFAULT);
 	if (!src->imds) {
 		err = -ENOMEM;
 		goto out_free;
@@ -413,7 +417,8 @@ int s3_creds_open(struct s3_cred_src **out)
 		/* Off EC2 nothing answers there: that is "no credentials". */
 		log_error("s3: no credentials in the environment or the "
 			  "shared files, and instance metadata at %s did not "
-			  "provide any", src->imds);
+			  "provide any",
+			  src->imds);
 		err = -EACCES;
 		goto out_free;
 	}
@@ -444,9 +449,12 @@ void s3_creds_close(struct s3_cred_src *src)
 const char *s3_creds_origin(const struct s3_cred_src *src)
 {
 	switch (src->origin) {
-	case ORIGIN_ENV: return "the environment";
-	case ORIGIN_FILE: return "the shared credentials/config file";
-	default: return "EC2 instance metadata";
+	case ORIGIN_ENV:
+		return "the environment";
+	case ORIGIN_FILE:
+		return "the shared credentials/config file";
+	default:
+		return "EC2 instance metadata";
 	}
 }
 
@@ -481,7 +489,8 @@ int s3_creds_get(struct s3_cred_src *src, struct s3_creds *out)
 			err = 0;
 		} else {
 			log_error("s3: instance credentials expired and could "
-				  "not be refreshed (%s)", strerror(-err));
+				  "not be refreshed (%s)",
+				  strerror(-err));
 			err = -EAGAIN;
 		}
 	}

@@ -43,20 +43,25 @@ static const struct {
 	long status;
 	int err;
 } status_map[] = {
-	{ 400, -EINVAL },  { 403, -EACCES },  { 404, -ENOENT },
-	{ 405, -ENOTSUP }, { 408, -EAGAIN },  { 416, -ERANGE },
-	{ 412, -ESTALE },  { 429, -EAGAIN },  { 500, -EAGAIN },
-	{ 501, -ENOTSUP },
-	{ 502, -EAGAIN },  { 503, -EAGAIN },  { 504, -EAGAIN },
+	{ 400, -EINVAL },  { 403, -EACCES }, { 404, -ENOENT },
+	{ 405, -ENOTSUP }, { 408, -EAGAIN }, { 416, -ERANGE },
+	{ 412, -ESTALE },  { 429, -EAGAIN }, { 500, -EAGAIN },
+	{ 501, -ENOTSUP }, { 502, -EAGAIN }, { 503, -EAGAIN },
+	{ 504, -EAGAIN },
 };
 
 /* Transport failures that a later try may not see. */
 static const CURLcode transient[] = {
-	CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT,
-	CURLE_OPERATION_TIMEDOUT,   CURLE_SEND_ERROR,
-	CURLE_RECV_ERROR,           CURLE_GOT_NOTHING,
-	CURLE_PARTIAL_FILE,         CURLE_SSL_CONNECT_ERROR,
-	CURLE_HTTP2,                CURLE_HTTP2_STREAM,
+	CURLE_COULDNT_RESOLVE_HOST,
+	CURLE_COULDNT_CONNECT,
+	CURLE_OPERATION_TIMEDOUT,
+	CURLE_SEND_ERROR,
+	CURLE_RECV_ERROR,
+	CURLE_GOT_NOTHING,
+	CURLE_PARTIAL_FILE,
+	CURLE_SSL_CONNECT_ERROR,
+	CURLE_HTTP2,
+	CURLE_HTTP2_STREAM,
 };
 
 int s3_errmap(long status, const char *code, int transport)

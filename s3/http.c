@@ -56,8 +56,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 	vstart = nlen + 1;
 	while (vstart < len && (p[vstart] == ' ' || p[vstart] == '\t'))
 		vstart++;
-	while (len > vstart && (p[len - 1] == '\r' || p[len - 1] == '\n' ||
-				p[len - 1] == ' '))
+	while (len > vstart &&
+	       (p[len - 1] == '\r' || p[len - 1] == '\n' || p[len - 1] == ' '))
 		len--;
 	x->on_header(x->header_arg, p, nlen, p + vstart, len - vstart);
 	return size * n;

@@ -40,8 +40,9 @@ char *s3_json_get(const char *js, const char *name)
 					p++;
 					if (!*p)
 						goto out;
-					ch = *p == 'n' ? '\n' : *p == 't' ? '\t' :
-					     *p;
+					ch = *p == 'n'   ? '\n'
+					     : *p == 't' ? '\t'
+							 : *p;
 					if (*p == 'u')
 						goto out; /* not in IMDS answers */
 				}

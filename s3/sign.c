@@ -182,13 +182,14 @@ static int hdrs_prepare(const struct s3_sign_in *in, struct hdr *h)
 			return -EINVAL;
 		h[i].order = i;
 		h[i].name = malloc(len + 1);
-		h[i].value = value_trim(in->headers[i].value ?
-						in->headers[i].value : "");
+		h[i].value = value_trim(
+			in->headers[i].value ? in->headers[i].value : "");
 		if (!h[i].name || !h[i].value)
 			return -ENOMEM;
 		for (size_t j = 0; j <= len; j++)
-			h[i].name[j] = (n[j] >= 'A' && n[j] <= 'Z') ?
-					       (char)(n[j] - 'A' + 'a') : n[j];
+			h[i].name[j] = (n[j] >= 'A' && n[j] <= 'Z')
+					       ? (char)(n[j] - 'A' + 'a')
+					       : n[j];
 	}
 	return 0;
 }
@@ -258,7 +259,8 @@ static int signing_key(const struct s3_sign_in *in, const char *date8,
 	if (!err)
 		err = hmac(k, SHA256_LEN, in->region, strlen(in->region), key);
 	if (!err)
-		err = hmac(key, SHA256_LEN, in->service, strlen(in->service), k);
+		err = hmac(key, SHA256_LEN, in->service, strlen(in->service),
+			   k);
 	if (!err)
 		err = hmac(k, SHA256_LEN, "aws4_request", 12, key);
 	OPENSSL_cleanse(k, sizeof(k));
@@ -274,9 +276,8 @@ int s3_sign(const struct s3_sign_in *in, struct s3_sign_out *out)
 
 	memset(out, 0, sizeof(*out));
 	if (!in->amz_date || strlen(in->amz_date) != S3_AMZ_DATE_LEN - 1 ||
-	    !in->method || !in->uri || in->uri[0] != '/' ||
-	    !in->payload_hash || !in->region || !in->service ||
-	    !in->access_key || !in->secret_key)
+	    !in->method || !in->uri || in->uri[0] != '/' || !in->payload_hash ||
+	    !in->region || !in->service || !in->access_key || !in->secret_key)
 		return -EINVAL;
 	memcpy(date8, in->amz_date, 8);
 	date8[8] = '\0';

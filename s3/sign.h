@@ -17,7 +17,7 @@
 
 #include "s3/buf.h"
 
-#define S3_SHA256_HEX 65 /* 64 hex digits and a NUL */
+#define S3_SHA256_HEX 65   /* 64 hex digits and a NUL */
 #define S3_AMZ_DATE_LEN 17 /* "YYYYMMDDTHHMMSSZ" and a NUL */
 #define S3_UNSIGNED_PAYLOAD "UNSIGNED-PAYLOAD"
 
@@ -28,11 +28,12 @@ struct s3_kv {
 };
 
 struct s3_sign_in {
-	const char *method;      /* "GET", "PUT", ... */
-	const char *uri;         /* canonical URI, already encoded ("/b/k%20x") */
+	const char *method; /* "GET", "PUT", ... */
+	const char *uri;    /* canonical URI, already encoded ("/b/k%20x") */
 	const struct s3_kv *query; /* raw names and values; value NULL = "" */
 	size_t nquery;
-	const struct s3_kv *headers; /* every header to sign: host, x-amz-date, ... */
+	const struct s3_kv
+		*headers; /* every header to sign: host, x-amz-date, ... */
 	size_t nheaders;
 	const char *payload_hash; /* hex SHA-256 or S3_UNSIGNED_PAYLOAD */
 	const char *amz_date;     /* the x-amz-date value */
@@ -41,10 +42,10 @@ struct s3_sign_in {
 };
 
 struct s3_sign_out {
-	struct s3_buf query;  /* canonical query string, for the URL too */
-	struct s3_buf creq;   /* canonical request */
-	struct s3_buf sts;    /* string to sign */
-	struct s3_buf authz;  /* Authorization header value (holds no secret) */
+	struct s3_buf query; /* canonical query string, for the URL too */
+	struct s3_buf creq;  /* canonical request */
+	struct s3_buf sts;   /* string to sign */
+	struct s3_buf authz; /* Authorization header value (holds no secret) */
 };
 
 /*

@@ -45,7 +45,8 @@ int store_open(const struct store_opts *opts, struct store **out)
 	if (!sep)
 		return -EINVAL;
 	n = (size_t)(sep - opts->url);
-	for (i = 0; i < sizeof(store_backends) / sizeof(store_backends[0]); i++) {
+	for (i = 0; i < sizeof(store_backends) / sizeof(store_backends[0]);
+	     i++) {
 		if (strlen(store_backends[i].scheme) == n &&
 		    memcmp(store_backends[i].scheme, opts->url, n) == 0) {
 			known = true;
@@ -119,8 +120,8 @@ static bool store_rc_up(int rc)
  */
 static void store_health(struct store *st, int rc)
 {
-	int64_t since = atomic_load_explicit(&st->down_since_ms,
-					     memory_order_relaxed);
+	int64_t since =
+		atomic_load_explicit(&st->down_since_ms, memory_order_relaxed);
 
 	if (rc == -EAGAIN && !since) {
 		int64_t now = store_now_ms();
@@ -159,8 +160,8 @@ static int store_counted(struct store *st, enum metrics_store_op op, int rc)
 
 bool store_down(const struct store *st)
 {
-	return atomic_load_explicit(&st->down_since_ms,
-				    memory_order_relaxed) != 0;
+	return atomic_load_explicit(&st->down_since_ms, memory_order_relaxed) !=
+	       0;
 }
 
 int store_probe(struct store *st)
@@ -220,17 +221,16 @@ static int get_stream_pieces(struct store *st, const char *key, uint64_t off,
 }
 
 int store_get_stream(struct store *st, const char *key, uint64_t off,
-		     uint64_t len, store_sink_fn sink, void *arg,
-		     uint64_t *got)
+		     uint64_t len, store_sink_fn sink, void *arg, uint64_t *got)
 {
 	return store_get_stream_if(st, key, NULL, off, len, sink, arg, got);
 }
 
 /* The pin of a backend without get_stream: the version is checked by a
  * HEAD first, and a GET's answer cannot be pinned (a window). */
-int store_get_stream_if(struct store *st, const char *key,
-			const char *if_match, uint64_t off, uint64_t len,
-			store_sink_fn sink, void *arg, uint64_t *got)
+int store_get_stream_if(struct store *st, const char *key, const char *if_match,
+			uint64_t off, uint64_t len, store_sink_fn sink,
+			void *arg, uint64_t *got)
 {
 	int rc;
 
@@ -238,8 +238,8 @@ int store_get_stream_if(struct store *st, const char *key,
 	if (if_match && !*if_match)
 		if_match = NULL;
 	if (st->ops->get_stream) {
-		rc = st->ops->get_stream(st, key, if_match, off, len, sink,
-					 arg, got);
+		rc = st->ops->get_stream(st, key, if_match, off, len, sink, arg,
+					 got);
 	} else if (st->ops->get) {
 		struct store_info info;
 
@@ -273,14 +273,14 @@ static int cond_bits(struct store *st)
 	else if ((bits = st->ops->cond_native(st)) < 0)
 		return 0; /* cannot tell yet: HEAD this time, ask again */
 	if (bits != STORE_COND_ALL)
-		log_warn("store %s: ignores conditions on%s%s%s; those uploads "
-			 "HEAD their key first, and a write by another client "
-			 "between the HEAD and the upload is overwritten",
-			 st->url ? st->url : "",
-			 bits & STORE_COND_NONE_OK ? "" : " If-None-Match PUTs,",
-			 bits & STORE_COND_MATCH_OK ? "" : " If-Match PUTs,",
-			 bits & STORE_COND_MPU_OK ? ""
-						  : " multipart completes");
+		log_warn(
+			"store %s: ignores conditions on%s%s%s; those uploads "
+			"HEAD their key first, and a write by another client "
+			"between the HEAD and the upload is overwritten",
+			st->url ? st->url : "",
+			bits & STORE_COND_NONE_OK ? "" : " If-None-Match PUTs,",
+			bits & STORE_COND_MATCH_OK ? "" : " If-Match PUTs,",
+			bits & STORE_COND_MPU_OK ? "" : " multipart completes");
 	atomic_store_explicit(&st->cond_bits, bits, memory_order_release);
 	return bits;
 }
@@ -311,7 +311,8 @@ static bool cond_ok_seen(struct store *st, const struct store_cond *cond)
 	bool seen = false;
 
 	pthread_mutex_lock(&st->cond_lock);
-	for (unsigned i = 0; cond->wid[0] && i < STORE_COND_OK_MAX && !seen; i++)
+	for (unsigned i = 0; cond->wid[0] && i < STORE_COND_OK_MAX && !seen;
+	     i++)
 		seen = !strcmp(st->cond_ok[i], cond->wid);
 	pthread_mutex_unlock(&st->cond_lock);
 	return seen;
@@ -355,7 +356,7 @@ static int cond_check(struct store *st, const char *key,
 	*pass = NULL;
 	if (!cond || cond->kind == STORE_IF_ANY)
 		return 0;
-	need = mpu ? STORE_COND_MPU_OK
+	need = mpu                           ? STORE_COND_MPU_OK
 	       : cond->kind == STORE_IF_NONE ? STORE_COND_NONE_OK
 					     : STORE_COND_MATCH_OK;
 	if (cond_bits(st) & need) {
@@ -371,9 +372,9 @@ int store_put(struct store *st, const char *key, const void *buf, size_t len,
 	return store_put_if(st, key, buf, len, meta, NULL, out);
 }
 
-int store_put_if(struct store *st, const char *key, const void *buf,
-		 size_t len, const struct store_meta *meta,
-		 const struct store_cond *cond, struct store_info *out)
+int store_put_if(struct store *st, const char *key, const void *buf, size_t len,
+		 const struct store_meta *meta, const struct store_cond *cond,
+		 struct store_info *out)
 {
 	const struct store_cond *pass;
 	int rc;
@@ -465,7 +466,8 @@ int store_mpu_create(struct store *st, const char *key,
 {
 	if (!st->ops->mpu_create)
 		return -ENOTSUP;
-	return store_counted(st, MET_OP_MPU, st->ops->mpu_create(st, key, meta, upload_id));
+	return store_counted(st, MET_OP_MPU,
+			     st->ops->mpu_create(st, key, meta, upload_id));
 }
 
 int store_mpu_part(struct store *st, const char *key, const char *upload_id,
@@ -475,7 +477,7 @@ int store_mpu_part(struct store *st, const char *key, const char *upload_id,
 	if (!st->ops->mpu_part)
 		return -ENOTSUP;
 	int rc = st->ops->mpu_part(st, key, upload_id, partno, fd, off, len,
-				 etag);
+				   etag);
 
 	return store_done(st, MET_OP_MPU, rc, rc ? 0 : len);
 }
@@ -486,13 +488,14 @@ int store_mpu_part_copy(struct store *st, const char *key,
 {
 	if (!st->ops->mpu_part_copy)
 		return -ENOTSUP;
-	return store_counted(st, MET_OP_MPU, st->ops->mpu_part_copy(st, key, upload_id, partno, src, off,
-				      len, etag));
+	return store_counted(st, MET_OP_MPU,
+			     st->ops->mpu_part_copy(st, key, upload_id, partno,
+						    src, off, len, etag));
 }
 
-int store_mpu_complete(struct store *st, const char *key,
-		       const char *upload_id, int nparts,
-		       char (*etags)[STORE_ETAG_MAX], struct store_info *out)
+int store_mpu_complete(struct store *st, const char *key, const char *upload_id,
+		       int nparts, char (*etags)[STORE_ETAG_MAX],
+		       struct store_info *out)
 {
 	return store_mpu_complete_if(st, key, upload_id, nparts, etags, NULL,
 				     out);
@@ -501,8 +504,7 @@ int store_mpu_complete(struct store *st, const char *key,
 int store_mpu_complete_if(struct store *st, const char *key,
 			  const char *upload_id, int nparts,
 			  char (*etags)[STORE_ETAG_MAX],
-			  const struct store_cond *cond,
-			  struct store_info *out)
+			  const struct store_cond *cond, struct store_info *out)
 {
 	const struct store_cond *pass;
 	int rc;
@@ -520,7 +522,8 @@ int store_mpu_abort(struct store *st, const char *key, const char *upload_id)
 {
 	if (!st->ops->mpu_abort)
 		return -ENOTSUP;
-	return store_counted(st, MET_OP_MPU, st->ops->mpu_abort(st, key, upload_id));
+	return store_counted(st, MET_OP_MPU,
+			     st->ops->mpu_abort(st, key, upload_id));
 }
 
 int store_list(struct store *st, const char *prefix, char delimiter,
@@ -528,7 +531,9 @@ int store_list(struct store *st, const char *prefix, char delimiter,
 {
 	if (!st->ops->list)
 		return -ENOTSUP;
-	return store_counted(st, MET_OP_LIST, st->ops->list(st, prefix, delimiter, token, max_keys, out));
+	return store_counted(
+		st, MET_OP_LIST,
+		st->ops->list(st, prefix, delimiter, token, max_keys, out));
 }
 
 /* Free everything a backend put in page (all malloc'd) and zero it. */

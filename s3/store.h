@@ -31,7 +31,7 @@ struct store_meta {
 	uint32_t uid, gid;
 	int64_t mtime_ns;
 	uint64_t rdev; /* devices: the Linux dev_t (makedev), as s3fs writes */
-	bool symlink; /* the body is a symlink target */
+	bool symlink;  /* the body is a symlink target */
 	/* The id of the write that made this version ("": none; S3:
 	 * x-amz-meta-mapfs-wid), so that a write can tell its own earlier
 	 * try from another writer's version (store_cond.wid).  fs/ makes it
@@ -173,9 +173,9 @@ int store_get_stream(struct store *st, const char *key, uint64_t off,
  * the sink nothing, so a reader that needs more bytes of an object never
  * mixes two versions of it.
  */
-int store_get_stream_if(struct store *st, const char *key,
-			const char *if_match, uint64_t off, uint64_t len,
-			store_sink_fn sink, void *arg, uint64_t *got);
+int store_get_stream_if(struct store *st, const char *key, const char *if_match,
+			uint64_t off, uint64_t len, store_sink_fn sink,
+			void *arg, uint64_t *got);
 
 /*
  * PUT a whole object from memory, metadata in the same request.  It
@@ -190,9 +190,9 @@ int store_put_fd(struct store *st, const char *key, int fd, uint64_t len,
 		 const struct store_meta *meta, struct store_info *out);
 
 /* store_put and store_put_fd only if cond holds (NULL: always). */
-int store_put_if(struct store *st, const char *key, const void *buf,
-		 size_t len, const struct store_meta *meta,
-		 const struct store_cond *cond, struct store_info *out);
+int store_put_if(struct store *st, const char *key, const void *buf, size_t len,
+		 const struct store_meta *meta, const struct store_cond *cond,
+		 struct store_info *out);
 int store_put_fd_if(struct store *st, const char *key, int fd, uint64_t len,
 		    const struct store_meta *meta,
 		    const struct store_cond *cond, struct store_info *out);
@@ -233,9 +233,9 @@ int store_mpu_part_copy(struct store *st, const char *key,
  * missing or its etag differs (S3's InvalidPart).  An unknown upload id
  * (or one of another key) is -ENOENT, for every mpu call.
  */
-int store_mpu_complete(struct store *st, const char *key,
-		       const char *upload_id, int nparts,
-		       char (*etags)[STORE_ETAG_MAX], struct store_info *out);
+int store_mpu_complete(struct store *st, const char *key, const char *upload_id,
+		       int nparts, char (*etags)[STORE_ETAG_MAX],
+		       struct store_info *out);
 /* store_mpu_complete only if cond holds for key (NULL: always); the
  * upload stays (to abort) when it does not. */
 int store_mpu_complete_if(struct store *st, const char *key,
@@ -304,6 +304,7 @@ int store_event_key(struct store *st, const char *bucket, const char *key,
 		    char *out, size_t cap);
 
 /* Capacity of the backing store, if it has one (-ENOTSUP for S3). */
-int store_statfs(struct store *st, uint64_t *total_bytes, uint64_t *avail_bytes);
+int store_statfs(struct store *st, uint64_t *total_bytes,
+		 uint64_t *avail_bytes);
 
 #endif

@@ -83,7 +83,8 @@ static int file_open(const struct store_opts *opts, struct store **out)
 		err = -errno;
 		if (err == -ENOTSUP)
 			log_error("store: %s: file system has no user xattrs "
-				  "(needed for object metadata)", opts->url);
+				  "(needed for object metadata)",
+				  opts->url);
 		goto out_close;
 	}
 	fremovexattr(sf->stage_fd, XA_PROBE);

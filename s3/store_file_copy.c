@@ -12,7 +12,7 @@
 
 /* See store_file_int.h. */
 int file_copy(struct store *st, const char *src, const char *dst,
-		     const struct store_meta *meta, struct store_info *out)
+	      const struct store_meta *meta, struct store_info *out)
 {
 	struct store_file *sf = sf_of(st);
 	struct keypath skp, dkp;

@@ -68,7 +68,8 @@ int file_del(struct store *st, const char *key)
 			if (!err) {
 				err = file_meta_write(fd, NULL);
 				if (!err)
-					err = file_xattr_store(fd, XA_MARKER, NULL);
+					err = file_xattr_store(fd, XA_MARKER,
+							       NULL);
 				close(fd);
 			} else if (err == -ENOENT) {
 				err = 0; /* emptied and removed meanwhile */

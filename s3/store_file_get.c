@@ -54,8 +54,8 @@ static int read_open(struct store_file *sf, const char *key, int *fd,
 	return file_obj_open(sf, &kp, fd, sb);
 }
 
-int file_get(struct store *st, const char *key, uint64_t off,
-		    size_t len, void *buf, size_t *got)
+int file_get(struct store *st, const char *key, uint64_t off, size_t len,
+	     void *buf, size_t *got)
 {
 	struct store_file *sf = sf_of(st);
 	struct stat sb;
@@ -92,9 +92,9 @@ out_close:
 #define STREAM_BUF (1u << 20)
 
 /* See store_file_int.h. */
-int file_get_stream(struct store *st, const char *key,
-			   const char *if_match, uint64_t off, uint64_t len,
-			   store_sink_fn sink, void *arg, uint64_t *got)
+int file_get_stream(struct store *st, const char *key, const char *if_match,
+		    uint64_t off, uint64_t len, store_sink_fn sink, void *arg,
+		    uint64_t *got)
 {
 	struct store_file *sf = sf_of(st);
 	char etag[STORE_ETAG_MAX];
@@ -109,7 +109,8 @@ int file_get_stream(struct store *st, const char *key,
 	file_etag_fill(&sb, false, etag);
 	if (if_match && strcmp(etag, if_match))
 		err = -ESTALE;
-	else if (off < (uint64_t)sb.st_size && len && !(buf = malloc(STREAM_BUF)))
+	else if (off < (uint64_t)sb.st_size && len &&
+		 !(buf = malloc(STREAM_BUF)))
 		err = -ENOMEM;
 	while (!err && buf && *got < len) {
 		size_t want = len - *got < STREAM_BUF ? (size_t)(len - *got)

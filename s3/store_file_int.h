@@ -80,7 +80,7 @@ int file_dir_step(int dirfd, const char *name, mode_t mode, int *out);
 
 /* Open the directory that holds kp's leaf; with create, mkdir -p it. */
 int file_kp_parent(const struct store_file *sf, const struct keypath *kp,
-		     bool create, int *out);
+		   bool create, int *out);
 
 /*
  * Open dirfd's directory for readdir.  A dup() would share the directory
@@ -91,7 +91,7 @@ int file_dir_scan(int dirfd, DIR **out);
 
 /* Open the directory behind marker kp (created with parents if create). */
 int file_marker_open(const struct store_file *sf, const struct keypath *kp,
-		       bool create, int *out, struct stat *sb);
+		     bool create, int *out, struct stat *sb);
 
 /*
  * Open object kp for reading.  Only a regular file is an object: it is
@@ -99,7 +99,7 @@ int file_marker_open(const struct store_file *sf, const struct keypath *kp,
  * on the fd (in case it was swapped in between).
  */
 int file_obj_open(const struct store_file *sf, const struct keypath *kp,
-		    int *out, struct stat *sb);
+		  int *out, struct stat *sb);
 
 /* mkdir -p of an absolute path (the admin's ROOT: symlinks allowed there). */
 int file_path_mkdirs(const char *path);
@@ -114,11 +114,10 @@ int64_t file_ts_ns(const struct timespec *ts);
  * cannot be set back by hand).  A marker has no bytes: S3's empty etag.
  */
 void file_etag_fill(const struct stat *sb, bool marker,
-		      char etag[STORE_ETAG_MAX]);
+		    char etag[STORE_ETAG_MAX]);
 
 /* out (size, etag, time; no metadata) of the object sb describes. */
-void file_info_fill(const struct stat *sb, bool marker,
-		      struct store_info *out);
+void file_info_fill(const struct stat *sb, bool marker, struct store_info *out);
 
 /* Set xattr name to val, or remove it when val is NULL. */
 int file_xattr_store(int fd, const char *name, const char *val);
@@ -140,7 +139,7 @@ int file_write_all(int fd, const void *buf, size_t len);
  * len is -EIO: the object would silently be truncated otherwise.
  */
 int file_copy_bytes(int in, uint64_t in_off, int out, uint64_t out_off,
-		      uint64_t len);
+		    uint64_t len);
 
 /* nbytes (at most 32) random bytes as hex digits and a NUL into out. */
 int file_rand_hex(char *out, size_t nbytes);
@@ -159,12 +158,12 @@ int file_tmp_create(int dirfd, char name[TMP_NAME_MAX], int *out);
  * renamed already).
  */
 int file_stage_commit(struct store_file *sf, int fd, const char *tmp,
-			const struct keypath *kp, const struct store_meta *meta,
-			const struct store_cond *cond, struct store_info *out);
+		      const struct keypath *kp, const struct store_meta *meta,
+		      const struct store_cond *cond, struct store_info *out);
 
 /* Create (or refresh the metadata of) the directory behind marker kp. */
 int file_marker_put(struct store_file *sf, const struct keypath *kp,
-		      const struct store_meta *meta, struct store_info *out);
+		    const struct store_meta *meta, struct store_info *out);
 
 /* Remove crash debris from staging; files still being written are young. */
 void file_stage_sweep(int stage_fd);
@@ -177,64 +176,59 @@ void file_stage_sweep(int stage_fd);
 /* store_file_get.c */
 int file_head(struct store *st, const char *key, struct store_info *out);
 
-int file_get(struct store *st, const char *key, uint64_t off,
-		    size_t len, void *buf, size_t *got);
+int file_get(struct store *st, const char *key, uint64_t off, size_t len,
+	     void *buf, size_t *got);
 
 /*
  * Stream [off, off+len) of one open version of the object: the fd pins
  * its inode, so a PUT meanwhile (a new inode) is not mixed in; with
  * if_match, another version than that is -ESTALE before any byte.
  */
-int file_get_stream(struct store *st, const char *key,
-			   const char *if_match, uint64_t off, uint64_t len,
-			   store_sink_fn sink, void *arg, uint64_t *got);
+int file_get_stream(struct store *st, const char *key, const char *if_match,
+		    uint64_t off, uint64_t len, store_sink_fn sink, void *arg,
+		    uint64_t *got);
 
 /* store_file_put.c */
-int file_put(struct store *st, const char *key, const void *buf,
-		    size_t len, const struct store_meta *meta,
-		    const struct store_cond *cond, struct store_info *out);
+int file_put(struct store *st, const char *key, const void *buf, size_t len,
+	     const struct store_meta *meta, const struct store_cond *cond,
+	     struct store_info *out);
 
-int file_put_fd(struct store *st, const char *key, int src,
-		       uint64_t len, const struct store_meta *meta,
-		       const struct store_cond *cond, struct store_info *out);
+int file_put_fd(struct store *st, const char *key, int src, uint64_t len,
+		const struct store_meta *meta, const struct store_cond *cond,
+		struct store_info *out);
 
 /* Whether id can be an upload id of ours (hex of the right length). */
 bool file_upload_id_ok(const char *id);
 
 int file_mpu_create(struct store *st, const char *key,
-			   const struct store_meta *meta, char **upload_id);
+		    const struct store_meta *meta, char **upload_id);
 
-int file_mpu_part(struct store *st, const char *key,
-			 const char *upload_id, int partno, int fd,
-			 uint64_t off, uint64_t len, char etag[STORE_ETAG_MAX]);
+int file_mpu_part(struct store *st, const char *key, const char *upload_id,
+		  int partno, int fd, uint64_t off, uint64_t len,
+		  char etag[STORE_ETAG_MAX]);
 
-int file_mpu_part_copy(struct store *st, const char *key,
-			      const char *upload_id, int partno,
-			      const char *src, uint64_t off, uint64_t len,
-			      char etag[STORE_ETAG_MAX]);
+int file_mpu_part_copy(struct store *st, const char *key, const char *upload_id,
+		       int partno, const char *src, uint64_t off, uint64_t len,
+		       char etag[STORE_ETAG_MAX]);
 
 /*
  * Concatenate parts 1..nparts (each must still have the etag its upload
  * returned, else EINVAL like S3's InvalidPart) into staging, give it the
  * metadata from create, rename it into place, then drop the upload.
  */
-int file_mpu_complete(struct store *st, const char *key,
-			     const char *upload_id, int nparts,
-			     char (*etags)[STORE_ETAG_MAX],
-			     const struct store_cond *cond,
-			     struct store_info *out);
+int file_mpu_complete(struct store *st, const char *key, const char *upload_id,
+		      int nparts, char (*etags)[STORE_ETAG_MAX],
+		      const struct store_cond *cond, struct store_info *out);
 
-int file_mpu_abort(struct store *st, const char *key,
-			  const char *upload_id);
+int file_mpu_abort(struct store *st, const char *key, const char *upload_id);
 
 /* store_file_list.c */
 /* Uploads are directories ROOT/.mapfs-mpu/<id> with the key in an xattr. */
 int file_mpu_list(struct store *st, const char *prefix,
-			 struct store_upload **out, size_t *n);
+		  struct store_upload **out, size_t *n);
 
 int file_list(struct store *st, const char *prefix, char delimiter,
-		     const char *token, unsigned max_keys,
-		     struct store_page *out);
+	      const char *token, unsigned max_keys, struct store_page *out);
 
 /* store_file_copy.c */
 /*
@@ -243,7 +237,7 @@ int file_list(struct store *st, const char *prefix, char delimiter,
  * A marker copies to a marker only (a directory rename copies them).
  */
 int file_copy(struct store *st, const char *src, const char *dst,
-		     const struct store_meta *meta, struct store_info *out);
+	      const struct store_meta *meta, struct store_info *out);
 
 /* store_file_delete.c */
 /*

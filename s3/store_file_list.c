@@ -16,11 +16,11 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#define LIST_MAX 1000      /* S3 never returns more per page */
+#define LIST_MAX 1000 /* S3 never returns more per page */
 
 /* See store_file_int.h. */
 int file_mpu_list(struct store *st, const char *prefix,
-			 struct store_upload **out, size_t *n)
+		  struct store_upload **out, size_t *n)
 {
 	struct store_file *sf = sf_of(st);
 	struct store_upload *v = NULL;
@@ -249,8 +249,8 @@ static int lst_children(struct lister *l, int dfd, size_t keylen,
 
 		if (!strcmp(name, ".") || !strcmp(name, "..") ||
 		    strncmp(name, npfx, npl) ||
-		    (at_root && !strncmp(name, RESERVED_PREFIX,
-					 strlen(RESERVED_PREFIX))))
+		    (at_root &&
+		     !strncmp(name, RESERVED_PREFIX, strlen(RESERVED_PREFIX))))
 			continue;
 		if (de->d_type == DT_UNKNOWN) {
 			if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW))
@@ -347,8 +347,7 @@ static int lst_dir(struct lister *l, int dfd, size_t keylen, const char *npfx,
 }
 
 int file_list(struct store *st, const char *prefix, char delimiter,
-		     const char *token, unsigned max_keys,
-		     struct store_page *out)
+	      const char *token, unsigned max_keys, struct store_page *out)
 {
 	struct store_file *sf = sf_of(st);
 	char dirkey[STORE_KEY_MAX + 1];
@@ -412,8 +411,9 @@ int file_list(struct store *st, const char *prefix, char delimiter,
 	if (err < 0)
 		goto out_free_page;
 	if (l->more) {
-		last = l->last_kind == 'P' ? out->prefixes[out->nprefixes - 1]
-					   : out->entries[out->nentries - 1].key;
+		last = l->last_kind == 'P'
+			       ? out->prefixes[out->nprefixes - 1]
+			       : out->entries[out->nentries - 1].key;
 		out->next_token = malloc(strlen(last) + 2);
 		if (!out->next_token) {
 			err = -ENOMEM;

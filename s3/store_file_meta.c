@@ -23,7 +23,7 @@ int64_t file_ts_ns(const struct timespec *ts)
 
 /* See store_file_int.h. */
 void file_etag_fill(const struct stat *sb, bool marker,
-		      char etag[STORE_ETAG_MAX])
+		    char etag[STORE_ETAG_MAX])
 {
 	if (marker) {
 		snprintf(etag, STORE_ETAG_MAX, "%s", MARKER_ETAG);
@@ -32,11 +32,11 @@ void file_etag_fill(const struct stat *sb, bool marker,
 	snprintf(etag, STORE_ETAG_MAX,
 		 "%" PRIx64 "-%" PRIx64 "-%" PRIx64 "-%" PRIx64,
 		 (uint64_t)sb->st_ino, (uint64_t)sb->st_size,
-		 (uint64_t)file_ts_ns(&sb->st_mtim), (uint64_t)file_ts_ns(&sb->st_ctim));
+		 (uint64_t)file_ts_ns(&sb->st_mtim),
+		 (uint64_t)file_ts_ns(&sb->st_ctim));
 }
 
-void file_info_fill(const struct stat *sb, bool marker,
-		      struct store_info *out)
+void file_info_fill(const struct stat *sb, bool marker, struct store_info *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->size = marker ? 0 : (uint64_t)sb->st_size;
@@ -74,17 +74,19 @@ int file_meta_write(int fd, const struct store_meta *m)
 	if (!err)
 		err = file_xattr_store(fd, XA_GID, m->has_gid ? gid : NULL);
 	if (!err)
-		err = file_xattr_store(fd, XA_MTIME, m->has_mtime ? mtime : NULL);
+		err = file_xattr_store(fd, XA_MTIME,
+				       m->has_mtime ? mtime : NULL);
 	if (!err)
 		err = file_xattr_store(fd, XA_SYMLINK, m->symlink ? "1" : NULL);
 	if (!err)
-		err = file_xattr_store(fd, XA_RDEV,
-				  m->has_rdev && m->rdev <= INT64_MAX ? rdev
-								      : NULL);
+		err = file_xattr_store(
+			fd, XA_RDEV,
+			m->has_rdev && m->rdev <= INT64_MAX ? rdev : NULL);
 	if (!err)
 		err = file_xattr_store(fd, XA_WID, m->wid[0] ? m->wid : NULL);
 	if (!err)
-		err = file_xattr_store(fd, XA_LINK, m->link[0] ? m->link : NULL);
+		err = file_xattr_store(fd, XA_LINK,
+				       m->link[0] ? m->link : NULL);
 	return err;
 }
 

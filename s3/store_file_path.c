@@ -80,7 +80,7 @@ int file_dir_step(int dirfd, const char *name, mode_t mode, int *out)
 
 /* See store_file_int.h. */
 int file_kp_parent(const struct store_file *sf, const struct keypath *kp,
-		     bool create, int *out)
+		   bool create, int *out)
 {
 	const char *c;
 	int cur, next, err;
@@ -118,7 +118,7 @@ int file_dir_scan(int dirfd, DIR **out)
 
 /* See store_file_int.h. */
 int file_marker_open(const struct store_file *sf, const struct keypath *kp,
-		       bool create, int *out, struct stat *sb)
+		     bool create, int *out, struct stat *sb)
 {
 	int dfd, err;
 
@@ -138,7 +138,7 @@ int file_marker_open(const struct store_file *sf, const struct keypath *kp,
 
 /* See store_file_int.h. */
 int file_obj_open(const struct store_file *sf, const struct keypath *kp,
-		    int *out, struct stat *sb)
+		  int *out, struct stat *sb)
 {
 	int dfd, fd, err;
 
@@ -153,8 +153,8 @@ int file_obj_open(const struct store_file *sf, const struct keypath *kp,
 		err = -ENOENT;
 		goto out_close_dir;
 	}
-	fd = openat(dfd, kp->leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-				   O_CLOEXEC);
+	fd = openat(dfd, kp->leaf,
+		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		err = errno == ELOOP ? -ENOENT : -errno;
 		goto out_close_dir;

@@ -132,7 +132,7 @@ static int upload_remove(const struct store_file *sf, int ufd, const char *id)
 }
 
 int file_mpu_create(struct store *st, const char *key,
-			   const struct store_meta *meta, char **upload_id)
+		    const struct store_meta *meta, char **upload_id)
 {
 	struct store_file *sf = sf_of(st);
 	char id[2 * UPLOAD_ID_BYTES + 1];
@@ -205,9 +205,9 @@ out_unlink:
 	return err;
 }
 
-int file_mpu_part(struct store *st, const char *key,
-			 const char *upload_id, int partno, int fd,
-			 uint64_t off, uint64_t len, char etag[STORE_ETAG_MAX])
+int file_mpu_part(struct store *st, const char *key, const char *upload_id,
+		  int partno, int fd, uint64_t off, uint64_t len,
+		  char etag[STORE_ETAG_MAX])
 {
 	struct keypath kp;
 	int ufd, err;
@@ -225,10 +225,9 @@ int file_mpu_part(struct store *st, const char *key,
 	return err;
 }
 
-int file_mpu_part_copy(struct store *st, const char *key,
-			      const char *upload_id, int partno,
-			      const char *src, uint64_t off, uint64_t len,
-			      char etag[STORE_ETAG_MAX])
+int file_mpu_part_copy(struct store *st, const char *key, const char *upload_id,
+		       int partno, const char *src, uint64_t off, uint64_t len,
+		       char etag[STORE_ETAG_MAX])
 {
 	struct store_file *sf = sf_of(st);
 	struct keypath kp, skp;
@@ -262,11 +261,9 @@ out_close_upload:
 }
 
 /* See store_file_int.h. */
-int file_mpu_complete(struct store *st, const char *key,
-			     const char *upload_id, int nparts,
-			     char (*etags)[STORE_ETAG_MAX],
-			     const struct store_cond *cond,
-			     struct store_info *out)
+int file_mpu_complete(struct store *st, const char *key, const char *upload_id,
+		      int nparts, char (*etags)[STORE_ETAG_MAX],
+		      const struct store_cond *cond, struct store_info *out)
 {
 	struct store_file *sf = sf_of(st);
 	char tmp[TMP_NAME_MAX], name[16], etag[STORE_ETAG_MAX];
@@ -302,7 +299,7 @@ int file_mpu_complete(struct store *st, const char *key,
 				err = -EINVAL;
 			else
 				err = file_copy_bytes(pfd, 0, fd, pos,
-						 (uint64_t)sb.st_size);
+						      (uint64_t)sb.st_size);
 			pos += (uint64_t)sb.st_size;
 		}
 		close(pfd);
@@ -326,8 +323,7 @@ out_close_upload:
 	return err;
 }
 
-int file_mpu_abort(struct store *st, const char *key,
-			  const char *upload_id)
+int file_mpu_abort(struct store *st, const char *key, const char *upload_id)
 {
 	struct store_file *sf = sf_of(st);
 	struct keypath kp;

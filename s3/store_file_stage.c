@@ -82,7 +82,7 @@ out_free:
 
 /* See store_file_int.h. */
 int file_copy_bytes(int in, uint64_t in_off, int out, uint64_t out_off,
-		      uint64_t len)
+		    uint64_t len)
 {
 	while (len) {
 		loff_t ip = (loff_t)in_off, op = (loff_t)out_off;
@@ -163,8 +163,8 @@ static int cond_match(int dfd, const struct keypath *kp,
 	struct stat sb;
 	int fd, err;
 
-	fd = openat(dfd, kp->leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-				   O_CLOEXEC);
+	fd = openat(dfd, kp->leaf,
+		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT)
 		return cond->kind == STORE_IF_NONE ? 0 : -ENOENT;
 	if (fd < 0)
@@ -205,8 +205,8 @@ static int cond_rename(struct store_file *sf, const char *tmp, int dfd,
 
 /* See store_file_int.h. */
 int file_stage_commit(struct store_file *sf, int fd, const char *tmp,
-			const struct keypath *kp, const struct store_meta *meta,
-			const struct store_cond *cond, struct store_info *out)
+		      const struct keypath *kp, const struct store_meta *meta,
+		      const struct store_cond *cond, struct store_info *out)
 {
 	struct stat sb;
 	int dfd, err;
@@ -235,7 +235,7 @@ int file_stage_commit(struct store_file *sf, int fd, const char *tmp,
 
 /* See store_file_int.h. */
 int file_marker_put(struct store_file *sf, const struct keypath *kp,
-		      const struct store_meta *meta, struct store_info *out)
+		    const struct store_meta *meta, struct store_info *out)
 {
 	struct stat sb;
 	int fd, err;

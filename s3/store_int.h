@@ -54,7 +54,7 @@ struct store_ops {
 	int (*del_many)(struct store *, const char *const *, size_t);
 	int (*statfs)(struct store *, uint64_t *, uint64_t *); /* may be NULL */
 	int (*event_key)(struct store *, const char *, const char *, char *,
-			 size_t); /* may be NULL */
+			 size_t);            /* may be NULL */
 	uint64_t (*put_max)(struct store *); /* NULL: the default */
 	/* Writes worth having in flight at once (store_put_parallel);
 	 * 0: STORE_PUT_PARALLEL_DEFAULT. */

@@ -98,7 +98,7 @@ static bool host_is_literal(const char *hostport)
 		return true;
 	end = strchr(hostport, ':');
 	s3_hdr_copy(h, sizeof(h), hostport,
-		 end ? (size_t)(end - hostport) : strlen(hostport));
+		    end ? (size_t)(end - hostport) : strlen(hostport));
 	return strcmp(h, "localhost") == 0 || inet_pton(AF_INET, h, a) == 1;
 }
 
@@ -113,7 +113,7 @@ static bool host_is_loopback(const char *hostport)
 		return true;
 	end = strchr(hostport, ':');
 	s3_hdr_copy(h, sizeof(h), hostport,
-		 end ? (size_t)(end - hostport) : strlen(hostport));
+		    end ? (size_t)(end - hostport) : strlen(hostport));
 	if (!strcasecmp(h, "localhost"))
 		return true;
 	return inet_pton(AF_INET, h, &a4) == 1 &&
@@ -272,7 +272,8 @@ static int s3_open(const struct store_opts *opts, struct store **out)
 
 	if (!s)
 		return -ENOMEM;
-	s->base.ops = &store_s3_ops; /* s3_close may run before store_open sets it */
+	s->base.ops =
+		&store_s3_ops; /* s3_close may run before store_open sets it */
 	err = url_parse(s, opts->url);
 	if (err) {
 		if (err == -EINVAL)
@@ -287,8 +288,8 @@ static int s3_open(const struct store_opts *opts, struct store **out)
 		err = s3_creds_open(&s->creds);
 	if (err)
 		goto out_close;
-	maxr = opts->s3_max_requests > 0 ? opts->s3_max_requests :
-					   MAX_REQUESTS_DEFAULT;
+	maxr = opts->s3_max_requests > 0 ? opts->s3_max_requests
+					 : MAX_REQUESTS_DEFAULT;
 	err = s3_http_open(maxr, &s->http);
 	if (err)
 		goto out_close;
@@ -304,8 +305,8 @@ static int s3_open(const struct store_opts *opts, struct store **out)
 		err = 0;
 	} else if (err == -EACCES) {
 		log_error("s3: access to bucket %s denied: check the "
-			  "credentials (from %s) and region %s", s->bucket,
-			  s3_creds_origin(s->creds), s->region);
+			  "credentials (from %s) and region %s",
+			  s->bucket, s3_creds_origin(s->creds), s->region);
 	} else if (err == -ENXIO) {
 		log_error("s3: bucket %s does not exist at %s", s->bucket,
 			  s->origin);

@@ -19,7 +19,7 @@ static int copy_multipart(struct store *st, const char *src, const char *dst,
 {
 	uint64_t size = sinfo->size;
 	int nparts = (int)((size + COPY_PART - 1) / COPY_PART), i;
-	char (*etags)[STORE_ETAG_MAX];
+	char(*etags)[STORE_ETAG_MAX];
 	char *id = NULL;
 	int err;
 
@@ -46,7 +46,7 @@ static int copy_multipart(struct store *st, const char *src, const char *dst,
 }
 
 int s3_copy(struct store *st, const char *src, const char *dst,
-		   const struct store_meta *meta, struct store_info *out)
+	    const struct store_meta *meta, struct store_info *out)
 {
 	struct req r = { .method = "PUT", .key = dst, .error_in_200 = true };
 	struct store_info sinfo;
@@ -69,12 +69,12 @@ int s3_copy(struct store *st, const char *src, const char *dst,
 		s3_meta_headers(&r, dst, meta, &mb);
 	err = s3_do(s3_of(st), &r);
 	if (!err)
-		err = s3_xml_etag(r.resp.p, r.resp.len, "CopyObjectResult", etag,
-				  NULL);
+		err = s3_xml_etag(r.resp.p, r.resp.len, "CopyObjectResult",
+				  etag, NULL);
 	s3_req_free(&r);
 	free(cs);
-	if ((err == -EINVAL || err == -EFBIG) && s3_head(st, src, &sinfo) == 0 &&
-	    sinfo.size > COPY_MAX)
+	if ((err == -EINVAL || err == -EFBIG) &&
+	    s3_head(st, src, &sinfo) == 0 && sinfo.size > COPY_MAX)
 		return copy_multipart(st, src, dst, &sinfo, meta, out);
 	/* CopyObjectResult has no size and (with COPY) no metadata. */
 	if (!err && out)

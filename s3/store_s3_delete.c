@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DELETE_BATCH 1000    /* S3's DeleteObjects limit */
+#define DELETE_BATCH 1000 /* S3's DeleteObjects limit */
 
 int s3_del(struct store *st, const char *key)
 {
@@ -30,8 +30,8 @@ int s3_del(struct store *st, const char *key)
 }
 
 /* One DeleteObjects batch.  *fallback: the server cannot do batches. */
-static int delete_batch(struct store_s3 *s, const char *const *keys,
-			size_t n, bool *fallback)
+static int delete_batch(struct store_s3 *s, const char *const *keys, size_t n,
+			bool *fallback)
 {
 	struct s3_buf body = { 0 }, full = { 0 };
 	char **pk = calloc(n, sizeof(*pk)), md5[32];

@@ -30,8 +30,8 @@ int s3_head(struct store *st, const char *key, struct store_info *out)
 	return err;
 }
 
-int s3_get(struct store *st, const char *key, uint64_t off,
-		  size_t len, void *buf, size_t *got)
+int s3_get(struct store *st, const char *key, uint64_t off, size_t len,
+	   void *buf, size_t *got)
 {
 	struct req r = { .method = "GET", .key = key };
 	char range[64];
@@ -65,7 +65,7 @@ int s3_get(struct store *st, const char *key, uint64_t off,
 struct pin_sink {
 	store_sink_fn sink;
 	void *arg;
-	const char *want;          /* the ETag pinned */
+	const char *want;           /* the ETag pinned */
 	const struct resp_hdrs *rh; /* the answer's, filled before the body */
 };
 
@@ -80,12 +80,13 @@ static int pin_sink_fn(void *arg, const void *p, size_t n)
 	return ps->sink(ps->arg, p, n);
 }
 
-int s3_get_stream(struct store *st, const char *key,
-			 const char *if_match, uint64_t off, uint64_t len,
-			 store_sink_fn sink, void *arg, uint64_t *got)
+int s3_get_stream(struct store *st, const char *key, const char *if_match,
+		  uint64_t off, uint64_t len, store_sink_fn sink, void *arg,
+		  uint64_t *got)
 {
-	struct req r = { .method = "GET", .key = key, .sink = sink,
-			 .sink_arg = arg };
+	struct req r = {
+		.method = "GET", .key = key, .sink = sink, .sink_arg = arg
+	};
 	struct pin_sink ps = { sink, arg, if_match, &r.rh };
 	char range[64], ifm[STORE_ETAG_MAX + 2];
 	int err = s3_key_check(key);

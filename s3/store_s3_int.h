@@ -25,11 +25,11 @@ struct store_s3 {
 	struct s3_http *http;
 	struct s3_cred_src *creds;
 	char *bucket;
-	char *prefix;   /* "" or "some/prefix/" */
+	char *prefix; /* "" or "some/prefix/" */
 	char *region;
-	char *origin;   /* "https://host[:port]" the URLs start with */
-	char *host;     /* the Host header */
-	char *path;     /* encoded path before the key: "" or "/bucket" */
+	char *origin;     /* "https://host[:port]" the URLs start with */
+	char *host;       /* the Host header */
+	char *path;       /* encoded path before the key: "" or "/bucket" */
 	uint64_t put_max; /* store_put_max() */
 	/* The server compares If-Match with the ETag unquoted (radosgw 16.2
 	 * on PUT): learnt from a 412 of the version it holds. */
@@ -48,14 +48,14 @@ struct resp_hdrs {
 	uint64_t length;
 	int64_t last_modified, date; /* seconds; 0 = absent */
 	char mode[24], uid[24], gid[24], mtime[40], symlink[8], rdev[24];
-	char wid[STORE_WID_MAX]; /* x-amz-meta-mapfs-wid */
+	char wid[STORE_WID_MAX];   /* x-amz-meta-mapfs-wid */
 	char link[STORE_LINK_MAX]; /* x-amz-meta-mapfs-link */
 };
 
 /* One request: what to send (set by its caller), and what came back. */
 struct req {
 	const char *method;
-	const char *key;  /* store key; NULL for a bucket-level request */
+	const char *key; /* store key; NULL for a bucket-level request */
 	struct s3_kv query[QUERY_MAX];
 	size_t nq;
 	struct s3_kv hdrs[HDRS_MAX]; /* besides host, date, hash, token */
@@ -115,15 +115,15 @@ bool s3_is_marker(const char *key);
 
 /* r's headers for key's metadata m (NULL: the content type only); b
  * holds their text and lives as long as r. */
-void s3_meta_headers(struct req *r, const char *key,
-			 const struct store_meta *m, struct meta_bufs *b);
+void s3_meta_headers(struct req *r, const char *key, const struct store_meta *m,
+		     struct meta_bufs *b);
 
 /* Metadata from response headers; malformed fields read as absent. */
 void s3_meta_read(const struct resp_hdrs *rh, struct store_meta *m);
 
 /* The info a write reports: its size, the new ETag, the server's time. */
 void s3_write_info(const struct req *r, uint64_t size,
-		       const struct store_meta *meta, struct store_info *out);
+		   const struct store_meta *meta, struct store_info *out);
 
 /* "/bucket/prefix+key", encoded, for x-amz-copy-source. */
 char *s3_copy_source(const struct store_s3 *s, const char *key);
@@ -136,42 +136,38 @@ char *s3_copy_source(const struct store_s3 *s, const char *key);
 /* store_s3_get.c */
 int s3_head(struct store *st, const char *key, struct store_info *out);
 
-int s3_get(struct store *st, const char *key, uint64_t off,
-		  size_t len, void *buf, size_t *got);
+int s3_get(struct store *st, const char *key, uint64_t off, size_t len,
+	   void *buf, size_t *got);
 
-int s3_get_stream(struct store *st, const char *key,
-			 const char *if_match, uint64_t off, uint64_t len,
-			 store_sink_fn sink, void *arg, uint64_t *got);
+int s3_get_stream(struct store *st, const char *key, const char *if_match,
+		  uint64_t off, uint64_t len, store_sink_fn sink, void *arg,
+		  uint64_t *got);
 
 /* store_s3_put.c */
-int s3_put(struct store *st, const char *key, const void *buf,
-		  size_t len, const struct store_meta *meta,
-		  const struct store_cond *cond, struct store_info *out);
+int s3_put(struct store *st, const char *key, const void *buf, size_t len,
+	   const struct store_meta *meta, const struct store_cond *cond,
+	   struct store_info *out);
 
-int s3_put_fd(struct store *st, const char *key, int fd,
-		     uint64_t len, const struct store_meta *meta,
-		     const struct store_cond *cond, struct store_info *out);
+int s3_put_fd(struct store *st, const char *key, int fd, uint64_t len,
+	      const struct store_meta *meta, const struct store_cond *cond,
+	      struct store_info *out);
 
 int s3_mpu_create(struct store *st, const char *key,
-			 const struct store_meta *meta, char **upload_id);
+		  const struct store_meta *meta, char **upload_id);
 
-int s3_mpu_part(struct store *st, const char *key,
-		       const char *upload_id, int partno, int fd, uint64_t off,
-		       uint64_t len, char etag[STORE_ETAG_MAX]);
+int s3_mpu_part(struct store *st, const char *key, const char *upload_id,
+		int partno, int fd, uint64_t off, uint64_t len,
+		char etag[STORE_ETAG_MAX]);
 
-int s3_mpu_part_copy(struct store *st, const char *key,
-			    const char *upload_id, int partno, const char *src,
-			    uint64_t off, uint64_t len,
-			    char etag[STORE_ETAG_MAX]);
+int s3_mpu_part_copy(struct store *st, const char *key, const char *upload_id,
+		     int partno, const char *src, uint64_t off, uint64_t len,
+		     char etag[STORE_ETAG_MAX]);
 
-int s3_mpu_complete(struct store *st, const char *key,
-			   const char *upload_id, int nparts,
-			   char (*etags)[STORE_ETAG_MAX],
-			   const struct store_cond *cond,
-			   struct store_info *out);
+int s3_mpu_complete(struct store *st, const char *key, const char *upload_id,
+		    int nparts, char (*etags)[STORE_ETAG_MAX],
+		    const struct store_cond *cond, struct store_info *out);
 
-int s3_mpu_abort(struct store *st, const char *key,
-			const char *upload_id);
+int s3_mpu_abort(struct store *st, const char *key, const char *upload_id);
 
 /*
  * Which conditions the server honours, learnt from writes of a key of
@@ -184,7 +180,7 @@ int s3_cond_native(struct store *st);
 
 /* store_s3_list.c */
 int s3_list(struct store *st, const char *prefix, char delimiter,
-		   const char *token, unsigned max_keys, struct store_page *out);
+	    const char *token, unsigned max_keys, struct store_page *out);
 
 /*
  * Abort uploads under our prefix that are older than MPU_STALE_S: what a
@@ -193,12 +189,12 @@ int s3_list(struct store *st, const char *prefix, char delimiter,
  */
 void s3_abort_stale_uploads(struct store_s3 *s);
 
-int s3_mpu_list(struct store *st, const char *prefix,
-		       struct store_upload **out, size_t *n);
+int s3_mpu_list(struct store *st, const char *prefix, struct store_upload **out,
+		size_t *n);
 
 /* store_s3_copy.c */
 int s3_copy(struct store *st, const char *src, const char *dst,
-		   const struct store_meta *meta, struct store_info *out);
+	    const struct store_meta *meta, struct store_info *out);
 
 /* store_s3_delete.c */
 int s3_del(struct store *st, const char *key);

@@ -15,11 +15,11 @@
 #include <string.h>
 #include <time.h>
 
-#define LIST_MAX 1000        /* S3's page size limit */
+#define LIST_MAX 1000           /* S3's page size limit */
 #define MPU_STALE_S (24 * 3600) /* our uploads older than this are debris */
 
 int s3_list(struct store *st, const char *prefix, char delimiter,
-		   const char *token, unsigned max_keys, struct store_page *out)
+	    const char *token, unsigned max_keys, struct store_page *out)
 {
 	struct store_s3 *s = s3_of(st);
 	struct req r = { .method = "GET" };
@@ -143,7 +143,8 @@ void s3_abort_stale_uploads(struct store_s3 *s)
 		log_warn("s3: listing stale multipart uploads: %s",
 			 strerror(-err));
 	if (st.aborted)
-		log_info("s3: aborted %zu stale multipart upload(s)", st.aborted);
+		log_info("s3: aborted %zu stale multipart upload(s)",
+			 st.aborted);
 }
 
 struct upload_list {
@@ -158,8 +159,8 @@ static int upload_keep(void *arg, const char *key, const struct s3_upload *u)
 	return store_uploads_add(&l->v, &l->n, key, u->upload_id);
 }
 
-int s3_mpu_list(struct store *st, const char *prefix,
-		       struct store_upload **out, size_t *n)
+int s3_mpu_list(struct store *st, const char *prefix, struct store_upload **out,
+		size_t *n)
 {
 	struct upload_list l = { 0 };
 	int err;

@@ -122,12 +122,12 @@ static bool u32_parse(const char *s, uint32_t *out)
 	return true;
 }
 
-void s3_meta_headers(struct req *r, const char *key,
-			 const struct store_meta *m, struct meta_bufs *b)
+void s3_meta_headers(struct req *r, const char *key, const struct store_meta *m,
+		     struct meta_bufs *b)
 {
 	s3_req_hdr(r, "content-type",
-		s3_is_marker(key) ? "application/x-directory" :
-				 "application/octet-stream");
+		   s3_is_marker(key) ? "application/x-directory"
+				     : "application/octet-stream");
 	if (!m)
 		return;
 	if (m->has_mode) {
@@ -190,15 +190,15 @@ void s3_meta_read(const struct resp_hdrs *rh, struct store_meta *m)
 
 /* See store_s3_int.h. */
 void s3_write_info(const struct req *r, uint64_t size,
-		       const struct store_meta *meta, struct store_info *out)
+		   const struct store_meta *meta, struct store_info *out)
 {
 	if (!out)
 		return;
 	memset(out, 0, sizeof(*out));
 	out->size = size;
 	snprintf(out->etag, sizeof(out->etag), "%s", r->rh.etag);
-	out->last_modified_ns = (r->rh.date ? r->rh.date : (int64_t)time(NULL)) *
-				1000000000;
+	out->last_modified_ns =
+		(r->rh.date ? r->rh.date : (int64_t)time(NULL)) * 1000000000;
 	if (meta)
 		out->meta = *meta;
 }

@@ -67,7 +67,8 @@ static int cond_settle(struct store *st, const char *key,
 	if (cond->kind == STORE_IF_MATCH && !strcmp(info.etag, cond->etag) &&
 	    !atomic_exchange(&s->match_bare, true)) {
 		log_info("s3: %s compares If-Match without the quotes; sending "
-			 "it bare", s->origin);
+			 "it bare",
+			 s->origin);
 		*again = true;
 	}
 	return -ESTALE;
@@ -110,18 +111,18 @@ static int put_common(struct store *st, const char *key, const struct req *body,
 	return err;
 }
 
-int s3_put(struct store *st, const char *key, const void *buf,
-		  size_t len, const struct store_meta *meta,
-		  const struct store_cond *cond, struct store_info *out)
+int s3_put(struct store *st, const char *key, const void *buf, size_t len,
+	   const struct store_meta *meta, const struct store_cond *cond,
+	   struct store_info *out)
 {
 	struct req r = { .body = S3_BODY_MEM, .mem = len ? buf : "" };
 
 	return put_common(st, key, &r, len, meta, cond, out);
 }
 
-int s3_put_fd(struct store *st, const char *key, int fd,
-		     uint64_t len, const struct store_meta *meta,
-		     const struct store_cond *cond, struct store_info *out)
+int s3_put_fd(struct store *st, const char *key, int fd, uint64_t len,
+	      const struct store_meta *meta, const struct store_cond *cond,
+	      struct store_info *out)
 {
 	struct req r = { .body = S3_BODY_FD, .fd = fd };
 
@@ -134,7 +135,7 @@ static bool upload_id_ok(const char *id)
 }
 
 int s3_mpu_create(struct store *st, const char *key,
-			 const struct store_meta *meta, char **upload_id)
+		  const struct store_meta *meta, char **upload_id)
 {
 	struct req r = { .method = "POST", .key = key };
 	struct meta_bufs mb;
@@ -151,12 +152,16 @@ int s3_mpu_create(struct store *st, const char *key,
 	return err;
 }
 
-int s3_mpu_part(struct store *st, const char *key,
-		       const char *upload_id, int partno, int fd, uint64_t off,
-		       uint64_t len, char etag[STORE_ETAG_MAX])
+int s3_mpu_part(struct store *st, const char *key, const char *upload_id,
+		int partno, int fd, uint64_t off, uint64_t len,
+		char etag[STORE_ETAG_MAX])
 {
-	struct req r = { .method = "PUT", .key = key, .body = S3_BODY_FD,
-			 .fd = fd, .off = off, .len = len };
+	struct req r = { .method = "PUT",
+			 .key = key,
+			 .body = S3_BODY_FD,
+			 .fd = fd,
+			 .off = off,
+			 .len = len };
 	char pn[16];
 	int err = s3_key_check(key);
 
@@ -176,10 +181,9 @@ int s3_mpu_part(struct store *st, const char *key,
 	return err;
 }
 
-int s3_mpu_part_copy(struct store *st, const char *key,
-			    const char *upload_id, int partno, const char *src,
-			    uint64_t off, uint64_t len,
-			    char etag[STORE_ETAG_MAX])
+int s3_mpu_part_copy(struct store *st, const char *key, const char *upload_id,
+		     int partno, const char *src, uint64_t off, uint64_t len,
+		     char etag[STORE_ETAG_MAX])
 {
 	struct req r = { .method = "PUT", .key = key, .error_in_200 = true };
 	char pn[16], range[64], *cs;
@@ -189,8 +193,8 @@ int s3_mpu_part_copy(struct store *st, const char *key,
 		err = s3_key_check(src);
 	if (err)
 		return err;
-	if (!upload_id_ok(upload_id) || partno < 1 ||
-	    partno > MPU_PARTS_MAX || !len)
+	if (!upload_id_ok(upload_id) || partno < 1 || partno > MPU_PARTS_MAX ||
+	    !len)
 		return -EINVAL;
 	cs = s3_copy_source(s3_of(st), src);
 	if (!cs)
@@ -207,8 +211,8 @@ int s3_mpu_part_copy(struct store *st, const char *key,
 	 * A server without UploadPartCopy may take this for an empty part
 	 * upload and answer 200: only a CopyPartResult proves the copy.
 	 */
-	if (!err && s3_xml_etag(r.resp.p, r.resp.len, "CopyPartResult", etag,
-				NULL))
+	if (!err &&
+	    s3_xml_etag(r.resp.p, r.resp.len, "CopyPartResult", etag, NULL))
 		err = -ENOTSUP;
 	s3_req_free(&r);
 	free(cs);
@@ -247,11 +251,9 @@ static bool mpu_completed(struct store *st, const char *key,
 	return el > sl && strcmp(info.etag + el - sl, suffix) == 0;
 }
 
-int s3_mpu_complete(struct store *st, const char *key,
-			   const char *upload_id, int nparts,
-			   char (*etags)[STORE_ETAG_MAX],
-			   const struct store_cond *cond,
-			   struct store_info *out)
+int s3_mpu_complete(struct store *st, const char *key, const char *upload_id,
+		    int nparts, char (*etags)[STORE_ETAG_MAX],
+		    const struct store_cond *cond, struct store_info *out)
 {
 	struct s3_buf body = { 0 };
 	char etag[STORE_ETAG_MAX], ifm[STORE_ETAG_MAX + 2];
@@ -266,8 +268,10 @@ int s3_mpu_complete(struct store *st, const char *key,
 	if (s3_buf_err(&body))
 		return -ENOMEM;
 	while (again) {
-		struct req r = { .method = "POST", .key = key,
-				 .body = S3_BODY_MEM, .error_in_200 = true };
+		struct req r = { .method = "POST",
+				 .key = key,
+				 .body = S3_BODY_MEM,
+				 .error_in_200 = true };
 
 		again = false;
 		s3_req_query(&r, "uploadId", upload_id);
@@ -302,8 +306,7 @@ int s3_mpu_complete(struct store *st, const char *key,
 	return err;
 }
 
-int s3_mpu_abort(struct store *st, const char *key,
-			const char *upload_id)
+int s3_mpu_abort(struct store *st, const char *key, const char *upload_id)
 {
 	struct req r = { .method = "DELETE", .key = key };
 	int err = s3_key_check(key);
@@ -325,8 +328,11 @@ static int cond_probe_mpu(struct store *st, const char *key)
 	struct store_cond none = { .kind = STORE_IF_NONE };
 	char etags[1][STORE_ETAG_MAX], *id = NULL;
 	int err = s3_mpu_create(st, key, NULL, &id);
-	struct req r = { .method = "PUT", .key = key, .body = S3_BODY_MEM,
-			 .mem = "x", .len = 1 };
+	struct req r = { .method = "PUT",
+			 .key = key,
+			 .body = S3_BODY_MEM,
+			 .mem = "x",
+			 .len = 1 };
 
 	if (err)
 		return err;
@@ -347,8 +353,10 @@ static int cond_probe_mpu(struct store *st, const char *key)
 int s3_cond_native(struct store *st)
 {
 	struct store_cond none = { .kind = STORE_IF_NONE };
-	struct store_cond match = { .kind = STORE_IF_MATCH,
-				    .etag = "00000000000000000000000000000000" };
+	struct store_cond match = {
+		.kind = STORE_IF_MATCH,
+		.etag = "00000000000000000000000000000000"
+	};
 	unsigned char raw[8] = { 0 };
 	char key[64];
 	int bits = 0, err;
@@ -356,8 +364,10 @@ int s3_cond_native(struct store *st)
 	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
 		memset(raw, 0, sizeof(raw)); /* one fixed name: still ours */
 	snprintf(key, sizeof(key),
-		 STORE_RESERVED_PREFIX "gw-cond-%02x%02x%02x%02x%02x%02x%02x%02x",
-		 raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7]);
+		 STORE_RESERVED_PREFIX
+		 "gw-cond-%02x%02x%02x%02x%02x%02x%02x%02x",
+		 raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6],
+		 raw[7]);
 	err = s3_put(st, key, "", 0, NULL, &none, NULL);
 	if (err)
 		return err;

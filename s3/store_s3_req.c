@@ -70,8 +70,8 @@ static int64_t http_date(const char *v, size_t vlen)
 	return t < 0 ? 0 : (int64_t)t;
 }
 
-static void on_header(void *arg, const char *name, size_t nlen,
-		      const char *v, size_t vlen)
+static void on_header(void *arg, const char *name, size_t nlen, const char *v,
+		      size_t vlen)
 {
 	struct resp_hdrs *rh = arg;
 
@@ -172,21 +172,22 @@ static int req_once(struct store_s3 *s, struct req *r, struct s3_xfer *x)
 	err = s3_buf_err(&uri);
 	if (err)
 		goto out;
-	err = s3_sign(&(struct s3_sign_in){
-			      .method = r->method,
-			      .uri = uri.p,
-			      .query = r->query,
-			      .nquery = r->nq,
-			      .headers = all,
-			      .nheaders = n,
-			      .payload_hash = payload,
-			      .amz_date = date,
-			      .region = s->region,
-			      .service = "s3",
-			      .access_key = cr.access_key,
-			      .secret_key = cr.secret_key,
-		      },
-		      &so);
+	err = s3_sign(
+		&(struct s3_sign_in){
+			.method = r->method,
+			.uri = uri.p,
+			.query = r->query,
+			.nquery = r->nq,
+			.headers = all,
+			.nheaders = n,
+			.payload_hash = payload,
+			.amz_date = date,
+			.region = s->region,
+			.service = "s3",
+			.access_key = cr.access_key,
+			.secret_key = cr.secret_key,
+		},
+		&so);
 	if (err)
 		goto out;
 	s3_buf_fmt(&url, "%s%s%s%s", s->origin, uri.p, so.query.len ? "?" : "",

@@ -257,8 +257,7 @@ static int hexval(char c)
  * A key with a NUL byte (%00) is skipped whole: as a C string it would
  * be a shorter key, another object's name.
  */
-static int list_key(const char *raw, bool url, const char *strip,
-		    char **out)
+static int list_key(const char *raw, bool url, const char *strip, char **out)
 {
 	size_t slen = strlen(strip), n = strlen(raw);
 	char *k = malloc(n + 1), *o = k;
@@ -276,8 +275,10 @@ static int list_key(const char *raw, bool url, const char *strip,
 			}
 			if (!(hi | lo)) {
 				metrics_inc(MET_KEYS_SKIPPED);
-				log_warn("s3: a listed key with a NUL byte skipped: "
-					 "\"%s\"", raw);
+				log_warn("s3: a listed key with a NUL byte "
+					 "skipped: "
+					 "\"%s\"",
+					 raw);
 				free(k);
 				return 0;
 			}
@@ -491,7 +492,8 @@ int s3_xml_uploads(const char *body, size_t len, struct s3_uploads *out)
 	t = child_text(root, "IsTruncated");
 	out->truncated = t && strcmp(t, "true") == 0;
 	if (!err && out->truncated) {
-		err = dup_opt(child_text(root, "NextKeyMarker"), &out->next_key);
+		err = dup_opt(child_text(root, "NextKeyMarker"),
+			      &out->next_key);
 		if (!err)
 			err = dup_opt(child_text(root, "NextUploadIdMarker"),
 				      &out->next_id);
@@ -524,9 +526,10 @@ int s3_xml_delete_result(const char *body, size_t len,
 
 void s3_xml_delete_body(struct s3_buf *b, const char *const *keys, size_t n)
 {
-	s3_buf_str(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		      "<Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
-		      "<Quiet>true</Quiet>");
+	s3_buf_str(b,
+		   "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		   "<Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+		   "<Quiet>true</Quiet>");
 	for (size_t i = 0; i < n; i++) {
 		s3_buf_str(b, "<Object><Key>");
 		s3_buf_xml(b, keys[i]);
@@ -542,7 +545,8 @@ void s3_xml_complete_body(struct s3_buf *b, int n,
 		      "<CompleteMultipartUpload "
 		      "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
 	for (int i = 0; i < n; i++) {
-		s3_buf_fmt(b, "<Part><PartNumber>%d</PartNumber><ETag>\"", i + 1);
+		s3_buf_fmt(b, "<Part><PartNumber>%d</PartNumber><ETag>\"",
+			   i + 1);
 		s3_buf_xml(b, etags[i]);
 		s3_buf_str(b, "\"</ETag></Part>");
 	}

@@ -138,7 +138,8 @@ static void drain_stdout(struct e2e_gw *gw)
 		return;
 	while ((n = read(gw->out_fd, buf, sizeof(buf))) > 0) {
 		if (gw->extra_stdout == 0)
-			say("gateway wrote more than the ready line on stdout:");
+			say("gateway wrote more than the ready line on "
+			    "stdout:");
 		gw->extra_stdout += (size_t)n;
 		fwrite(buf, 1, (size_t)n, stderr);
 	}
@@ -159,8 +160,10 @@ static int parse_ready(struct e2e_gw *gw, const char *line)
 	int nfs = -1, mnt = -1, end = 0;
 
 	/* (" metrics=ADDR" follows when the gateway serves metrics.) */
-	if (sscanf(line, "mapfs-gw: ready nfs=127.0.0.1:%d mount=127.0.0.1:%d "
-		   "export=%255s%n", &nfs, &mnt, exp, &end) != 3 ||
+	if (sscanf(line,
+		   "mapfs-gw: ready nfs=127.0.0.1:%d mount=127.0.0.1:%d "
+		   "export=%255s%n",
+		   &nfs, &mnt, exp, &end) != 3 ||
 	    (line[end] != '\0' && strncmp(line + end, " metrics=", 9))) {
 		say("unexpected first stdout line: '%s' (want 'mapfs-gw: ready "
 		    "nfs=127.0.0.1:PORT mount=127.0.0.1:PORT export=%s')",
@@ -322,7 +325,7 @@ static int run_cmd(char *const *argv, char *const *env, char **out)
 /* ------------------------------------------------------------------ */
 /* The object store backend                                            */
 
-static enum e2e_backend backend = (enum e2e_backend)-1;
+static enum e2e_backend backend = (enum e2e_backend) - 1;
 
 enum e2e_backend e2e_backend(void)
 {
@@ -440,7 +443,8 @@ static int pg_server(void)
 	    env_get(out, "MAPFS_PG_DIR", pgsrv.dir, sizeof(pgsrv.dir)) ||
 	    env_get(out, "MAPFS_PG_URL", pgsrv.url, sizeof(pgsrv.url))) {
 		say("could not start PostgreSQL: %s start exited %d (apt-get "
-		    "install postgresql)", pg_script(), rc);
+		    "install postgresql)",
+		    pg_script(), rc);
 		free(out);
 		pgsrv.url[0] = '\0';
 		return -1;
@@ -515,7 +519,8 @@ int e2e_pg_pair_start(char *url, size_t cap)
 	if (!rc)
 		rc = pg_script_argv(&out, "standby", p, sd);
 	if (rc || !out || env_get(out, "MAPFS_PG_PAIR_URL", url, cap)) {
-		say("could not start a PostgreSQL primary and standby (%d)", rc);
+		say("could not start a PostgreSQL primary and standby (%d)",
+		    rc);
 		free(out);
 		return -1;
 	}
@@ -599,7 +604,8 @@ static int env_get(const char *text, const char *name, char *out, size_t cap)
 {
 	size_t n = strlen(name);
 
-	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+	for (const char *l = text; l && *l;
+	     l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
 		const char *end = strchr(l, '\n');
 		size_t len = end ? (size_t)(end - l) : strlen(l);
 
@@ -627,7 +633,8 @@ static int s3_parse_env(const char *text)
 		return -1;
 	if (strncmp(s3srv.endpoint, "http://127.0.0.1:", 17) != 0) {
 		say("S3 endpoint %s is not on 127.0.0.1; tests talk to "
-		    "loopback only", s3srv.endpoint);
+		    "loopback only",
+		    s3srv.endpoint);
 		return -1;
 	}
 	return 0;
@@ -637,8 +644,9 @@ static int s3_parse_env(const char *text)
 static int s3_from_env(void)
 {
 	static const char *const names[] = { "MAPFS_S3_ENDPOINT",
-		"MAPFS_S3_BUCKET", "AWS_ACCESS_KEY_ID",
-		"AWS_SECRET_ACCESS_KEY" };
+					     "MAPFS_S3_BUCKET",
+					     "AWS_ACCESS_KEY_ID",
+					     "AWS_SECRET_ACCESS_KEY" };
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
@@ -651,7 +659,8 @@ static int s3_from_env(void)
 
 		if (!v || !*v) {
 			say("MAPFS_E2E_STORE=s3 needs %s (the env that "
-			    "tests/s3/rgw.sh start prints)", names[i]);
+			    "tests/s3/rgw.sh start prints)",
+			    names[i]);
 			fclose(f);
 			free(text);
 			return -1;
@@ -810,8 +819,8 @@ int e2e_s3_request(const char *method, const char *key, const char *query,
 		   struct e2e_s3_resp *resp)
 {
 	static unsigned seq;
-	char enc[3 * 1024 + 1], hdrf[E2E_PATH_MAX],
-		bodyf[E2E_PATH_MAX], inf[E2E_PATH_MAX];
+	char enc[3 * 1024 + 1], hdrf[E2E_PATH_MAX], bodyf[E2E_PATH_MAX],
+		inf[E2E_PATH_MAX];
 	struct strv argv = { 0 }, env = { 0 };
 	char *out = NULL;
 	size_t hlen;
@@ -886,8 +895,8 @@ int e2e_s3_request(const char *method, const char *key, const char *query,
 	unlink(bodyf);
 	unlink(inf);
 	if (rc != 0 || resp->code == 0) {
-		say("curl %s %s: exit %d, HTTP %d", method, key ? key : "/",
-		    rc, resp->code);
+		say("curl %s %s: exit %d, HTTP %d", method, key ? key : "/", rc,
+		    resp->code);
 		return -1;
 	}
 	return 0;
@@ -900,8 +909,8 @@ void e2e_s3_resp_free(struct e2e_s3_resp *resp)
 	memset(resp, 0, sizeof(*resp));
 }
 
-int e2e_s3_header(const struct e2e_s3_resp *resp, const char *name,
-		  char *out, size_t cap)
+int e2e_s3_header(const struct e2e_s3_resp *resp, const char *name, char *out,
+		  size_t cap)
 {
 	size_t n = strlen(name);
 	const char *l = resp->headers;
@@ -919,8 +928,8 @@ int e2e_s3_header(const struct e2e_s3_resp *resp, const char *name,
 
 			while (vlen && (*v == ' ' || *v == '\t'))
 				v++, vlen--;
-			while (vlen && (v[vlen - 1] == '\r' ||
-					v[vlen - 1] == ' '))
+			while (vlen &&
+			       (v[vlen - 1] == '\r' || v[vlen - 1] == ' '))
 				vlen--;
 			if (vlen < cap) {
 				memcpy(out, v, vlen);
@@ -959,8 +968,9 @@ static void gw_cmdline(struct e2e_gw *gw, const char *bin, struct strv *argv,
 		strv_add(argv, "file://%s", gw->store);
 	if (s3) {
 		strv_add(argv, "--s3-endpoint");
-		strv_add(argv, "%s", gw->opts.s3_endpoint ? gw->opts.s3_endpoint
-							  : s3->endpoint);
+		strv_add(argv, "%s",
+			 gw->opts.s3_endpoint ? gw->opts.s3_endpoint
+					      : s3->endpoint);
 		strv_add(argv, "--s3-region");
 		strv_add(argv, "us-east-1");
 	}
@@ -1011,8 +1021,11 @@ static void gw_cmdline(struct e2e_gw *gw, const char *bin, struct strv *argv,
 		strv_add(env, "AWS_REGION=us-east-1");
 		/* Never instance metadata (169.254.169.254), no config files. */
 		strv_add(env, "AWS_EC2_METADATA_DISABLED=true");
-		strv_add(env, "AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.0.1:9");
-		strv_add(env, "AWS_SHARED_CREDENTIALS_FILE=%s/no-aws-credentials",
+		strv_add(
+			env,
+			"AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.0.1:9");
+		strv_add(env,
+			 "AWS_SHARED_CREDENTIALS_FILE=%s/no-aws-credentials",
 			 gw->dir);
 		strv_add(env, "AWS_CONFIG_FILE=%s/no-aws-config", gw->dir);
 		strv_add(env, "NO_PROXY=*");
@@ -1047,7 +1060,8 @@ static int spawn(struct e2e_gw *gw)
 	pid_t pid;
 
 	if (!bin || !*bin) {
-		say("MAPFS_GW is not set (ctest sets it to the mapfs-gw binary)");
+		say("MAPFS_GW is not set (ctest sets it to the mapfs-gw "
+		    "binary)");
 		return -1;
 	}
 	if (access(bin, X_OK) != 0) {
@@ -1107,7 +1121,7 @@ static int spawn(struct e2e_gw *gw)
 			waitpid(pid, &st, 0);
 			gw->pid = 0;
 			gw->exit_status = WIFEXITED(st) ? WEXITSTATUS(st)
-						       : 128 + WTERMSIG(st);
+							: 128 + WTERMSIG(st);
 			say("gateway exited before the ready line (%s %d)",
 			    WIFEXITED(st) ? "exit" : "signal",
 			    WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
@@ -1124,7 +1138,8 @@ static int spawn(struct e2e_gw *gw)
 				goto fail;
 			if (nl[1] != '\0') {
 				say("gateway wrote more than the ready line "
-				    "on stdout: '%s'", nl + 1);
+				    "on stdout: '%s'",
+				    nl + 1);
 				gw->extra_stdout += strlen(nl + 1);
 			}
 			break;
@@ -1175,7 +1190,8 @@ int e2e_gw_start_opts(struct e2e_gw *gw, const struct e2e_gw_opts *o)
 	snprintf(gw->log, sizeof(gw->log), "%s/gw.log", gw->dir);
 	if (gw->opts.meta)
 		snprintf(gw->meta, sizeof(gw->meta), "%s", gw->opts.meta);
-	else if (e2e_meta_is_pg() && e2e_pg_createdb(gw->meta, sizeof(gw->meta)))
+	else if (e2e_meta_is_pg() &&
+		 e2e_pg_createdb(gw->meta, sizeof(gw->meta)))
 		return -1;
 	if (s3 && gw->opts.store_of) {
 		snprintf(gw->s3_prefix, sizeof(gw->s3_prefix), "%s",
@@ -1194,8 +1210,8 @@ int e2e_gw_start_opts(struct e2e_gw *gw, const struct e2e_gw_opts *o)
 			snprintf(gw->s3_prefix, sizeof(gw->s3_prefix),
 				 "e2e-%d-%u-%s", (int)getpid(), ++seq,
 				 strrchr(gw->dir, '-') + 1);
-		snprintf(gw->store, sizeof(gw->store), "s3://%s/%s",
-			 s3->bucket, gw->s3_prefix);
+		snprintf(gw->store, sizeof(gw->store), "s3://%s/%s", s3->bucket,
+			 gw->s3_prefix);
 	} else {
 		snprintf(gw->store, sizeof(gw->store), "%s/store", gw->dir);
 		if (mkdir(gw->store, 0755) != 0) {
@@ -1217,8 +1233,7 @@ int e2e_gw_start(struct e2e_gw *gw, int threads)
 	return e2e_gw_start_opts(gw, &o);
 }
 
-int e2e_gw_start_args(struct e2e_gw *gw, int threads,
-		      const char *const *args)
+int e2e_gw_start_args(struct e2e_gw *gw, int threads, const char *const *args)
 {
 	struct e2e_gw_opts o = { .threads = threads, .extra_args = args };
 
@@ -1392,7 +1407,7 @@ struct arena_blk {
 struct e2e_rpc {
 	struct rpc_context *rpc;
 	struct arena_blk *arena;
-	char *readbuf;          /* READ data, reused by the next READ */
+	char *readbuf; /* READ data, reused by the next READ */
 	size_t readcap;
 	int broken;
 	char err[512];
@@ -1436,8 +1451,7 @@ struct call {
 	copy_fn copy;
 };
 
-static void call_cb(struct rpc_context *rpc, int status, void *data,
-		    void *priv)
+static void call_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 {
 	struct call *c = priv;
 
@@ -1537,8 +1551,8 @@ struct e2e_rpc *e2e_rpc_open(int port, int program, int version)
 		free(r);
 		return NULL;
 	}
-	q = rpc_connect_port_async(r->rpc, "127.0.0.1", port, program,
-				   version, call_cb, &c);
+	q = rpc_connect_port_async(r->rpc, "127.0.0.1", port, program, version,
+				   call_cb, &c);
 	if (finish(r, &c, q, "connect") != 0) {
 		say("connect 127.0.0.1:%d prog %d vers %d: %s", port, program,
 		    version, r->err);
@@ -1596,7 +1610,8 @@ struct e2e_rpc *e2e_rpc_open_from(const char *src, int src_port, int port,
 	 * SO_REUSEADDR but cannot connect; any reserved port will do. */
 	for (int next = 600;;) {
 		fd = bound_socket(src, src_port, &next);
-		if (fd < 0 || !connect(fd, (struct sockaddr *)&dst, sizeof(dst)))
+		if (fd < 0 ||
+		    !connect(fd, (struct sockaddr *)&dst, sizeof(dst)))
 			break;
 		if (src_port >= 0 || errno != EADDRNOTAVAIL || next >= 1024) {
 			int err = errno;
@@ -1660,8 +1675,8 @@ nfs_fh3 e2e_fh_dup(struct e2e_rpc *r, const nfs_fh3 *fh)
 int e2e_fh_equal(const nfs_fh3 *a, const nfs_fh3 *b)
 {
 	return a->data.data_len == b->data.data_len &&
-	       memcmp(a->data.data_val, b->data.data_val,
-		      a->data.data_len) == 0;
+	       memcmp(a->data.data_val, b->data.data_val, a->data.data_len) ==
+		       0;
 }
 
 sattr3 e2e_sattr_none(void)
@@ -1691,11 +1706,11 @@ static void copy_flat_getattr(struct e2e_rpc *r, void *d, const void *s)
 	memcpy(d, s, sizeof(GETATTR3res));
 }
 
-#define FLAT_COPY(fn, type)                                            \
-	static void fn(struct e2e_rpc *r, void *d, const void *s)      \
-	{                                                              \
-		(void)r;                                               \
-		memcpy(d, s, sizeof(type));                            \
+#define FLAT_COPY(fn, type)                                       \
+	static void fn(struct e2e_rpc *r, void *d, const void *s) \
+	{                                                         \
+		(void)r;                                          \
+		memcpy(d, s, sizeof(type));                       \
 	}
 
 FLAT_COPY(copy_setattr, SETATTR3res)
@@ -1859,8 +1874,7 @@ static void copy_mnt(struct e2e_rpc *r, void *d, const void *s)
 						  ok->fhandle.fhandle3_len);
 		ok->auth_flavors.auth_flavors_val =
 			ar_dup(r, ok->auth_flavors.auth_flavors_val,
-			       ok->auth_flavors.auth_flavors_len *
-				       sizeof(int));
+			       ok->auth_flavors.auth_flavors_len * sizeof(int));
 	}
 }
 
@@ -1914,17 +1928,17 @@ static void copy_export(struct e2e_rpc *r, void *d, const void *s)
 
 /* --- the calls --- */
 
-#define CALL(r, res, fn, what, expr)                                   \
-	do {                                                           \
+#define CALL(r, res, fn, what, expr)                                       \
+	do {                                                               \
 		struct call c_ = { .r = (r), .dst = (res), .copy = (fn) }; \
-		int q_;                                                \
-		if ((r)->broken) {                                     \
-			snprintf((r)->err, sizeof((r)->err),           \
-				 "%s: connection is broken", what);    \
-			return -1;                                     \
-		}                                                      \
-		q_ = (expr);                                           \
-		return finish((r), &c_, q_, what);                     \
+		int q_;                                                    \
+		if ((r)->broken) {                                         \
+			snprintf((r)->err, sizeof((r)->err),               \
+				 "%s: connection is broken", what);        \
+			return -1;                                         \
+		}                                                          \
+		q_ = (expr);                                               \
+		return finish((r), &c_, q_, what);                         \
 	} while (0)
 
 /* libnfs takes non-const pointers for arguments it only reads. */
@@ -1974,8 +1988,7 @@ int e2e_nfs3_access(struct e2e_rpc *r, const nfs_fh3 *fh, uint32_t access,
 	     rpc_nfs3_access_async(r->rpc, call_cb, &a, &c_));
 }
 
-int e2e_nfs3_readlink(struct e2e_rpc *r, const nfs_fh3 *fh,
-		      READLINK3res *res)
+int e2e_nfs3_readlink(struct e2e_rpc *r, const nfs_fh3 *fh, READLINK3res *res)
 {
 	READLINK3args a = { .symlink = fh_arg(fh) };
 
@@ -1996,8 +2009,9 @@ int e2e_nfs3_write(struct e2e_rpc *r, const nfs_fh3 *fh, uint64_t off,
 		   const void *buf, uint32_t len, stable_how how,
 		   WRITE3res *res)
 {
-	WRITE3args a = { .file = fh_arg(fh), .offset = off, .count = len,
-			 .stable = how };
+	WRITE3args a = {
+		.file = fh_arg(fh), .offset = off, .count = len, .stable = how
+	};
 
 	a.data.data_len = len;
 	a.data.data_val = (char *)buf;
@@ -2100,8 +2114,7 @@ int e2e_nfs3_fsinfo(struct e2e_rpc *r, const nfs_fh3 *fh, FSINFO3res *res)
 	     rpc_nfs3_fsinfo_async(r->rpc, call_cb, &a, &c_));
 }
 
-int e2e_nfs3_pathconf(struct e2e_rpc *r, const nfs_fh3 *fh,
-		      PATHCONF3res *res)
+int e2e_nfs3_pathconf(struct e2e_rpc *r, const nfs_fh3 *fh, PATHCONF3res *res)
 {
 	PATHCONF3args a = { .object = fh_arg(fh) };
 
@@ -2161,8 +2174,7 @@ struct many {
 	char first[256];
 };
 
-static void many_cb(struct rpc_context *rpc, int status, void *data,
-		    void *priv)
+static void many_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 {
 	struct many *m = priv;
 
@@ -2171,8 +2183,9 @@ static void many_cb(struct rpc_context *rpc, int status, void *data,
 	m->completed++;
 	if (status != RPC_STATUS_SUCCESS) {
 		if (!m->failed++)
-			snprintf(m->first, sizeof(m->first), "RPC status %d: %s",
-				 status, data ? (const char *)data : "");
+			snprintf(m->first, sizeof(m->first),
+				 "RPC status %d: %s", status,
+				 data ? (const char *)data : "");
 	} else if (((CREATE3res *)data)->status != NFS3_OK) {
 		if (!m->failed++)
 			snprintf(m->first, sizeof(m->first), "CREATE: %s",
@@ -2244,8 +2257,8 @@ int e2e_create_many(struct e2e_rpc *r, const nfs_fh3 *dir, const char *prefix,
 
 int e2e_root_fh(struct e2e_rpc *r, const struct e2e_gw *gw, nfs_fh3 *root)
 {
-	struct e2e_rpc *m = e2e_rpc_open(gw->mount_port, MOUNT_PROGRAM,
-					 MOUNT_V3);
+	struct e2e_rpc *m =
+		e2e_rpc_open(gw->mount_port, MOUNT_PROGRAM, MOUNT_V3);
 	mountres3 res;
 	int rc = -1;
 
@@ -2257,8 +2270,8 @@ int e2e_root_fh(struct e2e_rpc *r, const struct e2e_gw *gw, nfs_fh3 *root)
 		say("MNT %s: %s, want MNT3_OK", E2E_EXPORT,
 		    e2e_mntstat(res.fhs_status));
 	} else {
-		root->data.data_len = res.mountres3_u.mountinfo.fhandle
-					      .fhandle3_len;
+		root->data.data_len =
+			res.mountres3_u.mountinfo.fhandle.fhandle3_len;
 		root->data.data_val = ar_dup(
 			r, res.mountres3_u.mountinfo.fhandle.fhandle3_val,
 			root->data.data_len);
@@ -2273,35 +2286,64 @@ const char *e2e_nfsstat(int st)
 	static __thread char other[32];
 
 	switch (st) {
-	case NFS3_OK: return "NFS3_OK";
-	case NFS3ERR_PERM: return "NFS3ERR_PERM";
-	case NFS3ERR_NOENT: return "NFS3ERR_NOENT";
-	case NFS3ERR_IO: return "NFS3ERR_IO";
-	case NFS3ERR_NXIO: return "NFS3ERR_NXIO";
-	case NFS3ERR_ACCES: return "NFS3ERR_ACCES";
-	case NFS3ERR_EXIST: return "NFS3ERR_EXIST";
-	case NFS3ERR_XDEV: return "NFS3ERR_XDEV";
-	case NFS3ERR_NODEV: return "NFS3ERR_NODEV";
-	case NFS3ERR_NOTDIR: return "NFS3ERR_NOTDIR";
-	case NFS3ERR_ISDIR: return "NFS3ERR_ISDIR";
-	case NFS3ERR_INVAL: return "NFS3ERR_INVAL";
-	case NFS3ERR_FBIG: return "NFS3ERR_FBIG";
-	case NFS3ERR_NOSPC: return "NFS3ERR_NOSPC";
-	case NFS3ERR_ROFS: return "NFS3ERR_ROFS";
-	case NFS3ERR_MLINK: return "NFS3ERR_MLINK";
-	case NFS3ERR_NAMETOOLONG: return "NFS3ERR_NAMETOOLONG";
-	case NFS3ERR_NOTEMPTY: return "NFS3ERR_NOTEMPTY";
-	case NFS3ERR_DQUOT: return "NFS3ERR_DQUOT";
-	case NFS3ERR_STALE: return "NFS3ERR_STALE";
-	case NFS3ERR_REMOTE: return "NFS3ERR_REMOTE";
-	case NFS3ERR_BADHANDLE: return "NFS3ERR_BADHANDLE";
-	case NFS3ERR_NOT_SYNC: return "NFS3ERR_NOT_SYNC";
-	case NFS3ERR_BAD_COOKIE: return "NFS3ERR_BAD_COOKIE";
-	case NFS3ERR_NOTSUPP: return "NFS3ERR_NOTSUPP";
-	case NFS3ERR_TOOSMALL: return "NFS3ERR_TOOSMALL";
-	case NFS3ERR_SERVERFAULT: return "NFS3ERR_SERVERFAULT";
-	case NFS3ERR_BADTYPE: return "NFS3ERR_BADTYPE";
-	case NFS3ERR_JUKEBOX: return "NFS3ERR_JUKEBOX";
+	case NFS3_OK:
+		return "NFS3_OK";
+	case NFS3ERR_PERM:
+		return "NFS3ERR_PERM";
+	case NFS3ERR_NOENT:
+		return "NFS3ERR_NOENT";
+	case NFS3ERR_IO:
+		return "NFS3ERR_IO";
+	case NFS3ERR_NXIO:
+		return "NFS3ERR_NXIO";
+	case NFS3ERR_ACCES:
+		return "NFS3ERR_ACCES";
+	case NFS3ERR_EXIST:
+		return "NFS3ERR_EXIST";
+	case NFS3ERR_XDEV:
+		return "NFS3ERR_XDEV";
+	case NFS3ERR_NODEV:
+		return "NFS3ERR_NODEV";
+	case NFS3ERR_NOTDIR:
+		return "NFS3ERR_NOTDIR";
+	case NFS3ERR_ISDIR:
+		return "NFS3ERR_ISDIR";
+	case NFS3ERR_INVAL:
+		return "NFS3ERR_INVAL";
+	case NFS3ERR_FBIG:
+		return "NFS3ERR_FBIG";
+	case NFS3ERR_NOSPC:
+		return "NFS3ERR_NOSPC";
+	case NFS3ERR_ROFS:
+		return "NFS3ERR_ROFS";
+	case NFS3ERR_MLINK:
+		return "NFS3ERR_MLINK";
+	case NFS3ERR_NAMETOOLONG:
+		return "NFS3ERR_NAMETOOLONG";
+	case NFS3ERR_NOTEMPTY:
+		return "NFS3ERR_NOTEMPTY";
+	case NFS3ERR_DQUOT:
+		return "NFS3ERR_DQUOT";
+	case NFS3ERR_STALE:
+		return "NFS3ERR_STALE";
+	case NFS3ERR_REMOTE:
+		return "NFS3ERR_REMOTE";
+	case NFS3ERR_BADHANDLE:
+		return "NFS3ERR_BADHANDLE";
+	case NFS3ERR_NOT_SYNC:
+		return "NFS3ERR_NOT_SYNC";
+	case NFS3ERR_BAD_COOKIE:
+		return "NFS3ERR_BAD_COOKIE";
+	case NFS3ERR_NOTSUPP:
+		return "NFS3ERR_NOTSUPP";
+	case NFS3ERR_TOOSMALL:
+		return "NFS3ERR_TOOSMALL";
+	case NFS3ERR_SERVERFAULT:
+		return "NFS3ERR_SERVERFAULT";
+	case NFS3ERR_BADTYPE:
+		return "NFS3ERR_BADTYPE";
+	case NFS3ERR_JUKEBOX:
+		return "NFS3ERR_JUKEBOX";
 	}
 	snprintf(other, sizeof(other), "nfsstat3 %d", st);
 	return other;
@@ -2312,16 +2354,26 @@ const char *e2e_mntstat(int st)
 	static __thread char other[32];
 
 	switch (st) {
-	case MNT3_OK: return "MNT3_OK";
-	case MNT3ERR_PERM: return "MNT3ERR_PERM";
-	case MNT3ERR_NOENT: return "MNT3ERR_NOENT";
-	case MNT3ERR_IO: return "MNT3ERR_IO";
-	case MNT3ERR_ACCES: return "MNT3ERR_ACCES";
-	case MNT3ERR_NOTDIR: return "MNT3ERR_NOTDIR";
-	case MNT3ERR_INVAL: return "MNT3ERR_INVAL";
-	case MNT3ERR_NAMETOOLONG: return "MNT3ERR_NAMETOOLONG";
-	case MNT3ERR_NOTSUPP: return "MNT3ERR_NOTSUPP";
-	case MNT3ERR_SERVERFAULT: return "MNT3ERR_SERVERFAULT";
+	case MNT3_OK:
+		return "MNT3_OK";
+	case MNT3ERR_PERM:
+		return "MNT3ERR_PERM";
+	case MNT3ERR_NOENT:
+		return "MNT3ERR_NOENT";
+	case MNT3ERR_IO:
+		return "MNT3ERR_IO";
+	case MNT3ERR_ACCES:
+		return "MNT3ERR_ACCES";
+	case MNT3ERR_NOTDIR:
+		return "MNT3ERR_NOTDIR";
+	case MNT3ERR_INVAL:
+		return "MNT3ERR_INVAL";
+	case MNT3ERR_NAMETOOLONG:
+		return "MNT3ERR_NAMETOOLONG";
+	case MNT3ERR_NOTSUPP:
+		return "MNT3ERR_NOTSUPP";
+	case MNT3ERR_SERVERFAULT:
+		return "MNT3ERR_SERVERFAULT";
 	}
 	snprintf(other, sizeof(other), "mountstat3 %d", st);
 	return other;
@@ -2331,18 +2383,16 @@ const char *e2e_mntstat(int st)
 /* SHA-256 (FIPS 180-4)                                                */
 
 static const uint32_t K256[64] = {
-	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b,
-	0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01,
-	0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7,
-	0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc,
-	0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152,
-	0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147,
-	0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
-	0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-	0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819,
-	0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08,
-	0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f,
-	0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
+	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
+	0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
+	0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
+	0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+	0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147,
+	0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+	0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+	0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+	0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
+	0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
 	0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
 };
 
@@ -2507,8 +2557,7 @@ int e2e_run_cunit(void)
 	} else {
 		CU_basic_run_tests();
 	}
-	fails = CU_get_number_of_failures() +
-		CU_get_number_of_suites_failed() +
+	fails = CU_get_number_of_failures() + CU_get_number_of_suites_failed() +
 		CU_get_number_of_tests_failed();
 	CU_cleanup_registry();
 	return fails ? 1 : 0;

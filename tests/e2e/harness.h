@@ -53,40 +53,39 @@
  * records a failure and goes on; E2E_REQUIRE ends the test (CUnit fatal:
  * only in the test's own thread).  The message is printf-style.
  */
-#define E2E_CHECK(cond, ...)                                              \
-	do {                                                              \
-		int ok_ = !!(cond);                                       \
-		if (!ok_) {                                               \
-			fprintf(stderr, "  FAIL %s:%d: ", __FILE__,       \
-				__LINE__);                                \
-			fprintf(stderr, __VA_ARGS__);                     \
-			fputc('\n', stderr);                              \
-		}                                                         \
-		CU_ASSERT(ok_);                                           \
+#define E2E_CHECK(cond, ...)                                                   \
+	do {                                                                   \
+		int ok_ = !!(cond);                                            \
+		if (!ok_) {                                                    \
+			fprintf(stderr, "  FAIL %s:%d: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fputc('\n', stderr);                                   \
+		}                                                              \
+		CU_ASSERT(ok_);                                                \
 	} while (0)
 
-#define E2E_REQUIRE(cond, ...)                                            \
-	do {                                                              \
-		int ok_ = !!(cond);                                       \
-		if (!ok_) {                                               \
-			fprintf(stderr, "  FATAL %s:%d: ", __FILE__,      \
-				__LINE__);                                \
-			fprintf(stderr, __VA_ARGS__);                     \
-			fputc('\n', stderr);                              \
-		}                                                         \
-		CU_ASSERT_FATAL(ok_);                                     \
+#define E2E_REQUIRE(cond, ...)                                       \
+	do {                                                         \
+		int ok_ = !!(cond);                                  \
+		if (!ok_) {                                          \
+			fprintf(stderr, "  FATAL %s:%d: ", __FILE__, \
+				__LINE__);                           \
+			fprintf(stderr, __VA_ARGS__);                \
+			fputc('\n', stderr);                         \
+		}                                                    \
+		CU_ASSERT_FATAL(ok_);                                \
 	} while (0)
 
 /* An nfsstat3 check: "WHAT: got NFS3ERR_X, want NFS3_OK". */
-#define E2E_STATUS(what, got, want)                                       \
-	do {                                                              \
-		int g_ = (int)(got), w_ = (int)(want);                    \
-		E2E_CHECK(g_ == w_, "%s: got %s, want %s", (what),        \
-			  e2e_nfsstat(g_), e2e_nfsstat(w_));              \
+#define E2E_STATUS(what, got, want)                                \
+	do {                                                       \
+		int g_ = (int)(got), w_ = (int)(want);             \
+		E2E_CHECK(g_ == w_, "%s: got %s, want %s", (what), \
+			  e2e_nfsstat(g_), e2e_nfsstat(w_));       \
 	} while (0)
 
 /* A raw call that must get a reply (RPC-level failure ends the test). */
-#define E2E_RPC(r, expr)                                                  \
+#define E2E_RPC(r, expr) \
 	E2E_REQUIRE((expr) == 0, "%s: %s", #expr, e2e_rpc_error(r))
 #define E2E_PATH_MAX 512
 
@@ -101,10 +100,10 @@ struct e2e_gw_opts {
 	const char *s3_secret;    /* S3 only: this secret instead of the real */
 	const char *s3_key_id;    /* S3 only: this access key instead */
 	const char *const *extra_args; /* more options, NULL-terminated */
-	const char *s3_endpoint;  /* S3 only: talk here (a proxy) instead */
-	const char *s3_prefix;    /* S3 only: this key prefix, not a new one
+	const char *s3_endpoint; /* S3 only: talk here (a proxy) instead */
+	const char *s3_prefix;   /* S3 only: this key prefix, not a new one
 				   * (a second gateway on another's bucket) */
-	const char *state_dir;    /* an existing empty dir for state/ (e.g. a
+	const char *state_dir;   /* an existing empty dir for state/ (e.g. a
 				   * small tmpfs) instead of one in the temp
 				   * dir; the caller removes it */
 	/* A cluster: the namespace in PostgreSQL at meta (a libpq URI;
@@ -122,16 +121,16 @@ struct e2e_gw {
 	char store[E2E_PATH_MAX]; /* file:// root, or "s3://BUCKET/PREFIX" */
 	char s3_prefix[128];      /* S3: this gateway's key prefix, no '/' */
 	struct e2e_gw_opts opts;
-	int exit_status;          /* exit status if it exited before ready, else -1 */
+	int exit_status; /* exit status if it exited before ready, else -1 */
 	char state[E2E_PATH_MAX];
 	char log[E2E_PATH_MAX];
-	pid_t pid;                /* 0 when not running */
-	int out_fd;               /* read end of the child's stdout, or -1 */
+	pid_t pid;  /* 0 when not running */
+	int out_fd; /* read end of the child's stdout, or -1 */
 	int nfs_port;
 	int mount_port;
 	int threads;
-	int starts;               /* how many times it was started */
-	size_t extra_stdout;      /* bytes seen on stdout after the ready line */
+	int starts;          /* how many times it was started */
+	size_t extra_stdout; /* bytes seen on stdout after the ready line */
 };
 
 /*
@@ -152,8 +151,7 @@ int e2e_gw_start_opts(struct e2e_gw *gw, const struct e2e_gw_opts *o);
  * e.g. { "--exports", path, NULL }.  args must outlive gw: restarts pass
  * them again.
  */
-int e2e_gw_start_args(struct e2e_gw *gw, int threads,
-		      const char *const *args);
+int e2e_gw_start_args(struct e2e_gw *gw, int threads, const char *const *args);
 
 /* Start again on the same store and state (after stop or kill9). */
 int e2e_gw_restart(struct e2e_gw *gw);
@@ -225,8 +223,12 @@ int e2e_pg_pair_failover(void);
 /* ------------------------------------------------------------------ */
 /* The object store backend                                            */
 
-enum e2e_backend { E2E_BACKEND_FILE, E2E_BACKEND_RGW, E2E_BACKEND_S3RVER,
-		   E2E_BACKEND_S3 };
+enum e2e_backend {
+	E2E_BACKEND_FILE,
+	E2E_BACKEND_RGW,
+	E2E_BACKEND_S3RVER,
+	E2E_BACKEND_S3
+};
 
 /* This process's backend (MAPFS_E2E_STORE); an unknown name aborts. */
 enum e2e_backend e2e_backend(void);
@@ -236,14 +238,14 @@ const char *e2e_backend_name(void);
 int e2e_backend_is_s3(void);
 
 struct e2e_s3 {
-	char kind[16];            /* rgw, s3rver, or s3 for an outside one */
-	char dir[E2E_PATH_MAX];   /* the server's dir (empty: not ours) */
-	char endpoint[128];       /* http://127.0.0.1:PORT */
+	char kind[16];          /* rgw, s3rver, or s3 for an outside one */
+	char dir[E2E_PATH_MAX]; /* the server's dir (empty: not ours) */
+	char endpoint[128];     /* http://127.0.0.1:PORT */
 	char bucket[64];
 	char key_id[128];
 	char secret[128];
-	int ours;                 /* started (and stopped) by this process */
-	int down;                 /* stopped by e2e_s3_down */
+	int ours; /* started (and stopped) by this process */
+	int down; /* stopped by e2e_s3_down */
 };
 
 /*
@@ -264,9 +266,9 @@ int e2e_s3_up(void);
 
 /* A reply from the S3 API. */
 struct e2e_s3_resp {
-	int code;                 /* HTTP status, 0 if curl failed */
-	char *headers;            /* the response headers, raw */
-	char *body;               /* NUL-terminated (also for binary) */
+	int code;      /* HTTP status, 0 if curl failed */
+	char *headers; /* the response headers, raw */
+	char *body;    /* NUL-terminated (also for binary) */
 	size_t len;
 };
 
@@ -285,8 +287,8 @@ int e2e_s3_request(const char *method, const char *key, const char *query,
 void e2e_s3_resp_free(struct e2e_s3_resp *resp);
 
 /* The value of header name (case-insensitive) into out; 0 or -1. */
-int e2e_s3_header(const struct e2e_s3_resp *resp, const char *name,
-		  char *out, size_t cap);
+int e2e_s3_header(const struct e2e_s3_resp *resp, const char *name, char *out,
+		  size_t cap);
 
 /* The full key of path (relative to the export root) under gw's prefix. */
 void e2e_s3_key(const struct e2e_gw *gw, const char *path, char *out,
@@ -344,8 +346,7 @@ int e2e_nfs3_lookup(struct e2e_rpc *r, const nfs_fh3 *dir, const char *name,
 		    LOOKUP3res *res);
 int e2e_nfs3_access(struct e2e_rpc *r, const nfs_fh3 *fh, uint32_t access,
 		    ACCESS3res *res);
-int e2e_nfs3_readlink(struct e2e_rpc *r, const nfs_fh3 *fh,
-		      READLINK3res *res);
+int e2e_nfs3_readlink(struct e2e_rpc *r, const nfs_fh3 *fh, READLINK3res *res);
 int e2e_nfs3_read(struct e2e_rpc *r, const nfs_fh3 *fh, uint64_t off,
 		  uint32_t count, READ3res *res);
 int e2e_nfs3_write(struct e2e_rpc *r, const nfs_fh3 *fh, uint64_t off,
@@ -368,8 +369,7 @@ int e2e_nfs3_readdirplus(struct e2e_rpc *r, READDIRPLUS3args *a,
 			 READDIRPLUS3res *res);
 int e2e_nfs3_fsstat(struct e2e_rpc *r, const nfs_fh3 *fh, FSSTAT3res *res);
 int e2e_nfs3_fsinfo(struct e2e_rpc *r, const nfs_fh3 *fh, FSINFO3res *res);
-int e2e_nfs3_pathconf(struct e2e_rpc *r, const nfs_fh3 *fh,
-		      PATHCONF3res *res);
+int e2e_nfs3_pathconf(struct e2e_rpc *r, const nfs_fh3 *fh, PATHCONF3res *res);
 int e2e_nfs3_commit(struct e2e_rpc *r, const nfs_fh3 *fh, uint64_t off,
 		    uint32_t count, COMMIT3res *res);
 

@@ -51,8 +51,7 @@ static void test_attr_ttl(void)
 	put_by_hand("other-tool.txt", "four");
 
 	E2E_RPC(R, e2e_nfs3_lookup(R, &ROOT, "other-tool.txt", &lk));
-	E2E_REQUIRE(lk.status == NFS3_OK, "LOOKUP: %s",
-		    e2e_nfsstat(lk.status));
+	E2E_REQUIRE(lk.status == NFS3_OK, "LOOKUP: %s", e2e_nfsstat(lk.status));
 	fh = e2e_fh_dup(R, &lk.LOOKUP3res_u.resok.object);
 	E2E_CHECK(size_of(&fh) == 4, "size before the change");
 

@@ -101,8 +101,8 @@ static bool plain_matches(const char *path, unsigned seed, uint64_t size)
 	uint8_t *want = malloc(MIB), *got = malloc(MIB);
 	struct stat sb;
 	int fd = open(path, O_RDONLY);
-	bool ok = fd >= 0 && fstat(fd, &sb) == 0 &&
-		  (uint64_t)sb.st_size == size;
+	bool ok =
+		fd >= 0 && fstat(fd, &sb) == 0 && (uint64_t)sb.st_size == size;
 
 	for (uint64_t off = 0; ok && off < size; off += MIB) {
 		size_t n = size - off < MIB ? (size_t)(size - off) : MIB;
@@ -173,8 +173,8 @@ static uint64_t log_get_bytes(const struct e2e_gw *gw)
 	if (!f)
 		return 0;
 	while (fgets(line, sizeof(line), f)) {
-		const char *plus = strstr(line, GET_LINE) ? strrchr(line, '+')
-							   : NULL;
+		const char *plus =
+			strstr(line, GET_LINE) ? strrchr(line, '+') : NULL;
 
 		if (plus)
 			total += strtoull(plus + 1, NULL, 10);
@@ -196,7 +196,8 @@ static void test_cold_warm_256mib(void)
 	uint64_t t0;
 	int cold, warm;
 
-	E2E_REQUIRE(e2e_gw_start_args(&gw, 2, gw_args) == 0, "start the gateway");
+	E2E_REQUIRE(e2e_gw_start_args(&gw, 2, gw_args) == 0,
+		    "start the gateway");
 	snprintf(path, sizeof(path), "%s/big256.bin", gw.store);
 	write_plain(path, 1, size);
 	nfs = e2e_nfs_mount(&gw);
@@ -216,8 +217,10 @@ static void test_cold_warm_256mib(void)
 	 * bound says nothing there (./dev sets MAPFS_E2E_SANITIZED).
 	 */
 	if (!getenv("MAPFS_E2E_SANITIZED"))
-		E2E_CHECK(rss && rss < 128 * 1024, "peak RSS %lu KiB for a "
-			  "256 MiB read, want < 128 MiB", rss);
+		E2E_CHECK(rss && rss < 128 * 1024,
+			  "peak RSS %lu KiB for a "
+			  "256 MiB read, want < 128 MiB",
+			  rss);
 	cold = e2e_gw_log_count(&gw, GET_LINE);
 	E2E_CHECK(log_get_bytes(&gw) == size,
 		  "cold read: GETs of %llu bytes, want each byte once",
@@ -254,7 +257,8 @@ static void test_du_under_limit(void)
 	struct nfsfh *fh = NULL;
 	uint64_t worst = 0;
 
-	E2E_REQUIRE(e2e_gw_start_args(&gw, 2, gw_args) == 0, "start the gateway");
+	E2E_REQUIRE(e2e_gw_start_args(&gw, 2, gw_args) == 0,
+		    "start the gateway");
 	snprintf(path, sizeof(path), "%s/three-x.bin", gw.store);
 	snprintf(cdir, sizeof(cdir), "%s/cache", gw.state);
 	write_plain(path, 2, size);
@@ -283,8 +287,10 @@ static void test_du_under_limit(void)
 	}
 	nfs_close(nfs, fh);
 	nfs_destroy_context(nfs);
-	fprintf(stderr, "  du of the cache at most %llu KiB for a limit of "
-		"%llu KiB\n", (unsigned long long)(worst >> 10),
+	fprintf(stderr,
+		"  du of the cache at most %llu KiB for a limit of "
+		"%llu KiB\n",
+		(unsigned long long)(worst >> 10),
 		(unsigned long long)(cap >> 10));
 	E2E_CHECK(worst <= cap + MIB, "du %llu bytes, limit %llu",
 		  (unsigned long long)worst, (unsigned long long)cap);
@@ -418,7 +424,8 @@ static void test_kill9_loop(void)
 	uint64_t t0;
 
 	fprintf(stderr, "  seed %u\n", rnd);
-	E2E_REQUIRE(e2e_gw_start_args(&gw, 2, gw_args) == 0, "start the gateway");
+	E2E_REQUIRE(e2e_gw_start_args(&gw, 2, gw_args) == 0,
+		    "start the gateway");
 	for (int round = 0; round < ROUNDS; round++) {
 		struct killer k = { .delay_ms = 50 + rand_r(&rnd) % 700 };
 		struct file_rec f;
@@ -481,7 +488,8 @@ static void test_kill9_loop(void)
 				      committed[i].size) &&
 		       e2e_now_ms() - t0 < 90000)
 			usleep(100000);
-		if (!plain_matches(path, committed[i].seed, committed[i].size)) {
+		if (!plain_matches(path, committed[i].seed,
+				   committed[i].size)) {
 			E2E_CHECK(0, "%s is not in the store intact",
 				  committed[i].name);
 			bad++;

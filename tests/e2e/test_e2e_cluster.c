@@ -44,9 +44,12 @@ static int start_gw(int i)
 {
 	static const char *const args[] = { "--grace", "0", "--lease", "3",
 					    NULL };
-	struct e2e_gw_opts o = { .threads = 2, .meta = meta, .node = names[i],
+	struct e2e_gw_opts o = { .threads = 2,
+				 .meta = meta,
+				 .node = names[i],
 				 .store_of = i ? &gw[0] : NULL,
-				 .upload_delay = "1", .extra_args = args };
+				 .upload_delay = "1",
+				 .extra_args = args };
 
 	if (e2e_gw_start_opts(&gw[i], &o))
 		return -1;
@@ -96,9 +99,10 @@ static int create(int i, const nfs_fh3 *dir, const char *name,
 	a.how.createhow3_u.obj_attributes = e2e_sattr_mode(0644);
 	if (e2e_nfs3_create(nfs[i], &a, &r))
 		return -1;
-	if (r.status == NFS3_OK && fh && r.CREATE3res_u.resok.obj.handle_follows)
-		*fh = e2e_fh_dup(nfs[i],
-				 &r.CREATE3res_u.resok.obj.post_op_fh3_u.handle);
+	if (r.status == NFS3_OK && fh &&
+	    r.CREATE3res_u.resok.obj.handle_follows)
+		*fh = e2e_fh_dup(
+			nfs[i], &r.CREATE3res_u.resok.obj.post_op_fh3_u.handle);
 	return r.status;
 }
 
@@ -225,7 +229,7 @@ static void test_write_a_read_b(void)
 		   NFS3_OK);
 	for (size_t off = 0; off < len; off += 1u << 20) {
 		uint32_t n = len - off > (1u << 20) ? 1u << 20
-						   : (uint32_t)(len - off);
+						    : (uint32_t)(len - off);
 
 		E2E_STATUS("WRITE big on A",
 			   write_on(0, &f, off, data + off, n, UNSTABLE),
@@ -286,8 +290,7 @@ static void test_visibility(void)
 	int n = 0;
 	nfs_fh3 d;
 
-	E2E_STATUS("MKDIR vis on C", mkdir_on(2, &root[2], "vis", &d),
-		   NFS3_OK);
+	E2E_STATUS("MKDIR vis on C", mkdir_on(2, &root[2], "vis", &d), NFS3_OK);
 	E2E_REQUIRE(wait_lookup(0, &root[0], "vis", NFS3_OK) >= 0,
 		    "vis not on A");
 	for (int i = 0; i < N; i++) {
@@ -307,7 +310,8 @@ static void test_visibility(void)
 		ms = wait_lookup(to, &d, a, NFS3_OK);
 		E2E_CHECK(ms >= 0, "create of %s not seen", a);
 		t[n++] = ms;
-		E2E_RPC(nfs[from], e2e_nfs3_rename(nfs[from], &d, a, &d, b, &rr));
+		E2E_RPC(nfs[from],
+			e2e_nfs3_rename(nfs[from], &d, a, &d, b, &rr));
 		E2E_STATUS("RENAME", rr.status, NFS3_OK);
 		ms = wait_lookup(to, &d, b, NFS3_OK);
 		E2E_CHECK(ms >= 0 && lookup(to, &d, a, NULL) == NFS3ERR_NOENT,
@@ -332,7 +336,8 @@ static void test_visibility(void)
 		t[n++] = ms;
 	}
 	qsort(t, (size_t)n, sizeof(t[0]), cmp_long);
-	fprintf(stderr, "  visibility on another gateway: median %ld ms, "
+	fprintf(stderr,
+		"  visibility on another gateway: median %ld ms, "
 		"p99 %ld ms, worst %ld ms (%d changes, polled every 2 ms)\n",
 		t[n / 2], t[n * 99 / 100], t[n - 1], n);
 }
@@ -356,8 +361,10 @@ static void *race(void *p)
 	if (r->from) {
 		RENAME3res rr;
 
-		r->status = e2e_nfs3_rename(nfs[r->gw], r->dir, r->from, r->tdir,
-					    r->to, &rr) ? -1 : (int)rr.status;
+		r->status = e2e_nfs3_rename(nfs[r->gw], r->dir, r->from,
+					    r->tdir, r->to, &rr)
+				    ? -1
+				    : (int)rr.status;
 	} else if (r->mkdir) {
 		r->status = mkdir_on(r->gw, r->dir, r->name, NULL);
 	} else {
@@ -384,8 +391,10 @@ static void test_create_race(void)
 		pthread_t t[2];
 
 		for (int k = 0; k < 2; k++) {
-			r[k] = (struct racer){ .gw = (i + k) % NGW, .dir = &d,
-					       .bar = &bar, .mkdir = i % 2 };
+			r[k] = (struct racer){ .gw = (i + k) % NGW,
+					       .dir = &d,
+					       .bar = &bar,
+					       .mkdir = i % 2 };
 			snprintf(r[k].name, sizeof(r[k].name), "n%d", i);
 			pthread_create(&t[k], NULL, race, &r[k]);
 		}
@@ -395,9 +404,8 @@ static void test_create_race(void)
 		int exist = (r[0].status == NFS3ERR_EXIST) +
 			    (r[1].status == NFS3ERR_EXIST);
 
-		E2E_CHECK(ok == 1 && exist == 1,
-			  "round %d: %s on %s, %s on %s", i,
-			  e2e_nfsstat(r[0].status), names[r[0].gw],
+		E2E_CHECK(ok == 1 && exist == 1, "round %d: %s on %s, %s on %s",
+			  i, e2e_nfsstat(r[0].status), names[r[0].gw],
 			  e2e_nfsstat(r[1].status), names[r[1].gw]);
 		won += ok == 1;
 	}
@@ -429,10 +437,18 @@ static void test_rename_cycle(void)
 				    lookup(1, &root[1], x, &hx1) == NFS3_OK &&
 				    lookup(1, &root[1], y, &hy1) == NFS3_OK,
 			    "x, y not on B");
-		r[0] = (struct racer){ .gw = 0, .dir = &root[0], .from = x,
-				       .to = x, .tdir = &hy, .bar = &bar };
-		r[1] = (struct racer){ .gw = 1, .dir = &root[1], .from = y,
-				       .to = y, .tdir = &hx1, .bar = &bar };
+		r[0] = (struct racer){ .gw = 0,
+				       .dir = &root[0],
+				       .from = x,
+				       .to = x,
+				       .tdir = &hy,
+				       .bar = &bar };
+		r[1] = (struct racer){ .gw = 1,
+				       .dir = &root[1],
+				       .from = y,
+				       .to = y,
+				       .tdir = &hx1,
+				       .bar = &bar };
 		for (int k = 0; k < 2; k++)
 			pthread_create(&t[k], NULL, race, &r[k]);
 		for (int k = 0; k < 2; k++)
@@ -512,16 +528,14 @@ static void test_kill_takeover(void)
 	long got = 0;
 	int st = -1;
 
-	E2E_STATUS("CREATE crash on A", create(0, &root[0], "crash", GUARDED,
-					       &f),
-		   NFS3_OK);
+	E2E_STATUS("CREATE crash on A",
+		   create(0, &root[0], "crash", GUARDED, &f), NFS3_OK);
 	E2E_STATUS("WRITE crash on A (FILE_SYNC)",
 		   write_on(0, &f, 0, "stable-data", 11, FILE_SYNC), NFS3_OK);
 	E2E_STATUS("WRITE crash on A (UNSTABLE, never committed)",
 		   write_on(0, &f, 11, "+unstable", 9, UNSTABLE), NFS3_OK);
-	E2E_STATUS("CREATE never on A", create(0, &root[0], "never", GUARDED,
-					       &g),
-		   NFS3_OK);
+	E2E_STATUS("CREATE never on A",
+		   create(0, &root[0], "never", GUARDED, &g), NFS3_OK);
 	E2E_STATUS("WRITE never on A (UNSTABLE)",
 		   write_on(0, &g, 0, "lost", 4, UNSTABLE), NFS3_OK);
 	E2E_REQUIRE(wait_lookup(1, &root[1], "never", NFS3_OK) >= 0 &&
@@ -549,7 +563,8 @@ static void test_kill_takeover(void)
 		       NFS3ERR_JUKEBOX)
 		usleep(100 * 1000);
 	E2E_STATUS("WRITE crash on B once A's lease ran out", st, NFS3_OK);
-	fprintf(stderr, "  [B's WRITE of A's file went through %llu ms after "
+	fprintf(stderr,
+		"  [B's WRITE of A's file went through %llu ms after "
 		"the kill -9 (lease 3 s)]\n",
 		(unsigned long long)(e2e_now_ms() - t0));
 	got = read_all(1, &fb, buf, sizeof(buf));
@@ -561,8 +576,10 @@ static void test_kill_takeover(void)
 		got = read_all(1, &gb, buf, sizeof(buf));
 	while (got == -NFS3ERR_JUKEBOX && e2e_now_ms() - t0 < 10000 &&
 	       !usleep(100 * 1000));
-	E2E_CHECK(got == 0, "never on B: %ld bytes (nothing reached the "
-		  "store)", got);
+	E2E_CHECK(got == 0,
+		  "never on B: %ld bytes (nothing reached the "
+		  "store)",
+		  got);
 	/* Taken over by B or C: from C, B waits for it to let go. */
 	t0 = e2e_now_ms();
 	while (e2e_now_ms() - t0 < 10000 &&
@@ -570,10 +587,11 @@ static void test_kill_takeover(void)
 		       NFS3ERR_JUKEBOX)
 		usleep(100 * 1000);
 	E2E_STATUS("WRITE never on B", st, NFS3_OK);
-	E2E_CHECK(e2e_log_count(gw[1].log, "took over", false) +
-				  e2e_log_count(gw[2].log, "took over", false) >=
-			  2,
-		  "the takeovers are logged");
+	E2E_CHECK(
+		e2e_log_count(gw[1].log, "took over", false) +
+				e2e_log_count(gw[2].log, "took over", false) >=
+			2,
+		"the takeovers are logged");
 
 	E2E_REQUIRE(e2e_gw_restart(&gw[0]) == 0, "restart A");
 	nfs[0] = e2e_rpc_open(gw[0].nfs_port, NFS_PROGRAM, NFS_V3);
@@ -609,9 +627,8 @@ static void test_kill_restart(void)
 	char buf[64];
 	long got = 0;
 
-	E2E_STATUS("CREATE quick on A", create(0, &root[0], "quick", GUARDED,
-					       &f),
-		   NFS3_OK);
+	E2E_STATUS("CREATE quick on A",
+		   create(0, &root[0], "quick", GUARDED, &f), NFS3_OK);
 	E2E_STATUS("WRITE quick on A (UNSTABLE)",
 		   write_on(0, &f, 0, "kept-on-disk", 12, UNSTABLE), NFS3_OK);
 	E2E_REQUIRE(wait_lookup(1, &root[1], "quick", NFS3_OK) >= 0 &&
@@ -647,9 +664,8 @@ static void test_db_outage(void)
 	long got;
 	int st = -1;
 
-	E2E_STATUS("CREATE before on A", create(0, &root[0], "before",
-						 GUARDED, &f),
-		   NFS3_OK);
+	E2E_STATUS("CREATE before on A",
+		   create(0, &root[0], "before", GUARDED, &f), NFS3_OK);
 	E2E_STATUS("WRITE before", write_on(0, &f, 0, "kept", 4, FILE_SYNC),
 		   NFS3_OK);
 	E2E_STATUS("COMMIT before", commit_on(0, &f), NFS3_OK);
@@ -696,8 +712,8 @@ static int psql(const char *sql)
 {
 	char cmd[1024];
 
-	snprintf(cmd, sizeof(cmd), "psql -X -q '%s' -c \"%s\" >/dev/null",
-		 meta, sql);
+	snprintf(cmd, sizeof(cmd), "psql -X -q '%s' -c \"%s\" >/dev/null", meta,
+		 sql);
 	return system(cmd) == 0 ? 0 : -1;
 }
 
@@ -714,10 +730,11 @@ static void test_db_read_only(void)
 
 	E2E_STATUS("CREATE ro-before on A",
 		   create(0, &root[0], "ro-before", GUARDED, NULL), NFS3_OK);
-	E2E_REQUIRE(psql("ALTER SYSTEM SET default_transaction_read_only = on")
-				== 0 &&
-			    psql("SELECT pg_reload_conf()") == 0,
-		    "make the database read-only");
+	E2E_REQUIRE(
+		psql("ALTER SYSTEM SET default_transaction_read_only = on") ==
+				0 &&
+			psql("SELECT pg_reload_conf()") == 0,
+		"make the database read-only");
 	/* The reload reaches every backend at its next statement. */
 	sleep(1);
 	st = create(1, &root[1], "ro-during", GUARDED, NULL);
@@ -730,8 +747,8 @@ static void test_db_read_only(void)
 		  "B's log does not say why it waits");
 	free(log);
 	sleep(2);
-	E2E_REQUIRE(psql("ALTER SYSTEM RESET default_transaction_read_only")
-				== 0 &&
+	E2E_REQUIRE(psql("ALTER SYSTEM RESET default_transaction_read_only") ==
+				    0 &&
 			    psql("SELECT pg_reload_conf()") == 0,
 		    "make the database writable");
 	uint64_t t0 = e2e_now_ms();
@@ -793,7 +810,8 @@ static void nlm_test_cb(struct rpc_context *rpc, int status, void *data,
 	if (status == RPC_STATUS_SUCCESS && r) {
 		s->stat = r->reply.status;
 		if (r->reply.status == NLM4_DENIED)
-			s->holder_svid = (int)r->reply.nlm4_testreply_u.lock.holder.svid;
+			s->holder_svid =
+				(int)r->reply.nlm4_testreply_u.lock.holder.svid;
 	}
 }
 
@@ -815,7 +833,8 @@ static int nwait(struct rpc_context *rpc, struct nsync *s, int q)
 
 static nlm4_lock mk(const nfs_fh3 *fh, const char *host, uint32_t svid)
 {
-	nlm4_lock l = { .caller_name = (char *)host, .svid = svid,
+	nlm4_lock l = { .caller_name = (char *)host,
+			.svid = svid,
 			.oh = (char *)host };
 
 	l.fh.data.data_len = fh->data.data_len;
@@ -825,8 +844,9 @@ static nlm4_lock mk(const nfs_fh3 *fh, const char *host, uint32_t svid)
 
 static int nlm_lock_on(struct rpc_context *c, nlm4_lock l, int block)
 {
-	NLM4_LOCKargs a = { .block = (uint32_t)block, .exclusive = 1, .lock = l,
-			    .state = 1 };
+	NLM4_LOCKargs a = {
+		.block = (uint32_t)block, .exclusive = 1, .lock = l, .state = 1
+	};
 	struct nsync s = { 0 };
 
 	return nwait(c, &s, rpc_nlm4_lock_async(c, nlm_cb, &a, &s));
@@ -998,11 +1018,13 @@ static int gw_try(const char *url, const char *node, const char *state,
 		ssize_t r;
 
 		if (waitpid(pid, &st, WNOHANG) == pid) {
-			rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			rc = WIFEXITED(st) ? WEXITSTATUS(st)
+					   : 128 + WTERMSIG(st);
 			break;
 		}
 		if (poll(&pf, 1, 50) > 0 &&
-		    (r = read(p[0], line + fill, sizeof(line) - 1 - fill)) > 0) {
+		    (r = read(p[0], line + fill, sizeof(line) - 1 - fill)) >
+			    0) {
 			fill += (size_t)r;
 			line[fill] = '\0';
 			if (strstr(line, "mapfs-gw: ready")) {
@@ -1092,8 +1114,8 @@ static void test_state_locked(void)
 	E2E_REQUIRE(e2e_gw_start_opts(&one, &o) == 0, "the first gateway");
 	snprintf(store, sizeof(store), "%s%s",
 		 e2e_backend_is_s3() ? "" : "file://", one.store);
-	rc = gw_try(url, "locker-2", one.state, store, NULL, err,
-		    sizeof(err), 20000);
+	rc = gw_try(url, "locker-2", one.state, store, NULL, err, sizeof(err),
+		    20000);
 	E2E_CHECK(rc == 2, "a second gateway on its state: exit %d, want 2",
 		  rc);
 	E2E_CHECK(strstr(err, "is in use by another mapfs-gw"),
@@ -1155,8 +1177,7 @@ static void test_bad_credentials(void)
 	E2E_CHECK(rc == 2, "a wrong password: exit %d, want 2", rc);
 	E2E_CHECK(strstr(err, "password authentication failed"),
 		  "no clear message: %s", err);
-	E2E_CHECK(!strstr(err, "wrong"), "the password is in the log: %s",
-		  err);
+	E2E_CHECK(!strstr(err, "wrong"), "the password is in the log: %s", err);
 	snprintf(url, sizeof(url), "%.*s/no_such_db",
 		 (int)(strrchr(cmeta, '/') - cmeta), cmeta);
 	rc = gw_try(url, "nodb", st, cstore, NULL, err, sizeof(err), 20000);
@@ -1169,17 +1190,20 @@ static void test_newer_schema(void)
 {
 	char err[4096], st[128], cmd[512];
 
-	snprintf(cmd, sizeof(cmd), "psql -X -q '%s' -c \"UPDATE mapfs_meta SET "
+	snprintf(cmd, sizeof(cmd),
+		 "psql -X -q '%s' -c \"UPDATE mapfs_meta SET "
 		 "value = '99' WHERE name = 'schema_version'\" >/dev/null",
 		 cmeta);
 	E2E_REQUIRE(system(cmd) == 0, "%s", cmd);
 	state_of("s5", st, sizeof(st));
-	int rc = gw_try(cmeta, "new", st, cstore, NULL, err, sizeof(err), 20000);
+	int rc =
+		gw_try(cmeta, "new", st, cstore, NULL, err, sizeof(err), 20000);
 
 	E2E_CHECK(rc == 2, "a newer schema: exit %d, want 2", rc);
 	E2E_CHECK(strstr(err, "schema is version 99, newer than"),
 		  "no clear message: %s", err);
-	snprintf(cmd, sizeof(cmd), "psql -X -q '%s' -c \"UPDATE mapfs_meta SET "
+	snprintf(cmd, sizeof(cmd),
+		 "psql -X -q '%s' -c \"UPDATE mapfs_meta SET "
 		 "value = '1' WHERE name = 'schema_version'\" >/dev/null",
 		 cmeta);
 	E2E_REQUIRE(system(cmd) == 0, "%s", cmd);
@@ -1211,8 +1235,7 @@ static void test_db_late(void)
 	E2E_REQUIRE(e2e_pg_down() == 0, "stop PostgreSQL");
 	state_of("s6", st, sizeof(st));
 	rc = gw_try(cmeta, "late", st, cstore, NULL, err, sizeof(err), 3000);
-	E2E_CHECK(rc == -1, "without a database: %d (want: still waiting)",
-		  rc);
+	E2E_CHECK(rc == -1, "without a database: %d (want: still waiting)", rc);
 	E2E_CHECK(strstr(err, "does not answer") && strstr(err, "retrying"),
 		  "it does not say why it waits: %s", err);
 	E2E_REQUIRE(e2e_pg_up() == 0, "start PostgreSQL");
@@ -1250,14 +1273,16 @@ static void test_migrate(void)
 	E2E_RPC(r, e2e_nfs3_create(r, &ca, &cr));
 	E2E_REQUIRE(cr.status == NFS3_OK, "CREATE kept");
 	f = e2e_fh_dup(r, &cr.CREATE3res_u.resok.obj.post_op_fh3_u.handle);
-	E2E_RPC(r, e2e_nfs3_write(r, &f, 0, "not uploaded", 12, FILE_SYNC, &wr));
+	E2E_RPC(r,
+		e2e_nfs3_write(r, &f, 0, "not uploaded", 12, FILE_SYNC, &wr));
 	E2E_REQUIRE(wr.status == NFS3_OK, "WRITE kept");
 	E2E_CHECK(e2e_gw_stop(&alone) == 0, "stop the gateway");
 	/* The handle outlives the connection its bytes live in. */
 	E2E_REQUIRE(f.data.data_len <= sizeof(fhbuf), "handle size");
 	memcpy(fhbuf, f.data.data_val, f.data.data_len);
 	f.data.data_val = fhbuf;
-	snprintf(cmd, sizeof(cmd), "'%s' meta migrate --state '%s' --store "
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' meta migrate --state '%s' --store "
 		 "'%s%s' --to '%s' --node solo >/dev/null 2>&1",
 		 getenv("MAPFS_GW"), alone.state,
 		 e2e_backend_is_s3() ? "" : "file://", alone.store, url);
@@ -1275,8 +1300,9 @@ static void test_migrate(void)
 	E2E_REQUIRE(r, "connect again");
 	E2E_STATUS("GETATTR of a handle from before", getattr_raw(r, &f),
 		   NFS3_OK);
-	struct e2e_gw_opts jo = { .threads = 1, .meta = url, .node = "new",
-				  .store_of = &alone };
+	struct e2e_gw_opts jo = {
+		.threads = 1, .meta = url, .node = "new", .store_of = &alone
+	};
 
 	E2E_REQUIRE(e2e_gw_start_opts(&joined, &jo) == 0, "a gateway joins");
 	struct e2e_rpc *j = e2e_rpc_open(joined.nfs_port, NFS_PROGRAM, NFS_V3);
@@ -1326,8 +1352,8 @@ static void *pf_failover(void *arg)
 }
 
 /* A call's status, with JUKEBOX retried (counted) for up to 30 s. */
-static int pf_retry(int (*call)(struct e2e_rpc *, const nfs_fh3 *,
-				const char *, nfs_fh3 *),
+static int pf_retry(int (*call)(struct e2e_rpc *, const nfs_fh3 *, const char *,
+				nfs_fh3 *),
 		    struct e2e_rpc *r, const nfs_fh3 *fh, const char *name,
 		    nfs_fh3 *out, int *jukebox)
 {
@@ -1355,8 +1381,8 @@ static int pf_create(struct e2e_rpc *r, const nfs_fh3 *dir, const char *name,
 	if (e2e_nfs3_create(r, &a, &res))
 		return -1;
 	if (res.status == NFS3_OK && res.CREATE3res_u.resok.obj.handle_follows)
-		*out = e2e_fh_dup(r,
-				  &res.CREATE3res_u.resok.obj.post_op_fh3_u.handle);
+		*out = e2e_fh_dup(
+			r, &res.CREATE3res_u.resok.obj.post_op_fh3_u.handle);
 	return res.status;
 }
 
@@ -1396,10 +1422,12 @@ static void test_pg_failover(void)
 	E2E_REQUIRE(e2e_pg_pair_start(url, sizeof(url)) == 0,
 		    "a primary and a standby");
 	for (int i = 0; i < 2; i++) {
-		struct e2e_gw_opts o = { .threads = 2, .meta = url,
+		struct e2e_gw_opts o = { .threads = 2,
+					 .meta = url,
 					 .node = i ? "pf-b" : "pf-a",
 					 .store_of = i ? &g[0] : NULL,
-					 .upload_delay = "1", .extra_args = args };
+					 .upload_delay = "1",
+					 .extra_args = args };
 
 		E2E_REQUIRE(e2e_gw_start_opts(&g[i], &o) == 0, "gateway %d", i);
 		r[i] = e2e_rpc_open(g[i].nfs_port, NFS_PROGRAM, NFS_V3);
@@ -1421,7 +1449,8 @@ static void test_pg_failover(void)
 		snprintf(name, sizeof(name), "pf-%d", n);
 		st = pf_retry(pf_create, r[0], &rt[0], name, &fh, &jukebox);
 		if (st == NFS3_OK)
-			st = pf_retry(pf_write, r[0], &fh, name, NULL, &jukebox);
+			st = pf_retry(pf_write, r[0], &fh, name, NULL,
+				      &jukebox);
 		if (st != NFS3_OK)
 			break;
 		if (e2e_now_ms() - last_ok > gap)
@@ -1433,9 +1462,10 @@ static void test_pg_failover(void)
 		pthread_join(t, NULL);
 	E2E_CHECK(f.rc == 0, "kill the primary, promote the standby");
 	E2E_STATUS("create and write through the failover", st, NFS3_OK);
-	fprintf(stderr, "  [%d files created and written, %d JUKEBOX replies; "
-		"the longest wait for one: %llu ms]\n", n, jukebox,
-		(unsigned long long)gap);
+	fprintf(stderr,
+		"  [%d files created and written, %d JUKEBOX replies; "
+		"the longest wait for one: %llu ms]\n",
+		n, jukebox, (unsigned long long)gap);
 	E2E_CHECK(jukebox > 0, "the failover was not noticed (no JUKEBOX)");
 	/* Every one on B, with its bytes (B's replica may lag a moment). */
 	int missing = 0;
@@ -1497,17 +1527,21 @@ int main(void)
 {
 	CU_initialize_registry();
 	/* About the cluster engine, not the store: once, on the file store. */
-	CU_pSuite c = e2e_backend_is_s3() ? NULL :
-		CU_add_suite("cluster-config", config_init, config_fini);
+	CU_pSuite c = e2e_backend_is_s3()
+			      ? NULL
+			      : CU_add_suite("cluster-config", config_init,
+					     config_fini);
 	if (c) {
-		CU_add_test(c, "one node name, one gateway", test_node_name_twice);
+		CU_add_test(c, "one node name, one gateway",
+			    test_node_name_twice);
 		CU_add_test(c, "another store", test_other_store);
 		CU_add_test(c, "wrong password, missing database",
 			    test_bad_credentials);
 		CU_add_test(c, "a newer schema", test_newer_schema);
 		CU_add_test(c, "a gateway's own state", test_standalone_state);
 		CU_add_test(c, "PostgreSQL late at start", test_db_late);
-		CU_add_test(c, "a gateway alone grows into a cluster", test_migrate);
+		CU_add_test(c, "a gateway alone grows into a cluster",
+			    test_migrate);
 		CU_add_test(c, "one state directory, one process; ctl ready",
 			    test_state_locked);
 		CU_add_test(c, "PostgreSQL fails over under load",
@@ -1520,8 +1554,10 @@ int main(void)
 	CU_add_test(s, "concurrent CREATE of one name", test_create_race);
 	CU_add_test(s, "crossing directory renames", test_rename_cycle);
 	CU_add_test(s, "one writer per file", test_one_writer);
-	CU_add_test(s, "kill -9, back at once: nothing lost", test_kill_restart);
-	CU_add_test(s, "kill -9, gone: the others take over", test_kill_takeover);
+	CU_add_test(s, "kill -9, back at once: nothing lost",
+		    test_kill_restart);
+	CU_add_test(s, "kill -9, gone: the others take over",
+		    test_kill_takeover);
 	CU_add_test(s, "locks across gateways", test_locks);
 	CU_add_test(s, "PostgreSQL down and back", test_db_outage);
 	CU_add_test(s, "PostgreSQL read-only and back", test_db_read_only);

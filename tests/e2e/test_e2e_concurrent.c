@@ -32,11 +32,11 @@ struct client {
 
 static struct client clients[NCLIENTS];
 
-#define FAIL(c, ...)                                                      \
-	do {                                                              \
-		if (!(c)->err[0])                                         \
+#define FAIL(c, ...)                                                       \
+	do {                                                               \
+		if (!(c)->err[0])                                          \
 			snprintf((c)->err, sizeof((c)->err), __VA_ARGS__); \
-		goto out;                                                 \
+		goto out;                                                  \
 	} while (0)
 
 static void *client_main(void *arg)
@@ -86,8 +86,8 @@ static void *client_main(void *arg)
 			n = FILE_SIZE - off;
 		rc = nfs_pread(nfs, fh, off, n, back + off);
 		if (rc <= 0)
-			FAIL(c, "client %d: nfs_pread %zu at %zu: %d %s",
-			     c->id, n, off, rc, nfs_get_error(nfs));
+			FAIL(c, "client %d: nfs_pread %zu at %zu: %d %s", c->id,
+			     n, off, rc, nfs_get_error(nfs));
 		off += (size_t)rc;
 	}
 	e2e_sha256_hex(back, FILE_SIZE, c->sha_read);
@@ -177,8 +177,8 @@ static void test_cross_check(void)
 		while (off < FILE_SIZE) {
 			int rc = nfs_pread(nfs, fh, off, 1u << 20, buf + off);
 
-			E2E_REQUIRE(rc > 0, "pread %s at %zu: %d", c->path,
-				    off, rc);
+			E2E_REQUIRE(rc > 0, "pread %s at %zu: %d", c->path, off,
+				    rc);
 			off += (size_t)rc;
 		}
 		nfs_close(nfs, fh);
@@ -199,14 +199,15 @@ static void test_cross_check(void)
 			while (o < FILE_SIZE) {
 				READ3res rd;
 
-				E2E_RPC(r, e2e_nfs3_read(
-						   r,
-						   &lr.LOOKUP3res_u.resok.object,
-						   o, 1u << 20, &rd));
+				E2E_RPC(r,
+					e2e_nfs3_read(
+						r,
+						&lr.LOOKUP3res_u.resok.object,
+						o, 1u << 20, &rd));
 				E2E_REQUIRE(rd.status == NFS3_OK &&
 						    rd.READ3res_u.resok.count,
-					    "raw READ %s at %llu: %s",
-					    c->path, (unsigned long long)o,
+					    "raw READ %s at %llu: %s", c->path,
+					    (unsigned long long)o,
 					    e2e_nfsstat(rd.status));
 				e2e_sha256_update(
 					&s, rd.READ3res_u.resok.data.data_val,

@@ -521,7 +521,9 @@ int main(void)
 		    test_max_connections);
 	CU_add_test(s, "--idle-timeout closes an idle connection",
 		    test_idle_timeout);
-	CU_add_test(s, "a client that never reads neither stalls others nor "
-		       "stays", test_never_reads);
+	CU_add_test(s,
+		    "a client that never reads neither stalls others nor "
+		    "stays",
+		    test_never_reads);
 	return e2e_run_cunit();
 }

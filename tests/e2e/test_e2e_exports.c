@@ -15,25 +15,25 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define EXPORTS_V1                                                        \
-	"/mapfs 127.0.0.1(rw,no_root_squash) 127.0.0.2(rw,insecure)\n"    \
-	"/mapfs/ro 127.0.0.1(ro,no_root_squash)\n"                        \
-	"/mapfs/sub 127.0.0.1(rw,no_root_squash)\n"                       \
+#define EXPORTS_V1                                                     \
+	"/mapfs 127.0.0.1(rw,no_root_squash) 127.0.0.2(rw,insecure)\n" \
+	"/mapfs/ro 127.0.0.1(ro,no_root_squash)\n"                     \
+	"/mapfs/sub 127.0.0.1(rw,no_root_squash)\n"                    \
 	"/mapfs/sq 127.0.0.1(rw,all_squash,anonuid=1234,anongid=4321)\n"
 
 /* V1 with /mapfs/ro made rw (the SIGHUP test). */
-#define EXPORTS_V2                                                        \
-	"/mapfs 127.0.0.1(rw,no_root_squash) 127.0.0.2(rw,insecure)\n"    \
-	"/mapfs/ro 127.0.0.1(rw,no_root_squash)\n"                        \
-	"/mapfs/sub 127.0.0.1(rw,no_root_squash)\n"                       \
+#define EXPORTS_V2                                                     \
+	"/mapfs 127.0.0.1(rw,no_root_squash) 127.0.0.2(rw,insecure)\n" \
+	"/mapfs/ro 127.0.0.1(rw,no_root_squash)\n"                     \
+	"/mapfs/sub 127.0.0.1(rw,no_root_squash)\n"                    \
 	"/mapfs/sq 127.0.0.1(rw,all_squash,anonuid=1234,anongid=4321)\n"
 
 static struct e2e_gw gw;
 static char dir[64], exports_path[128];
 static const char *args[3];
 static struct e2e_rpc *nfs1; /* 127.0.0.1, privileged port, root */
-static nfs_fh3 root1, ro_dir, ro_file, sub_dir, sub_child, sq_dir,
-	secret, locked, open_dir;
+static nfs_fh3 root1, ro_dir, ro_file, sub_dir, sub_child, sq_dir, secret,
+	locked, open_dir;
 
 static int write_file(const char *path, const char *text)
 {
@@ -60,8 +60,10 @@ static int mnt_from(const char *src, int src_port, const char *path,
 	if (st == MNT3_OK && fh && keep) {
 		nfs_fh3 h;
 
-		h.data.data_len = res.mountres3_u.mountinfo.fhandle.fhandle3_len;
-		h.data.data_val = res.mountres3_u.mountinfo.fhandle.fhandle3_val;
+		h.data.data_len =
+			res.mountres3_u.mountinfo.fhandle.fhandle3_len;
+		h.data.data_val =
+			res.mountres3_u.mountinfo.fhandle.fhandle3_val;
 		*fh = e2e_fh_dup(keep, &h);
 	}
 	e2e_rpc_close(m);
@@ -78,8 +80,8 @@ static nfs_fh3 lookup(struct e2e_rpc *r, const nfs_fh3 *d, const char *name)
 	return e2e_fh_dup(r, &res.LOOKUP3res_u.resok.object);
 }
 
-static nfs_fh3 make_dir(struct e2e_rpc *r, const nfs_fh3 *d,
-			const char *name, uint32_t mode)
+static nfs_fh3 make_dir(struct e2e_rpc *r, const nfs_fh3 *d, const char *name,
+			uint32_t mode)
 {
 	MKDIR3args a = { .where = { .dir = *d, .name = (char *)name },
 			 .attributes = e2e_sattr_mode(mode) };
@@ -112,8 +114,8 @@ static int create(struct e2e_rpc *r, const nfs_fh3 *d, const char *name,
 	if (fh) {
 		E2E_REQUIRE(res.CREATE3res_u.resok.obj.handle_follows,
 			    "CREATE %s: no handle", name);
-		*fh = e2e_fh_dup(r, &res.CREATE3res_u.resok.obj.post_op_fh3_u
-					    .handle);
+		*fh = e2e_fh_dup(
+			r, &res.CREATE3res_u.resok.obj.post_op_fh3_u.handle);
 	}
 	if (uid || gid) {
 		post_op_attr *pa = &res.CREATE3res_u.resok.obj_attributes;
@@ -207,13 +209,15 @@ static void test_setup_tree(void)
 
 	ro_dir = make_dir(nfs1, &root1, "ro", 0755);
 	E2E_REQUIRE(create(nfs1, &ro_dir, "file", 0644, &f, NULL, NULL) ==
-			    NFS3_OK, "CREATE ro/file");
+			    NFS3_OK,
+		    "CREATE ro/file");
 	E2E_REQUIRE(write_at(nfs1, &f, "hello") == NFS3_OK, "WRITE ro/file");
 	sub_dir = make_dir(nfs1, &root1, "sub", 0755);
 	sub_child = make_dir(nfs1, &sub_dir, "child", 0755);
 	sq_dir = make_dir(nfs1, &root1, "sq", 0777);
-	E2E_REQUIRE(create(nfs1, &root1, "secret", 0600, &secret, NULL,
-			   NULL) == NFS3_OK, "CREATE secret");
+	E2E_REQUIRE(create(nfs1, &root1, "secret", 0600, &secret, NULL, NULL) ==
+			    NFS3_OK,
+		    "CREATE secret");
 	E2E_REQUIRE(write_at(nfs1, &secret, "top secret") == NFS3_OK,
 		    "WRITE secret");
 	locked = make_dir(nfs1, &root1, "locked", 0755);
@@ -222,8 +226,8 @@ static void test_setup_tree(void)
 
 static void test_export_list(void)
 {
-	struct e2e_rpc *m = e2e_rpc_open(gw.mount_port, MOUNT_PROGRAM,
-					 MOUNT_V3);
+	struct e2e_rpc *m =
+		e2e_rpc_open(gw.mount_port, MOUNT_PROGRAM, MOUNT_V3);
 	const char *want[] = { "/mapfs:127.0.0.1,127.0.0.2",
 			       "/mapfs/ro:127.0.0.1", "/mapfs/sub:127.0.0.1",
 			       "/mapfs/sq:127.0.0.1" };
@@ -237,9 +241,9 @@ static void test_export_list(void)
 
 		snprintf(line, sizeof(line), "%s:", e->ex_dir);
 		for (groupnode *g = e->ex_groups; g; g = g->gr_next)
-			snprintf(line + strlen(line), sizeof(line) - strlen(line),
-				 "%s%s", g == e->ex_groups ? "" : ",",
-				 g->gr_name);
+			snprintf(line + strlen(line),
+				 sizeof(line) - strlen(line), "%s%s",
+				 g == e->ex_groups ? "" : ",", g->gr_name);
 		E2E_CHECK(i < 4 && !strcmp(line, want[i]),
 			  "EXPORT entry %d: got '%s', want '%s'", i, line,
 			  i < 4 ? want[i] : "(none)");
@@ -284,16 +288,14 @@ static void test_insecure_port(void)
 	E2E_STATUS("MNT /mapfs from 127.0.0.1, port >= 1024",
 		   mnt_from("127.0.0.1", 0, "/mapfs", NULL, NULL),
 		   MNT3ERR_ACCES);
-	r = e2e_rpc_open_from("127.0.0.1", 0, gw.nfs_port, NFS_PROGRAM,
-			      NFS_V3);
+	r = e2e_rpc_open_from("127.0.0.1", 0, gw.nfs_port, NFS_PROGRAM, NFS_V3);
 	E2E_REQUIRE(r != NULL, "NFS connection from an unprivileged port");
 	/* knfsd's answer to an insecure port is NFS3ERR_PERM. */
 	E2E_STATUS("GETATTR from port >= 1024", getattr(r, &root1, NULL),
 		   NFS3ERR_PERM);
 	e2e_rpc_close(r);
 	/* 127.0.0.2's rule is insecure. */
-	r = e2e_rpc_open_from("127.0.0.2", 0, gw.nfs_port, NFS_PROGRAM,
-			      NFS_V3);
+	r = e2e_rpc_open_from("127.0.0.2", 0, gw.nfs_port, NFS_PROGRAM, NFS_V3);
 	E2E_REQUIRE(r != NULL, "NFS connection from 127.0.0.2");
 	E2E_STATUS("GETATTR from 127.0.0.2 (insecure rule)",
 		   getattr(r, &root1, NULL), NFS3_OK);
@@ -323,26 +325,23 @@ static void test_root_squash(void)
 	E2E_STATUS("CREATE in 0755 root dir as squashed root",
 		   create(r, &locked, "nope", 0644, NULL, NULL, NULL),
 		   NFS3ERR_ACCES);
-	E2E_STATUS("GETATTR as squashed root",
-		   getattr(r, &secret, NULL), NFS3_OK);
+	E2E_STATUS("GETATTR as squashed root", getattr(r, &secret, NULL),
+		   NFS3_OK);
 	e2e_rpc_close(r);
 
 	/* all_squash on /mapfs/sq: root and uid 1000 become 1234:4321. */
 	r = e2e_rpc_open(gw.nfs_port, NFS_PROGRAM, NFS_V3);
 	E2E_REQUIRE(r != NULL, "NFS connection");
-	E2E_REQUIRE(mnt_from("127.0.0.1", -1, "/mapfs/sq", r, &sq2) ==
-			    MNT3_OK,
+	E2E_REQUIRE(mnt_from("127.0.0.1", -1, "/mapfs/sq", r, &sq2) == MNT3_OK,
 		    "MNT /mapfs/sq");
 	E2E_STATUS("CREATE as root under all_squash",
-		   create(r, &sq2, "by-root", 0644, NULL, &uid, &gid),
-		   NFS3_OK);
+		   create(r, &sq2, "by-root", 0644, NULL, &uid, &gid), NFS3_OK);
 	E2E_CHECK(uid == 1234 && gid == 4321, "got %u:%u, want 1234:4321", uid,
 		  gid);
 	rpc_set_uid(e2e_rpc_ctx(r), 1000);
 	rpc_set_gid(e2e_rpc_ctx(r), 1000);
 	E2E_STATUS("CREATE as 1000 under all_squash",
-		   create(r, &sq2, "by-1000", 0644, NULL, &uid, &gid),
-		   NFS3_OK);
+		   create(r, &sq2, "by-1000", 0644, NULL, &uid, &gid), NFS3_OK);
 	E2E_CHECK(uid == 1234 && gid == 4321, "got %u:%u, want 1234:4321", uid,
 		  gid);
 	e2e_rpc_close(r);
@@ -382,14 +381,15 @@ static void test_ro_export(void)
 	/* Reading is fine; ACCESS tells the truth about writing. */
 	E2E_RPC(nfs1, e2e_nfs3_read(nfs1, &f, 0, 100, &rd));
 	E2E_STATUS("READ on ro", rd.status, NFS3_OK);
-	E2E_CHECK(rd.status == NFS3_OK &&
-			  rd.READ3res_u.resok.data.data_len == 5 &&
-			  !memcmp(rd.READ3res_u.resok.data.data_val, "hello", 5),
-		  "READ on ro: wrong data");
-	E2E_RPC(nfs1, e2e_nfs3_access(nfs1, &f,
-				      ACCESS3_READ | ACCESS3_MODIFY |
-					      ACCESS3_EXTEND,
-				      &ac));
+	E2E_CHECK(
+		rd.status == NFS3_OK &&
+			rd.READ3res_u.resok.data.data_len == 5 &&
+			!memcmp(rd.READ3res_u.resok.data.data_val, "hello", 5),
+		"READ on ro: wrong data");
+	E2E_RPC(nfs1,
+		e2e_nfs3_access(nfs1, &f,
+				ACCESS3_READ | ACCESS3_MODIFY | ACCESS3_EXTEND,
+				&ac));
 	E2E_STATUS("ACCESS on ro", ac.status, NFS3_OK);
 	E2E_CHECK(ac.ACCESS3res_u.resok.access == ACCESS3_READ,
 		  "ACCESS on ro: granted 0x%x, want READ only",
@@ -414,7 +414,8 @@ static void test_subdir_dotdot(void)
 	E2E_CHECK(!e2e_fh_equal(&sub, &sub_dir),
 		  "the subdirectory export's handle is the parent export's");
 	up = lookup(nfs1, &sub, "..");
-	E2E_CHECK(e2e_fh_equal(&up, &sub), "LOOKUP .. at the export root left it");
+	E2E_CHECK(e2e_fh_equal(&up, &sub),
+		  "LOOKUP .. at the export root left it");
 	child = lookup(nfs1, &sub, "child");
 	upup = lookup(nfs1, &child, "..");
 	E2E_CHECK(e2e_fh_equal(&upup, &sub), "child/.. is not the export root");
@@ -429,12 +430,14 @@ static void test_subdir_dotdot(void)
 		if (strcmp(e->name, ".."))
 			continue;
 		seen = 1;
-		E2E_CHECK(e->fileid == sa.fileid,
-			  "READDIRPLUS: .. is fileid %llu, want the root's %llu",
-			  (unsigned long long)e->fileid,
-			  (unsigned long long)sa.fileid);
+		E2E_CHECK(
+			e->fileid == sa.fileid,
+			"READDIRPLUS: .. is fileid %llu, want the root's %llu",
+			(unsigned long long)e->fileid,
+			(unsigned long long)sa.fileid);
 		E2E_CHECK(!e->name_handle.handle_follows ||
-				  e2e_fh_equal(&e->name_handle.post_op_fh3_u.handle,
+				  e2e_fh_equal(
+					  &e->name_handle.post_op_fh3_u.handle,
 					  &sub),
 			  "READDIRPLUS: the handle of .. is not the root's");
 	}
@@ -464,12 +467,13 @@ static void test_cross_export_handle(void)
 	E2E_REQUIRE(mnt_from("127.0.0.2", 0, "/mapfs/sub", r, &via_parent) ==
 			    MNT3_OK,
 		    "MNT /mapfs/sub from 127.0.0.2");
-	E2E_CHECK(e2e_fh_equal(&via_parent, &sub_dir) && !e2e_fh_equal(&via_parent, &sub),
+	E2E_CHECK(e2e_fh_equal(&via_parent, &sub_dir) &&
+			  !e2e_fh_equal(&via_parent, &sub),
 		  "MNT from .2 did not mint /mapfs's handle");
 	e2e_rpc_close(r);
 	/* Moving a directory out of a subdirectory export: XDEV. */
-	E2E_RPC(nfs1, e2e_nfs3_rename(nfs1, &sub, "child", &root1, "moved",
-				      &rn));
+	E2E_RPC(nfs1,
+		e2e_nfs3_rename(nfs1, &sub, "child", &root1, "moved", &rn));
 	E2E_STATUS("RENAME across exports", rn.status, NFS3ERR_XDEV);
 }
 
@@ -489,8 +493,8 @@ static void test_mode_bits(void)
 	E2E_RPC(r, e2e_nfs3_read(r, &secret, 0, 100, &rd));
 	E2E_STATUS("READ of root's 0600 file as 1000", rd.status,
 		   NFS3ERR_ACCES);
-	E2E_STATUS("WRITE of root's 0600 file as 1000", write_at(r, &secret, "x"),
-		   NFS3ERR_ACCES);
+	E2E_STATUS("WRITE of root's 0600 file as 1000",
+		   write_at(r, &secret, "x"), NFS3ERR_ACCES);
 	E2E_RPC(r, e2e_nfs3_access(r, &secret, ACCESS3_READ | ACCESS3_MODIFY,
 				   &ac));
 	E2E_CHECK(ac.status == NFS3_OK && ac.ACCESS3res_u.resok.access == 0,
@@ -598,7 +602,8 @@ static int gw_exit_status(const char *path, char *err, size_t cap)
 	pid = fork();
 	E2E_REQUIRE(pid >= 0, "fork");
 	if (pid == 0) {
-		if (!freopen(errf, "w", stderr) || !freopen("/dev/null", "w", stdout))
+		if (!freopen(errf, "w", stderr) ||
+		    !freopen("/dev/null", "w", stdout))
 			_exit(99);
 		execl(bin, bin, "--exports", path, "--state", state,
 		      "--foreground", "--no-rpcbind", "--nfs-port", "0",
@@ -672,8 +677,7 @@ static void test_no_file_localhost(void)
 	E2E_STATUS("MNT from 127.0.0.2", (int)res.fhs_status, MNT3ERR_ACCES);
 	e2e_rpc_close(m);
 	m = e2e_rpc_open(lo.nfs_port, NFS_PROGRAM, NFS_V3);
-	E2E_REQUIRE(m && e2e_root_fh(m, &lo, &root) == 0,
-		    "MNT from 127.0.0.1");
+	E2E_REQUIRE(m && e2e_root_fh(m, &lo, &root) == 0, "MNT from 127.0.0.1");
 	r = e2e_rpc_open_from("127.0.0.2", -1, lo.nfs_port, NFS_PROGRAM,
 			      NFS_V3);
 	E2E_REQUIRE(r != NULL, "NFS connection from 127.0.0.2");

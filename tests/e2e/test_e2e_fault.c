@@ -33,10 +33,10 @@
 
 #include <CUnit/Basic.h>
 
-#define CHUNK 65536              /* NFS READ/WRITE size */
-#define SEED 20240601ull         /* the proxy's random sequence */
-#define UPLOAD_MS 90000          /* a COMMITted file reaches S3 within */
-#define RETRY_MS 60000           /* a JUKEBOX'd call succeeds within */
+#define CHUNK 65536      /* NFS READ/WRITE size */
+#define SEED 20240601ull /* the proxy's random sequence */
+#define UPLOAD_MS 90000  /* a COMMITted file reaches S3 within */
+#define RETRY_MS 60000   /* a JUKEBOX'd call succeeds within */
 /*
  * A call that needs a store making no progress answers JUKEBOX within
  * this: DESIGN.md asks for JUKEBOX when a request "cannot finish in time",
@@ -71,8 +71,8 @@ static struct file files[NROUNDS * NSIZES];
 #define NFILES (sizeof(files) / sizeof(files[0]))
 
 static struct fault_proxy P;
-static char prefix[128];         /* the bucket prefix the files live under */
-static int written;              /* test_write ran to its end */
+static char prefix[128]; /* the bucket prefix the files live under */
+static int written;      /* test_write ran to its end */
 
 struct env {
 	struct e2e_gw gw;
@@ -109,9 +109,11 @@ static void set_mode(const char *m)
 static void env_start(const char *dir_ttl, const char *upload_delay,
 		      const char *pfx)
 {
-	struct e2e_gw_opts o = { .threads = 2, .dir_ttl = dir_ttl,
+	struct e2e_gw_opts o = { .threads = 2,
+				 .dir_ttl = dir_ttl,
 				 .upload_delay = upload_delay,
-				 .s3_endpoint = P.endpoint, .s3_prefix = pfx };
+				 .s3_endpoint = P.endpoint,
+				 .s3_prefix = pfx };
 
 	memset(&E, 0, sizeof(E));
 	E2E_REQUIRE(e2e_gw_start_opts(&E.gw, &o) == 0,
@@ -190,7 +192,8 @@ static nfs_fh3 create(const char *name, int *jukes)
 		    e2e_nfsstat(res.status));
 	E2E_REQUIRE(res.CREATE3res_u.resok.obj.handle_follows,
 		    "CREATE %s: no handle", name);
-	return e2e_fh_dup(E.r, &res.CREATE3res_u.resok.obj.post_op_fh3_u.handle);
+	return e2e_fh_dup(E.r,
+			  &res.CREATE3res_u.resok.obj.post_op_fh3_u.handle);
 }
 
 /* WRITE (UNSTABLE) all of buf and COMMIT, each retried on JUKEBOX. */
@@ -202,11 +205,13 @@ static void write_commit(const nfs_fh3 *fh, const char *name, const char *buf,
 	COMMIT3res c;
 
 	for (size_t done = 0; done < len;) {
-		uint32_t n = len - done > CHUNK ? CHUNK : (uint32_t)(len - done);
+		uint32_t n =
+			len - done > CHUNK ? CHUNK : (uint32_t)(len - done);
 
 		E2E_RPC(E.r, e2e_nfs3_write(E.r, fh, done, buf + done, n,
 					    UNSTABLE, &w));
-		if (w.status == NFS3ERR_JUKEBOX && e2e_now_ms() - t0 < RETRY_MS) {
+		if (w.status == NFS3ERR_JUKEBOX &&
+		    e2e_now_ms() - t0 < RETRY_MS) {
 			(*jukes)++;
 			usleep(200000);
 			continue;
@@ -342,9 +347,10 @@ static void test_write(void)
 			if (left)
 				usleep(300000);
 		} while (left && e2e_now_ms() - t0 < UPLOAD_MS);
-		fprintf(stderr, "  write round '%s': %d JUKEBOX, %ld faults, "
-			"uploaded in %llu ms\n", write_modes[r], jukes,
-			injected() - inj0,
+		fprintf(stderr,
+			"  write round '%s': %d JUKEBOX, %ld faults, "
+			"uploaded in %llu ms\n",
+			write_modes[r], jukes, injected() - inj0,
 			(unsigned long long)(e2e_now_ms() - t0));
 		for (size_t i = 0; i < NSIZES; i++)
 			E2E_CHECK(files[r * NSIZES + i].uploaded,
@@ -352,8 +358,10 @@ static void test_write(void)
 				  "after COMMIT (mode %s)",
 				  files[r * NSIZES + i].name, UPLOAD_MS,
 				  write_modes[r]);
-		E2E_CHECK(injected() > inj0, "mode '%s' injected no fault: "
-			  "this round proved nothing", write_modes[r]);
+		E2E_CHECK(injected() > inj0,
+			  "mode '%s' injected no fault: "
+			  "this round proved nothing",
+			  write_modes[r]);
 		E2E_REQUIRE(e2e_gw_alive(&E.gw), "gateway alive after '%s'",
 			    write_modes[r]);
 	}
@@ -385,12 +393,15 @@ static void test_cold_reads(void)
 			if (st == NFS3_OK)
 				good += read_check(&fh, &files[i], &jukes);
 		}
-		fprintf(stderr, "  cold reads '%s': %d of %zu files right, %d "
-			"JUKEBOX, %ld faults, %llu ms\n", read_modes[m], good,
-			NFILES, jukes, injected() - inj0,
+		fprintf(stderr,
+			"  cold reads '%s': %d of %zu files right, %d "
+			"JUKEBOX, %ld faults, %llu ms\n",
+			read_modes[m], good, NFILES, jukes, injected() - inj0,
 			(unsigned long long)(e2e_now_ms() - t0));
-		E2E_CHECK(injected() > inj0, "mode '%s' injected no fault: "
-			  "these reads proved nothing", read_modes[m]);
+		E2E_CHECK(injected() > inj0,
+			  "mode '%s' injected no fault: "
+			  "these reads proved nothing",
+			  read_modes[m]);
 		E2E_CHECK(e2e_gw_alive(&E.gw), "gateway alive after '%s'",
 			  read_modes[m]);
 		set_mode("pass");
@@ -426,14 +437,18 @@ static void want_jukebox(const char *what, int is_read, const nfs_fh3 *fh,
 		rc ? e2e_rpc_error(E.r) : e2e_nfsstat(st),
 		(unsigned long long)ms);
 	if (rc) {
-		E2E_CHECK(0, "%s: no answer (%s); want NFS3ERR_JUKEBOX within "
-			  "%d ms", what, e2e_rpc_error(E.r), JUKEBOX_MS);
+		E2E_CHECK(0,
+			  "%s: no answer (%s); want NFS3ERR_JUKEBOX within "
+			  "%d ms",
+			  what, e2e_rpc_error(E.r), JUKEBOX_MS);
 		env_reconnect();
 		return;
 	}
 	E2E_STATUS(what, st, NFS3ERR_JUKEBOX);
-	E2E_CHECK(ms <= JUKEBOX_MS, "%s: answered after %llu ms, want "
-		  "within %d ms", what, (unsigned long long)ms, JUKEBOX_MS);
+	E2E_CHECK(ms <= JUKEBOX_MS,
+		  "%s: answered after %llu ms, want "
+		  "within %d ms",
+		  what, (unsigned long long)ms, JUKEBOX_MS);
 }
 
 static void test_no_progress(void)
@@ -461,20 +476,26 @@ static void test_no_progress(void)
 		snprintf(what, sizeof(what), "READ miss %s (proxy '%s')",
 			 miss->name, modes[m]);
 		want_jukebox(what, 1, &fh[NFILES - 1 - m], NULL);
-		snprintf(what, sizeof(what), "LOOKUP of a new name (proxy '%s')",
-			 modes[m]);
+		snprintf(what, sizeof(what),
+			 "LOOKUP of a new name (proxy '%s')", modes[m]);
 		want_jukebox(what, 0, NULL, "not-there-yet");
 		E2E_CHECK(read_check(&fh[0], &files[0], &jukes),
 			  "READ of cached %s with the proxy '%s'",
 			  files[0].name, modes[m]);
-		E2E_REQUIRE(e2e_gw_alive(&E.gw), "gateway died with the proxy "
-			    "'%s'", modes[m]);
-		E2E_CHECK(e2e_nfs3_null(E.r) == 0, "NULL with the proxy '%s': "
-			  "%s", modes[m], e2e_rpc_error(E.r));
+		E2E_REQUIRE(e2e_gw_alive(&E.gw),
+			    "gateway died with the proxy "
+			    "'%s'",
+			    modes[m]);
+		E2E_CHECK(e2e_nfs3_null(E.r) == 0,
+			  "NULL with the proxy '%s': "
+			  "%s",
+			  modes[m], e2e_rpc_error(E.r));
 		/* A stall injects by doing nothing: it counts no faults. */
 		if (strcmp(modes[m], "stall") != 0)
-			E2E_CHECK(injected() > inj0, "mode '%s' injected no "
-				  "fault", modes[m]);
+			E2E_CHECK(injected() > inj0,
+				  "mode '%s' injected no "
+				  "fault",
+				  modes[m]);
 		set_mode("pass");
 		E2E_CHECK(read_check(&fh[NFILES - 1 - m], miss, &jukes),
 			  "READ %s once the proxy passes again", miss->name);
@@ -541,9 +562,10 @@ static void test_flapping(void)
 	atomic_store(&flap_stop, 1);
 	pthread_join(th, NULL);
 	set_mode("pass");
-	fprintf(stderr, "  %zu files written through a flapping store in "
-		"%llu ms, %d JUKEBOX\n", NSIZES * 2,
-		(unsigned long long)(e2e_now_ms() - t0), jukes);
+	fprintf(stderr,
+		"  %zu files written through a flapping store in "
+		"%llu ms, %d JUKEBOX\n",
+		NSIZES * 2, (unsigned long long)(e2e_now_ms() - t0), jukes);
 	t0 = e2e_now_ms();
 	do {
 		left = 0;
@@ -556,8 +578,10 @@ static void test_flapping(void)
 			usleep(300000);
 	} while (left && e2e_now_ms() - t0 < UPLOAD_MS);
 	for (size_t i = 0; i < NSIZES * 2; i++) {
-		E2E_CHECK(fl[i].uploaded, "%s: not in the bucket with its "
-			  "bytes after the store held still", fl[i].name);
+		E2E_CHECK(fl[i].uploaded,
+			  "%s: not in the bucket with its "
+			  "bytes after the store held still",
+			  fl[i].name);
 		E2E_CHECK(read_check(&fh[i], &fl[i], &jukes),
 			  "READ %s after the flapping", fl[i].name);
 	}
@@ -586,7 +610,8 @@ int main(void)
 	CU_pSuite s;
 
 	if (!e2e_backend_is_s3()) {
-		fprintf(stderr, "test_e2e_fault: needs an S3 backend "
+		fprintf(stderr,
+			"test_e2e_fault: needs an S3 backend "
 			"(MAPFS_E2E_STORE=rgw or s3rver), not %s\n",
 			e2e_backend_name());
 		return 1;
@@ -594,9 +619,8 @@ int main(void)
 	P.ctl_fd = -1;
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
-	s = CU_add_suite_with_setup_and_teardown("e2e_fault", suite_init,
-						 suite_clean, NULL,
-						 test_cleanup);
+	s = CU_add_suite_with_setup_and_teardown(
+		"e2e_fault", suite_init, suite_clean, NULL, test_cleanup);
 	CU_add_test(s, "writes through resets, 503s, low bandwidth",
 		    test_write);
 	CU_add_test(s, "cold reads through resets, 503s, cuts, low bandwidth",

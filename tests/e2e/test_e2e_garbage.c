@@ -165,12 +165,12 @@ static void build_call(struct buf *b, uint32_t xid, uint32_t rpcvers,
 static void auth_sys_body(struct buf *c)
 {
 	c->n = 0;
-	put32(c, 12345);            /* stamp */
-	put32(c, 4);                /* machine name */
+	put32(c, 12345); /* stamp */
+	put32(c, 4);     /* machine name */
 	put_bytes(c, "e2e!", 4);
-	put32(c, 0);                /* uid */
-	put32(c, 0);                /* gid */
-	put32(c, 0);                /* no aux gids */
+	put32(c, 0); /* uid */
+	put32(c, 0); /* gid */
+	put32(c, 0); /* no aux gids */
 }
 
 /* Send one record (one fragment, last bit set). */
@@ -184,11 +184,11 @@ static int send_record(int fd, const struct buf *b)
 struct reply {
 	uint32_t xid;
 	uint32_t mtype;
-	uint32_t reply_stat;   /* 0 accepted, 1 denied */
-	uint32_t stat;         /* accept_stat or reject_stat */
-	uint32_t low, high;    /* for the mismatches */
+	uint32_t reply_stat; /* 0 accepted, 1 denied */
+	uint32_t stat;       /* accept_stat or reject_stat */
+	uint32_t low, high;  /* for the mismatches */
 	uint32_t auth_stat;
-	uint8_t body[4096];    /* results after accept_stat SUCCESS */
+	uint8_t body[4096]; /* results after accept_stat SUCCESS */
 	size_t body_len;
 };
 
@@ -243,8 +243,8 @@ static int recv_reply_ms(int fd, struct reply *r, int ms)
 			r->low = get32(rec + p);
 			r->high = get32(rec + p + 4);
 		}
-		r->body_len = len - p < sizeof(r->body) ? len - p
-							: sizeof(r->body);
+		r->body_len =
+			len - p < sizeof(r->body) ? len - p : sizeof(r->body);
 		memcpy(r->body, rec + p, r->body_len);
 	} else {
 		if (len < p + 4)
@@ -290,13 +290,14 @@ static void check_alive(const char *after)
 	GETATTR3res ga;
 
 	E2E_REQUIRE(e2e_gw_alive(&gw), "gateway died after %s", after);
-	E2E_CHECK(fresh_null_ok(), "no NULL reply on a fresh connection "
-		  "after %s", after);
+	E2E_CHECK(fresh_null_ok(),
+		  "no NULL reply on a fresh connection "
+		  "after %s",
+		  after);
 	e2e_rpc_close(R);
 	R = e2e_rpc_open(gw.nfs_port, NFS_PROGRAM, NFS_V3);
 	E2E_REQUIRE(R, "libnfs cannot connect after %s", after);
-	E2E_CHECK(e2e_nfs3_getattr(R, &ROOT, &ga) == 0 &&
-			  ga.status == NFS3_OK,
+	E2E_CHECK(e2e_nfs3_getattr(R, &ROOT, &ga) == 0 && ga.status == NFS3_OK,
 		  "libnfs GETATTR of the root after %s: %s %s", after,
 		  e2e_rpc_error(R), e2e_nfsstat(ga.status));
 }
@@ -402,8 +403,8 @@ static void test_huge_record_mark(void)
 		send_all(fd, some, sizeof(some));
 		E2E_CHECK(wait_closed(fd, IO_TIMEOUT_MS),
 			  "%s: connection not closed within %d ms (a record "
-			  "over the size limit must close it)", what,
-			  IO_TIMEOUT_MS);
+			  "over the size limit must close it)",
+			  what, IO_TIMEOUT_MS);
 		close(fd);
 		check_alive(what);
 	}
@@ -416,7 +417,8 @@ static void test_truncated_call(void)
 	int fd;
 
 	auth_sys_body(&cred);
-	build_call(&b, 0x7001, 2, 100003, 3, 1, AUTH_SYS_FLAVOR, &cred, NULL, 0);
+	build_call(&b, 0x7001, 2, 100003, 3, 1, AUTH_SYS_FLAVOR, &cred, NULL,
+		   0);
 
 	/* record mark promises more than is sent, then the peer goes away */
 	fd = tcp_connect(gw.nfs_port);
@@ -493,8 +495,8 @@ static void test_rpc_rejections(void)
 	E2E_CHECK(r.xid == 0x8001 && r.mtype == 1 && r.reply_stat == 1 &&
 			  r.stat == 0 && r.low == 2 && r.high == 2,
 		  "rpcvers 3: xid 0x%x reply_stat %u reject %u low %u high %u, "
-		  "want MSG_DENIED RPC_MISMATCH 2..2", r.xid, r.reply_stat,
-		  r.stat, r.low, r.high);
+		  "want MSG_DENIED RPC_MISMATCH 2..2",
+		  r.xid, r.reply_stat, r.stat, r.low, r.high);
 	check_alive("a call with rpcvers 3");
 
 	build_call(&b, 0x8002, 2, 100099, 1, 0, AUTH_NONE_FLAVOR, NULL, NULL,
@@ -502,7 +504,8 @@ static void test_rpc_rejections(void)
 	E2E_REQUIRE(one_call(&b, &r) == 0, "no reply to an unknown program");
 	E2E_CHECK(r.xid == 0x8002 && r.reply_stat == 0 && r.stat == 1,
 		  "unknown program: reply_stat %u stat %u, want PROG_UNAVAIL "
-		  "(0, 1)", r.reply_stat, r.stat);
+		  "(0, 1)",
+		  r.reply_stat, r.stat);
 
 	build_call(&b, 0x8003, 2, 100003, 4, 0, AUTH_NONE_FLAVOR, NULL, NULL,
 		   0);
@@ -510,21 +513,24 @@ static void test_rpc_rejections(void)
 	E2E_CHECK(r.xid == 0x8003 && r.reply_stat == 0 && r.stat == 2 &&
 			  r.low == 3 && r.high == 3,
 		  "NFS v4 call: reply_stat %u stat %u low %u high %u, want "
-		  "PROG_MISMATCH 3..3", r.reply_stat, r.stat, r.low, r.high);
+		  "PROG_MISMATCH 3..3",
+		  r.reply_stat, r.stat, r.low, r.high);
 
 	build_call(&b, 0x8004, 2, 100003, 3, 99, AUTH_SYS_FLAVOR, &cred, NULL,
 		   0);
 	E2E_REQUIRE(one_call(&b, &r) == 0, "no reply to NFS proc 99");
 	E2E_CHECK(r.xid == 0x8004 && r.reply_stat == 0 && r.stat == 3,
 		  "NFS proc 99: reply_stat %u stat %u, want PROC_UNAVAIL "
-		  "(0, 3)", r.reply_stat, r.stat);
+		  "(0, 3)",
+		  r.reply_stat, r.stat);
 
 	build_call(&b, 0x8005, 2, 100005, 3, 99, AUTH_SYS_FLAVOR, &cred, NULL,
 		   0);
 	E2E_REQUIRE(one_call(&b, &r) == 0, "no reply to MOUNT proc 99");
 	E2E_CHECK(r.xid == 0x8005 && r.reply_stat == 0 && r.stat == 3,
 		  "MOUNT proc 99 on the NFS port: reply_stat %u stat %u, want "
-		  "PROC_UNAVAIL (0, 3)", r.reply_stat, r.stat);
+		  "PROC_UNAVAIL (0, 3)",
+		  r.reply_stat, r.stat);
 
 	/* AUTH_NONE is only for NULL: GETATTR gets AUTH_ERROR TOOWEAK */
 	{
@@ -541,18 +547,21 @@ static void test_rpc_rejections(void)
 				  r.auth_stat == 5,
 			  "GETATTR with AUTH_NONE: reply_stat %u reject %u "
 			  "auth %u, want MSG_DENIED AUTH_ERROR AUTH_TOOWEAK "
-			  "(1, 1, 5)", r.reply_stat, r.stat, r.auth_stat);
+			  "(1, 1, 5)",
+			  r.reply_stat, r.stat, r.auth_stat);
 
 		/* the same with AUTH_SYS works */
 		build_call(&b, 0x8007, 2, 100003, 3, 1, AUTH_SYS_FLAVOR, &cred,
 			   args, 4 + ((ROOT.data.data_len + 3) & ~3u));
 		E2E_REQUIRE(one_call(&b, &r) == 0,
 			    "no reply to GETATTR with AUTH_SYS");
-		E2E_CHECK(r.xid == 0x8007 && r.reply_stat == 0 && r.stat == 0 &&
-				  r.body_len >= 4 && get32(r.body) == 0,
-			  "raw GETATTR of the root with AUTH_SYS: reply_stat %u "
-			  "stat %u nfsstat %u", r.reply_stat, r.stat,
-			  r.body_len >= 4 ? get32(r.body) : 99999);
+		E2E_CHECK(
+			r.xid == 0x8007 && r.reply_stat == 0 && r.stat == 0 &&
+				r.body_len >= 4 && get32(r.body) == 0,
+			"raw GETATTR of the root with AUTH_SYS: reply_stat %u "
+			"stat %u nfsstat %u",
+			r.reply_stat, r.stat,
+			r.body_len >= 4 ? get32(r.body) : 99999);
 
 		/* AUTH_SYS with a machine name longer than the body */
 		{
@@ -560,10 +569,10 @@ static void test_rpc_rejections(void)
 
 			bad.n = 0;
 			put32(&bad, 1);
-			put32(&bad, 5000);  /* machine name length */
+			put32(&bad, 5000); /* machine name length */
 			put32(&bad, 0);
-			build_call(&b, 0x8008, 2, 100003, 3, 1,
-				   AUTH_SYS_FLAVOR, &bad, args,
+			build_call(&b, 0x8008, 2, 100003, 3, 1, AUTH_SYS_FLAVOR,
+				   &bad, args,
 				   4 + ((ROOT.data.data_len + 3) & ~3u));
 			E2E_REQUIRE(one_call(&b, &r) == 0,
 				    "no reply to a malformed AUTH_SYS");
@@ -571,8 +580,8 @@ static void test_rpc_rejections(void)
 					  r.stat == 1 && r.auth_stat == 1,
 				  "malformed AUTH_SYS: reply_stat %u reject %u "
 				  "auth %u, want MSG_DENIED AUTH_ERROR "
-				  "AUTH_BADCRED (1, 1, 1)", r.reply_stat,
-				  r.stat, r.auth_stat);
+				  "AUTH_BADCRED (1, 1, 1)",
+				  r.reply_stat, r.stat, r.auth_stat);
 		}
 	}
 	check_alive("the RPC rejections");
@@ -590,19 +599,18 @@ static void test_nul_in_name(void)
 	args.n = 0;
 	put32(&args, ROOT.data.data_len);
 	put_bytes(&args, ROOT.data.data_val, ROOT.data.data_len);
-	put32(&args, 6);            /* "nul\0xy" */
+	put32(&args, 6); /* "nul\0xy" */
 	put_bytes(&args, name, 6);
-	put32(&args, 0);            /* UNCHECKED */
+	put32(&args, 0); /* UNCHECKED */
 	for (int i = 0; i < 6; i++)
-		put32(&args, 0);    /* sattr3: nothing set */
+		put32(&args, 0); /* sattr3: nothing set */
 	build_call(&b, 0xa001, 2, 100003, 3, 8, AUTH_SYS_FLAVOR, &cred, args.b,
 		   args.n);
 	E2E_REQUIRE(one_call(&b, &r) == 0, "no reply to CREATE 'nul\\0xy'");
 	E2E_CHECK(r.xid == 0xa001 && r.reply_stat == 0 &&
-			  (r.stat == 4 ||
-			   (r.stat == 0 && r.body_len >= 4 &&
-			    (get32(r.body) == NFS3ERR_INVAL ||
-			     get32(r.body) == NFS3ERR_ACCES))),
+			  (r.stat == 4 || (r.stat == 0 && r.body_len >= 4 &&
+					   (get32(r.body) == NFS3ERR_INVAL ||
+					    get32(r.body) == NFS3ERR_ACCES))),
 		  "CREATE with a NUL in the name: reply_stat %u stat %u "
 		  "nfsstat %s, want NFS3ERR_INVAL/ACCES (or GARBAGE_ARGS)",
 		  r.reply_stat, r.stat,
@@ -612,8 +620,7 @@ static void test_nul_in_name(void)
 	for (uint64_t t0 = e2e_now_ms();;) {
 		E2E_REQUIRE(e2e_nfs3_lookup(R, &ROOT, "nul", &lr) == 0,
 			    "LOOKUP: %s", e2e_rpc_error(R));
-		if (lr.status != NFS3ERR_JUKEBOX ||
-		    e2e_now_ms() - t0 > 20000)
+		if (lr.status != NFS3ERR_JUKEBOX || e2e_now_ms() - t0 > 20000)
 			break;
 		usleep(200000);
 	}

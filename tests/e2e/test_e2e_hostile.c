@@ -157,7 +157,8 @@ static void test_refused_flood(void)
 		closed += closed_by_peer(fds[i], i < 20 ? 1000 : 50);
 	rss1 = gw_rss_kb();
 	busy = getattr_median_us(300);
-	fprintf(stderr, "  flood: %d of %d sockets closed by the gateway, "
+	fprintf(stderr,
+		"  flood: %d of %d sockets closed by the gateway, "
 		"RSS %ld -> %ld KiB, GETATTR median %.0f -> %.0f us\n",
 		closed, nfds, rss0, rss1, idle, busy);
 	E2E_CHECK(closed >= FLOOD_SOCKETS - 8,
@@ -203,8 +204,9 @@ static void test_partial_records(void)
 	for (int i = 0; i < nfds; i++)
 		open += !closed_by_peer(fds[i], 0);
 	rss1 = gw_rss_kb();
-	fprintf(stderr, "  partial records: %d of %d open, RSS %ld -> %ld KiB\n",
-		open, nfds, rss0, rss1);
+	fprintf(stderr,
+		"  partial records: %d of %d open, RSS %ld -> %ld KiB\n", open,
+		nfds, rss0, rss1);
 	E2E_CHECK(open == nfds, "%d of %d sockets were closed", nfds - open,
 		  nfds);
 	/* (ThreadSanitizer's shadow memory grows with all the gateway
@@ -246,16 +248,17 @@ static void test_reserved_names(void)
 	ca.where.name = "plain";
 	E2E_RPC(nfs, e2e_nfs3_create(nfs, &ca, &cr));
 	E2E_STATUS("CREATE plain", cr.status, NFS3_OK);
-	E2E_RPC(nfs, e2e_nfs3_rename(nfs, &root, "plain", &root, ".mapfs-mpu",
-				     &rr));
+	E2E_RPC(nfs,
+		e2e_nfs3_rename(nfs, &root, "plain", &root, ".mapfs-mpu", &rr));
 	E2E_STATUS("RENAME plain -> .mapfs-mpu", rr.status, NFS3ERR_INVAL);
 	/* In a subdirectory the name is an ordinary one. */
 	ma.where.name = "sub";
 	E2E_RPC(nfs, e2e_nfs3_mkdir(nfs, &ma, &mr));
-	E2E_REQUIRE(mr.status == NFS3_OK && mr.MKDIR3res_u.resok.obj.handle_follows,
+	E2E_REQUIRE(mr.status == NFS3_OK &&
+			    mr.MKDIR3res_u.resok.obj.handle_follows,
 		    "MKDIR sub: %s", e2e_nfsstat(mr.status));
-	ca.where.dir = e2e_fh_dup(nfs, &mr.MKDIR3res_u.resok.obj.post_op_fh3_u
-						.handle);
+	ca.where.dir =
+		e2e_fh_dup(nfs, &mr.MKDIR3res_u.resok.obj.post_op_fh3_u.handle);
 	ca.where.name = ".mapfs-tmp";
 	E2E_RPC(nfs, e2e_nfs3_create(nfs, &ca, &cr));
 	E2E_STATUS("CREATE sub/.mapfs-tmp", cr.status, NFS3_OK);
@@ -307,14 +310,16 @@ static void test_failing_upload(void)
 	E2E_REQUIRE(fd >= 0, "create %s: %s", path, strerror(errno));
 	close(fd);
 	E2E_RPC(nfs, e2e_nfs3_mkdir(nfs, &ma, &mr));
-	E2E_REQUIRE(mr.status == NFS3_OK && mr.MKDIR3res_u.resok.obj.handle_follows,
+	E2E_REQUIRE(mr.status == NFS3_OK &&
+			    mr.MKDIR3res_u.resok.obj.handle_follows,
 		    "MKDIR blocked: %s", e2e_nfsstat(mr.status));
 	dir = e2e_fh_dup(nfs, &mr.MKDIR3res_u.resok.obj.post_op_fh3_u.handle);
 	ca.where.dir = dir;
 	ca.where.name = "f";
 	ca.how.createhow3_u.obj_attributes = e2e_sattr_mode(0644);
 	E2E_RPC(nfs, e2e_nfs3_create(nfs, &ca, &cr));
-	E2E_REQUIRE(cr.status == NFS3_OK && cr.CREATE3res_u.resok.obj.handle_follows,
+	E2E_REQUIRE(cr.status == NFS3_OK &&
+			    cr.CREATE3res_u.resok.obj.handle_follows,
 		    "CREATE blocked/f: %s", e2e_nfsstat(cr.status));
 	f = e2e_fh_dup(nfs, &cr.CREATE3res_u.resok.obj.post_op_fh3_u.handle);
 	E2E_RPC(nfs, e2e_nfs3_write(nfs, &f, 0, "data", 4, FILE_SYNC, &wr));

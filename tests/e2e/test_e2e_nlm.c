@@ -224,8 +224,10 @@ static int rec_write(int fd, const struct xb *x)
 	uint32_t mark = htonl(0x80000000u | (uint32_t)x->n);
 
 	return send(fd, &mark, 4, MSG_NOSIGNAL) == 4 &&
-		       send(fd, x->b, x->n, MSG_NOSIGNAL) == (ssize_t)x->n ?
-		       0 : -1;
+			       send(fd, x->b, x->n, MSG_NOSIGNAL) ==
+				       (ssize_t)x->n
+		       ? 0
+		       : -1;
 }
 
 /* ------------------------------------------------------------------ */
@@ -240,7 +242,7 @@ static struct {
 	uint64_t off, len;
 	char caller[256], fh[128], oh[256];
 	int fhlen;
-	int notified;    /* SM_NOTIFY calls seen */
+	int notified; /* SM_NOTIFY calls seen */
 	char notify_name[256];
 	int notify_state;
 } host = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
@@ -272,7 +274,9 @@ static void host_answer(struct xb *q, struct xb *r)
 
 		put32(r, 0);
 		put32(r, (p == 100021 && v == 4 && t == IPPROTO_TCP) ||
-				 (p == 100024 && v == 1) ? (uint32_t)cb_port : 0);
+					 (p == 100024 && v == 1)
+				 ? (uint32_t)cb_port
+				 : 0);
 	} else if (prog == 100021 && vers == 4 && proc == 5) { /* GRANTED */
 		pthread_mutex_lock(&host.mu);
 		clen = get_opaque(q, cookie, sizeof(cookie));
@@ -363,8 +367,7 @@ struct sync {
 	uint8_t res[256];
 };
 
-static void sync_cb(struct rpc_context *rpc, int status, void *data,
-		    void *priv)
+static void sync_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 {
 	struct sync *s = priv;
 
@@ -386,8 +389,7 @@ static int sync_wait(struct rpc_context *rpc, struct sync *s, int q)
 		struct pollfd pfd = { .fd = rpc_get_fd(rpc),
 				      .events = (short)rpc_which_events(rpc) };
 
-		if (poll(&pfd, 1, 100) < 0 ||
-		    rpc_service(rpc, pfd.revents) < 0)
+		if (poll(&pfd, 1, 100) < 0 || rpc_service(rpc, pfd.revents) < 0)
 			return -1;
 	}
 	return s->done && s->status == RPC_STATUS_SUCCESS ? 0 : -1;
@@ -398,9 +400,9 @@ static struct rpc_context *connect_to(int port, int prog, int vers)
 	struct rpc_context *rpc = rpc_init_context();
 	struct sync s = { 0 };
 
-	if (rpc && sync_wait(rpc, &s, rpc_connect_port_async(rpc, "127.0.0.1",
-							    port, prog, vers,
-							    sync_cb, &s))) {
+	if (rpc && sync_wait(rpc, &s,
+			     rpc_connect_port_async(rpc, "127.0.0.1", port,
+						    prog, vers, sync_cb, &s))) {
 		fprintf(stderr, "connect %d: %s\n", port, rpc_get_error(rpc));
 		rpc_destroy_context(rpc);
 		return NULL;
@@ -438,7 +440,9 @@ static nlm4_lock mk_lock(const nfs_fh3 *fh, const char *host_name,
 	static char oh[8][64];
 	static int k;
 	nlm4_lock l = { .caller_name = (char *)host_name,
-			.svid = svid, .l_offset = off, .l_len = len };
+			.svid = svid,
+			.l_offset = off,
+			.l_len = len };
 
 	k = (k + 1) % 8;
 	snprintf(oh[k], sizeof(oh[k]), "%u@%s", svid, host_name);
@@ -450,8 +454,11 @@ static nlm4_lock mk_lock(const nfs_fh3 *fh, const char *host_name,
 
 static int nlm_lock_call(nlm4_lock l, int excl, int block, int reclaim)
 {
-	NLM4_LOCKargs a = { .block = (uint32_t)block, .exclusive = (uint32_t)excl,
-			    .lock = l, .reclaim = (uint32_t)reclaim, .state = 1 };
+	NLM4_LOCKargs a = { .block = (uint32_t)block,
+			    .exclusive = (uint32_t)excl,
+			    .lock = l,
+			    .reclaim = (uint32_t)reclaim,
+			    .state = 1 };
 	struct sync s = { .size = sizeof(NLM4_LOCKres) };
 
 	if (sync_wait(nlm, &s, rpc_nlm4_lock_async(nlm, sync_cb, &a, &s)))
@@ -485,7 +492,9 @@ static int nlm_unlock_call(nlm4_lock l)
 
 static int nlm_cancel_call(nlm4_lock l, int excl)
 {
-	NLM4_CANCargs a = { .block = 1, .exclusive = (uint32_t)excl, .lock = l };
+	NLM4_CANCargs a = { .block = 1,
+			    .exclusive = (uint32_t)excl,
+			    .lock = l };
 	struct sync s = { .size = sizeof(NLM4_CANCres) };
 
 	if (sync_wait(nlm, &s, rpc_nlm4_cancel_async(nlm, sync_cb, &a, &s)))
@@ -585,33 +594,43 @@ static void test_lock_test_unlock(void)
 
 	E2E_REQUIRE(fh.data.data_len, "CREATE ltu failed");
 	E2E_CHECK(nlm_test_call(mk_lock(&fh, "hostA", 1, 0, 100), 1, NULL) ==
-			  NLM4_GRANTED, "TEST on an unlocked file");
+			  NLM4_GRANTED,
+		  "TEST on an unlocked file");
 	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostA", 1, 0, 100), 1, 0, 0) ==
-			  NLM4_GRANTED, "LOCK A [0,100)");
+			  NLM4_GRANTED,
+		  "LOCK A [0,100)");
 	E2E_CHECK(nlm_test_call(mk_lock(&fh, "hostB", 2, 50, 1), 0, &h) ==
-			  NLM4_DENIED, "TEST B inside A's lock");
-	E2E_CHECK(h.svid == 1 && h.exclusive && h.l_offset == 0 &&
-			  h.l_len == 100,
-		  "holder svid %u excl %u off %llu len %llu", h.svid,
-		  h.exclusive, (unsigned long long)h.l_offset,
-		  (unsigned long long)h.l_len);
+			  NLM4_DENIED,
+		  "TEST B inside A's lock");
+	E2E_CHECK(
+		h.svid == 1 && h.exclusive && h.l_offset == 0 && h.l_len == 100,
+		"holder svid %u excl %u off %llu len %llu", h.svid, h.exclusive,
+		(unsigned long long)h.l_offset, (unsigned long long)h.l_len);
 	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostB", 2, 100, 10), 1, 0, 0) ==
-			  NLM4_GRANTED, "LOCK B next to A");
+			  NLM4_GRANTED,
+		  "LOCK B next to A");
 	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostB", 2, 99, 1), 0, 0, 0) ==
-			  NLM4_DENIED, "LOCK B overlapping A, non-blocking");
+			  NLM4_DENIED,
+		  "LOCK B overlapping A, non-blocking");
 	/* Unlock the middle: the ends stay A's. */
 	E2E_CHECK(nlm_unlock_call(mk_lock(&fh, "hostA", 1, 40, 20)) ==
-			  NLM4_GRANTED, "UNLOCK A [40,60)");
+			  NLM4_GRANTED,
+		  "UNLOCK A [40,60)");
 	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostB", 2, 40, 20), 1, 0, 0) ==
-			  NLM4_GRANTED, "LOCK B in the hole");
+			  NLM4_GRANTED,
+		  "LOCK B in the hole");
 	E2E_CHECK(nlm_test_call(mk_lock(&fh, "hostB", 2, 39, 1), 0, NULL) ==
-			  NLM4_DENIED, "A still holds [0,40)");
+			  NLM4_DENIED,
+		  "A still holds [0,40)");
 	E2E_CHECK(nlm_unlock_call(mk_lock(&fh, "hostA", 1, 0, 0)) ==
-			  NLM4_GRANTED, "UNLOCK A all");
+			  NLM4_GRANTED,
+		  "UNLOCK A all");
 	E2E_CHECK(nlm_unlock_call(mk_lock(&fh, "hostB", 2, 0, 0)) ==
-			  NLM4_GRANTED, "UNLOCK B all");
+			  NLM4_GRANTED,
+		  "UNLOCK B all");
 	E2E_CHECK(nlm_test_call(mk_lock(&fh, "hostC", 3, 0, 0), 1, NULL) ==
-			  NLM4_GRANTED, "all unlocked");
+			  NLM4_GRANTED,
+		  "all unlocked");
 }
 
 static void test_stale_handle(void)
@@ -620,7 +639,8 @@ static void test_stale_handle(void)
 	nfs_fh3 fh = { { sizeof(junk), junk } };
 
 	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostA", 1, 0, 1), 1, 0, 0) ==
-			  NLM4_STALE_FH, "LOCK with a forged handle");
+			  NLM4_STALE_FH,
+		  "LOCK with a forged handle");
 }
 
 static void test_blocking_granted(void)
@@ -630,25 +650,32 @@ static void test_blocking_granted(void)
 
 	E2E_REQUIRE(fh.data.data_len, "CREATE blk failed");
 	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostA", 1, 0, 0), 1, 0, 0) ==
-			  NLM4_GRANTED, "LOCK A");
+			  NLM4_GRANTED,
+		  "LOCK A");
 	/* A cancelled request is gone. */
 	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostB", 7, 10, 5), 1, 1, 0) ==
-			  NLM4_BLOCKED, "blocking LOCK B");
+			  NLM4_BLOCKED,
+		  "blocking LOCK B");
 	E2E_CHECK(nlm_cancel_call(mk_lock(&fh, "hostB", 7, 10, 5), 1) ==
-			  NLM4_GRANTED, "CANCEL B");
+			  NLM4_GRANTED,
+		  "CANCEL B");
 	E2E_CHECK(nlm_cancel_call(mk_lock(&fh, "hostB", 7, 10, 5), 1) ==
-			  NLM4_DENIED, "CANCEL B again");
+			  NLM4_DENIED,
+		  "CANCEL B again");
 	/* A queued one is granted by callback when A lets go. */
 	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostB", 7, 10, 5), 1, 1, 0) ==
-			  NLM4_BLOCKED, "blocking LOCK B");
+			  NLM4_BLOCKED,
+		  "blocking LOCK B");
 	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostB", 7, 10, 5), 1, 1, 0) ==
-			  NLM4_BLOCKED, "blocking LOCK B resent");
+			  NLM4_BLOCKED,
+		  "blocking LOCK B resent");
 	pthread_mutex_lock(&host.mu);
 	seen = host.granted;
 	host.answer = NLM4_GRANTED;
 	pthread_mutex_unlock(&host.mu);
 	E2E_CHECK(nlm_unlock_call(mk_lock(&fh, "hostA", 1, 0, 0)) ==
-			  NLM4_GRANTED, "UNLOCK A");
+			  NLM4_GRANTED,
+		  "UNLOCK A");
 	E2E_REQUIRE(host_wait(&host.granted, seen, 10000) == 0,
 		    "no GRANTED callback within 10 s");
 	E2E_CHECK(host.granted == seen + 1, "%d GRANTED calls, want 1",
@@ -664,9 +691,11 @@ static void test_blocking_granted(void)
 			  !memcmp(host.fh, fh.data.data_val, fh.data.data_len),
 		  "GRANTED carries another file handle");
 	E2E_CHECK(nlm_test_call(mk_lock(&fh, "hostC", 3, 12, 1), 0, NULL) ==
-			  NLM4_DENIED, "B holds the lock now");
+			  NLM4_DENIED,
+		  "B holds the lock now");
 	E2E_CHECK(nlm_unlock_call(mk_lock(&fh, "hostB", 7, 0, 0)) ==
-			  NLM4_GRANTED, "UNLOCK B");
+			  NLM4_GRANTED,
+		  "UNLOCK B");
 }
 
 static void test_granted_refused(void)
@@ -677,15 +706,18 @@ static void test_granted_refused(void)
 
 	E2E_REQUIRE(fh.data.data_len, "CREATE refused failed");
 	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostA", 1, 0, 0), 1, 0, 0) ==
-			  NLM4_GRANTED, "LOCK A");
+			  NLM4_GRANTED,
+		  "LOCK A");
 	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostB", 8, 0, 0), 1, 1, 0) ==
-			  NLM4_BLOCKED, "blocking LOCK B");
+			  NLM4_BLOCKED,
+		  "blocking LOCK B");
 	pthread_mutex_lock(&host.mu);
 	seen = host.granted;
 	host.answer = NLM4_DENIED; /* B gave up meanwhile */
 	pthread_mutex_unlock(&host.mu);
 	E2E_CHECK(nlm_unlock_call(mk_lock(&fh, "hostA", 1, 0, 0)) ==
-			  NLM4_GRANTED, "UNLOCK A");
+			  NLM4_GRANTED,
+		  "UNLOCK A");
 	E2E_REQUIRE(host_wait(&host.granted, seen, 10000) == 0,
 		    "no GRANTED callback within 10 s");
 	/* The gateway takes the refused lock back. */
@@ -724,14 +756,18 @@ static void test_free_all(void)
 
 	E2E_REQUIRE(f1.data.data_len && f2.data.data_len, "CREATE failed");
 	E2E_CHECK(nlm_lock_call(mk_lock(&f1, "hostF", 1, 0, 0), 1, 0, 0) ==
-			  NLM4_GRANTED, "LOCK F on fa1");
+			  NLM4_GRANTED,
+		  "LOCK F on fa1");
 	E2E_CHECK(nlm_lock_call(mk_lock(&f2, "hostF", 2, 0, 10), 0, 0, 0) ==
-			  NLM4_GRANTED, "LOCK F on fa2");
+			  NLM4_GRANTED,
+		  "LOCK F on fa2");
 	E2E_CHECK(free_all_call("hostF") == 0, "FREE_ALL hostF");
 	E2E_CHECK(nlm_test_call(mk_lock(&f1, "hostC", 3, 0, 0), 1, NULL) ==
-			  NLM4_GRANTED, "fa1 free after FREE_ALL");
+			  NLM4_GRANTED,
+		  "fa1 free after FREE_ALL");
 	E2E_CHECK(nlm_test_call(mk_lock(&f2, "hostC", 3, 0, 0), 1, NULL) ==
-			  NLM4_GRANTED, "fa2 free after FREE_ALL");
+			  NLM4_GRANTED,
+		  "fa2 free after FREE_ALL");
 }
 
 static void test_nsm(void)
@@ -744,26 +780,29 @@ static void test_nsm(void)
 	struct sync s = { .size = sizeof(NSM1_STATres) };
 
 	E2E_REQUIRE(nsm && fh.data.data_len, "NSM connect or CREATE failed");
-	E2E_REQUIRE(!sync_wait(nsm, &s, rpc_nsm1_stat_async(nsm, sync_cb, &sa,
-							    &s)),
-		    "SM_STAT: %s", rpc_get_error(nsm));
+	E2E_REQUIRE(
+		!sync_wait(nsm, &s, rpc_nsm1_stat_async(nsm, sync_cb, &sa, &s)),
+		"SM_STAT: %s", rpc_get_error(nsm));
 	E2E_CHECK(((NSM1_STATres *)s.res)->res == NSM_STAT_SUCC &&
 			  ((NSM1_STATres *)s.res)->state % 2 == 1,
 		  "SM_STAT: res %d state %d", ((NSM1_STATres *)s.res)->res,
 		  ((NSM1_STATres *)s.res)->state);
 	s = (struct sync){ .size = sizeof(NSM1_MONres) };
-	E2E_CHECK(!sync_wait(nsm, &s, rpc_nsm1_mon_async(nsm, sync_cb, &ma, &s)) &&
+	E2E_CHECK(!sync_wait(nsm, &s,
+			     rpc_nsm1_mon_async(nsm, sync_cb, &ma, &s)) &&
 			  ((NSM1_MONres *)s.res)->res == NSM_STAT_SUCC,
 		  "SM_MON");
 	/* hostN restarts: its lock goes. */
 	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostN", 1, 0, 0), 1, 0, 0) ==
-			  NLM4_GRANTED, "LOCK N");
+			  NLM4_GRANTED,
+		  "LOCK N");
 	s = (struct sync){ .size = 0 };
-	E2E_CHECK(!sync_wait(nsm, &s, rpc_nsm1_notify_async(nsm, sync_cb, &na,
-							    &s)),
+	E2E_CHECK(!sync_wait(nsm, &s,
+			     rpc_nsm1_notify_async(nsm, sync_cb, &na, &s)),
 		  "SM_NOTIFY");
 	E2E_CHECK(nlm_test_call(mk_lock(&fh, "hostC", 3, 0, 0), 1, NULL) ==
-			  NLM4_GRANTED, "N's lock gone after its SM_NOTIFY");
+			  NLM4_GRANTED,
+		  "N's lock gone after its SM_NOTIFY");
 	rpc_destroy_context(nsm);
 }
 
@@ -783,13 +822,15 @@ static void test_restart(void)
 	memcpy(fhbuf, fh.data.data_val, fh.data.data_len);
 	fh.data.data_val = fhbuf;
 	nsm = connect_to(gw.nlm_port, NSM_PROGRAM, NSM_V1);
-	E2E_REQUIRE(nsm && !sync_wait(nsm, &s, rpc_nsm1_stat_async(
-						       nsm, sync_cb, &sa, &s)),
-		    "SM_STAT before restart");
+	E2E_REQUIRE(
+		nsm && !sync_wait(nsm, &s,
+				  rpc_nsm1_stat_async(nsm, sync_cb, &sa, &s)),
+		"SM_STAT before restart");
 	state0 = ((NSM1_STATres *)s.res)->state;
 	rpc_destroy_context(nsm);
 	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostR", 1, 0, 0), 1, 0, 0) ==
-			  NLM4_GRANTED, "LOCK R");
+			  NLM4_GRANTED,
+		  "LOCK R");
 	pthread_mutex_lock(&host.mu);
 	seen = host.notified;
 	pthread_mutex_unlock(&host.mu);
@@ -810,13 +851,17 @@ static void test_restart(void)
 		  "SM_NOTIFY state %d, want %d", host.notify_state, state0 + 2);
 	/* The lock did not survive; only reclaims are granted in grace. */
 	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostS", 2, 0, 0), 1, 0, 0) ==
-			  NLM4_DENIED_GRACE_PERIOD, "new LOCK in grace");
+			  NLM4_DENIED_GRACE_PERIOD,
+		  "new LOCK in grace");
 	E2E_CHECK(nlm_test_call(mk_lock(&fh, "hostS", 2, 0, 0), 1, NULL) ==
-			  NLM4_DENIED_GRACE_PERIOD, "TEST in grace");
+			  NLM4_DENIED_GRACE_PERIOD,
+		  "TEST in grace");
 	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostR", 1, 0, 0), 1, 0, 1) ==
-			  NLM4_GRANTED, "reclaim in grace");
+			  NLM4_GRANTED,
+		  "reclaim in grace");
 	E2E_CHECK(nlm_unlock_call(mk_lock(&fh, "hostR", 1, 0, 0)) ==
-			  NLM4_GRANTED, "UNLOCK in grace");
+			  NLM4_GRANTED,
+		  "UNLOCK in grace");
 }
 
 /*
@@ -826,8 +871,8 @@ static void test_restart(void)
  */
 static struct e2e_rpc *from_host(const char *src, struct rpc_context **saved)
 {
-	struct e2e_rpc *r = e2e_rpc_open_from(src, 0, gw.nlm_port, NLM_PROGRAM,
-					      NLM_V4);
+	struct e2e_rpc *r =
+		e2e_rpc_open_from(src, 0, gw.nlm_port, NLM_PROGRAM, NLM_V4);
 
 	*saved = nlm;
 	if (r)
@@ -854,15 +899,19 @@ static void test_refused_host(void)
 
 	E2E_REQUIRE(fh.data.data_len && other.data.data_len, "CREATE failed");
 	E2E_REQUIRE(nlm_lock_call(mk_lock(&fh, "hostA", 1, 0, 0), 1, 0, 0) ==
-			    NLM4_GRANTED, "LOCK A");
+			    NLM4_GRANTED,
+		    "LOCK A");
 	r = from_host("127.0.0.2", &saved);
 	E2E_REQUIRE(r, "no connection from 127.0.0.2");
 	E2E_CHECK(nlm_test_call(mk_lock(&fh, "hostX", 9, 0, 0), 1, NULL) ==
-			  NLM4_FAILED, "TEST from a refused host");
+			  NLM4_FAILED,
+		  "TEST from a refused host");
 	E2E_CHECK(nlm_lock_call(mk_lock(&other, "hostX", 9, 0, 0), 1, 0, 0) ==
-			  NLM4_FAILED, "LOCK from a refused host");
+			  NLM4_FAILED,
+		  "LOCK from a refused host");
 	E2E_CHECK(nlm_unlock_call(mk_lock(&fh, "hostA", 1, 0, 0)) ==
-			  NLM4_FAILED, "UNLOCK of A's lock from a refused host");
+			  NLM4_FAILED,
+		  "UNLOCK of A's lock from a refused host");
 	from_done(r, saved);
 	raw_src = "127.0.0.2";
 	E2E_CHECK(share_call(20, &other, "hostX", 0, 2) == NLM4_FAILED,
@@ -870,11 +919,13 @@ static void test_refused_host(void)
 	E2E_CHECK(free_all_call("hostA") == 0, "FREE_ALL from a refused host");
 	raw_src = "127.0.0.1";
 	E2E_CHECK(nlm_test_call(mk_lock(&fh, "hostB", 2, 0, 0), 1, NULL) ==
-			  NLM4_DENIED, "A's lock survived the refused host");
+			  NLM4_DENIED,
+		  "A's lock survived the refused host");
 	E2E_CHECK(nlm_test_call(mk_lock(&other, "hostB", 2, 0, 0), 1, NULL) ==
-			  NLM4_GRANTED, "the refused host holds no lock");
+			  NLM4_GRANTED,
+		  "the refused host holds no lock");
 	E2E_CHECK(e2e_log_count(gw.log, "nlm: call from 127.0.0.2 refused",
-				 false) >= 1,
+				false) >= 1,
 		  "the refusal was not logged");
 	nlm_unlock_call(mk_lock(&fh, "hostA", 1, 0, 0));
 }
@@ -892,30 +943,36 @@ static void test_owner_address(void)
 
 	E2E_REQUIRE(fh.data.data_len, "CREATE failed");
 	E2E_REQUIRE(nlm_lock_call(mk_lock(&fh, "hostA", 1, 0, 0), 1, 0, 0) ==
-			    NLM4_GRANTED, "LOCK A");
+			    NLM4_GRANTED,
+		    "LOCK A");
 	r = from_host("127.0.0.3", &saved);
 	E2E_REQUIRE(r, "no connection from 127.0.0.3");
 	E2E_CHECK(nlm_unlock_call(mk_lock(&fh, "hostA", 1, 0, 0)) ==
-			  NLM4_GRANTED, "UNLOCK with A's owner from .3");
+			  NLM4_GRANTED,
+		  "UNLOCK with A's owner from .3");
 	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostA", 1, 0, 0), 1, 0, 0) ==
-			  NLM4_DENIED, "LOCK with A's owner from .3");
+			  NLM4_DENIED,
+		  "LOCK with A's owner from .3");
 	from_done(r, saved);
 	raw_src = "127.0.0.3";
 	E2E_CHECK(free_all_call("hostA") == 0, "FREE_ALL hostA from .3");
 	raw_src = "127.0.0.1";
 	E2E_CHECK(nlm_test_call(mk_lock(&fh, "hostB", 2, 0, 0), 1, NULL) ==
-			  NLM4_DENIED, "A's lock survived .3's calls");
+			  NLM4_DENIED,
+		  "A's lock survived .3's calls");
 	E2E_CHECK(nlm_unlock_call(mk_lock(&fh, "hostA", 1, 0, 0)) ==
-			  NLM4_GRANTED, "A unlocks its own lock");
+			  NLM4_GRANTED,
+		  "A unlocks its own lock");
 	E2E_CHECK(nlm_test_call(mk_lock(&fh, "hostB", 2, 0, 0), 1, NULL) ==
-			  NLM4_GRANTED, "A's lock gone");
+			  NLM4_GRANTED,
+		  "A's lock gone");
 }
 
 /* One NSM call from src; 0 or -1.  res_size bytes of the result in *s. */
 static int nsm_from(const char *src, int proc, void *args, struct sync *s)
 {
-	struct e2e_rpc *r = e2e_rpc_open_from(src, 0, gw.nlm_port, NSM_PROGRAM,
-					      NSM_V1);
+	struct e2e_rpc *r =
+		e2e_rpc_open_from(src, 0, gw.nlm_port, NSM_PROGRAM, NSM_V1);
 	struct rpc_context *c = r ? e2e_rpc_ctx(r) : NULL;
 	int rc = -1;
 
@@ -926,7 +983,8 @@ static int nsm_from(const char *src, int proc, void *args, struct sync *s)
 		rc = sync_wait(c, s, rpc_nsm1_mon_async(c, sync_cb, args, s));
 		break;
 	case 6:
-		rc = sync_wait(c, s, rpc_nsm1_notify_async(c, sync_cb, args, s));
+		rc = sync_wait(c, s,
+			       rpc_nsm1_notify_async(c, sync_cb, args, s));
 		break;
 	}
 	e2e_rpc_close(r);
@@ -952,13 +1010,17 @@ static void test_notify_spoof(void)
 	r = from_host("127.0.0.3", &saved);
 	E2E_REQUIRE(r, "no connection from 127.0.0.3");
 	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostC", 1, 0, 0), 1, 0, 0) ==
-			  NLM4_GRANTED, "LOCK C from .3");
+			  NLM4_GRANTED,
+		  "LOCK C from .3");
 	from_done(r, saved);
 	E2E_CHECK(nsm_from("127.0.0.4", 6, &na, &s) == 0, "SM_NOTIFY from .4");
 	E2E_CHECK(nlm_test_call(mk_lock(&fh, "hostB", 2, 0, 0), 1, NULL) ==
-			  NLM4_DENIED, "C's lock survived a notify from .4");
-	E2E_CHECK(e2e_log_count(gw.log, "SM_NOTIFY for hostC from 127.0.0.4 "
-				 "ignored", false) >= 1,
+			  NLM4_DENIED,
+		  "C's lock survived a notify from .4");
+	E2E_CHECK(e2e_log_count(gw.log,
+				"SM_NOTIFY for hostC from 127.0.0.4 "
+				"ignored",
+				false) >= 1,
 		  "the ignored notify was not logged");
 	s = (struct sync){ .size = sizeof(NSM1_MONres) };
 	E2E_CHECK(nsm_from("127.0.0.4", 2, &ma, &s) == 0 &&
@@ -967,7 +1029,8 @@ static void test_notify_spoof(void)
 	s = (struct sync){ .size = 0 };
 	E2E_CHECK(nsm_from("127.0.0.3", 6, &na, &s) == 0, "SM_NOTIFY from .3");
 	E2E_CHECK(nlm_test_call(mk_lock(&fh, "hostB", 2, 0, 0), 1, NULL) ==
-			  NLM4_GRANTED, "C's own notify released its lock");
+			  NLM4_GRANTED,
+		  "C's own notify released its lock");
 }
 
 /*
@@ -985,14 +1048,17 @@ static void test_host_bound(void)
 	r = from_host("127.0.0.4", &saved);
 	E2E_REQUIRE(r, "no connection from 127.0.0.4");
 	for (int i = 0; i < max; i++)
-		E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostD", 1, 2 * (uint64_t)i,
-						1), 1, 0, 0) == NLM4_GRANTED,
+		E2E_CHECK(nlm_lock_call(
+				  mk_lock(&fh, "hostD", 1, 2 * (uint64_t)i, 1),
+				  1, 0, 0) == NLM4_GRANTED,
 			  "LOCK %d of %d", i + 1, max);
 	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostD", 1, 1000, 1), 1, 0, 0) ==
-			  NLM4_DENIED_NOLOCKS, "LOCK past the host's bound");
+			  NLM4_DENIED_NOLOCKS,
+		  "LOCK past the host's bound");
 	from_done(r, saved);
 	E2E_CHECK(nlm_lock_call(mk_lock(&fh, "hostA", 1, 1000, 1), 1, 0, 0) ==
-			  NLM4_GRANTED, "another host still locks");
+			  NLM4_GRANTED,
+		  "another host still locks");
 	raw_src = "127.0.0.4";
 	E2E_CHECK(free_all_call("hostD") == 0, "FREE_ALL hostD");
 	raw_src = "127.0.0.1";
@@ -1011,7 +1077,8 @@ static void test_log_injection(void)
 
 	E2E_REQUIRE(fh.data.data_len, "CREATE failed");
 	E2E_CHECK(nlm_lock_call(mk_lock(&fh, evil, 1, 0, 0), 1, 0, 0) ==
-			  NLM4_GRANTED, "LOCK with a newline in the name");
+			  NLM4_GRANTED,
+		  "LOCK with a newline in the name");
 	E2E_CHECK(nlm_unlock_call(mk_lock(&fh, evil, 1, 0, 0)) == NLM4_GRANTED,
 		  "UNLOCK");
 	E2E_CHECK(e2e_log_count(gw.log, "hostE\\x0a2026", false) >= 1,

@@ -32,12 +32,12 @@
 #define TMPFS_SIZE "16m"
 #define CHUNK 65536
 #define KEEP_FILES 3
-#define KEEP_SIZE ((1u << 20) + 3)  /* committed before the disk fills */
-#define FILL_MAX (64u << 20)        /* more than the tmpfs can hold */
-#define DRAIN_MS 30000              /* dirty data reaches the store within */
-#define RETRY_MS 30000              /* a JUKEBOX'd write succeeds within */
+#define KEEP_SIZE ((1u << 20) + 3) /* committed before the disk fills */
+#define FILL_MAX (64u << 20)       /* more than the tmpfs can hold */
+#define DRAIN_MS 30000             /* dirty data reaches the store within */
+#define RETRY_MS 30000             /* a JUKEBOX'd write succeeds within */
 
-static char mnt[64];                /* the tmpfs, also the state dir */
+static char mnt[64]; /* the tmpfs, also the state dir */
 static int mounted;
 
 struct env {
@@ -84,7 +84,8 @@ static nfs_fh3 create(const char *name)
 		    e2e_nfsstat(res.status));
 	E2E_REQUIRE(res.CREATE3res_u.resok.obj.handle_follows,
 		    "CREATE %s: no handle", name);
-	return e2e_fh_dup(E.r, &res.CREATE3res_u.resok.obj.post_op_fh3_u.handle);
+	return e2e_fh_dup(E.r,
+			  &res.CREATE3res_u.resok.obj.post_op_fh3_u.handle);
 }
 
 /* One WRITE; its status (RPC failure ends the test). */
@@ -119,7 +120,8 @@ static int read_sha(const nfs_fh3 *fh, size_t len, char hex[65])
 
 	e2e_sha256_init(&s);
 	while (done < len) {
-		uint32_t n = len - done > CHUNK ? CHUNK : (uint32_t)(len - done);
+		uint32_t n =
+			len - done > CHUNK ? CHUNK : (uint32_t)(len - done);
 
 		E2E_RPC(E.r, e2e_nfs3_read(E.r, fh, done, n, &rd));
 		if (rd.status != NFS3_OK)
@@ -177,8 +179,8 @@ static int store_sha_until(const char *name, size_t len, const char *want)
  * After a mismatch: which CHUNK-sized blocks of name differ, through NFS
  * and in the store, and whether they read as zeros (a hole).
  */
-static void report_bad_blocks(const nfs_fh3 *fh, const char *name,
-			      uint64_t len, char *want)
+static void report_bad_blocks(const nfs_fh3 *fh, const char *name, uint64_t len,
+			      char *want)
 {
 	char path[E2E_PATH_MAX + 64];
 	char *got = malloc(CHUNK);
@@ -228,7 +230,8 @@ static void test_full_disk(void)
 	char names[KEEP_FILES][32], sha[KEEP_FILES][65], hex[65];
 	nfs_fh3 keep[KEEP_FILES], big, again;
 	char *buf = malloc(KEEP_SIZE > CHUNK ? KEEP_SIZE : CHUNK);
-	struct e2e_gw_opts o = { .threads = 2, .upload_delay = "0",
+	struct e2e_gw_opts o = { .threads = 2,
+				 .upload_delay = "0",
 				 .state_dir = mnt };
 	uint64_t acked = 0, t0;
 	int st = NFS3_OK, first_fail, jukes = 0;
@@ -279,11 +282,14 @@ static void test_full_disk(void)
 	first_fail = st;
 	fprintf(stderr, "  disk full after %llu bytes of big: %s\n",
 		(unsigned long long)acked, e2e_nfsstat(st));
-	E2E_REQUIRE(acked < FILL_MAX, "%u bytes written to a %s tmpfs and no "
-		    "WRITE refused", FILL_MAX, TMPFS_SIZE);
+	E2E_REQUIRE(acked < FILL_MAX,
+		    "%u bytes written to a %s tmpfs and no "
+		    "WRITE refused",
+		    FILL_MAX, TMPFS_SIZE);
 	E2E_CHECK(st == NFS3ERR_NOSPC || st == NFS3ERR_JUKEBOX,
 		  "WRITE past the space: got %s, want NFS3ERR_NOSPC (or "
-		  "NFS3ERR_JUKEBOX while dirty data drains)", e2e_nfsstat(st));
+		  "NFS3ERR_JUKEBOX while dirty data drains)",
+		  e2e_nfsstat(st));
 	E2E_REQUIRE(e2e_gw_alive(&E.gw), "gateway died on a full disk");
 
 	/* What was acknowledged is kept: COMMIT it and let it drain. */
@@ -307,7 +313,8 @@ static void test_full_disk(void)
 	E2E_CHECK(st == NFS3ERR_NOSPC || st == NFS3_OK,
 		  "WRITE on a full disk with nothing left to drain: got %s "
 		  "(JUKEBOX for %d ms counts as a hang), want NFS3ERR_NOSPC "
-		  "(or OK if room was made)", e2e_nfsstat(st), DRAIN_MS);
+		  "(or OK if room was made)",
+		  e2e_nfsstat(st), DRAIN_MS);
 	if (st == NFS3_OK)
 		acked += CHUNK;
 
@@ -331,7 +338,8 @@ static void test_full_disk(void)
 		e2e_sha256_final(&s, d);
 		e2e_digest_hex(d, want);
 		E2E_STATUS("READ big", read_sha(&big, acked, hex), NFS3_OK);
-		E2E_CHECK(strcmp(hex, want) == 0, "big: the %llu bytes "
+		E2E_CHECK(strcmp(hex, want) == 0,
+			  "big: the %llu bytes "
 			  "acknowledged before %s read back other bytes",
 			  (unsigned long long)acked, e2e_nfsstat(first_fail));
 		if (strcmp(hex, want))
@@ -357,7 +365,8 @@ static void test_full_disk(void)
 		a.how.mode = UNCHECKED;
 		a.how.createhow3_u.obj_attributes = e2e_sattr_mode(0644);
 		E2E_RPC(E.r, e2e_nfs3_create(E.r, &a, &res));
-		if ((res.status == NFS3ERR_NOSPC || res.status == NFS3ERR_JUKEBOX) &&
+		if ((res.status == NFS3ERR_NOSPC ||
+		     res.status == NFS3ERR_JUKEBOX) &&
 		    e2e_now_ms() - t0 < RETRY_MS) {
 			usleep(100000);
 			continue;
@@ -366,8 +375,8 @@ static void test_full_disk(void)
 				    res.CREATE3res_u.resok.obj.handle_follows,
 			    "CREATE again after space was freed: %s",
 			    e2e_nfsstat(res.status));
-		again = e2e_fh_dup(E.r,
-				   &res.CREATE3res_u.resok.obj.post_op_fh3_u.handle);
+		again = e2e_fh_dup(
+			E.r, &res.CREATE3res_u.resok.obj.post_op_fh3_u.handle);
 		break;
 	}
 	e2e_fill(buf, KEEP_SIZE, 4242);
@@ -408,9 +417,11 @@ int main(void)
 	}
 	if (mount("tmpfs", mnt, "tmpfs", MS_NOSUID | MS_NODEV,
 		  "size=" TMPFS_SIZE ",mode=0700") != 0) {
-		fprintf(stderr, "test_e2e_nospc: SKIPPED: cannot mount a "
+		fprintf(stderr,
+			"test_e2e_nospc: SKIPPED: cannot mount a "
 			"tmpfs on %s (%s); this test needs root (CI runs it "
-			"as root)\n", mnt, strerror(errno));
+			"as root)\n",
+			mnt, strerror(errno));
 		rmdir(mnt);
 		return SKIP;
 	}

@@ -16,7 +16,7 @@
 #include <CUnit/Basic.h>
 
 static struct e2e_gw gw;
-static struct e2e_rpc *R;  /* NFS v3 on the NFS port */
+static struct e2e_rpc *R; /* NFS v3 on the NFS port */
 static nfs_fh3 ROOT;
 
 /* ------------------------------------------------------------------ */
@@ -26,7 +26,8 @@ static void want_wcc_after(const wcc_data *w, const char *what)
 {
 	E2E_CHECK(w->after.attributes_follow,
 		  "%s: wcc_data.after attributes missing (RFC 1813 wants "
-		  "them on success and failure)", what);
+		  "them on success and failure)",
+		  what);
 }
 
 static void want_post_op(const post_op_attr *p, const char *what)
@@ -103,12 +104,11 @@ static nfs_fh3 mk_file(const nfs_fh3 *dir, const char *name, const void *data,
 
 		E2E_RPC(R, e2e_nfs3_write(R, &fh, off, (const char *)data + off,
 					  n, FILE_SYNC, &w));
-		E2E_REQUIRE(w.status == NFS3_OK &&
-				    w.WRITE3res_u.resok.count == n,
-			    "WRITE %u bytes to '%s': got %s count %u", n,
-			    name, e2e_nfsstat(w.status),
-			    w.status == NFS3_OK ? w.WRITE3res_u.resok.count
-						: 0);
+		E2E_REQUIRE(
+			w.status == NFS3_OK && w.WRITE3res_u.resok.count == n,
+			"WRITE %u bytes to '%s': got %s count %u", n, name,
+			e2e_nfsstat(w.status),
+			w.status == NFS3_OK ? w.WRITE3res_u.resok.count : 0);
 	}
 	return fh;
 }
@@ -127,7 +127,8 @@ static void dir_fingerprint(const nfs_fh3 *dir, char hex[65], int *count)
 
 	e2e_sha256_init(&s);
 	for (;;) {
-		READDIR3args a = { .dir = *dir, .cookie = cookie,
+		READDIR3args a = { .dir = *dir,
+				   .cookie = cookie,
 				   .count = 65536 };
 		READDIR3res res;
 		READDIR3resok *ok;
@@ -270,10 +271,12 @@ static void test_setattr(void)
 	want_wcc_after(&res.SETATTR3res_u.resok.obj_wcc, "SETATTR mode");
 	if (res.SETATTR3res_u.resok.obj_wcc.after.attributes_follow)
 		E2E_CHECK((res.SETATTR3res_u.resok.obj_wcc.after.post_op_attr_u
-				   .attributes.mode & 07777) == 0600,
+				   .attributes.mode &
+			   07777) == 0600,
 			  "SETATTR wcc after: mode %o, want 0600",
 			  res.SETATTR3res_u.resok.obj_wcc.after.post_op_attr_u
-					  .attributes.mode & 07777);
+					  .attributes.mode &
+				  07777);
 	fa = getattr_ok(&f, "after SETATTR mode");
 	E2E_CHECK((fa.mode & 07777) == 0600, "mode %o after SETATTR, want 0600",
 		  fa.mode & 07777);
@@ -294,10 +297,12 @@ static void test_setattr(void)
 		E2E_STATUS("READ after truncate", rd.status, NFS3_OK);
 		if (rd.status == NFS3_OK)
 			E2E_CHECK(rd.READ3res_u.resok.count == 10 &&
-					  memcmp(rd.READ3res_u.resok.data.data_val,
+					  memcmp(rd.READ3res_u.resok.data
+							 .data_val,
 						 "0123456789", 10) == 0,
 				  "READ after truncate: %u bytes, want "
-				  "'0123456789'", rd.READ3res_u.resok.count);
+				  "'0123456789'",
+				  rd.READ3res_u.resok.count);
 	}
 
 	/* mtime set by the client */
@@ -320,8 +325,7 @@ static void test_setattr(void)
 	E2E_RPC(R, e2e_nfs3_setattr(R, &a, &res));
 	E2E_STATUS("SETATTR with a wrong guard ctime", res.status,
 		   NFS3ERR_NOT_SYNC);
-	want_wcc_after(&res.SETATTR3res_u.resfail.obj_wcc,
-		       "SETATTR NOT_SYNC");
+	want_wcc_after(&res.SETATTR3res_u.resfail.obj_wcc, "SETATTR NOT_SYNC");
 	fa = getattr_ok(&f, "after NOT_SYNC");
 	E2E_CHECK((fa.mode & 07777) == 0600,
 		  "mode %o after a NOT_SYNC SETATTR, want 0600 (unchanged)",
@@ -375,7 +379,8 @@ static void test_lookup(void)
 
 		E2E_CHECK(pa.fileid == da.fileid,
 			  "LOOKUP sub/.. gave fileid %llu, want the parent's "
-			  "%llu", (unsigned long long)pa.fileid,
+			  "%llu",
+			  (unsigned long long)pa.fileid,
 			  (unsigned long long)da.fileid);
 	}
 	E2E_RPC(R, e2e_nfs3_lookup(R, &d, ".", &res));
@@ -470,8 +475,7 @@ static void test_symlink_readlink(void)
 		     "READLINK INVAL symlink_attributes");
 
 	mk_symlink(&d, "l", "other", &sres);
-	E2E_STATUS("SYMLINK over an existing name", sres.status,
-		   NFS3ERR_EXIST);
+	E2E_STATUS("SYMLINK over an existing name", sres.status, NFS3ERR_EXIST);
 	want_wcc_after(&sres.SYMLINK3res_u.resfail.dir_wcc,
 		       "SYMLINK EXIST dir_wcc");
 }
@@ -486,10 +490,18 @@ static void test_read_shapes(const nfs_fh3 *d)
 {
 	enum { SIZE = (3 << 20) + 12345 };
 	static const uint64_t cases[][2] = {
-		{ 0, 65536 },	      { 1, 65536 },	  { 4095, 1 << 20 },
-		{ 1 << 20, 1 << 20 }, { 5, 65539 },	  { (2 << 20) + 3, 65537 },
-		{ SIZE - 70000, 200000 }, { 8191, 131073 }, { 0, 4096 },
-		{ 12, 5 },	      { SIZE - 1, 65536 }, { SIZE, 65536 },
+		{ 0, 65536 },
+		{ 1, 65536 },
+		{ 4095, 1 << 20 },
+		{ 1 << 20, 1 << 20 },
+		{ 5, 65539 },
+		{ (2 << 20) + 3, 65537 },
+		{ SIZE - 70000, 200000 },
+		{ 8191, 131073 },
+		{ 0, 4096 },
+		{ 12, 5 },
+		{ SIZE - 1, 65536 },
+		{ SIZE, 65536 },
 	};
 	static char buf[SIZE];
 	READ3res res;
@@ -500,12 +512,13 @@ static void test_read_shapes(const nfs_fh3 *d)
 	for (int round = 0; round < 2; round++) {
 		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 			uint64_t off = cases[i][0], cnt = cases[i][1];
-			uint64_t want = off >= SIZE ? 0
-				      : off + cnt > SIZE ? SIZE - off : cnt;
+			uint64_t want = off >= SIZE        ? 0
+					: off + cnt > SIZE ? SIZE - off
+							   : cnt;
 			READ3resok *ok = &res.READ3res_u.resok;
 
-			E2E_RPC(R, e2e_nfs3_read(R, &f, off, (uint32_t)cnt,
-						 &res));
+			E2E_RPC(R,
+				e2e_nfs3_read(R, &f, off, (uint32_t)cnt, &res));
 			E2E_STATUS("READ shape", res.status, NFS3_OK);
 			if (res.status != NFS3_OK)
 				continue;
@@ -560,12 +573,14 @@ static void test_read(void)
 	if (res.status == NFS3_OK) {
 		READ3resok *ok = &res.READ3res_u.resok;
 
-		E2E_CHECK(ok->count == 1808, "READ 8192+4096: count %u, want "
-			  "1808", ok->count);
+		E2E_CHECK(ok->count == 1808,
+			  "READ 8192+4096: count %u, want "
+			  "1808",
+			  ok->count);
 		E2E_CHECK(ok->eof, "READ to the end: eof not set");
 		E2E_CHECK(ok->data.data_len == 1808 &&
-				  memcmp(ok->data.data_val, buf + 8192,
-					 1808) == 0,
+				  memcmp(ok->data.data_val, buf + 8192, 1808) ==
+					  0,
 			  "READ 8192+4096: wrong bytes");
 	}
 	E2E_RPC(R, e2e_nfs3_read(R, &f, 20000, 100, &res));
@@ -574,23 +589,23 @@ static void test_read(void)
 		E2E_CHECK(res.READ3res_u.resok.count == 0 &&
 				  res.READ3res_u.resok.eof,
 			  "READ past the end: count %u eof %u, want 0 and 1",
-			  res.READ3res_u.resok.count,
-			  res.READ3res_u.resok.eof);
+			  res.READ3res_u.resok.count, res.READ3res_u.resok.eof);
 	E2E_RPC(R, e2e_nfs3_read(R, &f, 0, 10000, &res));
 	E2E_STATUS("READ exactly the whole file", res.status, NFS3_OK);
 	if (res.status == NFS3_OK)
 		E2E_CHECK(res.READ3res_u.resok.count == 10000 &&
 				  res.READ3res_u.resok.eof,
 			  "READ 0+10000 of 10000: count %u eof %u, want "
-			  "10000 and 1", res.READ3res_u.resok.count,
-			  res.READ3res_u.resok.eof);
+			  "10000 and 1",
+			  res.READ3res_u.resok.count, res.READ3res_u.resok.eof);
 
 	test_read_shapes(&d);
 
 	E2E_RPC(R, e2e_nfs3_read(R, &d, 0, 100, &res));
 	E2E_CHECK(res.status == NFS3ERR_ISDIR || res.status == NFS3ERR_INVAL,
 		  "READ of a directory: got %s, want NFS3ERR_ISDIR or "
-		  "NFS3ERR_INVAL", e2e_nfsstat(res.status));
+		  "NFS3ERR_INVAL",
+		  e2e_nfsstat(res.status));
 }
 
 static void test_write_commit(void)
@@ -670,7 +685,8 @@ static void test_write_commit(void)
 	E2E_RPC(R, e2e_nfs3_write(R, &d, 0, "x", 1, UNSTABLE, &w1));
 	E2E_CHECK(w1.status == NFS3ERR_ISDIR || w1.status == NFS3ERR_INVAL,
 		  "WRITE to a directory: got %s, want NFS3ERR_ISDIR or "
-		  "NFS3ERR_INVAL", e2e_nfsstat(w1.status));
+		  "NFS3ERR_INVAL",
+		  e2e_nfsstat(w1.status));
 	want_wcc_after(&w1.WRITE3res_u.resfail.file_wcc,
 		       "WRITE to a directory file_wcc");
 }
@@ -729,11 +745,11 @@ static void test_create(void)
 		x1 = obj_fh(&res.CREATE3res_u.resok.obj, &d, "x");
 		x1 = e2e_fh_dup(R, &x1);
 		do_create(&d, "x", EXCLUSIVE, "verf0001", &res);
-		E2E_STATUS("CREATE EXCLUSIVE retry, same verifier",
-			   res.status, NFS3_OK);
+		E2E_STATUS("CREATE EXCLUSIVE retry, same verifier", res.status,
+			   NFS3_OK);
 		if (res.status == NFS3_OK) {
-			nfs_fh3 x2 = obj_fh(&res.CREATE3res_u.resok.obj, &d,
-					    "x");
+			nfs_fh3 x2 =
+				obj_fh(&res.CREATE3res_u.resok.obj, &d, "x");
 
 			E2E_CHECK(getattr_ok(&x2, "x retry").fileid ==
 					  getattr_ok(&x1, "x").fileid,
@@ -825,13 +841,16 @@ static void test_mknod(void)
 		const char *name;
 		ftype3 type;
 		uint32_t major, minor;
-	} k[] = { { "fifo", NF3FIFO, 0, 0 }, { "sock", NF3SOCK, 0, 0 },
-		  { "chr", NF3CHR, 1, 3 }, { "blk", NF3BLK, 7, 0 } };
+	} k[] = { { "fifo", NF3FIFO, 0, 0 },
+		  { "sock", NF3SOCK, 0, 0 },
+		  { "chr", NF3CHR, 1, 3 },
+		  { "blk", NF3BLK, 7, 0 } };
 	READ3res rd;
 
 	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
-		E2E_STATUS(k[i].name, mknod_as(&d, k[i].name, k[i].type,
-					       k[i].major, k[i].minor, &h),
+		E2E_STATUS(k[i].name,
+			   mknod_as(&d, k[i].name, k[i].type, k[i].major,
+				    k[i].minor, &h),
 			   NFS3_OK);
 		h = e2e_fh_dup(R, &h);
 		fattr3 fa = getattr_ok(&h, k[i].name);
@@ -876,8 +895,7 @@ static void test_remove(void)
 	E2E_STATUS("GETATTR of a removed file's handle", ga.status,
 		   NFS3ERR_STALE);
 	E2E_RPC(R, e2e_nfs3_read(R, &f, 0, 10, &rd));
-	E2E_STATUS("READ of a removed file's handle", rd.status,
-		   NFS3ERR_STALE);
+	E2E_STATUS("READ of a removed file's handle", rd.status, NFS3ERR_STALE);
 
 	E2E_RPC(R, e2e_nfs3_remove(R, &d, "f", &res));
 	E2E_STATUS("REMOVE missing", res.status, NFS3ERR_NOENT);
@@ -926,8 +944,7 @@ static void test_rmdir(void)
 
 	E2E_RPC(R, e2e_nfs3_rmdir(R, &d, "missing", &res));
 	E2E_STATUS("RMDIR missing", res.status, NFS3ERR_NOENT);
-	want_wcc_after(&res.RMDIR3res_u.resfail.dir_wcc,
-		       "RMDIR NOENT dir_wcc");
+	want_wcc_after(&res.RMDIR3res_u.resfail.dir_wcc, "RMDIR NOENT dir_wcc");
 }
 
 static void test_rename(void)
@@ -997,14 +1014,16 @@ static void test_rename(void)
 	E2E_RPC(R, e2e_nfs3_rename(R, &d, "full2", &d, "full", &res));
 	E2E_CHECK(res.status == NFS3ERR_NOTEMPTY || res.status == NFS3ERR_EXIST,
 		  "RENAME a dir over a non-empty dir: got %s, want "
-		  "NFS3ERR_NOTEMPTY or NFS3ERR_EXIST", e2e_nfsstat(res.status));
+		  "NFS3ERR_NOTEMPTY or NFS3ERR_EXIST",
+		  e2e_nfsstat(res.status));
 	E2E_CHECK(lookup_status(&full, "x") == NFS3_OK,
 		  "RENAME over a non-empty dir lost its content");
 
 	E2E_RPC(R, e2e_nfs3_rename(R, &d, "victim", &d, "a", &res));
 	E2E_CHECK(res.status == NFS3ERR_ISDIR || res.status == NFS3ERR_EXIST,
 		  "RENAME a file over a dir: got %s, want NFS3ERR_ISDIR or "
-		  "NFS3ERR_EXIST", e2e_nfsstat(res.status));
+		  "NFS3ERR_EXIST",
+		  e2e_nfsstat(res.status));
 }
 
 static void test_link(void)
@@ -1015,8 +1034,7 @@ static void test_link(void)
 	FSINFO3res fi;
 
 	E2E_RPC(R, e2e_nfs3_fsinfo(R, &ROOT, &fi));
-	E2E_REQUIRE(fi.status == NFS3_OK, "FSINFO: %s",
-		    e2e_nfsstat(fi.status));
+	E2E_REQUIRE(fi.status == NFS3_OK, "FSINFO: %s", e2e_nfsstat(fi.status));
 	E2E_RPC(R, e2e_nfs3_link(R, &f, &d, "hard", &res));
 	E2E_CHECK(res.status == NFS3_OK || res.status == NFS3ERR_NOTSUPP,
 		  "LINK: got %s, want NFS3_OK or NFS3ERR_NOTSUPP",
@@ -1042,10 +1060,10 @@ static void test_link(void)
 			  "LINK answered NOTSUPP but 'hard' exists");
 	}
 	E2E_RPC(R, e2e_nfs3_link(R, &f, &d, "f", &res));
-	E2E_CHECK(res.status == NFS3ERR_EXIST ||
-			  res.status == NFS3ERR_NOTSUPP,
+	E2E_CHECK(res.status == NFS3ERR_EXIST || res.status == NFS3ERR_NOTSUPP,
 		  "LINK over an existing name: got %s, want NFS3ERR_EXIST "
-		  "(or NFS3ERR_NOTSUPP)", e2e_nfsstat(res.status));
+		  "(or NFS3ERR_NOTSUPP)",
+		  e2e_nfsstat(res.status));
 }
 
 static int is_dot(const char *n)
@@ -1100,8 +1118,9 @@ static void test_readdirplus(void)
 {
 	nfs_fh3 d = mk_dir(&ROOT, "t_readdirplus");
 	nfs_fh3 f = mk_file(&d, "a", "xyz", 3);
-	READDIRPLUS3args a = { .dir = d, .cookie = 0, .dircount = 8192,
-			       .maxcount = 32768 };
+	READDIRPLUS3args a = {
+		.dir = d, .cookie = 0, .dircount = 8192, .maxcount = 32768
+	};
 	READDIRPLUS3res res;
 	int found = 0;
 
@@ -1121,8 +1140,7 @@ static void test_readdirplus(void)
 				  "READDIRPLUS '%s' without attributes",
 				  e->name);
 			E2E_CHECK(e->name_handle.handle_follows,
-				  "READDIRPLUS '%s' without a handle",
-				  e->name);
+				  "READDIRPLUS '%s' without a handle", e->name);
 			if (e->name_handle.handle_follows) {
 				fattr3 ea = getattr_ok(
 					&e->name_handle.post_op_fh3_u.handle,
@@ -1130,16 +1148,22 @@ static void test_readdirplus(void)
 
 				E2E_CHECK(ea.fileid == e->fileid,
 					  "READDIRPLUS '%s' handle's fileid "
-					  "%llu != entry fileid %llu", e->name,
+					  "%llu != entry fileid %llu",
+					  e->name,
 					  (unsigned long long)ea.fileid,
 					  (unsigned long long)e->fileid);
 				if (strcmp(e->name, "a") == 0)
-					E2E_CHECK(ea.size == 3 &&
-							  e2e_fh_equal(&e->name_handle.post_op_fh3_u.handle, &f),
-						  "READDIRPLUS 'a': size %llu "
-						  "or handle differs from "
-						  "CREATE's",
-						  (unsigned long long)ea.size);
+					E2E_CHECK(
+						ea.size == 3 &&
+							e2e_fh_equal(
+								&e->name_handle
+									 .post_op_fh3_u
+									 .handle,
+								&f),
+						"READDIRPLUS 'a': size %llu "
+						"or handle differs from "
+						"CREATE's",
+						(unsigned long long)ea.size);
 			}
 		}
 		E2E_CHECK(found == 2, "READDIRPLUS listed %d entries, want 2",
@@ -1189,18 +1213,19 @@ static void test_fsinfo(void)
 			  ok->wtmax);
 		E2E_CHECK(ok->rtpref > 0 && ok->rtpref <= ok->rtmax &&
 				  ok->wtpref > 0 && ok->wtpref <= ok->wtmax,
-			  "FSINFO rtpref %u wtpref %u", ok->rtpref,
-			  ok->wtpref);
+			  "FSINFO rtpref %u wtpref %u", ok->rtpref, ok->wtpref);
 		E2E_CHECK(ok->dtpref > 0, "FSINFO dtpref 0");
 		E2E_CHECK(ok->maxfilesize >= (1ull << 32),
 			  "FSINFO maxfilesize %llu < 4 GiB",
 			  (unsigned long long)ok->maxfilesize);
 		E2E_CHECK(ok->properties & FSF3_SYMLINK,
 			  "FSINFO properties 0x%x lack FSF3_SYMLINK (SYMLINK "
-			  "works)", ok->properties);
+			  "works)",
+			  ok->properties);
 		E2E_CHECK(ok->properties & FSF3_CANSETTIME,
 			  "FSINFO properties 0x%x lack FSF3_CANSETTIME "
-			  "(SETATTR mtime works)", ok->properties);
+			  "(SETATTR mtime works)",
+			  ok->properties);
 		want_post_op(&ok->obj_attributes, "FSINFO obj_attributes");
 	}
 }
@@ -1216,7 +1241,8 @@ static void test_pathconf(void)
 
 		E2E_CHECK(ok->name_max == 255, "PATHCONF name_max %u, want 255",
 			  ok->name_max);
-		E2E_CHECK(ok->no_trunc, "PATHCONF no_trunc is false "
+		E2E_CHECK(ok->no_trunc,
+			  "PATHCONF no_trunc is false "
 			  "(NAMETOOLONG is answered, names are not cut)");
 		E2E_CHECK(!ok->case_insensitive && ok->case_preserving,
 			  "PATHCONF case_insensitive %u case_preserving %u",
@@ -1231,8 +1257,7 @@ static void test_pathconf(void)
 static int bad_name_status(int st)
 {
 	return st == NFS3ERR_INVAL || st == NFS3ERR_ACCES ||
-	       st == NFS3ERR_NOENT || st == NFS3ERR_EXIST ||
-	       st == NFS3ERR_PERM;
+	       st == NFS3ERR_NOENT || st == NFS3ERR_EXIST || st == NFS3ERR_PERM;
 }
 
 static void check_bad_name(const nfs_fh3 *d, const char *name,
@@ -1250,19 +1275,21 @@ static void check_bad_name(const nfs_fh3 *d, const char *name,
 
 	snprintf(msg, sizeof(msg), "CREATE %s", label);
 	do_create(d, name, GUARDED, NULL, &cr);
-	E2E_CHECK(bad_name_status(cr.status), "%s: got %s, want an error "
-		  "(INVAL/ACCES/EXIST/NOENT)", msg, e2e_nfsstat(cr.status));
+	E2E_CHECK(bad_name_status(cr.status),
+		  "%s: got %s, want an error "
+		  "(INVAL/ACCES/EXIST/NOENT)",
+		  msg, e2e_nfsstat(cr.status));
 	want_wcc_after(&cr.CREATE3res_u.resfail.dir_wcc, msg);
 
 	snprintf(msg, sizeof(msg), "MKDIR %s", label);
 	E2E_RPC(R, e2e_nfs3_mkdir(R, &ma, &mr));
-	E2E_CHECK(bad_name_status(mr.status), "%s: got %s, want an error",
-		  msg, e2e_nfsstat(mr.status));
+	E2E_CHECK(bad_name_status(mr.status), "%s: got %s, want an error", msg,
+		  e2e_nfsstat(mr.status));
 
 	snprintf(msg, sizeof(msg), "SYMLINK %s", label);
 	mk_symlink(d, name, "t", &sr);
-	E2E_CHECK(bad_name_status(sr.status), "%s: got %s, want an error",
-		  msg, e2e_nfsstat(sr.status));
+	E2E_CHECK(bad_name_status(sr.status), "%s: got %s, want an error", msg,
+		  e2e_nfsstat(sr.status));
 
 	snprintf(msg, sizeof(msg), "RENAME f -> %s", label);
 	E2E_RPC(R, e2e_nfs3_rename(R, d, "f", d, name, &nr));
@@ -1336,7 +1363,8 @@ static void test_names(void)
 	da_after = getattr_ok(&d, "t_names after");
 	E2E_CHECK(nb == na && strcmp(before, after) == 0,
 		  "bad names changed the directory: %d entries before, %d "
-		  "after", nb, na);
+		  "after",
+		  nb, na);
 	E2E_CHECK(da_before.mtime.seconds == da_after.mtime.seconds &&
 			  da_before.mtime.nseconds == da_after.mtime.nseconds,
 		  "bad names changed the directory's mtime");
@@ -1374,9 +1402,10 @@ static void test_forged_handles(void)
 		raw[i] ^= 0x01;
 		E2E_RPC(R, e2e_nfs3_getattr(R, &forged, &ga));
 		if (ga.status != NFS3ERR_BADHANDLE) {
-			fprintf(stderr, "  byte %u of %u flipped: GETATTR got "
-				"%s, want NFS3ERR_BADHANDLE\n", i, len,
-				e2e_nfsstat(ga.status));
+			fprintf(stderr,
+				"  byte %u of %u flipped: GETATTR got "
+				"%s, want NFS3ERR_BADHANDLE\n",
+				i, len, e2e_nfsstat(ga.status));
 			bad++;
 		}
 	}
@@ -1422,8 +1451,8 @@ static int has_export_entry(mountlist ml)
 
 static void test_mount_mnt(void)
 {
-	struct e2e_rpc *m = e2e_rpc_open(gw.mount_port, MOUNT_PROGRAM,
-					 MOUNT_V3);
+	struct e2e_rpc *m =
+		e2e_rpc_open(gw.mount_port, MOUNT_PROGRAM, MOUNT_V3);
 	mountres3 res;
 	int sys = 0;
 
@@ -1452,8 +1481,8 @@ static void test_mount_mnt(void)
 
 static void test_mount_errors(void)
 {
-	struct e2e_rpc *m = e2e_rpc_open(gw.mount_port, MOUNT_PROGRAM,
-					 MOUNT_V3);
+	struct e2e_rpc *m =
+		e2e_rpc_open(gw.mount_port, MOUNT_PROGRAM, MOUNT_V3);
 	mountres3 res;
 
 	mk_file(&ROOT, "t_mount_file", "x", 1);
@@ -1475,8 +1504,8 @@ static void test_mount_errors(void)
 
 static void test_mount_dump_umnt(void)
 {
-	struct e2e_rpc *m = e2e_rpc_open(gw.mount_port, MOUNT_PROGRAM,
-					 MOUNT_V3);
+	struct e2e_rpc *m =
+		e2e_rpc_open(gw.mount_port, MOUNT_PROGRAM, MOUNT_V3);
 	mountres3 res;
 	mountlist ml;
 
@@ -1499,8 +1528,10 @@ static void test_mount_dump_umnt(void)
 
 	E2E_RPC(m, e2e_mnt3_mnt(m, E2E_EXPORT, &res));
 	E2E_RPC(m, e2e_mnt3_dump(m, &ml));
-	E2E_CHECK(has_export_entry(ml), "DUMP after a second MNT does not "
-		  "list %s", E2E_EXPORT);
+	E2E_CHECK(has_export_entry(ml),
+		  "DUMP after a second MNT does not "
+		  "list %s",
+		  E2E_EXPORT);
 	E2E_RPC(m, e2e_mnt3_umntall(m));
 	E2E_RPC(m, e2e_mnt3_dump(m, &ml));
 	E2E_CHECK(ml == NULL, "DUMP after UMNTALL is not empty (first: %s %s)",
@@ -1514,8 +1545,8 @@ static void test_mount_dump_umnt(void)
 
 static void test_mount_export(void)
 {
-	struct e2e_rpc *m = e2e_rpc_open(gw.mount_port, MOUNT_PROGRAM,
-					 MOUNT_V3);
+	struct e2e_rpc *m =
+		e2e_rpc_open(gw.mount_port, MOUNT_PROGRAM, MOUNT_V3);
 	exports ex;
 	int found = 0;
 
@@ -1524,8 +1555,8 @@ static void test_mount_export(void)
 	for (struct exportnode *e = ex; e; e = e->ex_next)
 		if (e->ex_dir && strcmp(e->ex_dir, E2E_EXPORT) == 0)
 			found++;
-	E2E_CHECK(found == 1, "EXPORT lists %s %d times, want once",
-		  E2E_EXPORT, found);
+	E2E_CHECK(found == 1, "EXPORT lists %s %d times, want once", E2E_EXPORT,
+		  found);
 	e2e_rpc_close(m);
 }
 
@@ -1543,9 +1574,10 @@ static void test_mount_on_nfs_port(void)
 		  "MNT on the NFS port: got %s, want MNT3_OK",
 		  e2e_mntstat(res.fhs_status));
 	if (res.fhs_status == MNT3_OK) {
-		nfs_fh3 fh = { { res.mountres3_u.mountinfo.fhandle.fhandle3_len,
-				 res.mountres3_u.mountinfo.fhandle
-					 .fhandle3_val } };
+		nfs_fh3 fh = {
+			{ res.mountres3_u.mountinfo.fhandle.fhandle3_len,
+			  res.mountres3_u.mountinfo.fhandle.fhandle3_val }
+		};
 
 		E2E_CHECK(e2e_fh_equal(&fh, &ROOT),
 			  "MNT on the NFS port gave another root handle");

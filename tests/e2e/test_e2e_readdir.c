@@ -50,8 +50,7 @@ static size_t readdir_resok_size(const READDIR3resok *ok, int *entries)
 	return n + 4 + 4;
 }
 
-static size_t readdirplus_resok_size(const READDIRPLUS3resok *ok,
-				     int *entries)
+static size_t readdirplus_resok_size(const READDIRPLUS3resok *ok, int *entries)
 {
 	size_t n = post_op_attr_size(&ok->dir_attributes) + 8;
 
@@ -88,7 +87,7 @@ struct walk {
 	int seen[NFILES];
 	int dups, unknown, rounds, max_entries, over, underfilled;
 	int nonmono, empty_noeof;
-	int extra;   /* names outside PREFIX%05d that are not . or .. */
+	int extra; /* names outside PREFIX%05d that are not . or .. */
 	size_t max_size;
 };
 
@@ -139,7 +138,8 @@ static void walk_readdir(uint32_t count, int want_full, struct walk *w)
 
 	memset(w, 0, sizeof(*w));
 	for (;;) {
-		READDIR3args a = { .dir = BIG, .cookie = cookie,
+		READDIR3args a = { .dir = BIG,
+				   .cookie = cookie,
 				   .count = count };
 		READDIR3res res;
 		READDIR3resok *ok;
@@ -156,13 +156,16 @@ static void walk_readdir(uint32_t count, int want_full, struct walk *w)
 		memcpy(verf, ok->cookieverf, sizeof(verf));
 		sz = readdir_resok_size(ok, &n);
 		if (sz > count && w->over++ < 3)
-			fprintf(stderr, "  READDIR count %u: reply resok is %zu "
-				"bytes (%d entries)\n", count, sz, n);
+			fprintf(stderr,
+				"  READDIR count %u: reply resok is %zu "
+				"bytes (%d entries)\n",
+				count, sz, n);
 		if (want_full && !ok->reply.eof && sz < count / 2 &&
 		    w->underfilled++ < 3)
-			fprintf(stderr, "  READDIR count %u: reply only %zu "
-				"bytes (%d entries), not at eof\n", count, sz,
-				n);
+			fprintf(stderr,
+				"  READDIR count %u: reply only %zu "
+				"bytes (%d entries), not at eof\n",
+				count, sz, n);
 		if (n == 0 && !ok->reply.eof)
 			w->empty_noeof++;
 		if (n > w->max_entries)
@@ -180,11 +183,14 @@ static void walk_readdir(uint32_t count, int want_full, struct walk *w)
 		w->rounds++;
 		if (ok->reply.eof)
 			break;
-		E2E_REQUIRE(n > 0, "READDIR: empty reply without eof at cookie "
+		E2E_REQUIRE(n > 0,
+			    "READDIR: empty reply without eof at cookie "
 			    "%llu: the walk cannot go on",
 			    (unsigned long long)cookie);
-		E2E_REQUIRE(w->rounds < 20000, "READDIR: no eof after %d "
-			    "replies", w->rounds);
+		E2E_REQUIRE(w->rounds < 20000,
+			    "READDIR: no eof after %d "
+			    "replies",
+			    w->rounds);
 	}
 }
 
@@ -199,7 +205,8 @@ static void walk_readdirplus(uint32_t dircount, uint32_t maxcount,
 	memset(w, 0, sizeof(*w));
 	*no_attr = *no_fh = *bad_fh = 0;
 	for (;;) {
-		READDIRPLUS3args a = { .dir = BIG, .cookie = cookie,
+		READDIRPLUS3args a = { .dir = BIG,
+				       .cookie = cookie,
 				       .dircount = dircount,
 				       .maxcount = maxcount };
 		READDIRPLUS3res res;
@@ -211,18 +218,20 @@ static void walk_readdirplus(uint32_t dircount, uint32_t maxcount,
 		E2E_RPC(R, e2e_nfs3_readdirplus(R, &a, &res));
 		E2E_REQUIRE(res.status == NFS3_OK,
 			    "READDIRPLUS maxcount %u cookie %llu (round %d): "
-			    "got %s", maxcount, (unsigned long long)cookie,
-			    w->rounds, e2e_nfsstat(res.status));
+			    "got %s",
+			    maxcount, (unsigned long long)cookie, w->rounds,
+			    e2e_nfsstat(res.status));
 		ok = &res.READDIRPLUS3res_u.resok;
 		memcpy(verf, ok->cookieverf, sizeof(verf));
 		sz = readdirplus_resok_size(ok, &n);
 		if (sz > maxcount && w->over++ < 3)
-			fprintf(stderr, "  READDIRPLUS maxcount %u: reply resok "
-				"is %zu bytes (%d entries)\n", maxcount, sz,
-				n);
-		if (!ok->reply.eof && sz < maxcount / 2 &&
-		    w->underfilled++ < 3)
-			fprintf(stderr, "  READDIRPLUS maxcount %u: reply only "
+			fprintf(stderr,
+				"  READDIRPLUS maxcount %u: reply resok "
+				"is %zu bytes (%d entries)\n",
+				maxcount, sz, n);
+		if (!ok->reply.eof && sz < maxcount / 2 && w->underfilled++ < 3)
+			fprintf(stderr,
+				"  READDIRPLUS maxcount %u: reply only "
 				"%zu bytes (%d entries), not at eof\n",
 				maxcount, sz, n);
 		if (n == 0 && !ok->reply.eof)
@@ -261,10 +270,14 @@ static void walk_readdirplus(uint32_t dircount, uint32_t maxcount,
 		w->rounds++;
 		if (ok->reply.eof)
 			break;
-		E2E_REQUIRE(n > 0, "READDIRPLUS: empty reply without eof at "
-			    "cookie %llu", (unsigned long long)cookie);
-		E2E_REQUIRE(w->rounds < 20000, "READDIRPLUS: no eof after %d "
-			    "replies", w->rounds);
+		E2E_REQUIRE(n > 0,
+			    "READDIRPLUS: empty reply without eof at "
+			    "cookie %llu",
+			    (unsigned long long)cookie);
+		E2E_REQUIRE(w->rounds < 20000,
+			    "READDIRPLUS: no eof after %d "
+			    "replies",
+			    w->rounds);
 	}
 }
 
@@ -320,7 +333,8 @@ static void test_readdir_1024(void)
 	check_walk(&w, "READDIR count 1024", 1);
 	E2E_CHECK(w.max_entries <= 40,
 		  "READDIR count 1024: up to %d entries in one reply (a "
-		  "32-byte entry cannot fit more than 31)", w.max_entries);
+		  "32-byte entry cannot fit more than 31)",
+		  w.max_entries);
 	fprintf(stderr, "  READDIR 1024: %d replies, up to %d entries\n",
 		w.rounds, w.max_entries);
 }
@@ -354,8 +368,10 @@ static void test_readdirplus_4096(void)
 		  no_attr);
 	E2E_CHECK(no_fh == 0, "READDIRPLUS: %d entries without a handle",
 		  no_fh);
-	E2E_CHECK(bad_fh == 0, "READDIRPLUS: %d handles whose GETATTR fileid "
-		  "differs from the entry's", bad_fh);
+	E2E_CHECK(bad_fh == 0,
+		  "READDIRPLUS: %d handles whose GETATTR fileid "
+		  "differs from the entry's",
+		  bad_fh);
 	fprintf(stderr, "  READDIRPLUS 4096: %d replies, up to %d entries\n",
 		w.rounds, w.max_entries);
 }
@@ -369,15 +385,17 @@ static void test_readdirplus_16k(void)
 	check_walk(&w, "READDIRPLUS maxcount 16384", 1);
 	E2E_CHECK(no_fh == 0 && no_attr == 0,
 		  "READDIRPLUS: %d entries without a handle, %d without "
-		  "attributes", no_fh, no_attr);
+		  "attributes",
+		  no_fh, no_attr);
 }
 
 static void test_toosmall(void)
 {
 	READDIR3args a = { .dir = BIG, .cookie = 0, .count = 100 };
 	READDIR3res res;
-	READDIRPLUS3args pa = { .dir = BIG, .cookie = 0, .dircount = 100,
-				.maxcount = 100 };
+	READDIRPLUS3args pa = {
+		.dir = BIG, .cookie = 0, .dircount = 100, .maxcount = 100
+	};
 	READDIRPLUS3res pres;
 
 	E2E_RPC(R, e2e_nfs3_readdir(R, &a, &res));
@@ -388,7 +406,8 @@ static void test_toosmall(void)
 		E2E_CHECK(n >= 1 && sz <= 100,
 			  "READDIR count 100: OK with %d entries in %zu bytes; "
 			  "want NFS3ERR_TOOSMALL, or >= 1 entry within 100 "
-			  "bytes", n, sz);
+			  "bytes",
+			  n, sz);
 	} else {
 		E2E_STATUS("READDIR count 100", res.status, NFS3ERR_TOOSMALL);
 		E2E_CHECK(res.READDIR3res_u.resfail.dir_attributes
@@ -406,7 +425,8 @@ static void test_toosmall(void)
 		E2E_CHECK(n >= 1 && sz <= 100,
 			  "READDIRPLUS maxcount 100: OK with %d entries in %zu "
 			  "bytes; want NFS3ERR_TOOSMALL, or >= 1 entry within "
-			  "100 bytes", n, sz);
+			  "100 bytes",
+			  n, sz);
 	} else {
 		E2E_STATUS("READDIRPLUS maxcount 100", pres.status,
 			   NFS3ERR_TOOSMALL);
@@ -452,7 +472,8 @@ static void test_verifier_and_stability(void)
 
 	/* read the first 100 replies, then create, then go on */
 	for (;;) {
-		READDIR3args a = { .dir = BIG, .cookie = cookie,
+		READDIR3args a = { .dir = BIG,
+				   .cookie = cookie,
 				   .count = 1024 };
 		READDIR3res res;
 
@@ -460,7 +481,8 @@ static void test_verifier_and_stability(void)
 		E2E_RPC(R, e2e_nfs3_readdir(R, &a, &res));
 		E2E_REQUIRE(res.status == NFS3_OK,
 			    "READDIR from cookie %llu with the current "
-			    "verifier: got %s", (unsigned long long)cookie,
+			    "verifier: got %s",
+			    (unsigned long long)cookie,
 			    e2e_nfsstat(res.status));
 		for (entry3 *e = res.READDIR3res_u.resok.reply.entries; e;
 		     e = e->nextentry) {

@@ -112,12 +112,11 @@ static void write_all(const nfs_fh3 *fh, const char *buf, size_t len,
 		WRITE3res w;
 
 		E2E_RPC(R, e2e_nfs3_write(R, fh, off, buf + off, n, how, &w));
-		E2E_REQUIRE(w.status == NFS3_OK &&
-				    w.WRITE3res_u.resok.count == n,
-			    "WRITE %u at %zu: %s count %u", n, off,
-			    e2e_nfsstat(w.status),
-			    w.status == NFS3_OK ? w.WRITE3res_u.resok.count
-						: 0);
+		E2E_REQUIRE(
+			w.status == NFS3_OK && w.WRITE3res_u.resok.count == n,
+			"WRITE %u at %zu: %s count %u", n, off,
+			e2e_nfsstat(w.status),
+			w.status == NFS3_OK ? w.WRITE3res_u.resok.count : 0);
 		if (first)
 			memcpy(verf, w.WRITE3res_u.resok.verf,
 			       NFS3_WRITEVERFSIZE);
@@ -266,7 +265,8 @@ static void test_handles_after_sigterm(void)
 			read_sha(&h, 65536, sizeof(data), sha_after);
 			E2E_CHECK(strcmp(sha_before, sha_after) == 0,
 				  "data through the old handle differs after "
-				  "restart: %s vs %s", sha_before, sha_after);
+				  "restart: %s vs %s",
+				  sha_before, sha_after);
 		}
 	}
 	{
@@ -310,9 +310,8 @@ static void test_commit_then_kill9(void)
 	write_all(&f, data, sizeof(data), UNSTABLE, v1);
 	E2E_RPC(R, e2e_nfs3_commit(R, &f, 0, 0, &c));
 	E2E_STATUS("COMMIT", c.status, NFS3_OK);
-	E2E_CHECK(c.status != NFS3_OK ||
-			  memcmp(c.COMMIT3res_u.resok.verf, v1,
-				 NFS3_WRITEVERFSIZE) == 0,
+	E2E_CHECK(c.status != NFS3_OK || memcmp(c.COMMIT3res_u.resok.verf, v1,
+						NFS3_WRITEVERFSIZE) == 0,
 		  "COMMIT verifier differs from WRITE's in one run");
 
 	/* metadata: each of these got its reply before the kill */
@@ -359,8 +358,8 @@ static void test_commit_then_kill9(void)
 		E2E_STATUS("LOOKUP of the RENAME source after kill -9",
 			   lr.status, NFS3ERR_NOENT);
 		E2E_RPC(R, e2e_nfs3_lookup(R, &hd, "m01", &lr));
-		E2E_STATUS("LOOKUP of a REMOVEd name after kill -9",
-			   lr.status, NFS3ERR_NOENT);
+		E2E_STATUS("LOOKUP of a REMOVEd name after kill -9", lr.status,
+			   NFS3ERR_NOENT);
 
 		write_all(&h, "x", 1, UNSTABLE, v2);
 		E2E_CHECK(memcmp(v1, v2, NFS3_WRITEVERFSIZE) != 0,
@@ -489,7 +488,8 @@ static void test_100mib(void)
 		read_sha(&h, PIECE, BIG_SIZE, sha_raw);
 		E2E_CHECK(strcmp(sha_in, sha_raw) == 0,
 			  "100 MiB after kill -9 through the old handle: "
-			  "sha256 %s, want %s", sha_raw, sha_in);
+			  "sha256 %s, want %s",
+			  sha_raw, sha_in);
 	}
 }
 
@@ -499,8 +499,9 @@ static uint32_t nlink_of(const nfs_fh3 *fh, const char *what)
 
 	E2E_RPC(R, e2e_nfs3_getattr(R, fh, &ga));
 	E2E_STATUS(what, ga.status, NFS3_OK);
-	return ga.status == NFS3_OK ? ga.GETATTR3res_u.resok.obj_attributes.nlink
-				    : 0;
+	return ga.status == NFS3_OK
+		       ? ga.GETATTR3res_u.resok.obj_attributes.nlink
+		       : 0;
 }
 
 /*
@@ -534,7 +535,7 @@ static void test_hard_links(void)
 	e2e_sha256_hex(data, sizeof(data), want);
 	read_sha(&f, 65536, sizeof(data), got);
 	E2E_CHECK(!strcmp(want, got), "links/a does not show the write "
-		  "through links/sub/b");
+				      "through links/sub/b");
 	kd = keep(&d);
 	ksub = keep(&sub);
 	kf = keep(&f);
@@ -544,7 +545,8 @@ static void test_hard_links(void)
 	sub = use(&ksub);
 	f = lookup_ok(&d, "a");
 	l = lookup_ok(&sub, "b");
-	E2E_CHECK(e2e_fh_equal(&f, &l), "after kill -9 the names are two files");
+	E2E_CHECK(e2e_fh_equal(&f, &l),
+		  "after kill -9 the names are two files");
 	E2E_CHECK(e2e_fh_equal(&f, &(nfs_fh3){ { kf.len, kf.data } }),
 		  "the file's handle changed across kill -9");
 	E2E_CHECK(nlink_of(&f, "GETATTR links/a") == 2, "nlink is not 2");
@@ -562,7 +564,7 @@ static void test_hard_links(void)
 	l = lookup_ok(&sub, "b");
 	read_sha(&l, 65536, sizeof(data), got);
 	E2E_CHECK(!strcmp(want, got), "links/sub/b lost its bytes when "
-		  "links/a was removed");
+				      "links/a was removed");
 }
 
 /* Last: SIGTERM is a clean exit, and stdout held only the ready line. */
@@ -586,10 +588,8 @@ int main(void)
 	CU_add_test(s, "handles survive a SIGTERM restart",
 		    test_handles_after_sigterm);
 	CU_add_test(s, "WRITE+COMMIT survive kill -9", test_commit_then_kill9);
-	CU_add_test(s, "write verifier differs per run",
-		    test_verifier_per_run);
-	CU_add_test(s, "100 MiB in and out, kill -9, old handle",
-		    test_100mib);
+	CU_add_test(s, "write verifier differs per run", test_verifier_per_run);
+	CU_add_test(s, "100 MiB in and out, kill -9, old handle", test_100mib);
 	CU_add_test(s, "hard links: two names, kill -9, one removed",
 		    test_hard_links);
 	CU_add_test(s, "SIGTERM exits 0", test_sigterm);

@@ -25,11 +25,11 @@
 #include <ctype.h>
 #include <sys/wait.h>
 
-#define TTL "1"                 /* --dir-ttl for these tests */
-#define SEE_MS 15000            /* out-of-band change visible within */
-#define UPLOAD_MS 30000         /* an acknowledged write reaches S3 within */
-#define OUTAGE_MS 60000         /* how long test_s3_outage keeps S3 away */
-#define OUTAGE_FILES 30         /* at most this many made during it */
+#define TTL "1"         /* --dir-ttl for these tests */
+#define SEE_MS 15000    /* out-of-band change visible within */
+#define UPLOAD_MS 30000 /* an acknowledged write reaches S3 within */
+#define OUTAGE_MS 60000 /* how long test_s3_outage keeps S3 away */
+#define OUTAGE_FILES 30 /* at most this many made during it */
 #define CHUNK 65536
 
 /* ------------------------------------------------------------------ */
@@ -53,8 +53,8 @@ static nfs_fh3 create_file(struct e2e_rpc *r, const nfs_fh3 *dir,
 	return e2e_fh_dup(r, &res.CREATE3res_u.resok.obj.post_op_fh3_u.handle);
 }
 
-static nfs_fh3 make_dir(struct e2e_rpc *r, const nfs_fh3 *dir,
-			const char *name, uint32_t mode)
+static nfs_fh3 make_dir(struct e2e_rpc *r, const nfs_fh3 *dir, const char *name,
+			uint32_t mode)
 {
 	MKDIR3args a = { .where = { .dir = *dir, .name = (char *)name } };
 	MKDIR3res res;
@@ -79,7 +79,8 @@ static int write_commit(struct e2e_rpc *r, const nfs_fh3 *fh, uint64_t off,
 	COMMIT3res c;
 
 	for (size_t done = 0; done < len;) {
-		uint32_t n = len - done > CHUNK ? CHUNK : (uint32_t)(len - done);
+		uint32_t n =
+			len - done > CHUNK ? CHUNK : (uint32_t)(len - done);
 
 		E2E_RPC(r, e2e_nfs3_write(r, fh, off + done, p + done, n,
 					  UNSTABLE, &w));
@@ -98,8 +99,7 @@ static int write_commit(struct e2e_rpc *r, const nfs_fh3 *fh, uint64_t off,
  * READ [0, len) into out; the first non-OK status, or NFS3_OK when all
  * len bytes came (and eof at the end).
  */
-static int read_all(struct e2e_rpc *r, const nfs_fh3 *fh, void *out,
-		    size_t len)
+static int read_all(struct e2e_rpc *r, const nfs_fh3 *fh, void *out, size_t len)
 {
 	char *o = out;
 	size_t done = 0;
@@ -135,7 +135,8 @@ static int read_equals(struct e2e_rpc *r, const nfs_fh3 *fh, const void *want,
 	E2E_STATUS(what, st, NFS3_OK);
 	eq = st == NFS3_OK && memcmp(got, want, len) == 0;
 	if (st == NFS3_OK)
-		E2E_CHECK(eq, "%s: READ returns other bytes than written", what);
+		E2E_CHECK(eq, "%s: READ returns other bytes than written",
+			  what);
 	free(got);
 	return eq;
 }
@@ -172,8 +173,10 @@ static long lookup_until(struct e2e_rpc *r, const nfs_fh3 *dir,
 		if (st == want)
 			return (long)(e2e_now_ms() - t0);
 		if (e2e_now_ms() - t0 > SEE_MS) {
-			fprintf(stderr, "  LOOKUP %s: still %s after %d ms, want "
-				"%s\n", name, e2e_nfsstat(st), SEE_MS,
+			fprintf(stderr,
+				"  LOOKUP %s: still %s after %d ms, want "
+				"%s\n",
+				name, e2e_nfsstat(st), SEE_MS,
 				e2e_nfsstat(want));
 			return -1;
 		}
@@ -248,18 +251,21 @@ static int s3_wait_object(const char *key, const void *want, size_t len,
 		long ns;
 
 		e2e_s3_resp_free(resp);
-		if (e2e_s3_request("GET", key, NULL, NULL, 0, NULL, resp) == 0 &&
+		if (e2e_s3_request("GET", key, NULL, NULL, 0, NULL, resp) ==
+			    0 &&
 		    resp->code == 200 && resp->len == len &&
 		    memcmp(resp->body, want, len) == 0 &&
-		    (mtime_sec == -1 || (meta_mtime(resp, &s, &ns) == 0 &&
-					 s == mtime_sec)))
+		    (mtime_sec == -1 ||
+		     (meta_mtime(resp, &s, &ns) == 0 && s == mtime_sec)))
 			return 0;
 		if (e2e_now_ms() - t0 > UPLOAD_MS) {
-			fprintf(stderr, "  GET %s: HTTP %d, %zu bytes%s after "
-				"%d ms; want %zu bytes%s\n", key, resp->code,
-				resp->len,
+			fprintf(stderr,
+				"  GET %s: HTTP %d, %zu bytes%s after "
+				"%d ms; want %zu bytes%s\n",
+				key, resp->code, resp->len,
 				resp->code == 200 && resp->len == len
-					? " (other bytes or mtime)" : "",
+					? " (other bytes or mtime)"
+					: "",
 				UPLOAD_MS, len,
 				mtime_sec == -1 ? "" : " and the mtime set");
 			return -1;
@@ -274,7 +280,8 @@ static int s3_put(const char *key, const void *body, size_t len,
 	struct e2e_s3_resp r;
 	int code;
 
-	E2E_REQUIRE(e2e_s3_request("PUT", key, NULL, body, len, headers, &r) == 0,
+	E2E_REQUIRE(e2e_s3_request("PUT", key, NULL, body, len, headers, &r) ==
+			    0,
 		    "PUT %s through the S3 API", key);
 	code = r.code;
 	if (code != 200)
@@ -316,7 +323,8 @@ static void env_start_opts(struct env *e, const struct e2e_gw_opts *o)
 
 static void env_start(struct env *e, const char *upload_delay)
 {
-	struct e2e_gw_opts o = { .threads = 2, .dir_ttl = TTL,
+	struct e2e_gw_opts o = { .threads = 2,
+				 .dir_ttl = TTL,
 				 .upload_delay = upload_delay };
 
 	env_start_opts(e, &o);
@@ -375,11 +383,14 @@ static void test_nfs_to_s3(void)
 	if (s3_wait_object(key, data, len, 1700000000, &r) == 0) {
 		E2E_CHECK(meta_u64(&r, "mode", &v) == 0,
 			  "%s: no decimal x-amz-meta-mode", key);
-		E2E_CHECK((v & 07777) == 0640, "%s: x-amz-meta-mode %llo, "
-			  "want permission bits 0640", key, v);
+		E2E_CHECK((v & 07777) == 0640,
+			  "%s: x-amz-meta-mode %llo, "
+			  "want permission bits 0640",
+			  key, v);
 		E2E_CHECK(!(v & S_IFMT) || (v & S_IFMT) == S_IFREG,
 			  "%s: x-amz-meta-mode %llo has a type other than "
-			  "S_IFREG", key, v);
+			  "S_IFREG",
+			  key, v);
 		E2E_CHECK(meta_u64(&r, "uid", &v) == 0 && v == getuid(),
 			  "%s: x-amz-meta-uid want %u (AUTH_SYS uid)", key,
 			  (unsigned)getuid());
@@ -390,8 +401,10 @@ static void test_nfs_to_s3(void)
 				  sec == 1700000000 && nsec == 250000000,
 			  "%s: x-amz-meta-mtime want 1700000000.25", key);
 	} else {
-		E2E_CHECK(0, "%s never appeared in the bucket with the bytes "
-			  "written through NFS", key);
+		E2E_CHECK(0,
+			  "%s never appeared in the bucket with the bytes "
+			  "written through NFS",
+			  key);
 	}
 	e2e_s3_resp_free(&r);
 
@@ -429,17 +442,22 @@ static void test_nfs_to_s3(void)
 		E2E_STATUS("SYMLINK ln", res.status, NFS3_OK);
 		e2e_s3_key(&E.gw, "ln", key, sizeof(key));
 		if (s3_wait_object(key, "interop.bin", 11, -1, &r) == 0) {
-			int marked = (e2e_s3_header(&r, "x-amz-meta-mapfs-symlink",
-						    flag, sizeof(flag)) == 0 &&
-				      strcmp(flag, "1") == 0) ||
-				     (meta_u64(&r, "mode", &v) == 0 &&
-				      (v & S_IFMT) == S_IFLNK);
+			int marked =
+				(e2e_s3_header(&r, "x-amz-meta-mapfs-symlink",
+					       flag, sizeof(flag)) == 0 &&
+				 strcmp(flag, "1") == 0) ||
+				(meta_u64(&r, "mode", &v) == 0 &&
+				 (v & S_IFMT) == S_IFLNK);
 
-			E2E_CHECK(marked, "%s: neither x-amz-meta-mapfs-symlink: "
-				  "1 nor an S_IFLNK mode", key);
+			E2E_CHECK(marked,
+				  "%s: neither x-amz-meta-mapfs-symlink: "
+				  "1 nor an S_IFLNK mode",
+				  key);
 		} else {
-			E2E_CHECK(0, "symlink object %s holding the target not "
-				  "in the bucket", key);
+			E2E_CHECK(0,
+				  "symlink object %s holding the target not "
+				  "in the bucket",
+				  key);
 		}
 		e2e_s3_resp_free(&r);
 	}
@@ -451,7 +469,7 @@ static void test_s3_to_nfs(void)
 	static const char hello[] = "hello from the S3 API\n";
 	static const char changed[] = "changed behind the gateway's back\n";
 	static const char deep[] = "deep\n";
-	const char *const meta[] = { "x-amz-meta-mode: 33184",  /* 0100640 */
+	const char *const meta[] = { "x-amz-meta-mode: 33184", /* 0100640 */
 				     "x-amz-meta-uid: 1234",
 				     "x-amz-meta-gid: 5678",
 				     "x-amz-meta-mtime: 1600000000.5", NULL };
@@ -469,8 +487,8 @@ static void test_s3_to_nfs(void)
 		   lookup(E.r, &E.root, "from-s3.txt", NULL, NULL),
 		   NFS3ERR_NOENT);
 	e2e_s3_key(&E.gw, "from-s3.txt", key, sizeof(key));
-	E2E_REQUIRE(s3_put(key, hello, strlen(hello), meta) == 200,
-		    "PUT %s", key);
+	E2E_REQUIRE(s3_put(key, hello, strlen(hello), meta) == 200, "PUT %s",
+		    key);
 	e2e_s3_key(&E.gw, "plain.bin", key, sizeof(key));
 	E2E_REQUIRE(s3_put(key, plain, sizeof(plain), NULL) == 200, "PUT %s",
 		    key);
@@ -486,20 +504,26 @@ static void test_s3_to_nfs(void)
 	}
 
 	ms = lookup_until(E.r, &E.root, "from-s3.txt", NFS3_OK, &f);
-	E2E_REQUIRE(ms >= 0, "an object put through the S3 API is not seen "
-		    "through NFS within %d ms (--dir-ttl %s)", SEE_MS, TTL);
+	E2E_REQUIRE(ms >= 0,
+		    "an object put through the S3 API is not seen "
+		    "through NFS within %d ms (--dir-ttl %s)",
+		    SEE_MS, TTL);
 	fprintf(stderr, "  seen through NFS after %ld ms\n", ms);
 	a = getattr(E.r, &f, "GETATTR from-s3.txt");
 	E2E_CHECK(a.type == NF3REG, "from-s3.txt: type %d, want NF3REG",
 		  a.type);
-	E2E_CHECK((a.mode & 07777) == 0640, "from-s3.txt: mode %o, want 0640 "
-		  "(x-amz-meta-mode 33184)", a.mode);
-	E2E_CHECK(a.uid == 1234 && a.gid == 5678, "from-s3.txt: uid/gid "
-		  "%u/%u, want 1234/5678 from the metadata", a.uid, a.gid);
+	E2E_CHECK((a.mode & 07777) == 0640,
+		  "from-s3.txt: mode %o, want 0640 "
+		  "(x-amz-meta-mode 33184)",
+		  a.mode);
+	E2E_CHECK(a.uid == 1234 && a.gid == 5678,
+		  "from-s3.txt: uid/gid "
+		  "%u/%u, want 1234/5678 from the metadata",
+		  a.uid, a.gid);
 	E2E_CHECK(a.mtime.seconds == 1600000000 &&
 			  a.mtime.nseconds == 500000000,
-		  "from-s3.txt: mtime %u.%09u, want 1600000000.5", a.mtime.seconds,
-		  a.mtime.nseconds);
+		  "from-s3.txt: mtime %u.%09u, want 1600000000.5",
+		  a.mtime.seconds, a.mtime.nseconds);
 	E2E_CHECK(a.size == strlen(hello), "from-s3.txt: size %llu, want %zu",
 		  (unsigned long long)a.size, strlen(hello));
 	read_equals(E.r, &f, hello, strlen(hello), "READ from-s3.txt");
@@ -510,7 +534,8 @@ static void test_s3_to_nfs(void)
 	if (st == NFS3_OK) {
 		E2E_CHECK(a.type == NF3REG && (a.mode & 07777) == 0644,
 			  "plain.bin (no metadata): type %d mode %o, want a "
-			  "file 0644", a.type, a.mode);
+			  "file 0644",
+			  a.type, a.mode);
 		E2E_CHECK(a.size == sizeof(plain),
 			  "plain.bin: size %llu, want %zu",
 			  (unsigned long long)a.size, sizeof(plain));
@@ -521,7 +546,8 @@ static void test_s3_to_nfs(void)
 	if (st == NFS3_OK) {
 		E2E_CHECK(a.type == NF3DIR && (a.mode & 07777) == 0755,
 			  "d1 (a common prefix): type %d mode %o, want a "
-			  "dir 0755", a.type, a.mode);
+			  "dir 0755",
+			  a.type, a.mode);
 		st = lookup(E.r, &d, "obj.txt", &f, NULL);
 		E2E_STATUS("LOOKUP d1/obj.txt", st, NFS3_OK);
 	}
@@ -534,7 +560,8 @@ static void test_s3_to_nfs(void)
 	if (st == NFS3_OK) {
 		E2E_CHECK(a.type == NF3DIR && (a.mode & 07777) == 0755,
 			  "deep (a common prefix): type %d mode %o, want a "
-			  "dir 0755", a.type, a.mode);
+			  "dir 0755",
+			  a.type, a.mode);
 		st = lookup(E.r, &d, "er", &d2, NULL);
 		E2E_STATUS("LOOKUP deep/er", st, NFS3_OK);
 	}
@@ -563,13 +590,15 @@ changed:
 			usleep(200000);
 			memset(got, 0, sizeof(got));
 			if (lookup(E.r, &E.root, "from-s3.txt", &h, &a) !=
-			    NFS3_OK || a.size != strlen(changed))
+				    NFS3_OK ||
+			    a.size != strlen(changed))
 				continue;
 			st = read_all(E.r, &h, got, strlen(changed));
 			seen = st == NFS3_OK &&
 			       memcmp(got, changed, strlen(changed)) == 0;
 		}
-		E2E_CHECK(seen, "an object replaced through the S3 API still "
+		E2E_CHECK(seen,
+			  "an object replaced through the S3 API still "
 			  "reads old (size %llu, last READ %s) after %d ms",
 			  (unsigned long long)a.size, e2e_nfsstat(st), SEE_MS);
 	}
@@ -582,7 +611,8 @@ changed:
 	E2E_CHECK(lookup_until(E.r, &E.root, "plain.bin", NFS3ERR_NOENT,
 			       NULL) >= 0,
 		  "an object deleted through the S3 API is still seen through "
-		  "NFS after %d ms", SEE_MS);
+		  "NFS after %d ms",
+		  SEE_MS);
 }
 
 static void test_s3_down(void)
@@ -610,7 +640,8 @@ static void test_s3_down(void)
 		   write_commit(E.r, &fc, 0, cached, len), NFS3_OK);
 	e2e_s3_key(&E.gw, "uncached.bin", key, sizeof(key));
 	E2E_REQUIRE(s3_put(key, uncached, len, NULL) == 200, "PUT %s", key);
-	E2E_REQUIRE(lookup_until(E.r, &E.root, "uncached.bin", NFS3_OK, &fu) >= 0,
+	E2E_REQUIRE(lookup_until(E.r, &E.root, "uncached.bin", NFS3_OK, &fu) >=
+			    0,
 		    "uncached.bin not seen through NFS");
 	e2e_s3_key(&E.gw, "cached.bin", key, sizeof(key));
 	E2E_REQUIRE(s3_wait_object(key, cached, len, -1, &r) == 0,
@@ -652,14 +683,15 @@ static void test_s3_down(void)
 	{
 		WRITE3res w;
 
-		E2E_RPC(E.r, e2e_nfs3_write(E.r, &fc, 0, "down", 4, FILE_SYNC,
-					    &w));
+		E2E_RPC(E.r,
+			e2e_nfs3_write(E.r, &fc, 0, "down", 4, FILE_SYNC, &w));
 		E2E_STATUS("WRITE cached.bin FILE_SYNC (S3 down)", w.status,
 			   NFS3_OK);
 		wrote_ok = w.status == NFS3_OK;
 	}
 	{
-		CREATE3args a = { .where = { .dir = E.root, .name = "new.txt" } };
+		CREATE3args a = { .where = { .dir = E.root,
+					     .name = "new.txt" } };
 		CREATE3res res;
 
 		a.how.mode = UNCHECKED;
@@ -767,8 +799,10 @@ static int s3_wait_status(const char *key, int code)
 
 	while (s3_status(key) != code) {
 		if (e2e_now_ms() - t0 > UPLOAD_MS) {
-			fprintf(stderr, "  HEAD %s: still %d after %d ms, want "
-				"%d\n", key, s3_status(key), UPLOAD_MS, code);
+			fprintf(stderr,
+				"  HEAD %s: still %d after %d ms, want "
+				"%d\n",
+				key, s3_status(key), UPLOAD_MS, code);
 			return -1;
 		}
 		usleep(200000);
@@ -953,8 +987,8 @@ static void test_s3_outage(void)
 
 		snprintf(nm, sizeof(nm), "nd/during-%d.txt", i);
 		e2e_s3_key(&E.gw, nm, key, sizeof(key));
-		E2E_CHECK(s3_wait_object(key, nm + 3, strlen(nm + 3), -1,
-					 &r) == 0,
+		E2E_CHECK(s3_wait_object(key, nm + 3, strlen(nm + 3), -1, &r) ==
+				  0,
 			  "%s (made during the outage) not in the bucket", nm);
 		e2e_s3_resp_free(&r);
 	}
@@ -984,7 +1018,8 @@ static void test_s3_outage(void)
 static void test_special_files(void)
 {
 	static const char *const chr_hdrs[] = { "x-amz-meta-mode: 8612",
-		"x-amz-meta-rdev: 259", "x-amz-meta-uid: 0", NULL };
+						"x-amz-meta-rdev: 259",
+						"x-amz-meta-uid: 0", NULL };
 	MKNOD3args a = { .where = { .name = "pipe" } };
 	MKNOD3res res;
 	struct e2e_s3_resp r;
@@ -1019,19 +1054,23 @@ static void test_special_files(void)
 	E2E_CHECK(fa.type == NF3CHR && fa.rdev.specdata1 == 1 &&
 			  fa.rdev.specdata2 == 3 && (fa.mode & 07777) == 0644,
 		  "dev-null: type %d rdev %u,%u mode %o, want a character "
-		  "device 1,3 0644", fa.type, fa.rdev.specdata1,
-		  fa.rdev.specdata2, fa.mode);
+		  "device 1,3 0644",
+		  fa.type, fa.rdev.specdata1, fa.rdev.specdata2, fa.mode);
 }
 
 /* Start with bad credentials: non-zero exit, a clear line, no secret. */
-static void bad_start(const char *what, const char *key_id,
-		      const char *secret)
+static void bad_start(const char *what, const char *key_id, const char *secret)
 {
 	/* "Permission denied" alone does not say that the keys are wrong. */
-	static const char *const words[] = { "credential", "access key",
-		"secret", "AccessDenied", "SignatureDoesNotMatch",
-		"InvalidAccessKeyId", "403" };
-	struct e2e_gw_opts o = { .threads = 1, .s3_key_id = key_id,
+	static const char *const words[] = { "credential",
+					     "access key",
+					     "secret",
+					     "AccessDenied",
+					     "SignatureDoesNotMatch",
+					     "InvalidAccessKeyId",
+					     "403" };
+	struct e2e_gw_opts o = { .threads = 1,
+				 .s3_key_id = key_id,
 				 .s3_secret = secret };
 	struct e2e_gw g;
 	uint64_t t0 = e2e_now_ms();
@@ -1047,13 +1086,16 @@ static void bad_start(const char *what, const char *key_id,
 	}
 	E2E_CHECK(g.exit_status > 0 && g.exit_status < 128,
 		  "%s: exit status %d, want a non-zero exit (not a signal, "
-		  "not a hang)", what, g.exit_status);
+		  "not a hang)",
+		  what, g.exit_status);
 	log = e2e_gw_log_read(&g);
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		clear |= strcasestr(log, words[i]) != NULL;
-	E2E_CHECK(clear, "%s: stderr does not say why (want one of "
+	E2E_CHECK(clear,
+		  "%s: stderr does not say why (want one of "
 		  "credential/access key/secret/AccessDenied/"
-		  "SignatureDoesNotMatch/InvalidAccessKeyId/403)", what);
+		  "SignatureDoesNotMatch/InvalidAccessKeyId/403)",
+		  what);
 	E2E_CHECK(!secret || !strstr(log, secret),
 		  "%s: the secret is in the gateway's log", what);
 	fprintf(stderr, "  failed in %llu ms\n",
@@ -1085,7 +1127,8 @@ static void test_wrong_credentials(void)
 static void env_start_blind(struct env *e, const char *const *extra)
 {
 	static const char *const ttl[] = { "--attr-ttl", "3600", NULL };
-	struct e2e_gw_opts o = { .threads = 2, .dir_ttl = "3600",
+	struct e2e_gw_opts o = { .threads = 2,
+				 .dir_ttl = "3600",
 				 .upload_delay = "3600",
 				 .extra_args = extra ? extra : ttl };
 
@@ -1200,11 +1243,11 @@ static void test_other_writer(void)
 	E2E_STATUS("WRITE a.csv again",
 		   write_commit(E.r, &f, 0, v2, strlen(v2)), NFS3_OK);
 	E2E_CHECK(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush after the "
-		  "conflict");
+							    "conflict");
 	E2E_CHECK(s3_holds(key, theirs), "the other writer's version is "
-		  "not at its key: it was overwritten");
-	E2E_REQUIRE(s3_first_key(&E.gw, "a.csv.conflict-", sib,
-				 sizeof(sib)) == 0,
+					 "not at its key: it was overwritten");
+	E2E_REQUIRE(s3_first_key(&E.gw, "a.csv.conflict-", sib, sizeof(sib)) ==
+			    0,
 		    "no a.csv.conflict-* object: our version is lost");
 	E2E_CHECK(s3_holds(sib, v2), "%s does not hold our version", sib);
 	read_equals(E.r, &f, v2, strlen(v2), "READ through the open handle");
@@ -1222,13 +1265,14 @@ static void test_other_writer(void)
 	E2E_REQUIRE(s3_put(key, theirs, strlen(theirs), NULL) == 200,
 		    "PUT %s by another client", key);
 	t = create_file(E.r, &E.root, "new.txt", 0644);
-	E2E_STATUS("WRITE new.txt", write_commit(E.r, &t, 0, mine,
-						 strlen(mine)), NFS3_OK);
+	E2E_STATUS("WRITE new.txt",
+		   write_commit(E.r, &t, 0, mine, strlen(mine)), NFS3_OK);
 	E2E_CHECK(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush");
 	E2E_CHECK(s3_holds(key, theirs), "new.txt: the other writer's "
-		  "object was overwritten by a create");
-	E2E_CHECK(s3_first_key(&E.gw, "new.txt.conflict-", sib,
-			       sizeof(sib)) == 0 && s3_holds(sib, mine),
+					 "object was overwritten by a create");
+	E2E_CHECK(s3_first_key(&E.gw, "new.txt.conflict-", sib, sizeof(sib)) ==
+				  0 &&
+			  s3_holds(sib, mine),
 		  "new.txt: our version is not kept next to theirs");
 
 	/* 3. Deleted by the other client while changed here: put back. */
@@ -1244,7 +1288,7 @@ static void test_other_writer(void)
 		   write_commit(E.r, &h, 0, back, strlen(back)), NFS3_OK);
 	E2E_CHECK(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush");
 	E2E_CHECK(s3_holds(key, back), "gone.txt: our changes were not put "
-		  "back after the other client's delete");
+				       "back after the other client's delete");
 
 	E2E_CHECK(gw_cmd(&E.gw, "ctl", "status", status, sizeof(status)) == 0,
 		  "ctl status");
@@ -1252,8 +1296,10 @@ static void test_other_writer(void)
 				 "again, 0 lost)") != NULL,
 		  "ctl status does not count the conflicts:\n%s", status);
 	snprintf(rel, sizeof(rel), "%s", "a.csv was written by someone else");
-	E2E_CHECK(e2e_gw_log_count(&E.gw, rel) == 1, "the log does not say "
-		  "'%s' once", rel);
+	E2E_CHECK(e2e_gw_log_count(&E.gw, rel) == 1,
+		  "the log does not say "
+		  "'%s' once",
+		  rel);
 }
 
 /*
@@ -1265,8 +1311,10 @@ static void test_other_writer(void)
  */
 static void test_reader_pinned(void)
 {
-	static const char *const small[] = { "--attr-ttl", "3600",
-		"--chunk-size", "256K", "--readahead", "256K", NULL };
+	static const char *const small[] = {
+		"--attr-ttl", "3600", "--chunk-size", "256K", "--readahead",
+		"256K",       NULL
+	};
 	const size_t len = 4u << 20;
 	char key[512], *a = malloc(len), *b = malloc(len);
 	READ3res rd;
@@ -1312,15 +1360,16 @@ static void test_reader_pinned(void)
 	free(b);
 }
 
-
 /* The HTTP status of `curl ARGS` (0 if curl failed). */
 static int curl_status(const char *args)
 {
 	char cmd[1024], out[16] = "";
 	FILE *p;
 
-	snprintf(cmd, sizeof(cmd), "curl -s --noproxy '*' -o /dev/null -w "
-		 "'%%{http_code}' %s", args);
+	snprintf(cmd, sizeof(cmd),
+		 "curl -s --noproxy '*' -o /dev/null -w "
+		 "'%%{http_code}' %s",
+		 args);
 	p = popen(cmd, "r");
 	if (!p)
 		return 0;
@@ -1382,12 +1431,19 @@ static void test_events(void)
 	const struct e2e_s3 *s3 = e2e_s3_server();
 	char ev_addr[64], push[128], cmd[2048], key[512], prefix[512];
 	char met_addr[64], *burst;
-	const char *extra[] = { "--attr-ttl", "3600", "--events", ev_addr,
-				"--events-secret", secret, "--metrics",
-				met_addr, NULL };
+	const char *extra[] = { "--attr-ttl",
+				"3600",
+				"--events",
+				ev_addr,
+				"--events-secret",
+				secret,
+				"--metrics",
+				met_addr,
+				NULL };
 	long long lists;
 	size_t blen = 0;
-	struct e2e_gw_opts o = { .threads = 2, .dir_ttl = "3600",
+	struct e2e_gw_opts o = { .threads = 2,
+				 .dir_ttl = "3600",
 				 .extra_args = extra };
 	int port = e2e_free_port(), st;
 	nfs_fh3 f;
@@ -1405,8 +1461,10 @@ static void test_events(void)
 		 s3->key_id, s3->secret, getenv("MAPFS_S3_SCRIPTS"),
 		 s3->endpoint, s3->bucket, prefix, push);
 	st = system(cmd);
-	E2E_REQUIRE(st == 0, "tests/s3/notify.py: the bucket notification "
-		    "could not be set up (exit %d)", st);
+	E2E_REQUIRE(st == 0,
+		    "tests/s3/notify.py: the bucket notification "
+		    "could not be set up (exit %d)",
+		    st);
 
 	E2E_STATUS("LOOKUP pushed.txt before the PUT",
 		   lookup(E.r, &E.root, "pushed.txt", NULL, NULL),
@@ -1414,7 +1472,8 @@ static void test_events(void)
 	e2e_s3_key(&E.gw, "pushed.txt", key, sizeof(key));
 	E2E_REQUIRE(s3_put(key, v1, strlen(v1), NULL) == 200, "PUT %s", key);
 	ms = lookup_until(E.r, &E.root, "pushed.txt", NFS3_OK, &f);
-	E2E_CHECK(ms >= 0, "a PUT by another client is not seen with the "
+	E2E_CHECK(ms >= 0,
+		  "a PUT by another client is not seen with the "
 		  "listing TTL at an hour: the event did not reach it");
 	if (ms < 0)
 		return;
@@ -1435,15 +1494,17 @@ static void test_events(void)
 	snprintf(cmd, sizeof(cmd), "-X POST -d '{}' http://%s/wrong-secret",
 		 ev_addr);
 	E2E_CHECK(curl_status(cmd) == 403, "a POST without the secret is not "
-		  "refused with 403");
+					   "refused with 403");
 	snprintf(cmd, sizeof(cmd), "-X POST -d 'junk' http://%s/%s", ev_addr,
 		 secret);
 	E2E_CHECK(curl_status(cmd) == 400, "a body that is no S3 event is "
-		  "not refused with 400");
-	snprintf(cmd, sizeof(cmd), "-X POST -H 'X-Mapfs-Secret: %s' -d "
-		 "'{\"Records\":[]}' http://%s/", secret, ev_addr);
+					   "not refused with 400");
+	snprintf(cmd, sizeof(cmd),
+		 "-X POST -H 'X-Mapfs-Secret: %s' -d "
+		 "'{\"Records\":[]}' http://%s/",
+		 secret, ev_addr);
 	E2E_CHECK(curl_status(cmd) == 200, "the secret in a header is not "
-		  "taken");
+					   "taken");
 	E2E_CHECK(e2e_gw_log_count(&E.gw, "posted without the secret") == 1,
 		  "the refused POST is not logged");
 
@@ -1453,11 +1514,13 @@ static void test_events(void)
 	E2E_REQUIRE(burst, "malloc");
 	blen += (size_t)sprintf(burst, "{\"Records\":[");
 	for (int i = 0; i < 500; i++)
-		blen += (size_t)sprintf(burst + blen, "%s{\"eventName\":"
-					"\"ObjectCreated:Put\",\"s3\":{\"bucket\":"
-					"{\"name\":\"%s\"},\"object\":{\"key\":"
-					"\"%sb%03d\"}}}", i ? "," : "",
-					s3->bucket, prefix, i);
+		blen += (size_t)sprintf(
+			burst + blen,
+			"%s{\"eventName\":"
+			"\"ObjectCreated:Put\",\"s3\":{\"bucket\":"
+			"{\"name\":\"%s\"},\"object\":{\"key\":"
+			"\"%sb%03d\"}}}",
+			i ? "," : "", s3->bucket, prefix, i);
 	sprintf(burst + blen, "]}");
 	{
 		char path[E2E_PATH_MAX + 32];
@@ -1469,8 +1532,10 @@ static void test_events(void)
 			    "write %s", path);
 		lists = metric(met_addr,
 			       "mapfs_store_requests_total{op=\"list\"}");
-		snprintf(cmd, sizeof(cmd), "-X POST -H 'X-Mapfs-Secret: %s' "
-			 "--data-binary @%s http://%s/", secret, path, ev_addr);
+		snprintf(cmd, sizeof(cmd),
+			 "-X POST -H 'X-Mapfs-Secret: %s' "
+			 "--data-binary @%s http://%s/",
+			 secret, path, ev_addr);
 		E2E_CHECK(curl_status(cmd) == 200, "the burst is not taken");
 	}
 	free(burst);
@@ -1479,8 +1544,10 @@ static void test_events(void)
 		lists;
 	fprintf(stderr, "  500 events for one directory: %lld listings\n",
 		lists);
-	E2E_CHECK(lists >= 1 && lists <= 10, "500 events for one directory "
-		  "made %lld listings (want a few, coalesced)", lists);
+	E2E_CHECK(lists >= 1 && lists <= 10,
+		  "500 events for one directory "
+		  "made %lld listings (want a few, coalesced)",
+		  lists);
 }
 
 /* LINK dir/name to f; the NFS status. */
@@ -1529,7 +1596,8 @@ static void test_hard_links(void)
 	/* A write through one name goes up to both. */
 	E2E_STATUS("WRITE hl/h2.txt", write_commit(E.r, &g, 0, v2, strlen(v2)),
 		   NFS3_OK);
-	read_equals(E.r, &f, v2, strlen(v2), "READ h1.txt after a WRITE "
+	read_equals(E.r, &f, v2, strlen(v2),
+		    "READ h1.txt after a WRITE "
 		    "through hl/h2.txt");
 	E2E_REQUIRE(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush");
 	E2E_CHECK(s3_holds(k1, v2) && s3_holds(k2, v2),
@@ -1540,8 +1608,10 @@ static void test_hard_links(void)
 	E2E_STATUS("WRITE h1.txt", write_commit(E.r, &f, 0, v3, strlen(v3)),
 		   NFS3_OK);
 	E2E_CHECK(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush");
-	E2E_CHECK(s3_holds(k2, theirs), "the other client's object at %s "
-		  "was overwritten by our copy", k2);
+	E2E_CHECK(s3_holds(k2, theirs),
+		  "the other client's object at %s "
+		  "was overwritten by our copy",
+		  k2);
 	E2E_CHECK(s3_holds(k1, v3), "h1.txt does not hold our last write");
 	E2E_REQUIRE(lookup_until(E.r, &d, "h2.txt", NFS3_OK, &h) >= 0,
 		    "hl/h2.txt gone");
@@ -1564,7 +1634,7 @@ static void test_hard_links(void)
 		   NFS3_OK);
 	E2E_CHECK(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush");
 	E2E_CHECK(s3_status(k3) == 404, "hl/h3.txt made again after "
-		  "another client deleted it");
+					"another client deleted it");
 	E2E_CHECK(lookup_until(E.r, &d, "h3.txt", NFS3ERR_NOENT, NULL) >= 0,
 		  "hl/h3.txt still listed");
 	fa = getattr(E.r, &f, "GETATTR h1.txt");
@@ -1591,7 +1661,8 @@ static void test_hard_links(void)
 		   link_to(E.r, &f, &E.root, "h5.txt"), NFS3_OK);
 	E2E_REQUIRE(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush");
 	{
-		struct e2e_gw_opts o = { .threads = 2, .dir_ttl = TTL,
+		struct e2e_gw_opts o = { .threads = 2,
+					 .dir_ttl = TTL,
 					 .store_of = &E.gw };
 		struct env n;
 		nfs_fh3 nd, n4, n5;
@@ -1609,7 +1680,8 @@ static void test_hard_links(void)
 			  "nlink %u), not one with two names",
 			  (unsigned long long)a4.fileid,
 			  (unsigned long long)a5.fileid, a5.nlink);
-		read_equals(n.r, &n5, v1, strlen(v1), "READ h5.txt on the "
+		read_equals(n.r, &n5, v1, strlen(v1),
+			    "READ h5.txt on the "
 			    "new gateway");
 		env_stop(&n);
 	}
@@ -1622,8 +1694,7 @@ static long long metric_until(const char *addr, const char *name,
 	uint64_t t0 = e2e_now_ms();
 	long long v;
 
-	while ((v = metric(addr, name)) < want &&
-	       e2e_now_ms() - t0 < UPLOAD_MS)
+	while ((v = metric(addr, name)) < want && e2e_now_ms() - t0 < UPLOAD_MS)
 		usleep(100000);
 	if (v < want)
 		fprintf(stderr, "  %s: %lld after %d ms, want >= %lld\n", name,
@@ -1670,10 +1741,12 @@ static void test_early_upload(void)
 	const char *stale = "mapfs_upload_early_parts_total{state=\"stale\"}";
 	char met_addr[64], key[512], prefix[512];
 	/* Past 32 MiB a file goes up as parts (on loopback: 1 GiB). */
-	const char *extra[] = { "--metrics", met_addr,
-				"--multipart-threshold", "32M", NULL };
-	struct e2e_gw_opts o = { .threads = 2, .dir_ttl = TTL,
-				 .upload_delay = "600", .extra_args = extra };
+	const char *extra[] = { "--metrics", met_addr, "--multipart-threshold",
+				"32M", NULL };
+	struct e2e_gw_opts o = { .threads = 2,
+				 .dir_ttl = TTL,
+				 .upload_delay = "600",
+				 .extra_args = extra };
 	char *buf = malloc(len);
 	struct e2e_s3_resp resp;
 	RENAME3res rn;
@@ -1696,7 +1769,8 @@ static void test_early_upload(void)
 	E2E_CHECK(metric_until(met_addr, sent, 2) >= 2,
 		  "no part went up while the file was not due");
 	e2e_s3_key(&E.gw, "big.bin", key, sizeof(key));
-	E2E_CHECK(s3_status(key) == 404, "the object is there before the "
+	E2E_CHECK(s3_status(key) == 404,
+		  "the object is there before the "
 		  "file was due: the upload completed early");
 	/* A part already sent is written again, and the file grows. */
 	memset(buf + 5 * mib, 'X', 4096);
@@ -1807,7 +1881,8 @@ int main(void)
 	CU_pSuite s;
 
 	if (!e2e_backend_is_s3()) {
-		fprintf(stderr, "test_e2e_s3interop: needs an S3 backend "
+		fprintf(stderr,
+			"test_e2e_s3interop: needs an S3 backend "
 			"(MAPFS_E2E_STORE=rgw or s3rver), not %s\n",
 			e2e_backend_name());
 		return 1;
@@ -1820,7 +1895,8 @@ int main(void)
 		    test_nfs_to_s3);
 	CU_add_test(s, "S3 API puts/changes/deletes, NFS sees after TTL",
 		    test_s3_to_nfs);
-	CU_add_test(s, "wrong credentials fail at start", test_wrong_credentials);
+	CU_add_test(s, "wrong credentials fail at start",
+		    test_wrong_credentials);
 	CU_add_test(s, "special files, the s3fs way", test_special_files);
 	CU_add_test(s, "S3 down: cached reads, JUKEBOX, nothing lost",
 		    test_s3_down);
@@ -1836,7 +1912,8 @@ int main(void)
 		    test_early_upload);
 	/* s3rver sends no notifications. */
 	if (e2e_backend() == E2E_BACKEND_RGW)
-		CU_add_test(s, "changes pushed: events within the TTL of an hour",
+		CU_add_test(s,
+			    "changes pushed: events within the TTL of an hour",
 			    test_events);
 	return e2e_run_cunit();
 }

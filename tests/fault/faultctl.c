@@ -54,8 +54,8 @@ static int read_line(int fd, char *line, size_t cap, int ms)
 	return -1;
 }
 
-int fault_proxy_start(struct fault_proxy *fp, int target_port,
-		      const char *mode, unsigned long long seed)
+int fault_proxy_start(struct fault_proxy *fp, int target_port, const char *mode,
+		      unsigned long long seed)
 {
 	const char *bin = getenv("MAPFS_FAULTPROXY");
 	char port[16], seeds[32], line[128];

@@ -11,11 +11,11 @@
 #include <sys/types.h>
 
 struct fault_proxy {
-	pid_t pid;                /* 0 when not running */
-	int port;                 /* where the gateway connects */
+	pid_t pid; /* 0 when not running */
+	int port;  /* where the gateway connects */
 	int ctl_port;
-	int ctl_fd;               /* the control connection, or -1 */
-	char endpoint[64];        /* "http://127.0.0.1:PORT" */
+	int ctl_fd;        /* the control connection, or -1 */
+	char endpoint[64]; /* "http://127.0.0.1:PORT" */
 };
 
 /*
@@ -23,8 +23,8 @@ struct fault_proxy {
  * "reset 0.02") with random seed seed, and connect its control port.
  * 0, or -1 (the reason printed).
  */
-int fault_proxy_start(struct fault_proxy *fp, int target_port,
-		      const char *mode, unsigned long long seed);
+int fault_proxy_start(struct fault_proxy *fp, int target_port, const char *mode,
+		      unsigned long long seed);
 
 /*
  * Send one command line (printf-style, no newline) and put the answer,
@@ -32,8 +32,7 @@ int fault_proxy_start(struct fault_proxy *fp, int target_port,
  * 0 if the answer is "ok ...", else -1 (the command and answer printed).
  */
 int fault_proxy_cmd(struct fault_proxy *fp, char *reply, size_t cap,
-		    const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* "mode WORDS": 0 or -1. */
 int fault_proxy_mode(struct fault_proxy *fp, const char *words);

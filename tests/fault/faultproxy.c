@@ -72,8 +72,8 @@
 
 enum mode { M_PASS, M_RESET, M_STALL, M_503, M_TRUNCATE, M_SLOW };
 
-static const char *const mode_names[] = { "pass", "reset", "stall", "503",
-					  "truncate", "slow" };
+static const char *const mode_names[] = { "pass", "reset",    "stall",
+					  "503",  "truncate", "slow" };
 
 struct buf {
 	char *p;
@@ -81,24 +81,31 @@ struct buf {
 };
 
 enum req_state { RQ_HEAD, RQ_BODY, RQ_DROP, RQ_RAW };
-enum resp_state { RS_HEAD, RS_BODY, RS_RAW, RS_CUT,
-		  RS_CHUNK_SIZE, RS_CHUNK_DATA, RS_CHUNK_TRAILER };
+enum resp_state {
+	RS_HEAD,
+	RS_BODY,
+	RS_RAW,
+	RS_CUT,
+	RS_CHUNK_SIZE,
+	RS_CHUNK_DATA,
+	RS_CHUNK_TRAILER
+};
 
 struct conn {
 	bool used;
-	int cfd, sfd;           /* client and server sockets; -1 = closed */
-	struct buf to_s, to_c;  /* bytes waiting to be written */
-	struct buf rq, rs;      /* message heads being gathered */
+	int cfd, sfd;          /* client and server sockets; -1 = closed */
+	struct buf to_s, to_c; /* bytes waiting to be written */
+	struct buf rq, rs;     /* message heads being gathered */
 	enum req_state rqs;
 	enum resp_state rss;
-	uint64_t rq_left, rs_left; /* body bytes left of the current message
+	uint64_t rq_left, rs_left;    /* body bytes left of the current message
 				      (of a chunk and its CRLF, chunked) */
 	char methods[METHODS_MAX][8]; /* FIFO: what each response answers */
 	int mfirst, mcount;
-	bool close_after;       /* close the client once to_c is written */
-	bool draining;          /* written and shut down; reading to EOF */
+	bool close_after; /* close the client once to_c is written */
+	bool draining;    /* written and shut down; reading to EOF */
 	uint64_t drain_until;
-	double tok_c, tok_s;    /* slow mode: bytes we may read from each */
+	double tok_c, tok_s; /* slow mode: bytes we may read from each */
 	uint64_t tok_ms;
 };
 
@@ -108,9 +115,9 @@ struct proxy {
 	struct buf ctl_in[MAX_CTL];
 	struct conn conns[MAX_CONNS];
 	enum mode mode, stall_prev;
-	double p;               /* probability of reset, 503, truncate */
-	double bps;             /* slow mode */
-	uint64_t stall_until;   /* 0: a stall without end */
+	double p;             /* probability of reset, 503, truncate */
+	double bps;           /* slow mode */
+	uint64_t stall_until; /* 0: a stall without end */
 	uint64_t rng;
 	unsigned long nconns, nrequests, ninjected;
 	bool quit;
@@ -269,8 +276,8 @@ static size_t head_end(const struct buf *b)
 }
 
 /* The value of header name in head[0, len) into out; true if present. */
-static bool head_get(const char *head, size_t len, const char *name,
-		     char *out, size_t cap)
+static bool head_get(const char *head, size_t len, const char *name, char *out,
+		     size_t cap)
 {
 	size_t nlen = strlen(name);
 	const char *l = memchr(head, '\n', len), *end = head + len;
@@ -361,7 +368,8 @@ static void req_head(struct proxy *px, struct conn *c, size_t hlen)
 		return;
 	}
 	if (c->mcount < METHODS_MAX) {
-		char *slot = c->methods[(c->mfirst + c->mcount++) % METHODS_MAX];
+		char *slot =
+			c->methods[(c->mfirst + c->mcount++) % METHODS_MAX];
 
 		snprintf(slot, sizeof(c->methods[0]), "%.*s",
 			 (int)(m < 7 ? m : 7), h);
@@ -372,8 +380,7 @@ static void req_head(struct proxy *px, struct conn *c, size_t hlen)
 }
 
 /* Bytes read from the client. */
-static void req_feed(struct proxy *px, struct conn *c, const char *p,
-		     size_t n)
+static void req_feed(struct proxy *px, struct conn *c, const char *p, size_t n)
 {
 	while (n && c->sfd >= 0) {
 		size_t take, hlen;
@@ -406,7 +413,8 @@ static void req_feed(struct proxy *px, struct conn *c, const char *p,
 				req_head(px, c, hlen);
 				/* What follows the head goes through the
 				 * state just entered. */
-				buf_add(&rest, c->rq.p + hlen, c->rq.len - hlen);
+				buf_add(&rest, c->rq.p + hlen,
+					c->rq.len - hlen);
 				c->rq.len = 0;
 				req_feed(px, c, rest.p ? rest.p : "", rest.len);
 				buf_free(&rest);
@@ -462,8 +470,7 @@ static void resp_head(struct proxy *px, struct conn *c, size_t hlen)
 }
 
 /* Bytes read from the server. */
-static void resp_feed(struct proxy *px, struct conn *c, const char *p,
-		      size_t n)
+static void resp_feed(struct proxy *px, struct conn *c, const char *p, size_t n)
 {
 	while (n && c->sfd >= 0) {
 		size_t take, hlen;
@@ -535,9 +542,11 @@ static void resp_feed(struct proxy *px, struct conn *c, const char *p,
 				struct buf rest = { 0 };
 
 				resp_head(px, c, hlen);
-				buf_add(&rest, c->rs.p + hlen, c->rs.len - hlen);
+				buf_add(&rest, c->rs.p + hlen,
+					c->rs.len - hlen);
 				c->rs.len = 0;
-				resp_feed(px, c, rest.p ? rest.p : "", rest.len);
+				resp_feed(px, c, rest.p ? rest.p : "",
+					  rest.len);
 				buf_free(&rest);
 			}
 			if (c->rss == RS_HEAD && c->rs.len > HDR_MAX) {
@@ -624,8 +633,8 @@ static bool conn_read(struct proxy *px, struct conn *c, bool from_client)
 static void conn_write(struct conn *c, bool to_client)
 {
 	struct buf *b = to_client ? &c->to_c : &c->to_s;
-	ssize_t n = send(to_client ? c->cfd : c->sfd, b->p, b->len,
-			 MSG_NOSIGNAL);
+	ssize_t n =
+		send(to_client ? c->cfd : c->sfd, b->p, b->len, MSG_NOSIGNAL);
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
@@ -639,8 +648,7 @@ static void conn_write(struct conn *c, bool to_client)
 /* ---- control ------------------------------------------------------------ */
 
 /* "MODE [ARG]": 0, or -1 with why in err. */
-static int set_mode(struct proxy *px, const char *words, char *err,
-		    size_t cap)
+static int set_mode(struct proxy *px, const char *words, char *err, size_t cap)
 {
 	char name[16] = "";
 	double arg = -1;
@@ -884,7 +892,7 @@ static void loop_once(struct proxy *px)
 static void usage(void)
 {
 	fprintf(stderr, "usage: faultproxy --target PORT [--mode \"MODE "
-		"[ARG]\"] [--seed N]\n");
+			"[ARG]\"] [--seed N]\n");
 	exit(2);
 }
 

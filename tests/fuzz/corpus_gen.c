@@ -80,8 +80,7 @@ static filename3 name(const char *s)
 }
 
 /* Seed NAME of procedure proc (0..21 NFS, 22.. MOUNT) with args obj. */
-static void args_seed(const char *seed, unsigned sel, xdrproc_t proc,
-		      void *obj)
+static void args_seed(const char *seed, unsigned sel, xdrproc_t proc, void *obj)
 {
 	struct xbuf xb = { .len = 1 };
 
@@ -95,8 +94,7 @@ static void nfs_args_seeds(void)
 	sattr3 sa = { .mode = { TRUE, { 0644 } },
 		      .uid = { TRUE, { 1000 } },
 		      .size = { TRUE, { 4096 } },
-		      .mtime = { SET_TO_CLIENT_TIME,
-				 { { 1700000000, 500 } } },
+		      .mtime = { SET_TO_CLIENT_TIME, { { 1700000000, 500 } } },
 		      .atime = { .set_it = SET_TO_SERVER_TIME } };
 	diropargs3 where = { fh(root_fh), name("file.txt") };
 	char data[] = "hello, world\n";
@@ -106,12 +104,11 @@ static void nfs_args_seeds(void)
 	args_seed("getattr", NFSPROC3_GETATTR, (xdrproc_t)xdr_GETATTR3args,
 		  &(GETATTR3args){ fh(file_fh) });
 	args_seed("setattr", NFSPROC3_SETATTR, (xdrproc_t)xdr_SETATTR3args,
-		  &(SETATTR3args){ fh(file_fh), sa,
-				   { TRUE, { { 1700000000, 1 } } } });
+		  &(SETATTR3args){
+			  fh(file_fh), sa, { TRUE, { { 1700000000, 1 } } } });
 	args_seed("lookup", NFSPROC3_LOOKUP, (xdrproc_t)xdr_LOOKUP3args,
 		  &(LOOKUP3args){ where });
-	args_seed("lookup_dotdot", NFSPROC3_LOOKUP,
-		  (xdrproc_t)xdr_LOOKUP3args,
+	args_seed("lookup_dotdot", NFSPROC3_LOOKUP, (xdrproc_t)xdr_LOOKUP3args,
 		  &(LOOKUP3args){ { fh(root_fh), name("..") } });
 	args_seed("access", NFSPROC3_ACCESS, (xdrproc_t)xdr_ACCESS3args,
 		  &(ACCESS3args){ fh(file_fh), 0x3f });
@@ -120,13 +117,17 @@ static void nfs_args_seeds(void)
 	args_seed("read", NFSPROC3_READ, (xdrproc_t)xdr_READ3args,
 		  &(READ3args){ fh(file_fh), 8192, 131072 });
 	args_seed("write", NFSPROC3_WRITE, (xdrproc_t)xdr_WRITE3args,
-		  &(WRITE3args){ fh(file_fh), 0, sizeof(data) - 1, FILE_SYNC,
+		  &(WRITE3args){ fh(file_fh),
+				 0,
+				 sizeof(data) - 1,
+				 FILE_SYNC,
 				 { sizeof(data) - 1, data } });
-	args_seed("create", NFSPROC3_CREATE, (xdrproc_t)xdr_CREATE3args,
-		  &(CREATE3args){ where, { GUARDED, { .obj_attributes = sa } } });
-	args_seed("create_excl", NFSPROC3_CREATE, (xdrproc_t)xdr_CREATE3args,
-		  &(CREATE3args){ where, { EXCLUSIVE,
-					   { .verf = "verifier" } } });
+	args_seed(
+		"create", NFSPROC3_CREATE, (xdrproc_t)xdr_CREATE3args,
+		&(CREATE3args){ where, { GUARDED, { .obj_attributes = sa } } });
+	args_seed(
+		"create_excl", NFSPROC3_CREATE, (xdrproc_t)xdr_CREATE3args,
+		&(CREATE3args){ where, { EXCLUSIVE, { .verf = "verifier" } } });
 	args_seed("mkdir", NFSPROC3_MKDIR, (xdrproc_t)xdr_MKDIR3args,
 		  &(MKDIR3args){ { fh(root_fh), name("dir") }, sa });
 	args_seed("symlink", NFSPROC3_SYMLINK, (xdrproc_t)xdr_SYMLINK3args,
@@ -148,9 +149,10 @@ static void nfs_args_seeds(void)
 		  &(LINK3args){ fh(file_fh), { fh(root_fh), name("hard") } });
 	args_seed("readdir", NFSPROC3_READDIR, (xdrproc_t)xdr_READDIR3args,
 		  &(READDIR3args){ fh(root_fh), 0, { 0 }, 4096 });
-	args_seed("readdirplus", NFSPROC3_READDIRPLUS,
-		  (xdrproc_t)xdr_READDIRPLUS3args,
-		  &(READDIRPLUS3args){ fh(root_fh), 3, "cookieve", 4096, 32768 });
+	args_seed(
+		"readdirplus", NFSPROC3_READDIRPLUS,
+		(xdrproc_t)xdr_READDIRPLUS3args,
+		&(READDIRPLUS3args){ fh(root_fh), 3, "cookieve", 4096, 32768 });
 	args_seed("fsstat", NFSPROC3_FSSTAT, (xdrproc_t)xdr_FSSTAT3args,
 		  &(FSSTAT3args){ fh(root_fh) });
 	args_seed("fsinfo", NFSPROC3_FSINFO, (xdrproc_t)xdr_FSINFO3args,
@@ -264,8 +266,8 @@ static void rpc_record_seeds(void)
 	stream_seed("null", 0x01000000, (struct xbuf *[]){ &null_call }, 1, 1);
 	stream_seed("getattr_authsys", 0x02000000,
 		    (struct xbuf *[]){ &ga_call }, 1, 1);
-	stream_seed("getattr_3frags", 0x03000000,
-		    (struct xbuf *[]){ &ga_call }, 1, 3);
+	stream_seed("getattr_3frags", 0x03000000, (struct xbuf *[]){ &ga_call },
+		    1, 3);
 	stream_seed("mnt", 0x04000000, (struct xbuf *[]){ &mnt_call }, 1, 1);
 	stream_seed("pipeline", 0x05000000,
 		    (struct xbuf *[]){ &null_call, &ga_call, &mnt_call }, 3, 1);
@@ -275,16 +277,16 @@ static void rpc_record_seeds(void)
 		    1, 1);
 	stream_seed("reply", 0x08000000, (struct xbuf *[]){ &reply }, 1, 1);
 	/* Bit 15 of the split seed: a small record limit (fuzz_rpc_record). */
-	stream_seed("small_limit", 0x00408000, (struct xbuf *[]){ &ga_call },
-		    1, 2);
+	stream_seed("small_limit", 0x00408000, (struct xbuf *[]){ &ga_call }, 1,
+		    2);
 }
 
 static void handle_seeds(void)
 {
 	uint8_t raw[1 + HANDLE_LEN], alt[1 + 16 + HANDLE_LEN] = { 1 };
-	static const uint8_t fields[16] = { 0, 0, 0, FUZZ_EXPORT_ID,
-					    0, 0, 0, 0, 0, 0, 0x10, 0,
-					    0, 0, 0, 2 };
+	static const uint8_t fields[16] = { 0, 0, 0, FUZZ_EXPORT_ID, 0, 0, 0,
+					    0, 0, 0, 0x10,           0, 0, 0,
+					    0, 2 };
 
 	raw[0] = 0;
 	memcpy(raw + 1, file_fh, HANDLE_LEN);
@@ -314,11 +316,15 @@ static void xml_seed(const char *seed, uint8_t sel, const char *doc)
 
 static void s3_xml_seeds(void)
 {
-	xml_seed("error", 0, HDR "<Error><Code>NoSuchKey</Code>"
+	xml_seed("error", 0,
+		 HDR
+		 "<Error><Code>NoSuchKey</Code>"
 		 "<Message>The resource you requested does not exist</Message>"
 		 "<Resource>/mybucket/myfoto.jpg</Resource>"
 		 "<RequestId>4442587FB7D0A2F9</RequestId></Error>");
-	xml_seed("list", 1, HDR "<ListBucketResult " NS ">"
+	xml_seed("list", 1,
+		 HDR
+		 "<ListBucketResult " NS ">"
 		 "<Name>bucket</Name><Prefix></Prefix><KeyCount>2</KeyCount>"
 		 "<MaxKeys>1000</MaxKeys><Delimiter>/</Delimiter>"
 		 "<IsTruncated>true</IsTruncated>"
@@ -331,7 +337,9 @@ static void s3_xml_seeds(void)
 		 "</Contents>"
 		 "<CommonPrefixes><Prefix>photos/</Prefix></CommonPrefixes>"
 		 "</ListBucketResult>");
-	xml_seed("list_url_prefix", 0x81, HDR "<ListBucketResult " NS ">"
+	xml_seed("list_url_prefix", 0x81,
+		 HDR
+		 "<ListBucketResult " NS ">"
 		 "<EncodingType>url</EncodingType>"
 		 "<IsTruncated>false</IsTruncated>"
 		 "<Contents><Key>pre/a%20b+c%2Fd</Key><Size>0</Size>"
@@ -340,36 +348,46 @@ static void s3_xml_seeds(void)
 		 "</Contents><Contents><Key>pre/</Key><Size>0</Size></Contents>"
 		 "<CommonPrefixes><Prefix>pre/dir%2F/</Prefix></CommonPrefixes>"
 		 "</ListBucketResult>");
-	xml_seed("upload_id", 2, HDR "<InitiateMultipartUploadResult " NS ">"
-		 "<Bucket>bucket</Bucket><Key>big</Key>"
-		 "<UploadId>VXBsb2FkIElEIGZvciA2aWWpbmcncyBteS1tb3ZpZS5tMnRzIHVw"
-		 "</UploadId></InitiateMultipartUploadResult>");
-	xml_seed("copy_object", 0x83, HDR "<CopyObjectResult " NS ">"
-		 "<LastModified>2009-10-28T22:32:00.000Z</LastModified>"
-		 "<ETag>\"9b2cf535f27731c974343645a3985328\"</ETag>"
-		 "</CopyObjectResult>");
-	xml_seed("copy_part", 0x84, HDR "<CopyPartResult>"
-		 "<LastModified>2011-04-11T20:34:56.000Z</LastModified>"
-		 "<ETag>\"9b2cf535f27731c974343645a3985328\"</ETag>"
-		 "</CopyPartResult>");
-	xml_seed("complete", 5, HDR "<CompleteMultipartUploadResult " NS ">"
-		 "<Location>http://b.s3.amazonaws.com/big</Location>"
-		 "<Bucket>b</Bucket><Key>big</Key>"
-		 "<ETag>\"3858f62230ac3c915f300c664312c11f-9\"</ETag>"
-		 "</CompleteMultipartUploadResult>");
-	xml_seed("uploads", 6, HDR "<ListMultipartUploadsResult " NS ">"
+	xml_seed(
+		"upload_id", 2,
+		HDR
+		"<InitiateMultipartUploadResult " NS ">"
+		"<Bucket>bucket</Bucket><Key>big</Key>"
+		"<UploadId>VXBsb2FkIElEIGZvciA2aWWpbmcncyBteS1tb3ZpZS5tMnRzIHVw"
+		"</UploadId></InitiateMultipartUploadResult>");
+	xml_seed("copy_object", 0x83,
+		 HDR "<CopyObjectResult " NS ">"
+		     "<LastModified>2009-10-28T22:32:00.000Z</LastModified>"
+		     "<ETag>\"9b2cf535f27731c974343645a3985328\"</ETag>"
+		     "</CopyObjectResult>");
+	xml_seed("copy_part", 0x84,
+		 HDR "<CopyPartResult>"
+		     "<LastModified>2011-04-11T20:34:56.000Z</LastModified>"
+		     "<ETag>\"9b2cf535f27731c974343645a3985328\"</ETag>"
+		     "</CopyPartResult>");
+	xml_seed("complete", 5,
+		 HDR "<CompleteMultipartUploadResult " NS ">"
+		     "<Location>http://b.s3.amazonaws.com/big</Location>"
+		     "<Bucket>b</Bucket><Key>big</Key>"
+		     "<ETag>\"3858f62230ac3c915f300c664312c11f-9\"</ETag>"
+		     "</CompleteMultipartUploadResult>");
+	xml_seed("uploads", 6,
+		 HDR
+		 "<ListMultipartUploadsResult " NS ">"
 		 "<Bucket>b</Bucket><IsTruncated>true</IsTruncated>"
 		 "<NextKeyMarker>my-movie.m2ts</NextKeyMarker>"
 		 "<NextUploadIdMarker>YW55IGlkZWEgd2h5</NextUploadIdMarker>"
 		 "<Upload><Key>my-divisor</Key><UploadId>XMgbGlrZSBlbHZpbmcn"
 		 "</UploadId><Initiated>2010-11-10T20:48:33.000Z</Initiated>"
 		 "</Upload></ListMultipartUploadsResult>");
-	xml_seed("delete_result", 7, HDR "<DeleteResult " NS ">"
-		 "<Deleted><Key>sample1.txt</Key></Deleted>"
-		 "<Error><Key>sample2.txt</Key><Code>AccessDenied</Code>"
-		 "<Message>Access Denied</Message></Error></DeleteResult>");
-	xml_seed("doctype", 0, HDR "<!DOCTYPE Error [<!ENTITY a \"aaaa\">]>"
-		 "<Error><Code>&a;</Code></Error>");
+	xml_seed("delete_result", 7,
+		 HDR "<DeleteResult " NS ">"
+		     "<Deleted><Key>sample1.txt</Key></Deleted>"
+		     "<Error><Key>sample2.txt</Key><Code>AccessDenied</Code>"
+		     "<Message>Access Denied</Message></Error></DeleteResult>");
+	xml_seed("doctype", 0,
+		 HDR "<!DOCTYPE Error [<!ENTITY a \"aaaa\">]>"
+		     "<Error><Code>&a;</Code></Error>");
 }
 
 int main(int argc, char **argv)

@@ -17,13 +17,13 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define FUZZ_CHECK(cond)                                                    \
-	do {                                                                \
-		if (!(cond)) {                                              \
-			fprintf(stderr, "%s:%d: invariant broken: %s\n",    \
-				__FILE__, __LINE__, #cond);                 \
-			abort();                                            \
-		}                                                           \
+#define FUZZ_CHECK(cond)                                                 \
+	do {                                                             \
+		if (!(cond)) {                                           \
+			fprintf(stderr, "%s:%d: invariant broken: %s\n", \
+				__FILE__, __LINE__, #cond);              \
+			abort();                                         \
+		}                                                        \
 	} while (0)
 
 /*
@@ -31,8 +31,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * handles carry a valid MAC and the fuzzer gets past handle_decode().
  */
 static const struct handle_key fuzz_key = { {
-	0x6d, 0x61, 0x70, 0x66, 0x73, 0x2d, 0x67, 0x77,
-	0x2d, 0x66, 0x75, 0x7a, 0x7a, 0x6b, 0x65, 0x79,
+	0x6d,
+	0x61,
+	0x70,
+	0x66,
+	0x73,
+	0x2d,
+	0x67,
+	0x77,
+	0x2d,
+	0x66,
+	0x75,
+	0x7a,
+	0x7a,
+	0x6b,
+	0x65,
+	0x79,
 } };
 
 /* The export id of the seeds' handles. */

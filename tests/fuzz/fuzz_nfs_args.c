@@ -57,8 +57,10 @@ static void check_sattr(const sattr3 *in)
 
 	if (nfs3_sattr(in, &out) != NFS3_OK)
 		return;
-	FUZZ_CHECK(!(out.mask & FS_SET_ATIME) || out.atime.tv_nsec < 1000000000);
-	FUZZ_CHECK(!(out.mask & FS_SET_MTIME) || out.mtime.tv_nsec < 1000000000);
+	FUZZ_CHECK(!(out.mask & FS_SET_ATIME) ||
+		   out.atime.tv_nsec < 1000000000);
+	FUZZ_CHECK(!(out.mask & FS_SET_MTIME) ||
+		   out.mtime.tv_nsec < 1000000000);
 	FUZZ_CHECK((out.mode & ~07777u) == 0);
 }
 
@@ -121,13 +123,15 @@ static void check_nfs(uint32_t proc, const void *a)
 
 		check_dirop(&m->where, NFS3_NAME_CREATE);
 		if (m->what.type == NF3CHR || m->what.type == NF3BLK)
-			check_sattr(&m->what.mknoddata3_u.device.dev_attributes);
+			check_sattr(
+				&m->what.mknoddata3_u.device.dev_attributes);
 		else if (m->what.type == NF3SOCK || m->what.type == NF3FIFO)
 			check_sattr(&m->what.mknoddata3_u.pipe_attributes);
 		break;
 	}
 	case NFSPROC3_REMOVE:
-		check_dirop(&((const REMOVE3args *)a)->object, NFS3_NAME_CHANGE);
+		check_dirop(&((const REMOVE3args *)a)->object,
+			    NFS3_NAME_CHANGE);
 		break;
 	case NFSPROC3_RMDIR:
 		check_dirop(&((const RMDIR3args *)a)->object, NFS3_NAME_CHANGE);
@@ -175,8 +179,7 @@ static void check_mount(uint32_t proc, const void *a, size_t wire_len)
 }
 
 /* Encoding what was decoded must give as many bytes as it came from. */
-static void check_reencode(const struct rpc_proc *proc, void *args,
-			   u_int used)
+static void check_reencode(const struct rpc_proc *proc, void *args, u_int used)
 {
 	static char buf[1024 * 1024 + 65536];
 	XDR x;

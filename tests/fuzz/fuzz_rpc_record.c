@@ -96,8 +96,8 @@ static uint32_t next_rand(uint32_t *s)
 }
 
 /* A record out of the split parse must be the next one of the whole. */
-static bool record_matches(const struct recs *whole, size_t *i,
-			   uint8_t *rec, size_t rl)
+static bool record_matches(const struct recs *whole, size_t *i, uint8_t *rec,
+			   size_t rl)
 {
 	bool ok;
 

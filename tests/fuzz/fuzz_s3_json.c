@@ -15,9 +15,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *const names[] = { "Code", "AccessKeyId",
-					     "SecretAccessKey", "Token",
-					     "Expiration", "" };
+	static const char *const names[] = {
+		"Code",  "AccessKeyId", "SecretAccessKey",
+		"Token", "Expiration",  ""
+	};
 	char *js = malloc(size + 1);
 
 	if (!js)

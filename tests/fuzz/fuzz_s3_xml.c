@@ -58,7 +58,8 @@ static void fuzz_uploads(const char *body, size_t len)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const etag_roots[] = {
-		"CopyObjectResult", "CopyPartResult",
+		"CopyObjectResult",
+		"CopyPartResult",
 		"CompleteMultipartUploadResult",
 	};
 	char code[S3_XML_CODE_MAX], msg[S3_XML_MSG_MAX], key[64];

@@ -93,13 +93,12 @@ static int f_get(struct store *st, const char *key, uint64_t off, size_t len,
 	get_counted(f, len);
 	if (faulty(f, FAKE_ALL_DOWN))
 		return leave(f, FAKE_GET, -EAGAIN);
-	return leave(f, FAKE_GET,
-		     store_get(f->inner, key, off, len, buf, got));
+	return leave(f, FAKE_GET, store_get(f->inner, key, off, len, buf, got));
 }
 
-static int f_get_stream(struct store *st, const char *key,
-			const char *if_match, uint64_t off, uint64_t len,
-			store_sink_fn sink, void *arg, uint64_t *got)
+static int f_get_stream(struct store *st, const char *key, const char *if_match,
+			uint64_t off, uint64_t len, store_sink_fn sink,
+			void *arg, uint64_t *got)
 {
 	struct fake_store *f = fake_of(st);
 
@@ -111,9 +110,9 @@ static int f_get_stream(struct store *st, const char *key,
 					 sink, arg, got));
 }
 
-static int f_put(struct store *st, const char *key, const void *buf,
-		 size_t len, const struct store_meta *meta,
-		 const struct store_cond *cond, struct store_info *out)
+static int f_put(struct store *st, const char *key, const void *buf, size_t len,
+		 const struct store_meta *meta, const struct store_cond *cond,
+		 struct store_info *out)
 {
 	struct fake_store *f = fake_of(st);
 
@@ -158,9 +157,9 @@ static int f_mpu_part(struct store *st, const char *key, const char *id,
 	struct fake_store *f = fake_of(st);
 
 	enter(f, FAKE_PART);
-	return leave(f, FAKE_PART,
-		     store_mpu_part(f->inner, key, id, partno, fd, off, len,
-				    etag));
+	return leave(
+		f, FAKE_PART,
+		store_mpu_part(f->inner, key, id, partno, fd, off, len, etag));
 }
 
 static int f_mpu_part_copy(struct store *st, const char *key, const char *id,
@@ -217,8 +216,7 @@ static int f_copy(struct store *st, const char *src, const char *dst,
 	struct fake_store *f = fake_of(st);
 
 	enter(f, FAKE_COPY);
-	return leave(f, FAKE_COPY,
-		     store_copy(f->inner, src, dst, meta, out));
+	return leave(f, FAKE_COPY, store_copy(f->inner, src, dst, meta, out));
 }
 
 static int f_del(struct store *st, const char *key)

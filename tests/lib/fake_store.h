@@ -32,10 +32,10 @@ enum fake_call {
 
 /* Faults, any set of them (fake_store_faults). */
 enum fake_fault {
-	FAKE_PUTS_DOWN = 1 << 0,     /* every PUT -EAGAIN: unreachable */
-	FAKE_ALL_DOWN = 1 << 1,      /* every HEAD and GET -EAGAIN too */
-	FAKE_NO_PART_COPY = 1 << 2,  /* UploadPartCopy -ENOTSUP */
-	FAKE_MPU_FAIL = 1 << 3,      /* complete and abort -EAGAIN (a crash) */
+	FAKE_PUTS_DOWN = 1 << 0,    /* every PUT -EAGAIN: unreachable */
+	FAKE_ALL_DOWN = 1 << 1,     /* every HEAD and GET -EAGAIN too */
+	FAKE_NO_PART_COPY = 1 << 2, /* UploadPartCopy -ENOTSUP */
+	FAKE_MPU_FAIL = 1 << 3,     /* complete and abort -EAGAIN (a crash) */
 	FAKE_MPU_LOSE_CREATE = 1 << 4, /* an upload is made, its id lost */
 };
 

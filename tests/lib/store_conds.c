@@ -50,12 +50,12 @@ static int fd_of(const char *data)
 	return fd;
 }
 
-#define FAIL_IF(cond, what)                                                    \
-	do {                                                                   \
-		if (cond) {                                                    \
-			err = what;                                            \
-			goto out;                                              \
-		}                                                              \
+#define FAIL_IF(cond, what)         \
+	do {                        \
+		if (cond) {         \
+			err = what; \
+			goto out;   \
+		}                   \
 	} while (0)
 
 const char *store_conds_check(struct store *st, const char *prefix)
@@ -137,7 +137,8 @@ const char *store_conds_check(struct store *st, const char *prefix)
 	/* A write that meets its own earlier try (same write id) goes on;
 	 * another write's id is another writer. */
 	{
-		struct store_meta wm = { .has_mode = true, .mode = 0100644,
+		struct store_meta wm = { .has_mode = true,
+					 .mode = 0100644,
 					 .wid = "try-1" };
 		struct store_cond own = { .kind = STORE_IF_NONE,
 					  .wid = "try-1" };
@@ -170,7 +171,8 @@ const char *store_conds_check(struct store *st, const char *prefix)
 	/* A link id (hard links) goes with a copy's new metadata, onto
 	 * another key and onto the same one. */
 	{
-		struct store_meta lm = { .has_mode = true, .mode = 0100644,
+		struct store_meta lm = { .has_mode = true,
+					 .mode = 0100644,
 					 .link = "00c0ffee-2a" };
 
 		FAIL_IF(store_copy(st, a, b, &lm, NULL) ||

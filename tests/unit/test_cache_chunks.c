@@ -59,9 +59,13 @@ static bool gate_wait(int n)
 
 static struct cache *open_cache(uint64_t readahead, uint64_t capacity)
 {
-	struct cache_opts o = { .dir = cache_dir, .db = db, .nloops = 1,
-				.chunk_size = MIB, .readahead = readahead,
-				.capacity = capacity, .fetch_threads = 4 };
+	struct cache_opts o = { .dir = cache_dir,
+				.db = db,
+				.nloops = 1,
+				.chunk_size = MIB,
+				.readahead = readahead,
+				.capacity = capacity,
+				.fetch_threads = 4 };
 	struct cache *c = NULL;
 
 	CU_ASSERT_FATAL(cache_open(&o, fake_store_store(fake), &c) == 0);
@@ -81,13 +85,13 @@ static void res_done(void *arg, long res)
 	*(long *)arg = res;
 }
 
-static long fetch(struct cache *c, uint64_t ino, const char *key,
-		  uint64_t size, uint64_t off, uint64_t len, bool for_write)
+static long fetch(struct cache *c, uint64_t ino, const char *key, uint64_t size,
+		  uint64_t off, uint64_t len, bool for_write)
 {
 	long res = 1;
 
-	cache_fetch(c, -1, ino, &(struct cache_obj){ .key = key, .size = size }, off, len,
-		    for_write, res_done, &res);
+	cache_fetch(c, -1, ino, &(struct cache_obj){ .key = key, .size = size },
+		    off, len, for_write, res_done, &res);
 	return res;
 }
 
@@ -202,12 +206,13 @@ static void test_partial_read(void)
 	counts_reset();
 	CU_ASSERT(read_through(c, 1, "eight", 8 * MIB, 5 * MIB + 4096, 4096,
 			       buf) == 4096);
-	CU_ASSERT(fake_store_count(fake, FAKE_GET) == 1); /* chunk 5, nothing else */
+	CU_ASSERT(fake_store_count(fake, FAKE_GET) ==
+		  1); /* chunk 5, nothing else */
 	CU_ASSERT(rd(c, 1, 5 * MIB, MIB, buf) == MIB);
 	expect_chunk(buf, 5, 100, MIB);
 	/* A read spanning chunks 5 and 6 fetches only 6. */
-	CU_ASSERT(read_through(c, 1, "eight", 8 * MIB, 6 * MIB - 10, 20,
-			       buf) == 20);
+	CU_ASSERT(read_through(c, 1, "eight", 8 * MIB, 6 * MIB - 10, 20, buf) ==
+		  20);
 	CU_ASSERT(fake_store_count(fake, FAKE_GET) == 2);
 	CU_ASSERT(rd(c, 1, 0, 10, buf) == -ENODATA); /* chunk 0: never read */
 	CU_ASSERT(cache_drop(c, 1) == 0);
@@ -221,8 +226,8 @@ static void test_small_file_whole(void)
 	uint8_t want[100000], got[100000];
 
 	fill(want, sizeof(want), 7);
-	CU_ASSERT_FATAL(store_put(inner, "small", want, sizeof(want), NULL,
-				  NULL) == 0);
+	CU_ASSERT_FATAL(
+		store_put(inner, "small", want, sizeof(want), NULL, NULL) == 0);
 	counts_reset();
 	CU_ASSERT(read_through(c, 2, "small", sizeof(want), 50000, 10, got) ==
 		  10);
@@ -381,14 +386,16 @@ static void test_truncate_limit(void)
 	put_obj("cut", 3 * MIB, 500);
 	counts_reset();
 	CU_ASSERT(fetch(c, 6, "cut", 3 * MIB, 0, 0, false) == 0); /* local */
-	CU_ASSERT(cache_is_local(c, 6) && fake_store_count(fake, FAKE_GET) == 0);
+	CU_ASSERT(cache_is_local(c, 6) &&
+		  fake_store_count(fake, FAKE_GET) == 0);
 	CU_ASSERT(cache_truncate(c, 6, MIB + 100) == 0);
 	CU_ASSERT(cache_truncate(c, 6, 3 * MIB) == 0);
 	cache_close(c);
 	c = open_cache(1, 0);
 	CU_ASSERT(read_through(c, 6, "cut", 3 * MIB, 0, 3 * MIB, buf) ==
 		  3 * MIB);
-	CU_ASSERT(fake_store_count(fake, FAKE_GET) == 2); /* chunk 0, 100 B of chunk 1 */
+	CU_ASSERT(fake_store_count(fake, FAKE_GET) ==
+		  2); /* chunk 0, 100 B of chunk 1 */
 	expect_chunk(buf, 0, 500, MIB);
 	expect_chunk(buf + MIB, 1, 500, 100);
 	CU_ASSERT(memcmp(buf + MIB + 100, zero, 2 * MIB - 100) == 0);
@@ -531,7 +538,8 @@ static void test_readahead_runs(void)
 	fetch_idle(c);
 	CU_ASSERT(fake_store_get_bytes(fake) == 64 * MIB);
 	CU_ASSERT(fake_store_get_most(fake) == 8 * MIB);
-	CU_ASSERT(fake_store_count(fake, FAKE_GET) <= 16); /* 64 one chunk at a time */
+	CU_ASSERT(fake_store_count(fake, FAKE_GET) <=
+		  16); /* 64 one chunk at a time */
 	CU_ASSERT(cache_drop(c, 10) == 0);
 	free(buf);
 	cache_close(c);
@@ -573,8 +581,8 @@ static void test_evict_capacity(void)
 	CU_ASSERT(u.dirty == 4 * MIB);
 	CU_ASSERT(worst <= cap + MIB);
 	printf("\n    du at most %llu MiB for capacity %llu MiB, %llu evicted ",
-	       (unsigned long long)(worst / MIB), (unsigned long long)(cap / MIB),
-	       (unsigned long long)u.evicted);
+	       (unsigned long long)(worst / MIB),
+	       (unsigned long long)(cap / MIB), (unsigned long long)u.evicted);
 	for (int i = 0; i < 4; i++) {
 		CU_ASSERT(rd(c, 11, (uint64_t)i * MIB, MIB, buf) == MIB);
 		CU_ASSERT(buf[0] == 0x5a && buf[MIB - 1] == 0x5a);
@@ -624,8 +632,8 @@ static void test_pin_evict(void)
 	cache_unpin(pin);
 	for (int round = 0; round < 2; round++)
 		for (uint64_t off = 0; off < other; off += MIB) {
-			CU_ASSERT(read_through(c, 21, "other", other, off,
-					       MIB, buf) == MIB);
+			CU_ASSERT(read_through(c, 21, "other", other, off, MIB,
+					       buf) == MIB);
 			usleep(20000);
 		}
 	CU_ASSERT(chunks_local(c, 20, 4, buf) < 4);
@@ -637,8 +645,9 @@ static void test_pin_evict(void)
 /* Records made with one chunk size are never read with another. */
 static void test_chunk_size_fixed(void)
 {
-	struct cache_opts o = { .dir = cache_dir, .db = db, .nloops = 1,
-				.chunk_size = 2 * MIB };
+	struct cache_opts o = {
+		.dir = cache_dir, .db = db, .nloops = 1, .chunk_size = 2 * MIB
+	};
 	struct cache *c = NULL;
 
 	CU_ASSERT(cache_open(&o, fake_store_store(fake), &c) == -EINVAL);

@@ -30,7 +30,7 @@
 #include "tests/lib/fake_store.h"
 
 #define MIB (1u << 20)
-#define WAIT_MS 20000 /* generous: only a hang takes this long */
+#define WAIT_MS 20000     /* generous: only a hang takes this long */
 #define FULL (1ull << 40) /* a fetch range past any test object's end */
 
 static char root[] = "/tmp/mapfs-test-cache-XXXXXX";
@@ -141,8 +141,8 @@ static void fill(uint8_t *buf, size_t len, unsigned seed)
 	}
 }
 
-static long sync_read(struct cache *c, uint64_t ino, uint64_t off,
-		      size_t len, void *buf)
+static long sync_read(struct cache *c, uint64_t ino, uint64_t off, size_t len,
+		      void *buf)
 {
 	struct res r = { 0 };
 
@@ -254,9 +254,13 @@ static long resident(const char *path, size_t off, size_t len)
  */
 static void test_direct(void)
 {
-	struct cache_opts o = { .dir = cache_dir, .db = db, .nloops = 1,
-				.chunk_size = MIB, .readahead = 1,
-				.fetch_threads = 1, .direct = true };
+	struct cache_opts o = { .dir = cache_dir,
+				.db = db,
+				.nloops = 1,
+				.chunk_size = MIB,
+				.readahead = 1,
+				.fetch_threads = 1,
+				.direct = true };
 	enum { A = 1 << 20, B = 8192, C = 100 };
 	uint8_t *a = malloc(A + 1), *b = NULL, *back = NULL;
 	uint8_t *img = calloc(1, 3 * MIB);
@@ -317,8 +321,8 @@ static void test_direct(void)
 		struct res f = { 0 };
 
 		fill(img, len, 9);
-		CU_ASSERT_FATAL(store_put(inner, obj.key, img, len, NULL,
-					  NULL) == 0);
+		CU_ASSERT_FATAL(
+			store_put(inner, obj.key, img, len, NULL, NULL) == 0);
 		cache_fetch(c, -1, 0x78, &obj, 0, FULL, false, on_done, &f);
 		CU_ASSERT(f.calls == 1 && f.result == 0);
 		snprintf(path, sizeof(path), "%s/78/0000000000000078",
@@ -409,7 +413,8 @@ static void test_fetch_5mib(void)
 	pending = 1;
 	cache_fetch(c, -1, 50, &obj, 0, FULL, false, on_done, &f);
 	CU_ASSERT(f.calls == 1 && f.result == 0 && f.loop == -1);
-	CU_ASSERT(fake_store_count(fake, FAKE_GET) == 5); /* five 1 MiB ranges */
+	CU_ASSERT(fake_store_count(fake, FAKE_GET) ==
+		  5); /* five 1 MiB ranges */
 	CU_ASSERT(cache_is_local(c, 50));
 	memset(back, 0, len);
 	CU_ASSERT(sync_read(c, 50, 0, len, back) == (long)len);
@@ -452,7 +457,8 @@ static void test_fetch_odd_size_and_empty(void)
 	cache_fetch(c, 0, 61, &empty, 0, FULL, false, on_done, &e);
 	CU_ASSERT_FATAL(run_loops(c, 1));
 	CU_ASSERT(f.result == 0 && f.loop == 0 && e.result == 0 && e.loop == 0);
-	CU_ASSERT(fake_store_count(fake, FAKE_GET) == 3); /* the empty one fetched nothing */
+	CU_ASSERT(fake_store_count(fake, FAKE_GET) ==
+		  3); /* the empty one fetched nothing */
 	CU_ASSERT(sync_read(c, 60, 0, len + 10, back) == (long)len);
 	CU_ASSERT(memcmp(back, data, len) == 0);
 	CU_ASSERT(cache_stat(c, 61, &st) == 0 && st.size == 0);
@@ -567,7 +573,8 @@ static void test_attrs_and_drop(void)
 	CU_ASSERT(back[0] == 0 && back[99] == 0); /* the hole reads zeros */
 	CU_ASSERT(cache_set_mtime(c, 0x2ff, &mt) == 0);
 	CU_ASSERT(cache_stat(c, 0x2ff, &st) == 0 && st.size == MIB);
-	CU_ASSERT(st.mtime.tv_sec == mt.tv_sec && st.mtime.tv_nsec == mt.tv_nsec);
+	CU_ASSERT(st.mtime.tv_sec == mt.tv_sec &&
+		  st.mtime.tv_nsec == mt.tv_nsec);
 	/* create replaces: empty again. */
 	CU_ASSERT(cache_create(c, 0x2ff) == 0);
 	CU_ASSERT(cache_stat(c, 0x2ff, &st) == 0 && st.size == 0);
@@ -644,7 +651,8 @@ static void test_reopen(void)
 	struct res f = { 0 };
 	char buf[16] = { 0 };
 
-	CU_ASSERT_FATAL(store_put(inner, "persist", "fetchd", 6, NULL, NULL) == 0);
+	CU_ASSERT_FATAL(store_put(inner, "persist", "fetchd", 6, NULL, NULL) ==
+			0);
 	CU_ASSERT_FATAL(cache_create(c, 0xabc) == 0);
 	CU_ASSERT(sync_write(c, 0xabc, 0, "written", 7, true) == 7);
 	pending = 1;
@@ -754,7 +762,8 @@ static void test_spare(void)
 	CU_ASSERT_FATAL(cache_fd_get(c, 0x503, &f) == 0);
 	CU_ASSERT(cache_drop(c, 0x503) == 0);
 	CU_ASSERT(count_entries(spare) == 0);
-	CU_ASSERT(pwrite(f->fd, data, sizeof(data), 0) == (ssize_t)sizeof(data));
+	CU_ASSERT(pwrite(f->fd, data, sizeof(data), 0) ==
+		  (ssize_t)sizeof(data));
 	cache_fd_put(f);
 	CU_ASSERT_FATAL(cache_create(c, 0x604) == 0);
 	CU_ASSERT(cache_stat(c, 0x604, &st) == 0 && st.size == 0);
@@ -832,7 +841,8 @@ int main(void)
 	CU_add_test(s, "ring_backlog", test_ring_backlog);
 	CU_add_test(s, "not_local", test_not_local);
 	CU_add_test(s, "fetch_5mib", test_fetch_5mib);
-	CU_add_test(s, "fetch_odd_size_and_empty", test_fetch_odd_size_and_empty);
+	CU_add_test(s, "fetch_odd_size_and_empty",
+		    test_fetch_odd_size_and_empty);
 	CU_add_test(s, "fetch_shared", test_fetch_shared);
 	CU_add_test(s, "fetch_error", test_fetch_error);
 	CU_add_test(s, "drop_cancels_fetch", test_drop_cancels_fetch);

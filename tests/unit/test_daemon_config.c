@@ -49,9 +49,9 @@ static void test_file_then_cli(void)
 	const char *ini = "[mapfs-gw]\nexport = /data\nnfs-port = 3049\n"
 			  "no-rpcbind = yes\ns3-region = eu-west-1\n";
 	struct config c;
-	char *argv[] = { "mapfs-gw", "--config", path, "--nfs-port", "0",
-			 "--threads", "3", "--multipart-threshold", "96M",
-			 NULL };
+	char *argv[] = { "mapfs-gw", "--config",  path, "--nfs-port",
+			 "0",        "--threads", "3",  "--multipart-threshold",
+			 "96M",      NULL };
 
 	CU_ASSERT_FATAL(fd >= 0);
 	CU_ASSERT_FATAL(write(fd, ini, strlen(ini)) == (ssize_t)strlen(ini));
@@ -79,7 +79,8 @@ static void test_bad_values_named(void)
 		{ { "mapfs-gw", "--export", "relative", NULL }, "export" },
 		{ { "mapfs-gw", "--store", "ftp://x", NULL }, "store" },
 		{ { "mapfs-gw", "--bogus", NULL }, "--bogus" },
-		{ { "mapfs-gw", "--config", "/nonexistent/x.conf", NULL }, "x.conf" },
+		{ { "mapfs-gw", "--config", "/nonexistent/x.conf", NULL },
+		  "x.conf" },
 		{ { "mapfs-gw", "stray", NULL }, "stray" },
 	};
 

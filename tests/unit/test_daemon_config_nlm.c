@@ -37,8 +37,9 @@ static void test_defaults(void)
 static void test_values(void)
 {
 	struct config c;
-	char *argv[] = { "mapfs-gw", "--nlm-port", "4001", "--grace", "0",
-			 "--nlm-client-rpcbind-port", "1111", NULL };
+	char *argv[] = { "mapfs-gw", "--nlm-port", "4001",
+			 "--grace",  "0",          "--nlm-client-rpcbind-port",
+			 "1111",     NULL };
 
 	CU_ASSERT_FATAL(load(&c, argv) == 0);
 	CU_ASSERT_EQUAL(c.nlm_port, 4001);

@@ -108,7 +108,9 @@ static void test_group_commit_burst(void)
 	CU_ASSERT_FATAL(db_open(dir, 64 << 20, 8, &db) == 0);
 	CU_ASSERT_FATAL(db_table_open(db, "burst", DB_INTKEY, &dbi) == 0);
 	for (unsigned i = 0; i < N; i++) {
-		ops[i] = (struct burst_op){ { dbi, i, i * 3, i % 7 == 0 ? -EIO : 0 }, &b };
+		ops[i] = (struct burst_op){
+			{ dbi, i, i * 3, i % 7 == 0 ? -EIO : 0 }, &b
+		};
 		db_submit(db, burst_apply, burst_op_done, &ops[i]);
 	}
 	pthread_mutex_lock(&b.lock);

@@ -19,15 +19,17 @@ static void test_radosgw(void)
 {
 	struct ev_batch b;
 
-	CU_ASSERT_FATAL(parse("{\"Records\":[{\"eventName\":\"ObjectCreated:Put\","
-			      "\"s3\":{\"bucket\":{\"name\":\"bk\"},\"object\":"
-			      "{\"key\":\"p/a b.txt\",\"size\":5}}},"
-			      "{\"eventName\":\"ObjectRemoved:Delete\",\"s3\":"
-			      "{\"bucket\":{\"name\":\"bk\"},\"object\":{\"key\":"
-			      "\"p/gone\"}}},"
-			      "{\"eventName\":\"ObjectTagging:Put\",\"s3\":"
-			      "{\"bucket\":{\"name\":\"bk\"},\"object\":{\"key\":"
-			      "\"p/t\"}}}]}", &b) == 0);
+	CU_ASSERT_FATAL(
+		parse("{\"Records\":[{\"eventName\":\"ObjectCreated:Put\","
+		      "\"s3\":{\"bucket\":{\"name\":\"bk\"},\"object\":"
+		      "{\"key\":\"p/a b.txt\",\"size\":5}}},"
+		      "{\"eventName\":\"ObjectRemoved:Delete\",\"s3\":"
+		      "{\"bucket\":{\"name\":\"bk\"},\"object\":{\"key\":"
+		      "\"p/gone\"}}},"
+		      "{\"eventName\":\"ObjectTagging:Put\",\"s3\":"
+		      "{\"bucket\":{\"name\":\"bk\"},\"object\":{\"key\":"
+		      "\"p/t\"}}}]}",
+		      &b) == 0);
 	CU_ASSERT(b.n == 2 && b.skipped == 1);
 	CU_ASSERT(!strcmp(b.recs[0].bucket, "bk") &&
 		  !strcmp(b.recs[0].key, "p/a b.txt") && !b.recs[0].removed);
@@ -39,27 +41,33 @@ static void test_sns(void)
 {
 	struct ev_batch b;
 
-	CU_ASSERT_FATAL(parse("{\"Type\":\"Notification\",\"Message\":"
-			      "\"{\\\"Records\\\":[{\\\"eventName\\\":"
-			      "\\\"ObjectCreated:CompleteMultipartUpload\\\","
-			      "\\\"s3\\\":{\\\"bucket\\\":{\\\"name\\\":\\\"bk\\\"},"
-			      "\\\"object\\\":{\\\"key\\\":\\\"a%2Bb+c\\\"}}}]}\"}",
-			      &b) == 0);
+	CU_ASSERT_FATAL(
+		parse("{\"Type\":\"Notification\",\"Message\":"
+		      "\"{\\\"Records\\\":[{\\\"eventName\\\":"
+		      "\\\"ObjectCreated:CompleteMultipartUpload\\\","
+		      "\\\"s3\\\":{\\\"bucket\\\":{\\\"name\\\":\\\"bk\\\"},"
+		      "\\\"object\\\":{\\\"key\\\":\\\"a%2Bb+c\\\"}}}]}\"}",
+		      &b) == 0);
 	CU_ASSERT(b.n == 1 && !strcmp(b.recs[0].key, "a%2Bb+c"));
 	ev_batch_free(&b);
 	/* S3's test event, through SNS: nothing to take, not an error. */
 	CU_ASSERT(parse("{\"Type\":\"Notification\",\"Message\":"
-			"\"{\\\"Event\\\":\\\"s3:TestEvent\\\"}\"}", &b) == 0 &&
+			"\"{\\\"Event\\\":\\\"s3:TestEvent\\\"}\"}",
+			&b) == 0 &&
 		  b.n == 0);
 	ev_batch_free(&b);
-	CU_ASSERT(parse("{\"Type\":\"SubscriptionConfirmation\",\"SubscribeURL\":"
-			"\"https://sns.eu-west-1.amazonaws.com/?x\"}", &b) == 0);
+	CU_ASSERT(
+		parse("{\"Type\":\"SubscriptionConfirmation\",\"SubscribeURL\":"
+		      "\"https://sns.eu-west-1.amazonaws.com/?x\"}",
+		      &b) == 0);
 	CU_ASSERT(b.confirm_url &&
-		  !strcmp(b.confirm_url, "https://sns.eu-west-1.amazonaws.com/?x"));
+		  !strcmp(b.confirm_url,
+			  "https://sns.eu-west-1.amazonaws.com/?x"));
 	ev_batch_free(&b);
 	/* An envelope in an envelope is no S3 event. */
 	CU_ASSERT(parse("{\"Type\":\"Notification\",\"Message\":"
-			"\"{\\\"Type\\\":\\\"Notification\\\"}\"}", &b) == -EINVAL);
+			"\"{\\\"Type\\\":\\\"Notification\\\"}\"}",
+			&b) == -EINVAL);
 }
 
 static void test_eventbridge(void)
@@ -68,7 +76,8 @@ static void test_eventbridge(void)
 
 	CU_ASSERT_FATAL(parse("{\"detail-type\":\"Object Deleted\",\"detail\":"
 			      "{\"bucket\":{\"name\":\"bk\"},\"object\":"
-			      "{\"key\":\"k\"}}}", &b) == 0);
+			      "{\"key\":\"k\"}}}",
+			      &b) == 0);
 	CU_ASSERT(b.n == 1 && b.recs[0].removed && !strcmp(b.recs[0].key, "k"));
 	ev_batch_free(&b);
 }
@@ -76,8 +85,13 @@ static void test_eventbridge(void)
 static void test_refused(void)
 {
 	static const char *const bad[] = {
-		"", "not json", "[]", "{}", "{\"Records\":{}}",
-		"{\"Records\":[]}x", "{\"Type\":\"Notification\"}",
+		"",
+		"not json",
+		"[]",
+		"{}",
+		"{\"Records\":{}}",
+		"{\"Records\":[]}x",
+		"{\"Type\":\"Notification\"}",
 		"{\"a\":1,\"a\":2}",
 		"{\"detail-type\":\"Object Created\",\"detail\":{}}",
 	};
@@ -91,10 +105,12 @@ static void test_refused(void)
 		CU_ASSERT(rc == -EINVAL);
 	}
 	/* A record without a key or bucket is skipped, not taken. */
-	CU_ASSERT(parse("{\"Records\":[{\"eventName\":\"ObjectCreated:Put\","
-			"\"s3\":{\"object\":{\"key\":\"k\"}}},"
-			"{\"eventName\":\"ObjectCreated:Put\",\"s3\":{\"bucket\":"
-			"{\"name\":\"b\"},\"object\":{\"key\":\"\"}}}]}", &b) == 0);
+	CU_ASSERT(
+		parse("{\"Records\":[{\"eventName\":\"ObjectCreated:Put\","
+		      "\"s3\":{\"object\":{\"key\":\"k\"}}},"
+		      "{\"eventName\":\"ObjectCreated:Put\",\"s3\":{\"bucket\":"
+		      "{\"name\":\"b\"},\"object\":{\"key\":\"\"}}}]}",
+		      &b) == 0);
 	CU_ASSERT(b.n == 0 && b.skipped == 2);
 	ev_batch_free(&b);
 }

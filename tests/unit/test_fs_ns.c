@@ -35,7 +35,8 @@ static struct fx F;
 static const struct fs_ctx ROOT = { .loop = -1, .uid = 0, .gid = 0 };
 static const struct fs_opts OPTS = { .dir_ttl_ms = 60000,
 				     .upload_delay_ms = 3600000,
-				     .default_uid = 7, .default_gid = 8 };
+				     .default_uid = 7,
+				     .default_gid = 8 };
 
 static int fx_open_fs(const struct fs_opts *o)
 {
@@ -46,9 +47,9 @@ static int fx_open_fs(const struct fs_opts *o)
 		return -1;
 	/* The cache keeps its chunk state in the same db: it comes too. */
 	snprintf(p, sizeof(p), "%s/cache", F.dir);
-	if (cache_open(&(struct cache_opts){ .dir = p, .db = F.db,
-					     .nloops = 1 },
-		       F.st, &F.cache))
+	if (cache_open(
+		    &(struct cache_opts){ .dir = p, .db = F.db, .nloops = 1 },
+		    F.st, &F.cache))
 		return -1;
 	if (fs_open(o, F.db, F.cache, F.st, &F.fs))
 		return -1;
@@ -74,7 +75,8 @@ static void fx_open(void)
 	snprintf(F.dir, sizeof(F.dir), "%s/%d", base, ++fx_seq);
 	CU_ASSERT_FATAL(mkdir(F.dir, 0700) == 0);
 	snprintf(url, sizeof(url), "file://%s/store", F.dir);
-	CU_ASSERT_FATAL(store_open(&(struct store_opts){ .url = url }, &F.st) == 0);
+	CU_ASSERT_FATAL(store_open(&(struct store_opts){ .url = url }, &F.st) ==
+			0);
 	CU_ASSERT_FATAL(fx_open_fs(&OPTS) == 0);
 }
 
@@ -145,8 +147,8 @@ static int do_create(uint64_t dir, const char *name, uint64_t *ino)
 	return do_create_as(&ROOT, dir, name, FS_CREATE_GUARDED, NULL, ino);
 }
 
-static int do_mkdir_as(const struct fs_ctx *ctx, uint64_t dir,
-		       const char *name, uint32_t mode, uint64_t *ino)
+static int do_mkdir_as(const struct fs_ctx *ctx, uint64_t dir, const char *name,
+		       uint32_t mode, uint64_t *ino)
 {
 	struct fs_sattr sa = { .mask = mode ? FS_SET_MODE : 0, .mode = mode };
 	struct fs_attr a;
@@ -244,15 +246,15 @@ static int do_read_as(const struct fs_ctx *ctx, uint64_t ino, uint64_t off,
 	return w_wait(&w);
 }
 
-static int do_read(uint64_t ino, uint64_t off, char *buf, size_t len,
-		   size_t *n, bool *eof)
+static int do_read(uint64_t ino, uint64_t off, char *buf, size_t len, size_t *n,
+		   bool *eof)
 {
 	return do_read_as(&ROOT, ino, off, buf, len, n, eof);
 }
 
 static int do_setattr_as(const struct fs_ctx *ctx, uint64_t ino,
-			 const struct fs_sattr *sa, const struct timespec *guard,
-			 struct fs_wcc *wcc)
+			 const struct fs_sattr *sa,
+			 const struct timespec *guard, struct fs_wcc *wcc)
 {
 	struct fs_wcc tmp;
 	struct wait w;
@@ -343,8 +345,8 @@ static void test_create_lookup_getattr(void)
 	CU_ASSERT(a.type == FS_REG && a.mode == 0644 && a.size == 0 &&
 		  a.nlink == 1 && a.gen != 0 && a.ino == f);
 	CU_ASSERT(do_create(FS_ROOT_INO, "a.txt", NULL) == -EEXIST);
-	CU_ASSERT(do_create_as(&ROOT, FS_ROOT_INO, "a.txt",
-			       FS_CREATE_UNCHECKED, NULL, &f2) == 0);
+	CU_ASSERT(do_create_as(&ROOT, FS_ROOT_INO, "a.txt", FS_CREATE_UNCHECKED,
+			       NULL, &f2) == 0);
 	CU_ASSERT(f2 == f);
 	CU_ASSERT(do_mkdir(FS_ROOT_INO, "d", &d) == 0);
 	CU_ASSERT(do_create_as(&ROOT, FS_ROOT_INO, "d", FS_CREATE_UNCHECKED,
@@ -545,8 +547,9 @@ static void test_readdir_pages(void)
 		memset(&page, 0, sizeof(page));
 		page.budget = 7;
 		page.attrs_ok = true;
-		CU_ASSERT_FATAL(fs_readdir(F.fs, &ROOT, d, cookie, true, collect,
-					   &page, &verf, &eof, NULL) == 0);
+		CU_ASSERT_FATAL(fs_readdir(F.fs, &ROOT, d, cookie, true,
+					   collect, &page, &verf, &eof,
+					   NULL) == 0);
 		calls++;
 		for (int i = 0; i < page.n; i++) {
 			int k;
@@ -639,8 +642,8 @@ static void test_io_setattr(void)
 	w_init(&w, 1);
 	fs_mknod(F.fs, &ROOT, FS_ROOT_INO, "c", FS_CHR, NULL, 4, 64, &l, &a,
 		 NULL, w_done, &w);
-	CU_ASSERT(w_wait(&w) == 0 && a.type == FS_CHR &&
-		  a.rdev_major == 4 && a.rdev_minor == 64);
+	CU_ASSERT(w_wait(&w) == 0 && a.type == FS_CHR && a.rdev_major == 4 &&
+		  a.rdev_minor == 64);
 	/* Devices are root's: anyone else gets EPERM. */
 	const struct fs_ctx user = { .loop = -1, .uid = 1000, .gid = 1000 };
 
@@ -714,7 +717,9 @@ static void test_flush_store(void)
 	CU_ASSERT_FATAL(do_create(d, "f.txt", &f) == 0);
 	CU_ASSERT(do_write(f, 0, "data123", FS_UNSTABLE) == 0);
 	sa = (struct fs_sattr){ .mask = FS_SET_MODE | FS_SET_UID | FS_SET_GID,
-				.mode = 0640, .uid = 1234, .gid = 99 };
+				.mode = 0640,
+				.uid = 1234,
+				.gid = 99 };
 	CU_ASSERT(do_setattr_as(&ROOT, f, &sa, NULL, NULL) == 0);
 	w_init(&w, 1);
 	fs_symlink(F.fs, &ROOT, FS_ROOT_INO, "l", "d/f.txt", NULL, &l, &a, NULL,
@@ -732,7 +737,8 @@ static void test_flush_store(void)
 	CU_ASSERT(store_head(F.st, "l", &si) == 0 && si.meta.symlink);
 	CU_ASSERT(get_obj("l", buf, sizeof(buf), &got) == 0 && got == 7 &&
 		  !memcmp(buf, "d/f.txt", 7));
-	CU_ASSERT(fs_getattr(F.fs, f, &a) == 0 && a.size == 7 && a.mode == 0640);
+	CU_ASSERT(fs_getattr(F.fs, f, &a) == 0 && a.size == 7 &&
+		  a.mode == 0640);
 	/* A write to a clean file makes it dirty again: uploaded anew. */
 	CU_ASSERT(do_write(f, 0, "DATA", FS_UNSTABLE) == 0);
 	CU_ASSERT(fs_flush(F.fs) == 0);
@@ -785,8 +791,9 @@ static void test_flush_store(void)
 
 static void test_revalidate(void)
 {
-	struct store_meta m = { .has_mode = true, .mode = 0600,
-				.has_uid = true, .uid = 42 };
+	struct store_meta m = {
+		.has_mode = true, .mode = 0600, .has_uid = true, .uid = 42
+	};
 	struct store_info si;
 	uint64_t ino, sub, mine;
 	struct fs_attr a;
@@ -796,7 +803,8 @@ static void test_revalidate(void)
 
 	fx_open();
 	CU_ASSERT_FATAL(store_put(F.st, "ext.txt", "abc", 3, &m, &si) == 0);
-	CU_ASSERT_FATAL(store_put(F.st, "sub/inner.txt", "in", 2, NULL, &si) == 0);
+	CU_ASSERT_FATAL(store_put(F.st, "sub/inner.txt", "in", 2, NULL, &si) ==
+			0);
 	/* The root is listed at its first access: the store is imported. */
 	CU_ASSERT(do_reval(FS_ROOT_INO, false) == 0);
 	CU_ASSERT(lookup(FS_ROOT_INO, "ext.txt", &ino) == 0);
@@ -1053,8 +1061,9 @@ static void test_links_rebuild(void)
 
 static void test_perms(void)
 {
-	struct fs_ctx u = { .loop = -1, .uid = 1000, .gid = 1000, .ngids = 1,
-			    .gids = { 50 } };
+	struct fs_ctx u = {
+		.loop = -1, .uid = 1000, .gid = 1000, .ngids = 1, .gids = { 50 }
+	};
 	struct fs_ctx o = { .loop = -1, .uid = 1001, .gid = 1001 };
 	struct fs_sattr sa;
 	struct fs_attr a;
@@ -1068,9 +1077,12 @@ static void test_perms(void)
 	CU_ASSERT(do_create_as(&u, FS_ROOT_INO, "no", FS_CREATE_GUARDED, NULL,
 			       NULL) == -EACCES);
 	CU_ASSERT(do_mkdir_as(&u, FS_ROOT_INO, "no", 0, NULL) == -EACCES);
-	CU_ASSERT_FATAL(do_mkdir_as(&ROOT, FS_ROOT_INO, "pub", 0777, &pub) == 0);
-	CU_ASSERT(do_create_as(&u, pub, "u.txt", FS_CREATE_GUARDED, NULL, &f) == 0);
-	CU_ASSERT(fs_getattr(F.fs, f, &a) == 0 && a.uid == 1000 && a.gid == 1000);
+	CU_ASSERT_FATAL(do_mkdir_as(&ROOT, FS_ROOT_INO, "pub", 0777, &pub) ==
+			0);
+	CU_ASSERT(do_create_as(&u, pub, "u.txt", FS_CREATE_GUARDED, NULL, &f) ==
+		  0);
+	CU_ASSERT(fs_getattr(F.fs, f, &a) == 0 && a.uid == 1000 &&
+		  a.gid == 1000);
 	sa = (struct fs_sattr){ .mask = FS_SET_MODE, .mode = 0644 };
 	CU_ASSERT(do_setattr_as(&u, f, &sa, NULL, NULL) == 0);
 	CU_ASSERT(do_setattr_as(&o, f, &sa, NULL, NULL) == -EPERM);
@@ -1096,15 +1108,15 @@ static void test_perms(void)
 	CU_ASSERT(fs_access(F.fs, &o, f, 0x3f, &granted, &a) == 0);
 	CU_ASSERT(granted == FS_ACCESS_READ);
 	CU_ASSERT(fs_access(F.fs, &u, f, 0x3f, &granted, &a) == 0);
-	CU_ASSERT(granted == (FS_ACCESS_READ | FS_ACCESS_MODIFY |
-			      FS_ACCESS_EXTEND));
+	CU_ASSERT(granted ==
+		  (FS_ACCESS_READ | FS_ACCESS_MODIFY | FS_ACCESS_EXTEND));
 	CU_ASSERT(fs_access(F.fs, &ROOT, f, 0x3f, &granted, &a) == 0);
-	CU_ASSERT(granted == (FS_ACCESS_READ | FS_ACCESS_MODIFY |
-			      FS_ACCESS_EXTEND));
+	CU_ASSERT(granted ==
+		  (FS_ACCESS_READ | FS_ACCESS_MODIFY | FS_ACCESS_EXTEND));
 	CU_ASSERT(fs_access(F.fs, &o, pub, 0x3f, &granted, &a) == 0);
-	CU_ASSERT(granted == (FS_ACCESS_READ | FS_ACCESS_LOOKUP |
-			      FS_ACCESS_MODIFY | FS_ACCESS_EXTEND |
-			      FS_ACCESS_DELETE));
+	CU_ASSERT(granted ==
+		  (FS_ACCESS_READ | FS_ACCESS_LOOKUP | FS_ACCESS_MODIFY |
+		   FS_ACCESS_EXTEND | FS_ACCESS_DELETE));
 	/* Sticky directory: others may not remove what is not theirs. */
 	sa = (struct fs_sattr){ .mask = FS_SET_MODE, .mode = 01777 };
 	CU_ASSERT(do_setattr_as(&ROOT, pub, &sa, NULL, NULL) == 0);
@@ -1169,7 +1181,8 @@ int main(void)
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
 	s = CU_add_suite("fs_ns", NULL, NULL);
-	CU_add_test(s, "create/lookup/getattr/readdir", test_create_lookup_getattr);
+	CU_add_test(s, "create/lookup/getattr/readdir",
+		    test_create_lookup_getattr);
 	CU_add_test(s, "names", test_names);
 	CU_add_test(s, "mkdir/rmdir/remove", test_mkdir_rmdir_remove);
 	CU_add_test(s, "rename", test_rename);

@@ -93,7 +93,8 @@ static void fx_open(uint64_t max_dirty)
 	snprintf(p, sizeof(p), "%s/db", dir);
 	CU_ASSERT_FATAL(db_open(p, 256 << 20, 16, &db) == 0);
 	snprintf(p, sizeof(p), "%s/cache", dir);
-	CU_ASSERT_FATAL(cache_open(&(struct cache_opts){ .dir = p, .db = db,
+	CU_ASSERT_FATAL(cache_open(&(struct cache_opts){ .dir = p,
+							 .db = db,
 							 .nloops = 1,
 							 .readahead = 1 },
 				   fake_store_store(fake), &cache) == 0);
@@ -135,17 +136,20 @@ static int w_wait(struct wait *w)
 	return w->err;
 }
 
-#define WAIT_INIT { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0 }
+#define WAIT_INIT                                                             \
+	{                                                                     \
+		PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0 \
+	}
 
-static int do_write_how(uint64_t ino, uint64_t off, const void *buf,
-			size_t len, enum fs_stable how)
+static int do_write_how(uint64_t ino, uint64_t off, const void *buf, size_t len,
+			enum fs_stable how)
 {
 	struct wait w = WAIT_INIT;
 	enum fs_stable committed;
 	struct fs_wcc wcc;
 
-	fs_write(fs, &io_room, &ROOT, ino, off, buf, len, how, &committed,
-		 &wcc, w_done, &w);
+	fs_write(fs, &io_room, &ROOT, ino, off, buf, len, how, &committed, &wcc,
+		 w_done, &w);
 	return w_wait(&w);
 }
 
@@ -231,8 +235,8 @@ static void create_pattern(const char *name, unsigned n, uint64_t *ino)
  * The store's object is n MiB of the pattern, except len bytes of byte
  * value patch at off (len 0: none).
  */
-static bool store_matches(const char *key, unsigned n, uint64_t off,
-			  size_t len, uint8_t patch)
+static bool store_matches(const char *key, unsigned n, uint64_t off, size_t len,
+			  uint8_t patch)
 {
 	uint8_t *want = malloc(MIB), *got = malloc(MIB);
 	struct store_info info;
@@ -269,7 +273,7 @@ static void test_multipart_200mib(void)
 	CU_ASSERT(fs_flush(fs) == 0);
 	CU_ASSERT(count(FAKE_PART) == 8);
 	CU_ASSERT(count(FAKE_PART_COPY) == 0); /* nothing old to copy */
-	CU_ASSERT(count(FAKE_GET) == 0);   /* all of it was local */
+	CU_ASSERT(count(FAKE_GET) == 0);       /* all of it was local */
 	CU_ASSERT(store_matches("two-hundred", 200, 0, 0, 0));
 	fx_close();
 }
@@ -554,13 +558,12 @@ static int do_rename(const char *from, const char *to)
 	struct wait w = WAIT_INIT;
 	struct fs_wcc a, b;
 
-	fs_rename(fs, &ROOT, FS_ROOT_INO, from, FS_ROOT_INO, to, &a, &b,
-		  w_done, &w);
+	fs_rename(fs, &ROOT, FS_ROOT_INO, from, FS_ROOT_INO, to, &a, &b, w_done,
+		  &w);
 	return w_wait(&w);
 }
 
-static int do_read(uint64_t ino, uint64_t off, size_t len, void *buf,
-		   size_t *n)
+static int do_read(uint64_t ino, uint64_t off, size_t len, void *buf, size_t *n)
 {
 	struct wait w = WAIT_INIT;
 	struct fs_attr a;

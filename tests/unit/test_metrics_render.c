@@ -19,7 +19,8 @@ static const char *sample(const char *text, const char *name)
 {
 	size_t n = strlen(name);
 
-	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+	for (const char *p = text; p && *p;
+	     p = strchr(p, '\n'), p = p ? p + 1 : NULL)
 		if (!strncmp(p, name, n) && p[n] == ' ')
 			return p + n + 1;
 	return NULL;
@@ -60,7 +61,8 @@ static void test_threads_sum(void)
 	CU_ASSERT(value(b.p, "mapfs_nfs_bytes_total{dir=\"read\"}") ==
 		  (double)(3 * THREADS * BUMPS));
 	/* One HELP and TYPE per family, not per label. */
-	CU_ASSERT(strstr(b.p, "# TYPE mapfs_nfs_bytes_total counter\n") != NULL);
+	CU_ASSERT(strstr(b.p, "# TYPE mapfs_nfs_bytes_total counter\n") !=
+		  NULL);
 	CU_ASSERT(strstr(strstr(b.p, "# TYPE mapfs_nfs_bytes_total") + 1,
 			 "# TYPE mapfs_nfs_bytes_total") == NULL);
 	free(b.p);
@@ -83,7 +85,8 @@ static void test_store_and_s3(void)
 	CU_ASSERT(value(b.p, "mapfs_store_errors_total{op=\"head\"}") == 0);
 	CU_ASSERT(value(b.p, "mapfs_store_bytes_total{op=\"get\"}") == 100);
 	CU_ASSERT(value(b.p, "mapfs_store_bytes_total{op=\"put\"}") == 7);
-	CU_ASSERT(value(b.p, "mapfs_s3_http_requests_total{method=\"PUT\"}") == 2);
+	CU_ASSERT(value(b.p, "mapfs_s3_http_requests_total{method=\"PUT\"}") ==
+		  2);
 	CU_ASSERT(value(b.p, "mapfs_s3_retries_total{method=\"PUT\"}") == 1);
 	free(b.p);
 }
@@ -94,19 +97,29 @@ static void test_histogram(void)
 
 	metrics_rpc_register(100003, 3, 6, "nfs", "READ");
 	metrics_rpc_register(100003, 3, 6, "nfs", "READ"); /* ignored */
-	metrics_rpc_call(100003, 3, 6, 50000);      /* 50 us */
-	metrics_rpc_call(100003, 3, 6, 2000000);    /* 2 ms */
-	metrics_rpc_call(100003, 3, 6, 60000000000ull); /* 60 s */
-	metrics_rpc_call(100003, 3, 7, 1000);        /* not registered */
+	metrics_rpc_call(100003, 3, 6, 50000);             /* 50 us */
+	metrics_rpc_call(100003, 3, 6, 2000000);           /* 2 ms */
+	metrics_rpc_call(100003, 3, 6, 60000000000ull);    /* 60 s */
+	metrics_rpc_call(100003, 3, 7, 1000);              /* not registered */
 	CU_ASSERT_FATAL(metrics_render(&b) == 0);
-	CU_ASSERT(value(b.p, "mapfs_rpc_calls_total{program=\"nfs\",proc=\"READ\"}") == 3);
-	CU_ASSERT(value(b.p, "mapfs_rpc_duration_seconds_bucket{program=\"nfs\",proc=\"READ\",le=\"0.0001\"}") == 1);
-	CU_ASSERT(value(b.p, "mapfs_rpc_duration_seconds_bucket{program=\"nfs\",proc=\"READ\",le=\"0.001\"}") == 1);
-	CU_ASSERT(value(b.p, "mapfs_rpc_duration_seconds_bucket{program=\"nfs\",proc=\"READ\",le=\"0.0025\"}") == 2);
-	CU_ASSERT(value(b.p, "mapfs_rpc_duration_seconds_bucket{program=\"nfs\",proc=\"READ\",le=\"10\"}") == 2);
-	CU_ASSERT(value(b.p, "mapfs_rpc_duration_seconds_bucket{program=\"nfs\",proc=\"READ\",le=\"+Inf\"}") == 3);
-	CU_ASSERT(value(b.p, "mapfs_rpc_duration_seconds_count{program=\"nfs\",proc=\"READ\"}") == 3);
-	CU_ASSERT(sample(b.p, "mapfs_rpc_calls_total{program=\"nfs\",proc=\"WRITE\"}") == NULL);
+	CU_ASSERT(
+		value(b.p,
+		      "mapfs_rpc_calls_total{program=\"nfs\",proc=\"READ\"}") ==
+		3);
+	CU_ASSERT(value(b.p, "mapfs_rpc_duration_seconds_bucket{program="
+			     "\"nfs\",proc=\"READ\",le=\"0.0001\"}") == 1);
+	CU_ASSERT(value(b.p, "mapfs_rpc_duration_seconds_bucket{program="
+			     "\"nfs\",proc=\"READ\",le=\"0.001\"}") == 1);
+	CU_ASSERT(value(b.p, "mapfs_rpc_duration_seconds_bucket{program="
+			     "\"nfs\",proc=\"READ\",le=\"0.0025\"}") == 2);
+	CU_ASSERT(value(b.p, "mapfs_rpc_duration_seconds_bucket{program="
+			     "\"nfs\",proc=\"READ\",le=\"10\"}") == 2);
+	CU_ASSERT(value(b.p, "mapfs_rpc_duration_seconds_bucket{program="
+			     "\"nfs\",proc=\"READ\",le=\"+Inf\"}") == 3);
+	CU_ASSERT(value(b.p, "mapfs_rpc_duration_seconds_count{program=\"nfs\","
+			     "proc=\"READ\"}") == 3);
+	CU_ASSERT(sample(b.p, "mapfs_rpc_calls_total{program=\"nfs\",proc="
+			      "\"WRITE\"}") == NULL);
 	free(b.p);
 }
 

@@ -32,7 +32,7 @@ static const struct {
 	const char *name;
 	uint64_t ino;
 } entries[] = {
-	{ 1, "a", 2 }, { 2, "b", 3 }, { 1, "f", 4 },
+	{ 1, "a", 2 },   { 2, "b", 3 },    { 1, "f", 4 },
 	{ 1, "err", 5 }, { 1, "deep", 6 }, { 6, "d", 6 },
 };
 
@@ -64,7 +64,8 @@ int fs_lookup(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 	/* The caller's AUTH_SYS identity reaches the namespace. */
 	CU_ASSERT(ctx->uid == 1000 && ctx->gid == 100);
 	for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++)
-		if (entries[i].parent == dir && !strcmp(entries[i].name, name)) {
+		if (entries[i].parent == dir &&
+		    !strcmp(entries[i].name, name)) {
 			*ino = entries[i].ino;
 			return fs_getattr(fs, *ino, attr);
 		}
@@ -139,8 +140,8 @@ static CLIENT *client(const char *machine)
 		gid_t gids[2] = { 100, 200 };
 
 		auth_destroy(cl->cl_auth);
-		cl->cl_auth = authunix_create((char *)machine, 1000, 100, 2,
-					      gids);
+		cl->cl_auth =
+			authunix_create((char *)machine, 1000, 100, 2, gids);
 		CU_ASSERT_FATAL(cl->cl_auth != NULL);
 	}
 	return cl;
@@ -208,8 +209,8 @@ static int dump(CLIENT *cl, char *out, size_t cap)
 	int count = 0;
 
 	CU_ASSERT_FATAL(clnt_call(cl, MOUNTPROC3_DUMP, (xdrproc_t)xdr_nothing,
-				  NULL, (xdrproc_t)xdr_mountlist,
-				  (char *)&list, tmo) == RPC_SUCCESS);
+				  NULL, (xdrproc_t)xdr_mountlist, (char *)&list,
+				  tmo) == RPC_SUCCESS);
 	for (m = list; m && count < 16; m = m->ml_next) {
 		if (asprintf(&lines[count], "%s:%s", m->ml_hostname,
 			     m->ml_directory) < 0)
@@ -229,7 +230,8 @@ static int dump(CLIENT *cl, char *out, size_t cap)
 
 static int suite_init(void)
 {
-	struct rpc_config cfg = { .nloops = 2, .max_record = 1 << 20,
+	struct rpc_config cfg = { .nloops = 2,
+				  .max_record = 1 << 20,
 				  .max_inflight = 16 };
 	struct sockaddr_in any = { .sin_family = AF_INET };
 	struct sockaddr_storage bound;
@@ -411,9 +413,10 @@ static void test_export(void)
 	mnt3_exports ex = NULL;
 
 	/* showmount -e works without credentials. */
-	CU_ASSERT_FATAL(clnt_call(none, MOUNTPROC3_EXPORT, (xdrproc_t)xdr_nothing,
-				  NULL, (xdrproc_t)xdr_mnt3_exports,
-				  (char *)&ex, tmo) == RPC_SUCCESS);
+	CU_ASSERT_FATAL(clnt_call(none, MOUNTPROC3_EXPORT,
+				  (xdrproc_t)xdr_nothing, NULL,
+				  (xdrproc_t)xdr_mnt3_exports, (char *)&ex,
+				  tmo) == RPC_SUCCESS);
 	CU_ASSERT_FATAL(ex != NULL);
 	CU_ASSERT_STRING_EQUAL(ex->ex_dir, "/mapfs");
 	/* The localhost table: its two clients, in line order. */
@@ -440,8 +443,8 @@ int main(void)
 	CU_add_test(s, "EXPORT", test_export);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
-	unsigned failed = CU_get_number_of_failures() +
-			  CU_get_number_of_suites_failed();
+	unsigned failed =
+		CU_get_number_of_failures() + CU_get_number_of_suites_failed();
 	CU_cleanup_registry();
 	return failed ? 1 : 0;
 }

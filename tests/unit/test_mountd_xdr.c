@@ -79,10 +79,11 @@ static void check_string(xdrproc_t proc, const char *s)
 
 static void test_dirpath(void)
 {
-	char *max = filled(MNTPATHLEN, 'p'), *over = filled(MNTPATHLEN + 1, 'p');
+	char *max = filled(MNTPATHLEN, 'p'),
+	     *over = filled(MNTPATHLEN + 1, 'p');
 	char *out = NULL;
-	static const uint8_t wire[] = { 0, 0, 0, 6, '/', 'm', 'a', 'p',
-					'f', 's', 0, 0 };
+	static const uint8_t wire[] = { 0,   0,   0,   6,   '/', 'm',
+					'a', 'p', 'f', 's', 0,   0 };
 
 	check_string((xdrproc_t)xdr_mnt3_dirpath, "");
 	check_string((xdrproc_t)xdr_mnt3_dirpath, "/mapfs");
@@ -199,13 +200,15 @@ static void test_fhandle(void)
 static void test_mountstat(void)
 {
 	static const mountstat3 all[] = {
-		MNT3_OK,	     MNT3ERR_PERM,	  MNT3ERR_NOENT,
-		MNT3ERR_IO,	     MNT3ERR_ACCES,	  MNT3ERR_NOTDIR,
-		MNT3ERR_INVAL,	     MNT3ERR_NAMETOOLONG, MNT3ERR_NOTSUPP,
-		MNT3ERR_SERVERFAULT,
+		MNT3_OK,         MNT3ERR_PERM,
+		MNT3ERR_NOENT,   MNT3ERR_IO,
+		MNT3ERR_ACCES,   MNT3ERR_NOTDIR,
+		MNT3ERR_INVAL,   MNT3ERR_NAMETOOLONG,
+		MNT3ERR_NOTSUPP, MNT3ERR_SERVERFAULT,
 	};
-	static const int numbers[] = { 0, 1, 2, 5, 13, 20, 22, 63, 10004,
-				       10006 };
+	static const int numbers[] = {
+		0, 1, 2, 5, 13, 20, 22, 63, 10004, 10006
+	};
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
 		mountstat3 in = all[i], out = MNT3ERR_IO;
@@ -239,7 +242,8 @@ static void check_mountres_ok(u_int fhlen, u_int nflavors)
 	mountres3_ok *ok = &out.mountres3_u.mountinfo;
 	CU_ASSERT(out.fhs_status == MNT3_OK);
 	CU_ASSERT(ok->fhandle.fhandle3_len == fhlen);
-	CU_ASSERT(fhlen == 0 || memcmp(ok->fhandle.fhandle3_val, fh, fhlen) == 0);
+	CU_ASSERT(fhlen == 0 ||
+		  memcmp(ok->fhandle.fhandle3_val, fh, fhlen) == 0);
 	CU_ASSERT(ok->auth_flavors.auth_flavors_len == nflavors);
 	CU_ASSERT(nflavors == 0 ||
 		  memcmp(ok->auth_flavors.auth_flavors_val, flavors,
@@ -272,7 +276,8 @@ static void test_mountres(void)
 
 static void test_mountlist(void)
 {
-	char *maxhost = filled(MNTNAMLEN, 'h'), *maxdir = filled(MNTPATHLEN, 'd');
+	char *maxhost = filled(MNTNAMLEN, 'h'),
+	     *maxdir = filled(MNTPATHLEN, 'd');
 	mountbody b[3] = {
 		{ "client-a", "/mapfs", &b[1] },
 		{ "10.0.0.2", "/mapfs/sub/dir", &b[2] },
@@ -331,7 +336,8 @@ static void test_groups(void)
 static void test_exports(void)
 {
 	groupnode g[2] = { { "*", &g[1] }, { "trusted", NULL } };
-	exportnode e[2] = { { "/mapfs", &g[0], &e[1] }, { "/other", NULL, NULL } };
+	exportnode e[2] = { { "/mapfs", &g[0], &e[1] },
+			    { "/other", NULL, NULL } };
 	mnt3_exports in = NULL, out = NULL;
 	u_int len;
 

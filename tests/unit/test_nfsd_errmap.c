@@ -33,10 +33,10 @@ static const struct {
 	{ -ECANCELED, 10002 }, /* NOT_SYNC */
 	{ -ENOTSUP, 10004 },   /* NOTSUPP */
 	{ -EOPNOTSUPP, 10004 },
-	{ -ENOBUFS, 10005 },   /* TOOSMALL */
-	{ -EFAULT, 10006 },    /* SERVERFAULT */
+	{ -ENOBUFS, 10005 },    /* TOOSMALL */
+	{ -EFAULT, 10006 },     /* SERVERFAULT */
 	{ -EPROTOTYPE, 10007 }, /* BADTYPE */
-	{ -EAGAIN, 10008 },    /* JUKEBOX */
+	{ -EAGAIN, 10008 },     /* JUKEBOX */
 	{ -ETIMEDOUT, 10008 },
 	{ -ECONNREFUSED, 10008 },
 	{ -EHOSTUNREACH, 10008 },

@@ -70,8 +70,8 @@ static void test_example_line(void)
 	CU_ASSERT_EQUAL_FATAL(t->entries[0].nrules, 3);
 	r = t->entries[0].rules;
 	CU_ASSERT_STRING_EQUAL(r[0].spec, "10.0.0.0/8");
-	CU_ASSERT_EQUAL(r[0].flags, EXPORTS_RW | EXPORTS_ROOT_SQUASH |
-					    EXPORTS_SECURE);
+	CU_ASSERT_EQUAL(r[0].flags,
+			EXPORTS_RW | EXPORTS_ROOT_SQUASH | EXPORTS_SECURE);
 	CU_ASSERT_EQUAL(r[0].anonuid, 65534);
 	CU_ASSERT_STRING_EQUAL(r[1].spec, "192.168.1.5");
 	CU_ASSERT_EQUAL(r[1].flags, EXPORTS_ROOT_SQUASH | EXPORTS_SECURE);
@@ -105,8 +105,8 @@ static void test_options(void)
 	exports_free(t);
 
 	/* "-opts" defaults for the rest of the line; a bare client. */
-	CU_ASSERT_FATAL(parse("/mapfs -rw,insecure 1.1.1.1 2.2.2.2(ro)\n",
-			      &t) == 0);
+	CU_ASSERT_FATAL(
+		parse("/mapfs -rw,insecure 1.1.1.1 2.2.2.2(ro)\n", &t) == 0);
 	r = t->entries[0].rules;
 	CU_ASSERT_EQUAL(r[0].flags, EXPORTS_RW | EXPORTS_ROOT_SQUASH);
 	CU_ASSERT_EQUAL(r[1].flags, EXPORTS_ROOT_SQUASH);
@@ -148,27 +148,37 @@ static void test_errors(void)
 	static const struct {
 		const char *text, *msg;
 	} bad[] = {
-		{ "/mapfs *(rw)\n/mapfs/x *(bogus)\n", "exports:2: unknown option 'bogus'" },
-		{ "\n\n/mapfs 1.2.3.4 (rw)\n", "exports:3: options '(rw)' without a client" },
+		{ "/mapfs *(rw)\n/mapfs/x *(bogus)\n",
+		  "exports:2: unknown option 'bogus'" },
+		{ "\n\n/mapfs 1.2.3.4 (rw)\n",
+		  "exports:3: options '(rw)' without a client" },
 		{ "/mapfs\n", "exports:1: /mapfs has no clients" },
 		{ "/other *(rw)\n", "exports:1: '/other' is not at or below" },
-		{ "/mapfsx *(rw)\n", "exports:1: '/mapfsx' is not at or below" },
-		{ "mapfs *(rw)\n", "exports:1: 'mapfs' is not an absolute path" },
-		{ "/mapfs/../etc *(rw)\n", "exports:1: '/mapfs/../etc': no '.'" },
-		{ "/mapfs/a *(rw)\n/mapfs/a/ 1.2.3.4\n", "exports:2: /mapfs/a is exported again (first on line 1)" },
+		{ "/mapfsx *(rw)\n",
+		  "exports:1: '/mapfsx' is not at or below" },
+		{ "mapfs *(rw)\n",
+		  "exports:1: 'mapfs' is not an absolute path" },
+		{ "/mapfs/../etc *(rw)\n",
+		  "exports:1: '/mapfs/../etc': no '.'" },
+		{ "/mapfs/a *(rw)\n/mapfs/a/ 1.2.3.4\n",
+		  "exports:2: /mapfs/a is exported again (first on line 1)" },
 		{ "/mapfs 10.0.0.0/33\n", "exports:1: prefix /33 too long" },
 		{ "/mapfs ::/129\n", "exports:1: prefix /129 too long" },
-		{ "/mapfs 10.0.0.0/255.0.255.0\n", "exports:1: bad prefix or netmask" },
+		{ "/mapfs 10.0.0.0/255.0.255.0\n",
+		  "exports:1: bad prefix or netmask" },
 		{ "/mapfs 10.0.0.300/8\n", "exports:1: bad network address" },
 		{ "/mapfs *(rw,)\n", "exports:1: option list ends in ','" },
 		{ "/mapfs *(rw\n", "exports:1: missing ')'" },
 		{ "/mapfs *(anonuid=-1)\n", "exports:1: bad anonuid '-1'" },
 		{ "/mapfs *(anongid=4294967296)\n", "exports:1: bad anongid" },
-		{ "/mapfs *.example.com(rw)\n", "exports:1: '*.example.com': wildcards" },
+		{ "/mapfs *.example.com(rw)\n",
+		  "exports:1: '*.example.com': wildcards" },
 		{ "/mapfs @trusted(rw)\n", "exports:1: '@trusted': wildcards" },
-		{ "/mapfs *(rw) -ro\n", "exports:1: default options '-ro' after a client" },
+		{ "/mapfs *(rw) -ro\n",
+		  "exports:1: default options '-ro' after a client" },
 		{ "\"/mapfs *(rw)\n", "exports:1: unterminated quote" },
-		{ "/mapfs \\\n  \\\n  *(rw,subtree_check)\n", "exports:3: unknown option 'subtree_check'" },
+		{ "/mapfs \\\n  \\\n  *(rw,subtree_check)\n",
+		  "exports:3: unknown option 'subtree_check'" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -177,8 +187,9 @@ static void test_errors(void)
 
 		CU_ASSERT_EQUAL(rc, -EINVAL);
 		if (strncmp(err, bad[i].msg, strlen(bad[i].msg))) {
-			fprintf(stderr, "\n  case %zu: got '%s', want '%s...'\n",
-				i, err, bad[i].msg);
+			fprintf(stderr,
+				"\n  case %zu: got '%s', want '%s...'\n", i,
+				err, bad[i].msg);
 			CU_FAIL("error message");
 		}
 		if (rc == 0)
@@ -196,8 +207,10 @@ static void test_cidr_v4(void)
 			      &t) == 0);
 	CU_ASSERT_STRING_EQUAL(who(t, "10.0.0.0"), "10.1.2.3/8");
 	CU_ASSERT_STRING_EQUAL(who(t, "10.255.255.255"), "10.1.2.3/8");
-	CU_ASSERT_STRING_EQUAL(who(t, "192.168.4.1"), "192.168.4.0/255.255.254.0");
-	CU_ASSERT_STRING_EQUAL(who(t, "192.168.5.255"), "192.168.4.0/255.255.254.0");
+	CU_ASSERT_STRING_EQUAL(who(t, "192.168.4.1"),
+			       "192.168.4.0/255.255.254.0");
+	CU_ASSERT_STRING_EQUAL(who(t, "192.168.5.255"),
+			       "192.168.4.0/255.255.254.0");
 	CU_ASSERT_STRING_EQUAL(who(t, "172.31.255.255"), "172.16.0.0/12");
 	CU_ASSERT_STRING_EQUAL(who(t, "1.2.3.4"), "1.2.3.4/32");
 	/* /0 takes every IPv4 address, and no IPv6 one. */
@@ -206,7 +219,8 @@ static void test_cidr_v4(void)
 	CU_ASSERT_STRING_EQUAL(who(t, "2001:db8::1"), "-");
 	exports_free(t);
 
-	CU_ASSERT_FATAL(parse("/mapfs 192.168.4.0/23 172.16.0.0/12\n", &t) == 0);
+	CU_ASSERT_FATAL(parse("/mapfs 192.168.4.0/23 172.16.0.0/12\n", &t) ==
+			0);
 	CU_ASSERT_STRING_EQUAL(who(t, "192.168.6.0"), "-");
 	CU_ASSERT_STRING_EQUAL(who(t, "192.168.3.255"), "-");
 	CU_ASSERT_STRING_EQUAL(who(t, "172.15.255.255"), "-");
@@ -225,8 +239,10 @@ static void test_cidr_v6(void)
 			      &t) == 0);
 	CU_ASSERT_STRING_EQUAL(who(t, "fdff:ffff::1"), "fd00::/8");
 	CU_ASSERT_STRING_EQUAL(who(t, "fe00::1"), "-");
-	CU_ASSERT_STRING_EQUAL(who(t, "2001:db8:0:ff80::1"), "2001:db8:0:ff80::/57");
-	CU_ASSERT_STRING_EQUAL(who(t, "2001:db8:0:ffff:ffff::"), "2001:db8:0:ff80::/57");
+	CU_ASSERT_STRING_EQUAL(who(t, "2001:db8:0:ff80::1"),
+			       "2001:db8:0:ff80::/57");
+	CU_ASSERT_STRING_EQUAL(who(t, "2001:db8:0:ffff:ffff::"),
+			       "2001:db8:0:ff80::/57");
 	/* One bit off at the 57th: the next, wider rule takes it. */
 	CU_ASSERT_STRING_EQUAL(who(t, "2001:db8:0:ff00::1"), "2001:db8::/32");
 	CU_ASSERT_STRING_EQUAL(who(t, "::1"), "::1");
@@ -242,8 +258,8 @@ static void test_first_match(void)
 	struct sockaddr_storage ss = peer("10.1.1.1", 700);
 
 	/* exports(5): the first client that matches decides, not the best. */
-	CU_ASSERT_FATAL(parse("/mapfs 10.0.0.0/8(ro) 10.1.1.1(rw) *(rw)\n",
-			      &t) == 0);
+	CU_ASSERT_FATAL(
+		parse("/mapfs 10.0.0.0/8(ro) 10.1.1.1(rw) *(rw)\n", &t) == 0);
 	CU_ASSERT_STRING_EQUAL(who(t, "10.1.1.1"), "10.0.0.0/8");
 	CU_ASSERT(!(exports_match(&t->entries[0], &ss)->flags & EXPORTS_RW));
 	CU_ASSERT_STRING_EQUAL(who(t, "11.1.1.1"), "*");
@@ -280,9 +296,13 @@ static void test_secure_port(void)
 static void test_squash(void)
 {
 	struct exports_rule r = { .flags = EXPORTS_ROOT_SQUASH,
-				  .anonuid = 1000, .anongid = 2000 };
-	struct rpc_cred c = { .flavor = AUTH_SYS, .uid = 0, .gid = 0,
-			      .ngids = 3, .gids = { 5, 0, 7 } };
+				  .anonuid = 1000,
+				  .anongid = 2000 };
+	struct rpc_cred c = { .flavor = AUTH_SYS,
+			      .uid = 0,
+			      .gid = 0,
+			      .ngids = 3,
+			      .gids = { 5, 0, 7 } };
 	struct fs_ctx ctx;
 
 	memset(&ctx, 0, sizeof(ctx));
@@ -316,8 +336,8 @@ static void test_squash(void)
 	c.flavor = AUTH_SYS;
 	c.ngids = RPC_MAX_GIDS;
 	exports_squash(&r, &c, &ctx);
-	CU_ASSERT(ctx.ngids == (RPC_MAX_GIDS < FS_MAX_GIDS ? RPC_MAX_GIDS
-							    : FS_MAX_GIDS));
+	CU_ASSERT(ctx.ngids ==
+		  (RPC_MAX_GIDS < FS_MAX_GIDS ? RPC_MAX_GIDS : FS_MAX_GIDS));
 }
 
 static void test_mount_find(void)
@@ -450,16 +470,16 @@ static void test_publish(void)
 		rd[i].stop = &stop;
 		atomic_init(&rd[i].reads, 0);
 		rd[i].bad = 0;
-		CU_ASSERT_FATAL(pthread_create(&th[i], NULL, reader_run,
-					       &rd[i]) == 0);
+		CU_ASSERT_FATAL(
+			pthread_create(&th[i], NULL, reader_run, &rd[i]) == 0);
 	}
 	/* Swap only once both read, or the race would not be run. */
 	while (!atomic_load(&rd[0].reads) || !atomic_load(&rd[1].reads))
 		sched_yield();
 	for (int i = 0; i < 2000; i++) {
-		CU_ASSERT_FATAL(parse(i & 1 ? "/mapfs *(rw)\n"
-					    : "/mapfs/x *(ro)\n",
-				      &t) == 0);
+		CU_ASSERT_FATAL(
+			parse(i & 1 ? "/mapfs *(rw)\n" : "/mapfs/x *(ro)\n",
+			      &t) == 0);
 		exports_publish(&p, t);
 	}
 	atomic_store(&stop, true);
@@ -491,8 +511,8 @@ int main(void)
 	CU_add_test(s, "swapping a table under readers", test_publish);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
-	unsigned failed = CU_get_number_of_failures() +
-			  CU_get_number_of_suites_failed();
+	unsigned failed =
+		CU_get_number_of_failures() + CU_get_number_of_suites_failed();
 	CU_cleanup_registry();
 	return failed ? 1 : 0;
 }

@@ -13,10 +13,10 @@
 
 static char dir[] = "/tmp/mapfs-test-handle-XXXXXX";
 
-static const struct handle_key key_a = { { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
-					   11, 12, 13, 14, 15 } };
-static const struct handle_key key_b = { { 15, 14, 13, 12, 11, 10, 9, 8, 7,
-					   6, 5, 4, 3, 2, 1, 0 } };
+static const struct handle_key key_a = { { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+					   12, 13, 14, 15 } };
+static const struct handle_key key_b = { { 15, 14, 13, 12, 11, 10, 9, 8, 7, 6,
+					   5, 4, 3, 2, 1, 0 } };
 
 /* The paper's Appendix A setting: key 00..0f, message 00..(len-1). */
 static uint64_t sip_ref(size_t len)
@@ -65,10 +65,9 @@ static void test_layout(void)
 {
 	uint8_t h[HANDLE_LEN];
 	static const uint8_t head[20] = {
-		HANDLE_VERSION, 0, 0, 0,
-		0x11, 0x22, 0x33, 0x44,
-		0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,
-		0xa1, 0xb2, 0xc3, 0xd4,
+		HANDLE_VERSION, 0,    0,    0,    0x11, 0x22, 0x33,
+		0x44,           0x01, 0x02, 0x03, 0x04, 0x05, 0x06,
+		0x07,           0x08, 0xa1, 0xb2, 0xc3, 0xd4,
 	};
 	uint64_t mac = handle_siphash(key_a.k, head, sizeof(head));
 

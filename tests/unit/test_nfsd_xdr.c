@@ -87,8 +87,7 @@ static void *decode(xdrproc_t proc, const char *buf, u_int len, size_t size)
  * The round trip.  Returns the encoded length, so callers can check
  * sizes they know.
  */
-static u_int roundtrip(xdrproc_t proc, void *obj, size_t size,
-		       const char *what)
+static u_int roundtrip(xdrproc_t proc, void *obj, size_t size, const char *what)
 {
 	static char a[BUF_MAX], b[BUF_MAX];
 	u_int len, len2, cut;
@@ -119,8 +118,8 @@ static u_int roundtrip(xdrproc_t proc, void *obj, size_t size,
 	for (cut = 0; cut < len; cut++) {
 		copy = decode(proc, a, cut, size);
 		if (copy) {
-			fprintf(stderr, "%s: decoded from %u of %u bytes\n", what,
-				cut, len);
+			fprintf(stderr, "%s: decoded from %u of %u bytes\n",
+				what, cut, len);
 			CU_FAIL("truncated buffer decoded");
 			xdr_free(proc, copy);
 			free(copy);
@@ -130,7 +129,8 @@ static u_int roundtrip(xdrproc_t proc, void *obj, size_t size,
 	return len;
 }
 
-#define RT(type, obj) roundtrip((xdrproc_t)xdr_##type, &(obj), sizeof(type), #type)
+#define RT(type, obj) \
+	roundtrip((xdrproc_t)xdr_##type, &(obj), sizeof(type), #type)
 
 /* --- sample values ----------------------------------------------------- */
 
@@ -164,10 +164,19 @@ static filename3 long_name(void)
 static fattr3 fattr(uint64_t fileid)
 {
 	fattr3 f = {
-		.type = NF3REG, .mode = 0644, .nlink = 1, .uid = 1000,
-		.gid = 1000, .size = 0x123456789ull, .used = 8192,
-		.rdev = { 0, 0 }, .fsid = 7, .fileid = fileid,
-		.atime = { 1, 2 }, .mtime = { 3, 4 }, .ctime = { 5, 6 },
+		.type = NF3REG,
+		.mode = 0644,
+		.nlink = 1,
+		.uid = 1000,
+		.gid = 1000,
+		.size = 0x123456789ull,
+		.used = 8192,
+		.rdev = { 0, 0 },
+		.fsid = 7,
+		.fileid = fileid,
+		.atime = { 1, 2 },
+		.mtime = { 3, 4 },
+		.ctime = { 5, 6 },
 	};
 
 	return f;
@@ -291,13 +300,17 @@ static void test_fh_too_long(void)
 static void test_getattr_setattr_access(void)
 {
 	GETATTR3args ga = { fh(HANDLE_LEN) };
-	GETATTR3res gok = { .status = NFS3_OK }, gfail = { .status = NFS3ERR_STALE };
-	SETATTR3args sa = { fh(HANDLE_LEN), sattr_all(),
+	GETATTR3res gok = { .status = NFS3_OK },
+		    gfail = { .status = NFS3ERR_STALE };
+	SETATTR3args sa = { fh(HANDLE_LEN),
+			    sattr_all(),
 			    { TRUE, { .obj_ctime = { 11, 12 } } } };
 	SETATTR3args sa0 = { fh(HANDLE_LEN), sattr_none(), { .check = FALSE } };
-	SETATTR3res sok = { .status = NFS3_OK }, sfail = { .status = NFS3ERR_NOT_SYNC };
+	SETATTR3res sok = { .status = NFS3_OK },
+		    sfail = { .status = NFS3ERR_NOT_SYNC };
 	ACCESS3args aa = { fh(HANDLE_LEN), ACCESS3_READ | ACCESS3_EXECUTE };
-	ACCESS3res aok = { .status = NFS3_OK }, afail = { .status = NFS3ERR_ACCES };
+	ACCESS3res aok = { .status = NFS3_OK },
+		   afail = { .status = NFS3ERR_ACCES };
 
 	gok.GETATTR3res_u.resok.obj_attributes = fattr(3);
 	sok.SETATTR3res_u.resok.obj_wcc = wcc(true, true);
@@ -323,9 +336,11 @@ static void test_lookup_readlink(void)
 	LOOKUP3args la = { dirop(name("file.txt")) };
 	LOOKUP3args lmax = { dirop(long_name()) };
 	LOOKUP3args lempty = { dirop(name("")) };
-	LOOKUP3res lok = { .status = NFS3_OK }, lfail = { .status = NFS3ERR_NOENT };
+	LOOKUP3res lok = { .status = NFS3_OK },
+		   lfail = { .status = NFS3ERR_NOENT };
 	READLINK3args ra = { fh(HANDLE_LEN) };
-	READLINK3res rok = { .status = NFS3_OK }, rfail = { .status = NFS3ERR_INVAL };
+	READLINK3res rok = { .status = NFS3_OK },
+		     rfail = { .status = NFS3ERR_INVAL };
 
 	lok.LOOKUP3res_u.resok.object = fh(HANDLE_LEN);
 	lok.LOOKUP3res_u.resok.obj_attributes = attrs(true);
@@ -349,14 +364,21 @@ static void test_lookup_readlink(void)
 static void test_read_write_commit(void)
 {
 	READ3args ra = { fh(HANDLE_LEN), 1ull << 33, 1 << 20 };
-	READ3res rok = { .status = NFS3_OK }, rempty = { .status = NFS3_OK }, rfail = { .status = NFS3ERR_IO };
-	WRITE3args wa = { fh(HANDLE_LEN), 4096, 3, FILE_SYNC,
-			  { 3, data_bytes } };
-	WRITE3args wbig = { fh(HANDLE_LEN), 0, sizeof(data_bytes), UNSTABLE,
+	READ3res rok = { .status = NFS3_OK }, rempty = { .status = NFS3_OK },
+		 rfail = { .status = NFS3ERR_IO };
+	WRITE3args wa = {
+		fh(HANDLE_LEN), 4096, 3, FILE_SYNC, { 3, data_bytes }
+	};
+	WRITE3args wbig = { fh(HANDLE_LEN),
+			    0,
+			    sizeof(data_bytes),
+			    UNSTABLE,
 			    { sizeof(data_bytes), data_bytes } };
-	WRITE3res wok = { .status = NFS3_OK }, wfail = { .status = NFS3ERR_NOSPC };
+	WRITE3res wok = { .status = NFS3_OK },
+		  wfail = { .status = NFS3ERR_NOSPC };
 	COMMIT3args ca = { fh(HANDLE_LEN), 0, 0 };
-	COMMIT3res cok = { .status = NFS3_OK }, cfail = { .status = NFS3ERR_JUKEBOX };
+	COMMIT3res cok = { .status = NFS3_OK },
+		   cfail = { .status = NFS3ERR_JUKEBOX };
 
 	rok.READ3res_u.resok.file_attributes = attrs(true);
 	rok.READ3res_u.resok.count = 1001;
@@ -392,16 +414,20 @@ static void test_create_family(void)
 	CREATE3args cu = { dirop(name("new")), { .mode = UNCHECKED } };
 	CREATE3args cg = { dirop(long_name()), { .mode = GUARDED } };
 	CREATE3args cx = { dirop(name("x")), { .mode = EXCLUSIVE } };
-	CREATE3res cok = { .status = NFS3_OK }, cfail = { .status = NFS3ERR_EXIST };
+	CREATE3res cok = { .status = NFS3_OK },
+		   cfail = { .status = NFS3ERR_EXIST };
 	MKDIR3args ma = { dirop(name("d")), sattr_all() };
-	MKDIR3res mok = { .status = NFS3_OK }, mfail = { .status = NFS3ERR_NAMETOOLONG };
+	MKDIR3res mok = { .status = NFS3_OK },
+		  mfail = { .status = NFS3ERR_NAMETOOLONG };
 	SYMLINK3args sa = { dirop(name("l")),
 			    { sattr_none(), { 9, "/target/x" } } };
-	SYMLINK3res sok = { .status = NFS3_OK }, sfail = { .status = NFS3ERR_ROFS };
+	SYMLINK3res sok = { .status = NFS3_OK },
+		    sfail = { .status = NFS3ERR_ROFS };
 	MKNOD3args nchr = { dirop(name("c")), { .type = NF3CHR } };
 	MKNOD3args nfifo = { dirop(name("f")), { .type = NF3FIFO } };
 	MKNOD3args nreg = { dirop(name("r")), { .type = NF3REG } };
-	MKNOD3res nok = { .status = NFS3_OK }, nfail = { .status = NFS3ERR_NOTSUPP };
+	MKNOD3res nok = { .status = NFS3_OK },
+		  nfail = { .status = NFS3ERR_NOTSUPP };
 
 	cu.how.createhow3_u.obj_attributes = sattr_all();
 	cg.how.createhow3_u.obj_attributes = sattr_none();
@@ -460,13 +486,17 @@ static void test_create_bad_mode(void)
 static void test_remove_rename_link(void)
 {
 	REMOVE3args ra = { dirop(name("gone")) };
-	REMOVE3res rok = { .status = NFS3_OK }, rfail = { .status = NFS3ERR_NOENT };
+	REMOVE3res rok = { .status = NFS3_OK },
+		   rfail = { .status = NFS3ERR_NOENT };
 	RMDIR3args da = { dirop(long_name()) };
-	RMDIR3res dok = { .status = NFS3_OK }, dfail = { .status = NFS3ERR_NOTEMPTY };
+	RMDIR3res dok = { .status = NFS3_OK },
+		  dfail = { .status = NFS3ERR_NOTEMPTY };
 	RENAME3args na = { dirop(name("a")), dirop(long_name()) };
-	RENAME3res nok = { .status = NFS3_OK }, nfail = { .status = NFS3ERR_XDEV };
+	RENAME3res nok = { .status = NFS3_OK },
+		   nfail = { .status = NFS3ERR_XDEV };
 	LINK3args la = { fh(HANDLE_LEN), dirop(name("hard")) };
-	LINK3res lok = { .status = NFS3_OK }, lfail = { .status = NFS3ERR_NOTSUPP };
+	LINK3res lok = { .status = NFS3_OK },
+		 lfail = { .status = NFS3ERR_NOTSUPP };
 
 	rok.REMOVE3res_u.resok.dir_wcc = wcc(true, true);
 	rfail.REMOVE3res_u.resfail.dir_wcc = wcc(false, true);
@@ -496,13 +526,14 @@ static void test_remove_rename_link(void)
 }
 
 static const char *const dir_names[] = { ".", "..", "a", "four",
-					  "a-much-longer-file-name.txt" };
+					 "a-much-longer-file-name.txt" };
 #define NDIR (sizeof(dir_names) / sizeof(dir_names[0]))
 
 static void test_readdir(void)
 {
 	READDIR3args a = { fh(HANDLE_LEN), 0, { 0 }, 4096 };
-	READDIR3res ok = { .status = NFS3_OK }, empty = { .status = NFS3_OK }, fail = { .status = NFS3ERR_BAD_COOKIE };
+	READDIR3res ok = { .status = NFS3_OK }, empty = { .status = NFS3_OK },
+		    fail = { .status = NFS3ERR_BAD_COOKIE };
 	entry3 e[NDIR];
 	size_t i, want = nfs3_xdr_readdir_base_size();
 	READDIR3res *back;
@@ -556,7 +587,8 @@ static void test_readdir(void)
 static void test_readdirplus(void)
 {
 	READDIRPLUS3args a = { fh(HANDLE_LEN), 77, { 1, 2, 3 }, 8192, 65536 };
-	READDIRPLUS3res ok = { .status = NFS3_OK }, fail = { .status = NFS3ERR_TOOSMALL };
+	READDIRPLUS3res ok = { .status = NFS3_OK },
+			fail = { .status = NFS3ERR_TOOSMALL };
 	entryplus3 e[NDIR];
 	size_t i, want = nfs3_xdr_readdir_base_size();
 	READDIRPLUS3res *back;
@@ -597,10 +629,11 @@ static void test_readdirplus(void)
 			CU_ASSERT_EQUAL(p->cookie, 1000 + i);
 			CU_ASSERT_EQUAL(p->name_attributes.attributes_follow,
 					i != 1);
-			CU_ASSERT_EQUAL(p->name_handle.handle_follows, i % 2 == 0);
+			CU_ASSERT_EQUAL(p->name_handle.handle_follows,
+					i % 2 == 0);
 			if (p->name_handle.handle_follows)
-				CU_ASSERT_EQUAL(p->name_handle.post_op_fh3_u.handle
-							.data.data_len,
+				CU_ASSERT_EQUAL(p->name_handle.post_op_fh3_u
+							.handle.data.data_len,
 						HANDLE_LEN);
 		}
 		CU_ASSERT_EQUAL(i, NDIR);
@@ -613,11 +646,14 @@ static void test_readdirplus(void)
 static void test_fs_procs(void)
 {
 	FSSTAT3args sa = { fh(HANDLE_LEN) };
-	FSSTAT3res sok = { .status = NFS3_OK }, sfail = { .status = NFS3ERR_IO };
+	FSSTAT3res sok = { .status = NFS3_OK },
+		   sfail = { .status = NFS3ERR_IO };
 	FSINFO3args ia = { fh(HANDLE_LEN) };
-	FSINFO3res iok = { .status = NFS3_OK }, ifail = { .status = NFS3ERR_STALE };
+	FSINFO3res iok = { .status = NFS3_OK },
+		   ifail = { .status = NFS3ERR_STALE };
 	PATHCONF3args pa = { fh(HANDLE_LEN) };
-	PATHCONF3res pok = { .status = NFS3_OK }, pfail = { .status = NFS3ERR_BADHANDLE };
+	PATHCONF3res pok = { .status = NFS3_OK },
+		     pfail = { .status = NFS3ERR_BADHANDLE };
 	FSSTAT3resok *s = &sok.FSSTAT3res_u.resok;
 	FSINFO3resok *i = &iok.FSINFO3res_u.resok;
 	PATHCONF3resok *p = &pok.PATHCONF3res_u.resok;
@@ -720,10 +756,14 @@ static void test_golden(void)
 {
 	struct wire w = { .len = 0 };
 	GETATTR3res g = { .status = NFS3_OK };
-	SETATTR3args s = { fh(4), sattr_none(), { TRUE, { .obj_ctime = { 5, 6 } } } };
+	SETATTR3args s = { fh(4),
+			   sattr_none(),
+			   { TRUE, { .obj_ctime = { 5, 6 } } } };
 	WRITE3args wr = { fh(4), 5, 3, FILE_SYNC, { 3, "xyz" } };
 	READDIRPLUS3res rp = { .status = NFS3_OK };
-	entryplus3 e = { .fileid = 9, .name = name("ab"), .cookie = 3,
+	entryplus3 e = { .fileid = 9,
+			 .name = name("ab"),
+			 .cookie = 3,
 			 .name_attributes = attrs(false),
 			 .name_handle = post_fh(true) };
 
@@ -872,7 +912,8 @@ static void test_sattr(void)
 
 	CU_ASSERT_EQUAL(nfs3_sattr(&s, &f), NFS3_OK);
 	CU_ASSERT_EQUAL(f.mask, FS_SET_MODE | FS_SET_UID | FS_SET_GID |
-				FS_SET_SIZE | FS_SET_ATIME | FS_SET_MTIME_NOW);
+					FS_SET_SIZE | FS_SET_ATIME |
+					FS_SET_MTIME_NOW);
 	CU_ASSERT_EQUAL(f.mode, 0755);
 	CU_ASSERT_EQUAL(f.uid, 1);
 	CU_ASSERT_EQUAL(f.gid, 2);
@@ -896,10 +937,19 @@ static void test_fattr(void)
 {
 	struct nfsd n;
 	struct fs_attr a = {
-		.ino = 99, .gen = 3, .type = FS_LNK, .mode = 0120777,
-		.nlink = 1, .uid = 5, .gid = 6, .size = 10, .used = 4096,
-		.rdev_major = 1, .rdev_minor = 2,
-		.atime = { 100, 5 }, .mtime = { -5, 7 },
+		.ino = 99,
+		.gen = 3,
+		.type = FS_LNK,
+		.mode = 0120777,
+		.nlink = 1,
+		.uid = 5,
+		.gid = 6,
+		.size = 10,
+		.used = 4096,
+		.rdev_major = 1,
+		.rdev_minor = 2,
+		.atime = { 100, 5 },
+		.mtime = { -5, 7 },
 		.ctime = { (time_t)1 << 40, 0 },
 	};
 	fattr3 f;
@@ -923,13 +973,28 @@ static void test_fattr(void)
 
 /* The attributes the hand-written encoders are checked with. */
 static const struct fs_attr wire_attrs[] = {
-	{ .ino = 99, .gen = 3, .type = FS_LNK, .mode = 0120777, .nlink = 1,
-	  .uid = 5, .gid = 6, .size = 10, .used = 4096, .rdev_major = 1,
-	  .rdev_minor = 2, .atime = { 100, 5 }, .mtime = { -5, 7 },
+	{ .ino = 99,
+	  .gen = 3,
+	  .type = FS_LNK,
+	  .mode = 0120777,
+	  .nlink = 1,
+	  .uid = 5,
+	  .gid = 6,
+	  .size = 10,
+	  .used = 4096,
+	  .rdev_major = 1,
+	  .rdev_minor = 2,
+	  .atime = { 100, 5 },
+	  .mtime = { -5, 7 },
 	  .ctime = { (time_t)1 << 40, 0 } },
-	{ .ino = UINT64_MAX - 1, .type = FS_REG, .mode = 07777,
-	  .nlink = UINT32_MAX, .uid = UINT32_MAX, .gid = 0,
-	  .size = (5ull << 40) + 3, .used = 1ull << 50,
+	{ .ino = UINT64_MAX - 1,
+	  .type = FS_REG,
+	  .mode = 07777,
+	  .nlink = UINT32_MAX,
+	  .uid = UINT32_MAX,
+	  .gid = 0,
+	  .size = (5ull << 40) + 3,
+	  .used = 1ull << 50,
 	  .mtime = { 1700000000, 999999999 } },
 	{ .ino = 1, .type = FS_DIR, .mode = 0755, .nlink = 2 },
 };
@@ -959,17 +1024,19 @@ static void test_wire(void)
 		len = rpcgen_bytes((xdrproc_t)xdr_fattr3, &f, want);
 		CU_ASSERT_EQUAL(len, NFS3_XDR_FATTR3);
 		CU_ASSERT_EQUAL(nfs3_put_fattr3((uint8_t *)got, &n, a) -
-					(uint8_t *)got, len);
+					(uint8_t *)got,
+				len);
 		CU_ASSERT(memcmp(want, got, len) == 0);
 
 		for (int have = 0; have < 2; have++) {
 			nfs3_post_op_attr(&n, have ? a : NULL, &pa);
 			len = rpcgen_bytes((xdrproc_t)xdr_post_op_attr, &pa,
 					   want);
-			CU_ASSERT_EQUAL(nfs3_put_post_op_attr(
-						(uint8_t *)got, &n,
-						have ? a : NULL) -
-						(uint8_t *)got, len);
+			CU_ASSERT_EQUAL(nfs3_put_post_op_attr((uint8_t *)got,
+							      &n,
+							      have ? a : NULL) -
+						(uint8_t *)got,
+					len);
 			CU_ASSERT(memcmp(want, got, len) == 0);
 		}
 
@@ -980,7 +1047,8 @@ static void test_wire(void)
 		len = rpcgen_bytes((xdrproc_t)xdr_GETATTR3res, &g, want);
 		CU_ASSERT_EQUAL(len, NFS3_XDR_GETATTR_OK);
 		CU_ASSERT_EQUAL(nfs3_put_getattr_ok((uint8_t *)got, &n, a) -
-					(uint8_t *)got, len);
+					(uint8_t *)got,
+				len);
 		CU_ASSERT(memcmp(want, got, len) == 0);
 
 		ACCESS3res ac = { .status = NFS3_OK };
@@ -989,8 +1057,10 @@ static void test_wire(void)
 		ac.ACCESS3res_u.resok.access = 0x2d;
 		len = rpcgen_bytes((xdrproc_t)xdr_ACCESS3res, &ac, want);
 		CU_ASSERT_EQUAL(len, NFS3_XDR_ACCESS_OK);
-		CU_ASSERT_EQUAL(nfs3_put_access_ok((uint8_t *)got, &n, a,
-						   0x2d) - (uint8_t *)got, len);
+		CU_ASSERT_EQUAL(
+			nfs3_put_access_ok((uint8_t *)got, &n, a, 0x2d) -
+				(uint8_t *)got,
+			len);
 		CU_ASSERT(memcmp(want, got, len) == 0);
 
 		for (int dir = 0; dir < 2; dir++) {
@@ -1001,12 +1071,14 @@ static void test_wire(void)
 			CU_ASSERT_FATAL(nfs3_fh_make(&n, 77, a, &ok->object));
 			nfs3_post_op_attr(&n, a, &ok->obj_attributes);
 			nfs3_post_op_attr(&n, da, &ok->dir_attributes);
-			len = rpcgen_bytes((xdrproc_t)xdr_LOOKUP3res, &lk, want);
+			len = rpcgen_bytes((xdrproc_t)xdr_LOOKUP3res, &lk,
+					   want);
 			free(ok->object.data.data_val);
 			CU_ASSERT(len <= NFS3_XDR_LOOKUP_OK_MAX);
 			CU_ASSERT_EQUAL(nfs3_put_lookup_ok((uint8_t *)got, &n,
 							   77, a, da) -
-						(uint8_t *)got, len);
+						(uint8_t *)got,
+					len);
 			CU_ASSERT(memcmp(want, got, len) == 0);
 		}
 
@@ -1044,16 +1116,19 @@ static void test_wire(void)
  * refused), the same fields as rpcgen's decode of those bytes, pointers
  * into the buffer where promised, and a too-long handle refused.
  */
-#define RT_INPLACE(name, args)                                             \
-	do {                                                                \
-		struct name w_ = { .a = (args) };                           \
-		roundtrip((xdrproc_t)name##_xdr, &w_, sizeof(w_), #name);   \
+#define RT_INPLACE(name, args)                                            \
+	do {                                                              \
+		struct name w_ = { .a = (args) };                         \
+		roundtrip((xdrproc_t)name##_xdr, &w_, sizeof(w_), #name); \
 	} while (0)
 
 static void test_inplace_args(void)
 {
 	static char buf[BUF_MAX];
-	WRITE3args wa = { fh(HANDLE_LEN), 1ull << 40, 3000, DATA_SYNC,
+	WRITE3args wa = { fh(HANDLE_LEN),
+			  1ull << 40,
+			  3000,
+			  DATA_SYNC,
 			  { sizeof(data_bytes), data_bytes } };
 	WRITE3args w0 = { fh(0), 0, 0, UNSTABLE, { 0, NULL } };
 	LOOKUP3args la = { dirop(name("a.b")) }, lmax = { dirop(long_name()) };
@@ -1084,8 +1159,8 @@ static void test_inplace_args(void)
 	CU_ASSERT_EQUAL(wd->a.data.data_len, sizeof(data_bytes));
 	CU_ASSERT(wd->a.data.data_val >= buf &&
 		  wd->a.data.data_val < buf + len);
-	CU_ASSERT(memcmp(wd->a.data.data_val, data_bytes,
-			 sizeof(data_bytes)) == 0);
+	CU_ASSERT(memcmp(wd->a.data.data_val, data_bytes, sizeof(data_bytes)) ==
+		  0);
 	CU_ASSERT(wd->a.file.data.data_val == wd->fh);
 	CU_ASSERT(wd->a.file.data.data_len == HANDLE_LEN &&
 		  memcmp(wd->fh, fh_bytes, HANDLE_LEN) == 0);
@@ -1108,8 +1183,8 @@ static void test_inplace_args(void)
 		     sizeof(struct nfs3_getattr_args));
 	CU_ASSERT_PTR_NULL(bad);
 	memset(buf, 0, 64);
-	buf[3] = 4;      /* a 4-byte handle */
-	buf[23] = 0;     /* stable */
+	buf[3] = 4;                /* a 4-byte handle */
+	buf[23] = 0;               /* stable */
 	memset(buf + 24, 0xff, 4); /* data length 2^32 - 1 */
 	bad = decode((xdrproc_t)nfs3_write_args_xdr, buf, 64,
 		     sizeof(struct nfs3_write_args));

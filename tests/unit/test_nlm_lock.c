@@ -64,15 +64,19 @@ static void fresh(void)
 }
 
 static struct nlm_lockdesc L(const char *host, int32_t svid, bool excl,
-			     uint64_t off, uint64_t len)
-{
-	return (struct nlm_lockdesc){
-		.owner = { .caller = host, .oh = host, .ohlen = (uint32_t)strlen(host),
-			   .svid = svid },
-		.excl = excl, .off = off, .len = len };
+			     uint64_t off, uint64_t len) {
+	return (struct nlm_lockdesc){ .owner = { .caller = host,
+						 .oh = host,
+						 .ohlen =
+							 (uint32_t)strlen(host),
+						 .svid = svid },
+				      .excl = excl,
+				      .off = off,
+				      .len = len };
 }
 
-static size_t nlocks(void)
+static size_t
+nlocks(void)
 {
 	size_t n;
 
@@ -283,7 +287,8 @@ static void test_shares(void)
 	/* a reads and denies writers. */
 	CU_ASSERT_EQUAL(nlm_table_share(t, 7, &a, 1, 2), 0);
 	CU_ASSERT_EQUAL(nlm_table_share(t, 7, &b, 2, 0), -EAGAIN);
-	CU_ASSERT_EQUAL(nlm_table_share(t, 7, &b, 1, 1), -EAGAIN); /* denies a's read */
+	CU_ASSERT_EQUAL(nlm_table_share(t, 7, &b, 1, 1),
+			-EAGAIN); /* denies a's read */
 	CU_ASSERT_EQUAL(nlm_table_share(t, 7, &b, 1, 0), 0);
 	/* a's own share is replaced, not checked against itself. */
 	CU_ASSERT_EQUAL(nlm_table_share(t, 7, &a, 3, 2), 0);
@@ -327,9 +332,12 @@ static void test_free_all(void)
 static struct nlm_lockdesc from(struct nlm_lockdesc l, uint8_t a, uint8_t b,
 				uint8_t c, uint8_t d)
 {
-	l.owner.host = (struct nlm_host){ .addr = { [10] = 0xff, [11] = 0xff,
-						     [12] = a, [13] = b,
-						     [14] = c, [15] = d } };
+	l.owner.host = (struct nlm_host){ .addr = { [10] = 0xff,
+						    [11] = 0xff,
+						    [12] = a,
+						    [13] = b,
+						    [14] = c,
+						    [15] = d } };
 	return l;
 }
 
@@ -379,8 +387,7 @@ static void test_host_bound(void)
 	}
 	n = nlm_table_host_count(t, &w.owner.host);
 	CU_ASSERT_EQUAL(n, HOST_MAX);
-	struct nlm_lockdesc more =
-		from(L("h", 1, true, 1000, 1), 10, 0, 0, 1);
+	struct nlm_lockdesc more = from(L("h", 1, true, 1000, 1), 10, 0, 0, 1);
 
 	CU_ASSERT_EQUAL(nlm_table_lock(t, 8, &more, NULL), -ENOLCK);
 	sh.host = w.owner.host;

@@ -261,7 +261,8 @@ static uint32_t word(const uint8_t *p, int i)
 static void test_reply_hdr(void)
 {
 	uint8_t p[RPC_REPLY_HDR_MAX];
-	struct rpc_reply_hdr h = { .xid = 9, .rstat = MSG_ACCEPTED,
+	struct rpc_reply_hdr h = { .xid = 9,
+				   .rstat = MSG_ACCEPTED,
 				   .astat = SUCCESS };
 
 	CU_ASSERT_EQUAL(rpc_reply_hdr_encode(p, &h), 24);

@@ -95,8 +95,8 @@ static void test_hit(void)
 {
 	struct rpc_drc *d;
 	struct rpc_drc_key k = key(0x0a000001, 700, 42, 12, "remove a");
-	struct rpc_drc_key other_port = key(0x0a000001, 45000, 42, 12,
-					    "remove a");
+	struct rpc_drc_key other_port =
+		key(0x0a000001, 45000, 42, 12, "remove a");
 
 	CU_ASSERT_FATAL(rpc_drc_new(1024, 1 << 20, &d) == 0);
 	put(d, &k, 100, 0xab);
@@ -296,7 +296,8 @@ static void *ct_main(void *arg)
 			rpc_outbuf_free(r);
 		} else if (rc == RPC_DRC_HIT) {
 			atomic_fetch_add(&ct_hits, 1);
-			if (ob->len != 16 + x % 64 || ob->data[0] != (uint8_t)x ||
+			if (ob->len != 16 + x % 64 ||
+			    ob->data[0] != (uint8_t)x ||
 			    ob->data[ob->len - 1] != (uint8_t)x)
 				atomic_fetch_add(&ct_bad, 1);
 			rpc_outbuf_free(ob);
@@ -315,8 +316,8 @@ static void test_concurrent(void)
 	/* Smaller than the key set: eviction races lookups too. */
 	CU_ASSERT_FATAL(rpc_drc_new(256, 64 << 10, &ct_drc) == 0);
 	for (uintptr_t i = 0; i < CT_THREADS; i++)
-		CU_ASSERT_FATAL(pthread_create(&th[i], NULL, ct_main,
-					       (void *)i) == 0);
+		CU_ASSERT_FATAL(
+			pthread_create(&th[i], NULL, ct_main, (void *)i) == 0);
 	for (int i = 0; i < CT_THREADS; i++)
 		pthread_join(th[i], NULL);
 	CU_ASSERT_EQUAL(atomic_load(&ct_bad), 0);
@@ -369,23 +370,32 @@ static void h_slow(struct rpc_call *call, void *args, void *res)
 
 static const struct rpc_proc procs[] = {
 	[0] = { .name = "absent" },
-	[1] = { .name = "count", .decode = (xdrproc_t)xdr_u_int,
-		.args_size = sizeof(uint32_t), .encode = (xdrproc_t)xdr_u_int,
-		.res_size = sizeof(uint32_t), .handler = h_count,
+	[1] = { .name = "count",
+		.decode = (xdrproc_t)xdr_u_int,
+		.args_size = sizeof(uint32_t),
+		.encode = (xdrproc_t)xdr_u_int,
+		.res_size = sizeof(uint32_t),
+		.handler = h_count,
 		.flags = RPC_PROC_AUTH_NONE_OK },
-	[2] = { .name = "same", .decode = (xdrproc_t)xdr_u_int,
-		.args_size = sizeof(uint32_t), .encode = (xdrproc_t)xdr_u_int,
-		.res_size = sizeof(uint32_t), .handler = h_count,
+	[2] = { .name = "same",
+		.decode = (xdrproc_t)xdr_u_int,
+		.args_size = sizeof(uint32_t),
+		.encode = (xdrproc_t)xdr_u_int,
+		.res_size = sizeof(uint32_t),
+		.handler = h_count,
 		.flags = RPC_PROC_IDEMPOTENT | RPC_PROC_AUTH_NONE_OK },
-	[3] = { .name = "slow", .decode = (xdrproc_t)xdr_u_int,
-		.args_size = sizeof(uint32_t), .encode = (xdrproc_t)xdr_u_int,
-		.res_size = sizeof(uint32_t), .handler = h_slow,
+	[3] = { .name = "slow",
+		.decode = (xdrproc_t)xdr_u_int,
+		.args_size = sizeof(uint32_t),
+		.encode = (xdrproc_t)xdr_u_int,
+		.res_size = sizeof(uint32_t),
+		.handler = h_slow,
 		.flags = RPC_PROC_AUTH_NONE_OK },
 };
 
-static const struct rpc_program prog = { .name = "t", .prog = TPROG,
-					  .vers = 1, .procs = procs,
-					  .nprocs = 4 };
+static const struct rpc_program prog = {
+	.name = "t", .prog = TPROG, .vers = 1, .procs = procs, .nprocs = 4
+};
 
 static int tcp_connect(uint16_t port)
 {
@@ -402,8 +412,17 @@ static int tcp_connect(uint16_t port)
 
 static void send_call(int fd, uint32_t xid, uint32_t proc, uint32_t arg)
 {
-	uint32_t w[] = { htonl(0x80000000u | 44), htonl(xid), 0, htonl(2),
-			 htonl(TPROG), htonl(1), htonl(proc), 0, 0, 0, 0,
+	uint32_t w[] = { htonl(0x80000000u | 44),
+			 htonl(xid),
+			 0,
+			 htonl(2),
+			 htonl(TPROG),
+			 htonl(1),
+			 htonl(proc),
+			 0,
+			 0,
+			 0,
+			 0,
 			 htonl(arg) };
 
 	CU_ASSERT_FATAL(send(fd, w, sizeof(w), MSG_NOSIGNAL) ==

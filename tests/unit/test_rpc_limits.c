@@ -45,16 +45,19 @@ static void h_done(struct rpc_call *call, void *args, void *res)
 }
 
 static const struct rpc_proc procs[] = {
-	[0] = { .name = "null", .handler = h_done,
+	[0] = { .name = "null",
+		.handler = h_done,
 		.flags = RPC_PROC_IDEMPOTENT | RPC_PROC_AUTH_NONE_OK },
-	[1] = { .name = "big", .encode = (xdrproc_t)xdr_big, .res_size = 8,
+	[1] = { .name = "big",
+		.encode = (xdrproc_t)xdr_big,
+		.res_size = 8,
 		.handler = h_done,
 		.flags = RPC_PROC_IDEMPOTENT | RPC_PROC_AUTH_NONE_OK },
 };
 
-static const struct rpc_program prog = { .name = "t", .prog = TPROG,
-					  .vers = 1, .procs = procs,
-					  .nprocs = 2 };
+static const struct rpc_program prog = {
+	.name = "t", .prog = TPROG, .vers = 1, .procs = procs, .nprocs = 2
+};
 
 static struct rpc_server *srv_start(int nloops, uint32_t max_conns,
 				    uint16_t *port)
@@ -95,8 +98,17 @@ static int tcp_connect(uint16_t port, int rcvbuf)
 
 static void call_words(uint32_t w[11], uint32_t xid, uint32_t proc)
 {
-	uint32_t v[] = { htonl(0x80000000u | 40), htonl(xid), 0, htonl(2),
-			 htonl(TPROG), htonl(1), htonl(proc), 0, 0, 0, 0 };
+	uint32_t v[] = { htonl(0x80000000u | 40),
+			 htonl(xid),
+			 0,
+			 htonl(2),
+			 htonl(TPROG),
+			 htonl(1),
+			 htonl(proc),
+			 0,
+			 0,
+			 0,
+			 0 };
 
 	memcpy(w, v, sizeof(v));
 }

@@ -242,37 +242,58 @@ static void h_splice(struct rpc_call *call, void *args, void *res)
 }
 
 static const struct rpc_proc procs_v1[] = {
-	[0] = { .name = "null", .handler = h_null,
+	[0] = { .name = "null",
+		.handler = h_null,
 		.flags = RPC_PROC_AUTH_NONE_OK },
-	[1] = { .name = "echo", .decode = (xdrproc_t)xdr_u_int,
-		.args_size = sizeof(uint32_t), .encode = (xdrproc_t)xdr_u_int,
-		.res_size = sizeof(uint32_t), .handler = h_echo,
+	[1] = { .name = "echo",
+		.decode = (xdrproc_t)xdr_u_int,
+		.args_size = sizeof(uint32_t),
+		.encode = (xdrproc_t)xdr_u_int,
+		.res_size = sizeof(uint32_t),
+		.handler = h_echo,
 		.flags = RPC_PROC_AUTH_NONE_OK },
-	[2] = { .name = "whoami", .encode = (xdrproc_t)xdr_u_int,
-		.res_size = sizeof(uint32_t), .handler = h_whoami },
+	[2] = { .name = "whoami",
+		.encode = (xdrproc_t)xdr_u_int,
+		.res_size = sizeof(uint32_t),
+		.handler = h_whoami },
 	[3] = { .name = "absent" },
-	[4] = { .name = "fail", .handler = h_fail,
+	[4] = { .name = "fail",
+		.handler = h_fail,
 		.flags = RPC_PROC_AUTH_NONE_OK },
-	[5] = { .name = "drop", .handler = h_drop,
+	[5] = { .name = "drop",
+		.handler = h_drop,
 		.flags = RPC_PROC_AUTH_NONE_OK },
-	[6] = { .name = "big", .decode = (xdrproc_t)xdr_big_args,
-		.args_size = sizeof(struct big_args), .handler = h_big,
+	[6] = { .name = "big",
+		.decode = (xdrproc_t)xdr_big_args,
+		.args_size = sizeof(struct big_args),
+		.handler = h_big,
 		.flags = RPC_PROC_AUTH_NONE_OK | RPC_PROC_IDEMPOTENT },
-	[7] = { .name = "splice", .decode = (xdrproc_t)xdr_splice_args,
-		.args_size = sizeof(struct splice_args), .handler = h_splice,
+	[7] = { .name = "splice",
+		.decode = (xdrproc_t)xdr_splice_args,
+		.args_size = sizeof(struct splice_args),
+		.handler = h_splice,
 		.flags = RPC_PROC_AUTH_NONE_OK | RPC_PROC_IDEMPOTENT },
 };
 
 static const struct rpc_proc procs_v3[] = {
-	[0] = { .name = "null", .handler = h_null,
+	[0] = { .name = "null",
+		.handler = h_null,
 		.flags = RPC_PROC_AUTH_NONE_OK },
 };
 
 static const struct rpc_program progs[] = {
-	{ .name = "test", .prog = TPROG, .vers = 1, .procs = procs_v1,
-	  .nprocs = 8, .ctx = &ctx_token },
-	{ .name = "test", .prog = TPROG, .vers = 3, .procs = procs_v3,
-	  .nprocs = 1, .ctx = &ctx_token },
+	{ .name = "test",
+	  .prog = TPROG,
+	  .vers = 1,
+	  .procs = procs_v1,
+	  .nprocs = 8,
+	  .ctx = &ctx_token },
+	{ .name = "test",
+	  .prog = TPROG,
+	  .vers = 3,
+	  .procs = procs_v3,
+	  .nprocs = 1,
+	  .ctx = &ctx_token },
 };
 
 static int start_server(struct rpc_server **srv, uint16_t *port)
@@ -712,11 +733,13 @@ static void test_watch(void)
 	struct rpc_config cfg = { .nloops = NLOOPS };
 
 	CU_ASSERT_EQUAL(rpc_server_nloops(srv), NLOOPS);
-	CU_ASSERT_EQUAL(rpc_server_watch(srv, 0, watch_fd, on_watch, NULL,
-					 &watch_fd), -EBUSY);
+	CU_ASSERT_EQUAL(
+		rpc_server_watch(srv, 0, watch_fd, on_watch, NULL, &watch_fd),
+		-EBUSY);
 	CU_ASSERT_FATAL(rpc_server_new(&cfg, &s2) == 0);
-	CU_ASSERT_EQUAL(rpc_server_watch(s2, NLOOPS, watch_fd, on_watch,
-					 NULL, &watch_fd), -EINVAL);
+	CU_ASSERT_EQUAL(rpc_server_watch(s2, NLOOPS, watch_fd, on_watch, NULL,
+					 &watch_fd),
+			-EINVAL);
 	CU_ASSERT_FATAL(rpc_server_watch(s2, 1, watch_fd, on_watch, NULL,
 					 &watch_fd) == 0);
 	CU_ASSERT_FATAL(rpc_server_start(s2) == 0);
@@ -819,10 +842,11 @@ static void test_big_replies(void)
 static void test_splice_replies(void)
 {
 	static const uint32_t cases[][3] = {
-		{ 0, 1, 0 },	      { 5, 3, 0 },	 { 4096, 4096, 0 },
-		{ 4093, 4099, 0 },    { 0, 1 << 20, 0 }, { 100, 70000, 1 },
-		{ 8, 65537, 0 },      { 0, 0, 0 },	 { 4000, 200000, 1 },
-		{ 1 << 20, 1 << 20, 0 },
+		{ 0, 1, 0 },         { 5, 3, 0 },
+		{ 4096, 4096, 0 },   { 4093, 4099, 0 },
+		{ 0, 1 << 20, 0 },   { 100, 70000, 1 },
+		{ 8, 65537, 0 },     { 0, 0, 0 },
+		{ 4000, 200000, 1 }, { 1 << 20, 1 << 20, 0 },
 	};
 	enum { NC = sizeof(cases) / sizeof(cases[0]), ROUNDS = 8 };
 	static struct msg m;
@@ -852,7 +876,8 @@ static void test_splice_replies(void)
 			if (n != (long)cases[i][1])
 				bad++;
 			for (long k = 0; n > 0 && k < n; k++)
-				if (data[k] != pattern(cases[i][0] + (size_t)k)) {
+				if (data[k] !=
+				    pattern(cases[i][0] + (size_t)k)) {
 					bad++;
 					break;
 				}

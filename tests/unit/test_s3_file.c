@@ -118,14 +118,23 @@ static const char *get_str(struct fx *f, const char *key)
 }
 
 static const struct store_meta meta_a = {
-	.has_mode = true, .has_uid = true, .has_gid = true, .has_mtime = true,
-	.mode = 0100640, .uid = 1000, .gid = 4294967294u,
-	.mtime_ns = 1700000000123456789LL, .symlink = false,
+	.has_mode = true,
+	.has_uid = true,
+	.has_gid = true,
+	.has_mtime = true,
+	.mode = 0100640,
+	.uid = 1000,
+	.gid = 4294967294u,
+	.mtime_ns = 1700000000123456789LL,
+	.symlink = false,
 };
 
 static const struct store_meta meta_b = {
-	.has_mode = true, .has_mtime = true, .mode = 0120777,
-	.mtime_ns = -5, .symlink = true,
+	.has_mode = true,
+	.has_mtime = true,
+	.mode = 0120777,
+	.mtime_ns = -5,
+	.symlink = true,
 };
 
 static bool meta_eq(const struct store_meta *x, const struct store_meta *y)
@@ -157,8 +166,8 @@ static void items_free(struct items *it)
  * All pages of a listing.  Within a page, entries and prefixes are merged
  * by strcmp: S3 order is one order over both.
  */
-static int list_all(struct fx *f, const char *prefix, char delim,
-		    unsigned max, struct items *it)
+static int list_all(struct fx *f, const char *prefix, char delim, unsigned max,
+		    struct items *it)
 {
 	struct store_page pg;
 	char *tok = NULL;
@@ -196,8 +205,7 @@ static int list_all(struct fx *f, const char *prefix, char delim,
 	return err;
 }
 
-static bool items_are(const struct items *it, const char *const *want,
-		      int n)
+static bool items_are(const struct items *it, const char *const *want, int n)
 {
 	if (it->n != n)
 		return false;
@@ -342,8 +350,8 @@ static void test_get_stream(void)
 	CU_ASSERT_FATAL(store_put_fd(f.st, "s", fd, size, NULL, NULL) == 0);
 	close(fd);
 	unlink(path);
-	CU_ASSERT(store_get_stream(f.st, "s", 100, size, sink_keep, &b,
-				   &got) == 0);
+	CU_ASSERT(store_get_stream(f.st, "s", 100, size, sink_keep, &b, &got) ==
+		  0);
 	CU_ASSERT(got == size - 100 && b.len == got);
 	CU_ASSERT(memcmp(b.buf, want + 100, b.len) == 0);
 	CU_ASSERT(b.calls >= 4); /* pieces, never the whole in one buffer */
@@ -401,9 +409,23 @@ static void test_overwrite_changes_etag(void)
 static void test_invalid_keys(void)
 {
 	static const char *const bad[] = {
-		"", "/abs", "../escape", "a/../../escape", "a/./b", ".", "..",
-		"a/..", "a/.", "a//b", "//", "/", "a//", "./x",
-		".mapfs-tmp/x", ".mapfs-mpu", ".mapfs-tmp/",
+		"",
+		"/abs",
+		"../escape",
+		"a/../../escape",
+		"a/./b",
+		".",
+		"..",
+		"a/..",
+		"a/.",
+		"a//b",
+		"//",
+		"/",
+		"a//",
+		"./x",
+		".mapfs-tmp/x",
+		".mapfs-mpu",
+		".mapfs-tmp/",
 	};
 	char longkey[STORE_KEY_MAX + 2], buf[4];
 	struct store_info info;
@@ -418,7 +440,8 @@ static void test_invalid_keys(void)
 		CU_ASSERT(store_head(f.st, bad[i], &info) == -EINVAL);
 		CU_ASSERT(store_get(f.st, bad[i], 0, 4, buf, &got) == -EINVAL);
 		CU_ASSERT(store_delete(f.st, bad[i]) == -EINVAL);
-		CU_ASSERT(store_copy(f.st, bad[i], "ok", NULL, NULL) == -EINVAL);
+		CU_ASSERT(store_copy(f.st, bad[i], "ok", NULL, NULL) ==
+			  -EINVAL);
 		CU_ASSERT(store_mpu_create(f.st, bad[i], NULL, &id) == -EINVAL);
 	}
 	CU_ASSERT(put_str(&f, "ok", "x") == 0);
@@ -610,11 +633,11 @@ static void test_list_paging(void)
 static void test_list_recursive(void)
 {
 	static const char *const all[] = {
-		"r/", "r/a", "r/b-x", "r/b/", "r/b/c", "r/b/d/", "r/b/d/e",
-		"r/m/",
+		"r/",    "r/a",    "r/b-x",   "r/b/",
+		"r/b/c", "r/b/d/", "r/b/d/e", "r/m/",
 	};
-	static const char *const gen[] = { "r-", "r/", "r/a", "r/b", "r/m/",
-					   "r0/", "r0/x" };
+	static const char *const gen[] = { "r-",   "r/",  "r/a", "r/b",
+					   "r/m/", "r0/", "r0/x" };
 	struct items it;
 	struct fx f;
 	char *id;
@@ -696,8 +719,9 @@ static void test_multipart(void)
 	int fd, n = 0;
 
 	fx_open(&f, "mpu2");
-	CU_ASSERT(put_str(&f, "src", "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP"
-				      "QRSTUVWXYZ0123456789") == 0);
+	CU_ASSERT(put_str(&f, "src",
+			  "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP"
+			  "QRSTUVWXYZ0123456789") == 0);
 	path_of(&f, "../part.bin", path, sizeof(path));
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 	CU_ASSERT_FATAL(fd >= 0);
@@ -713,8 +737,8 @@ static void test_multipart(void)
 
 	CU_ASSERT_FATAL(store_mpu_create(f.st, "out/big", &meta_a, &id) == 0);
 	/* A re-sent part replaces the first one wholly (new etag). */
-	CU_ASSERT(store_mpu_part(f.st, "out/big", id, 1, fd, 0, 10,
-				 etags[0]) == 0);
+	CU_ASSERT(store_mpu_part(f.st, "out/big", id, 1, fd, 0, 10, etags[0]) ==
+		  0);
 	CU_ASSERT(store_mpu_part(f.st, "out/big", id, 1, fd, 0, 4096,
 				 etags[3]) == 0);
 	CU_ASSERT(strcmp(etags[0], etags[3]) != 0);
@@ -726,8 +750,8 @@ static void test_multipart(void)
 	CU_ASSERT(store_mpu_part_copy(f.st, "out/big", id, 3, "src", 20, 30,
 				      etags[2]) == 0);
 	/* Wrong key, bad part numbers, a range past the source's end. */
-	CU_ASSERT(store_mpu_part(f.st, "out/other", id, 1, fd, 0, 1,
-				 bad) == -ENOENT);
+	CU_ASSERT(store_mpu_part(f.st, "out/other", id, 1, fd, 0, 1, bad) ==
+		  -ENOENT);
 	CU_ASSERT(store_mpu_part(f.st, "out/big", id, 0, fd, 0, 1, bad) ==
 		  -EINVAL);
 	CU_ASSERT(store_mpu_part(f.st, "out/big", id, 10001, fd, 0, 1, bad) ==
@@ -775,8 +799,7 @@ static void test_mpu_abort(void)
 	CU_ASSERT(store_mpu_part(f.st, "k", id, 1, fd, 0, 10, etag) == 0);
 	CU_ASSERT(store_mpu_abort(f.st, "other", id) == -ENOENT);
 	CU_ASSERT(store_mpu_abort(f.st, "k", id) == 0);
-	CU_ASSERT(store_mpu_part(f.st, "k", id, 2, fd, 0, 10, etag) ==
-		  -ENOENT);
+	CU_ASSERT(store_mpu_part(f.st, "k", id, 2, fd, 0, 10, etag) == -ENOENT);
 	CU_ASSERT(store_mpu_abort(f.st, "k", id) == -ENOENT);
 	CU_ASSERT(store_head(f.st, "k", &info) == -ENOENT);
 	path_of(&f, ".mapfs-mpu", path, sizeof(path));
@@ -970,7 +993,8 @@ static void *worker_run(void *arg)
 	for (int j = 0; j < THREAD_KEYS; j++) {
 		snprintf(key, sizeof(key), "t%d/k%02d", w->id, j);
 		if (store_put(w->f->st, key, key, strlen(key), NULL, NULL) ||
-		    store_head(w->f->st, key, &info) || info.size != strlen(key))
+		    store_head(w->f->st, key, &info) ||
+		    info.size != strlen(key))
 			w->bad++;
 		if (store_list(w->f->st, "", '/', NULL, 0, &pg) ||
 		    pg.nprefixes < 1 || pg.nprefixes > THREADS)
@@ -994,8 +1018,8 @@ static void test_threads(void)
 	fx_open(&f, "threads");
 	for (int i = 0; i < THREADS; i++) {
 		w[i] = (struct worker){ &f, i, 0 };
-		CU_ASSERT_FATAL(pthread_create(&t[i], NULL, worker_run, &w[i]) ==
-				0);
+		CU_ASSERT_FATAL(
+			pthread_create(&t[i], NULL, worker_run, &w[i]) == 0);
 	}
 	for (int i = 0; i < THREADS; i++) {
 		pthread_join(t[i], NULL);

@@ -37,13 +37,21 @@ static struct store_opts opts(const char *u)
 }
 
 static const struct store_meta meta_file = {
-	.has_mode = true, .has_uid = true, .has_gid = true, .has_mtime = true,
-	.mode = 0100640, .uid = 1000, .gid = 4294967294u,
+	.has_mode = true,
+	.has_uid = true,
+	.has_gid = true,
+	.has_mtime = true,
+	.mode = 0100640,
+	.uid = 1000,
+	.gid = 4294967294u,
 	.mtime_ns = 1700000000123456789LL,
 };
 static const struct store_meta meta_link = {
-	.has_mode = true, .has_mtime = true, .mode = 0120777,
-	.mtime_ns = -5, .symlink = true,
+	.has_mode = true,
+	.has_mtime = true,
+	.mode = 0120777,
+	.mtime_ns = -5,
+	.symlink = true,
 };
 
 static bool meta_eq(const struct store_meta *x, const struct store_meta *y)
@@ -179,7 +187,8 @@ static void test_get_stream(void)
 	CU_ASSERT(got < size);
 	b = (struct sinkbuf){ .buf = b.buf, .cap = size };
 	CU_ASSERT(store_get_stream(st, "stream", size, 10, sink_keep, &b,
-				   &got) == 0 && got == 0 && b.calls == 0);
+				   &got) == 0 &&
+		  got == 0 && b.calls == 0);
 	CU_ASSERT(store_get_stream(st, "nope", 0, 10, sink_keep, &b, &got) ==
 		  -ENOENT);
 	CU_ASSERT(store_delete(st, "stream") == 0);
@@ -237,8 +246,10 @@ static bool page_has_prefix(const struct store_page *p, const char *pfx)
 
 static void test_list(void)
 {
-	static const char *const keys[] = { "l/1", "l/2", "l/b/3", "l/c/",
-					    "l/sp ace+&%<.txt", "l/\xe1\x88\xb4" };
+	static const char *const keys[] = {
+		"l/1",           "l/2", "l/b/3", "l/c/", "l/sp ace+&%<.txt",
+		"l/\xe1\x88\xb4"
+	};
 	struct store_page p;
 	char *token = NULL;
 	size_t seen = 0, pages = 0;
@@ -248,7 +259,8 @@ static void test_list(void)
 	CU_ASSERT_FATAL(store_list(st, "l/", '/', NULL, 0, &p) == 0);
 	CU_ASSERT(p.nentries == 4 && p.nprefixes == 2 && !p.next_token);
 	CU_ASSERT(page_has(&p, "l/1") && page_has(&p, "l/2") &&
-		  page_has(&p, "l/sp ace+&%<.txt") && page_has(&p, "l/\xe1\x88\xb4"));
+		  page_has(&p, "l/sp ace+&%<.txt") &&
+		  page_has(&p, "l/\xe1\x88\xb4"));
 	CU_ASSERT(page_has_prefix(&p, "l/b/") && page_has_prefix(&p, "l/c/"));
 	store_page_free(&p);
 
@@ -279,7 +291,8 @@ static void test_copy_delete(void)
 	const char *many[] = { "m/1", "m/2", "m/3", "m/absent" };
 	struct store_page p;
 
-	CU_ASSERT_FATAL(store_put(st, "c/src", "copyme", 6, &meta_file, NULL) == 0);
+	CU_ASSERT_FATAL(store_put(st, "c/src", "copyme", 6, &meta_file, NULL) ==
+			0);
 	CU_ASSERT(store_copy(st, "c/src", "c/keep", NULL, &info) == 0);
 	CU_ASSERT(info.size == 6 && meta_eq(&info.meta, &meta_file));
 	other.uid = 42;
@@ -319,14 +332,17 @@ static void test_multipart(void)
 	fill(data, n1 + 100, 3);
 	fd = tmp_fd(data, n1);
 	CU_ASSERT_FATAL(fd >= 0);
-	CU_ASSERT_FATAL(store_put(st, "mp/src", data + n1, 100, NULL, NULL) == 0);
+	CU_ASSERT_FATAL(store_put(st, "mp/src", data + n1, 100, NULL, NULL) ==
+			0);
 	CU_ASSERT_FATAL(store_mpu_create(st, "mp/obj", &meta_file, &id) == 0);
-	CU_ASSERT(store_mpu_part(st, "mp/obj", id, 1, fd, 0, n1, etags[0]) == 0);
+	CU_ASSERT(store_mpu_part(st, "mp/obj", id, 1, fd, 0, n1, etags[0]) ==
+		  0);
 	CU_ASSERT(store_mpu_part_copy(st, "mp/obj", id, 2, "mp/src", 0, 100,
 				      etags[1]) == 0);
 	memcpy(bad, etags, sizeof(bad));
 	snprintf(bad[1], sizeof(bad[1]), "0123456789abcdef0123456789abcdef");
-	CU_ASSERT(store_mpu_complete(st, "mp/obj", id, 2, bad, NULL) == -EINVAL);
+	CU_ASSERT(store_mpu_complete(st, "mp/obj", id, 2, bad, NULL) ==
+		  -EINVAL);
 	CU_ASSERT(store_mpu_complete(st, "mp/obj", id, 2, etags, &info) == 0);
 	CU_ASSERT(info.size == n1 + 100 && info.etag[0]);
 	CU_ASSERT(meta_eq(&info.meta, &meta_file));
@@ -335,9 +351,10 @@ static void test_multipart(void)
 
 	/* A ranged part copy of the middle of a big object. */
 	CU_ASSERT_FATAL(store_mpu_create(st, "mp/obj2", NULL, &id2) == 0);
-	CU_ASSERT(store_mpu_part_copy(st, "mp/obj2", id2, 1, "mp/obj", 1000,
-				      50, etags[2]) == 0);
-	CU_ASSERT(store_mpu_complete(st, "mp/obj2", id2, 1, etags + 2, &info) == 0);
+	CU_ASSERT(store_mpu_part_copy(st, "mp/obj2", id2, 1, "mp/obj", 1000, 50,
+				      etags[2]) == 0);
+	CU_ASSERT(store_mpu_complete(st, "mp/obj2", id2, 1, etags + 2, &info) ==
+		  0);
 	CU_ASSERT(info.size == 50);
 	CU_ASSERT(store_get(st, "mp/obj2", 0, 100, back, &got) == 0);
 	CU_ASSERT(got == 50 && memcmp(back, data + 1000, 50) == 0);
@@ -356,7 +373,8 @@ static void test_multipart(void)
 	CU_ASSERT(store_mpu_part(st, "mp/gone", id2, 1, fd, 0, 10, etags[2]) ==
 		  -ENOENT);
 	CU_ASSERT(store_mpu_abort(st, "mp/gone", id2) == -ENOENT);
-	CU_ASSERT(store_mpu_complete(st, "mp/gone", id2, 1, etags, NULL) == -ENOENT);
+	CU_ASSERT(store_mpu_complete(st, "mp/gone", id2, 1, etags, NULL) ==
+		  -ENOENT);
 	CU_ASSERT(store_head(st, "mp/gone", &info) == -ENOENT);
 	CU_ASSERT(store_mpu_part(st, "mp/obj", id, 0, fd, 0, 10, etags[2]) ==
 		  -EINVAL);
@@ -397,7 +415,8 @@ static void test_threads(void)
 
 	for (int i = 0; i < 12; i++) {
 		w[i] = (struct worker){ i, 0 };
-		CU_ASSERT_FATAL(pthread_create(&t[i], NULL, worker_run, &w[i]) == 0);
+		CU_ASSERT_FATAL(
+			pthread_create(&t[i], NULL, worker_run, &w[i]) == 0);
 	}
 	for (int i = 0; i < 12; i++) {
 		pthread_join(t[i], NULL);
@@ -499,8 +518,8 @@ int main(void)
 		       "against a real S3 server\n");
 		return 0;
 	}
-	bucket = getenv("MAPFS_TEST_S3_BUCKET") ? getenv("MAPFS_TEST_S3_BUCKET") :
-						   "bench";
+	bucket = getenv("MAPFS_TEST_S3_BUCKET") ? getenv("MAPFS_TEST_S3_BUCKET")
+						: "bench";
 	if (ak)
 		setenv("AWS_ACCESS_KEY_ID", ak, 1);
 	if (sk)

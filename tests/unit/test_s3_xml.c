@@ -18,26 +18,26 @@
 #define NS "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\""
 #define HDR "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 
-static int parse_list(const char *doc, const char *strip,
-		      struct store_page *p)
+static int parse_list(const char *doc, const char *strip, struct store_page *p)
 {
 	return s3_xml_list(doc, strlen(doc), strip, p);
 }
 
 static void test_list_plain(void)
 {
-	const char *doc = HDR "<ListBucketResult " NS ">"
-		"<Name>bench</Name><Prefix></Prefix><KeyCount>2</KeyCount>"
-		"<MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated>"
-		"<Contents><Key>a.txt</Key>"
-		"<LastModified>2009-10-12T17:50:30.000Z</LastModified>"
-		"<ETag>&quot;fba9dede5f27731c9771645a39863328&quot;</ETag>"
-		"<Size>434234</Size><StorageClass>STANDARD</StorageClass>"
-		"</Contents>"
-		"<Contents><Key>b &amp; c</Key>"
-		"<LastModified>1970-01-01T00:00:01.5Z</LastModified>"
-		"<ETag>\"x-2\"</ETag><Size>0</Size></Contents>"
-		"</ListBucketResult>";
+	const char *doc =
+		HDR "<ListBucketResult " NS ">"
+		    "<Name>bench</Name><Prefix></Prefix><KeyCount>2</KeyCount>"
+		    "<MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated>"
+		    "<Contents><Key>a.txt</Key>"
+		    "<LastModified>2009-10-12T17:50:30.000Z</LastModified>"
+		    "<ETag>&quot;fba9dede5f27731c9771645a39863328&quot;</ETag>"
+		    "<Size>434234</Size><StorageClass>STANDARD</StorageClass>"
+		    "</Contents>"
+		    "<Contents><Key>b &amp; c</Key>"
+		    "<LastModified>1970-01-01T00:00:01.5Z</LastModified>"
+		    "<ETag>\"x-2\"</ETag><Size>0</Size></Contents>"
+		    "</ListBucketResult>";
 	struct store_page p;
 
 	CU_ASSERT_FATAL(parse_list(doc, "", &p) == 0);
@@ -62,7 +62,8 @@ static void test_list_plain(void)
  */
 static void test_list_nul_key(void)
 {
-	const char *doc = HDR "<ListBucketResult " NS ">"
+	const char *doc = HDR
+		"<ListBucketResult " NS ">"
 		"<EncodingType>url</EncodingType>"
 		"<IsTruncated>false</IsTruncated>"
 		"<Contents><Key>a%00x</Key><ETag>\"e1\"</ETag><Size>5</Size>"
@@ -85,16 +86,23 @@ static void test_list_nul_key(void)
 
 static void test_list_prefixes_truncated(void)
 {
-	const char *doc = HDR "<ListBucketResult " NS ">"
-		"<Name>bench</Name><Prefix>pfx%2Fdir%2F</Prefix>"
-		"<Delimiter>%2F</Delimiter><EncodingType>url</EncodingType>"
-		"<IsTruncated>true</IsTruncated>"
-		"<NextContinuationToken>1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=</NextContinuationToken>"
-		"<Contents><Key>pfx%2Fdir%2F</Key><Size>0</Size><ETag>\"d41d8cd98f00b204e9800998ecf8427e\"</ETag></Contents>"
-		"<Contents><Key>pfx%2Fdir%2Fsp+ace%2B%25</Key><Size>7</Size><ETag>\"e\"</ETag></Contents>"
-		"<CommonPrefixes><Prefix>pfx%2Fdir%2Fsub%2F</Prefix></CommonPrefixes>"
-		"<CommonPrefixes><Prefix>pfx%2Fdir%2Fz%2F</Prefix></CommonPrefixes>"
-		"</ListBucketResult>";
+	const char *doc =
+		HDR "<ListBucketResult " NS ">"
+		    "<Name>bench</Name><Prefix>pfx%2Fdir%2F</Prefix>"
+		    "<Delimiter>%2F</Delimiter><EncodingType>url</EncodingType>"
+		    "<IsTruncated>true</IsTruncated>"
+		    "<NextContinuationToken>1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/"
+		    "wm36Hy4vbOwM=</NextContinuationToken>"
+		    "<Contents><Key>pfx%2Fdir%2F</Key><Size>0</"
+		    "Size><ETag>\"d41d8cd98f00b204e9800998ecf8427e\"</ETag></"
+		    "Contents>"
+		    "<Contents><Key>pfx%2Fdir%2Fsp+ace%2B%25</Key><Size>7</"
+		    "Size><ETag>\"e\"</ETag></Contents>"
+		    "<CommonPrefixes><Prefix>pfx%2Fdir%2Fsub%2F</Prefix></"
+		    "CommonPrefixes>"
+		    "<CommonPrefixes><Prefix>pfx%2Fdir%2Fz%2F</Prefix></"
+		    "CommonPrefixes>"
+		    "</ListBucketResult>";
 	struct store_page p;
 
 	CU_ASSERT_FATAL(parse_list(doc, "pfx/", &p) == 0);
@@ -109,15 +117,17 @@ static void test_list_prefixes_truncated(void)
 		CU_ASSERT_STRING_EQUAL(p.prefixes[0], "dir/sub/");
 		CU_ASSERT_STRING_EQUAL(p.prefixes[1], "dir/z/");
 	}
-	CU_ASSERT(p.next_token && strcmp(p.next_token,
-		  "1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=") == 0);
+	CU_ASSERT(p.next_token &&
+		  strcmp(p.next_token,
+			 "1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=") == 0);
 	store_page_free(&p);
 
 	/* The store prefix's own marker is never a key of the store. */
-	CU_ASSERT_FATAL(parse_list(HDR "<ListBucketResult><IsTruncated>false"
-				   "</IsTruncated><Contents><Key>pfx/</Key>"
-				   "<Size>0</Size></Contents></ListBucketResult>",
-				   "pfx/", &p) == 0);
+	CU_ASSERT_FATAL(
+		parse_list(HDR "<ListBucketResult><IsTruncated>false"
+			       "</IsTruncated><Contents><Key>pfx/</Key>"
+			       "<Size>0</Size></Contents></ListBucketResult>",
+			   "pfx/", &p) == 0);
 	CU_ASSERT(p.nentries == 0);
 	store_page_free(&p);
 }
@@ -126,7 +136,8 @@ static void test_list_malformed(void)
 {
 	static const char *const bad[] = {
 		/* not well-formed */
-		HDR "<ListBucketResult><Contents><Key>a</Key></ListBucketResult>",
+		HDR
+		"<ListBucketResult><Contents><Key>a</Key></ListBucketResult>",
 		HDR "<ListBucketResult><IsTruncated>false</IsTruncated>",
 		"",
 		"not xml at all",
@@ -147,7 +158,8 @@ static void test_list_malformed(void)
 		    "<Contents><Key>a%zz</Key><Size>1</Size></Contents>"
 		    "</ListBucketResult>",
 		/* entity expansion: no DTD is accepted */
-		HDR "<!DOCTYPE l [<!ENTITY a \"aaaaaaaaaa\"><!ENTITY b \"&a;&a;&a;\">]>"
+		HDR "<!DOCTYPE l [<!ENTITY a \"aaaaaaaaaa\"><!ENTITY b "
+		    "\"&a;&a;&a;\">]>"
 		    "<ListBucketResult><Prefix>&b;</Prefix></ListBucketResult>",
 		/* text that only looks like a list */
 		"IsTruncated>false</IsTruncated><Contents><Key>a</Key>",
@@ -159,14 +171,16 @@ static void test_list_malformed(void)
 
 		CU_ASSERT(rc == -EIO);
 		if (rc != -EIO)
-			fprintf(stderr, "accepted bad document %zu (%d)\n", i, rc);
+			fprintf(stderr, "accepted bad document %zu (%d)\n", i,
+				rc);
 		CU_ASSERT(p.nentries == 0 && !p.entries && !p.next_token);
 	}
 }
 
 static void test_error(void)
 {
-	const char *doc = HDR "<Error><Code>NoSuchKey</Code>"
+	const char *doc = HDR
+		"<Error><Code>NoSuchKey</Code>"
 		"<Message>The resource you requested does not exist</Message>"
 		"<Resource>/mybucket/myfoto.jpg</Resource>"
 		"<RequestId>4442587FB7D0A2F9</RequestId></Error>";
@@ -175,7 +189,8 @@ static void test_error(void)
 
 	CU_ASSERT(s3_xml_error(doc, strlen(doc), code, msg) == 0);
 	CU_ASSERT_STRING_EQUAL(code, "NoSuchKey");
-	CU_ASSERT_STRING_EQUAL(msg, "The resource you requested does not exist");
+	CU_ASSERT_STRING_EQUAL(msg,
+			       "The resource you requested does not exist");
 	CU_ASSERT(s3_xml_error(notes, strlen(notes), code, msg) == 0);
 	CU_ASSERT_STRING_EQUAL(code, "");
 	doc = HDR "<CopyObjectResult><ETag>\"x\"</ETag></CopyObjectResult>";
@@ -185,35 +200,44 @@ static void test_error(void)
 
 static void test_multipart_docs(void)
 {
-	const char *init = HDR "<InitiateMultipartUploadResult " NS ">"
-		"<Bucket>example-bucket</Bucket><Key>example-object</Key>"
-		"<UploadId>VXBsb2FkIElEIGZvciA2aWWpbmcncyBteS1tb3ZpZS5tMnRzIHVwbG9hZA</UploadId>"
-		"</InitiateMultipartUploadResult>";
-	const char *cmpl = HDR "<CompleteMultipartUploadResult " NS ">"
-		"<Location>http://b.s3.amazonaws.com/k</Location>"
-		"<Bucket>b</Bucket><Key>k</Key>"
-		"<ETag>\"3858f62230ac3c915f300c664312c11f-9\"</ETag>"
-		"</CompleteMultipartUploadResult>";
-	const char *rgw = HDR "<CompleteMultipartUploadResult " NS ">"
-		"<Location>b/k</Location><Bucket>b</Bucket><Key>k</Key>"
-		"<ETag></ETag></CompleteMultipartUploadResult>";
-	const char *copy = HDR "<CopyObjectResult>"
-		"<LastModified>2009-10-28T22:32:00.000Z</LastModified>"
-		"<ETag>\"9b2cf535f27731c974343645a3985328\"</ETag>"
-		"</CopyObjectResult>";
-	const char *part = HDR "<CopyPartResult>"
-		"<LastModified>2011-04-11T20:34:56.000Z</LastModified>"
-		"<ETag>\"9b2cf535f27731c974343645a3985328\"</ETag>"
-		"</CopyPartResult>";
+	const char *init =
+		HDR "<InitiateMultipartUploadResult " NS ">"
+		    "<Bucket>example-bucket</Bucket><Key>example-object</Key>"
+		    "<UploadId>"
+		    "VXBsb2FkIElEIGZvciA2aWWpbmcncyBteS1tb3ZpZS5tMnRzIHVwbG9hZA"
+		    "</UploadId>"
+		    "</InitiateMultipartUploadResult>";
+	const char *cmpl =
+		HDR "<CompleteMultipartUploadResult " NS ">"
+		    "<Location>http://b.s3.amazonaws.com/k</Location>"
+		    "<Bucket>b</Bucket><Key>k</Key>"
+		    "<ETag>\"3858f62230ac3c915f300c664312c11f-9\"</ETag>"
+		    "</CompleteMultipartUploadResult>";
+	const char *rgw =
+		HDR "<CompleteMultipartUploadResult " NS ">"
+		    "<Location>b/k</Location><Bucket>b</Bucket><Key>k</Key>"
+		    "<ETag></ETag></CompleteMultipartUploadResult>";
+	const char *copy =
+		HDR "<CopyObjectResult>"
+		    "<LastModified>2009-10-28T22:32:00.000Z</LastModified>"
+		    "<ETag>\"9b2cf535f27731c974343645a3985328\"</ETag>"
+		    "</CopyObjectResult>";
+	const char *part =
+		HDR "<CopyPartResult>"
+		    "<LastModified>2011-04-11T20:34:56.000Z</LastModified>"
+		    "<ETag>\"9b2cf535f27731c974343645a3985328\"</ETag>"
+		    "</CopyPartResult>";
 	char etag[STORE_ETAG_MAX], *id = NULL;
 	int64_t lm = 0;
 
 	CU_ASSERT(s3_xml_upload_id(init, strlen(init), &id) == 0);
-	CU_ASSERT(id && strcmp(id, "VXBsb2FkIElEIGZvciA2aWWpbmcncyBteS1tb3ZpZS5tMnRzIHVwbG9hZA") == 0);
+	CU_ASSERT(id && strcmp(id, "VXBsb2FkIElEIGZvciA2aWWpbmcncyBteS1tb3ZpZS5"
+				   "tMnRzIHVwbG9hZA") == 0);
 	free(id);
 	CU_ASSERT(s3_xml_upload_id(cmpl, strlen(cmpl), &id) == -EIO);
-	CU_ASSERT(s3_xml_etag(cmpl, strlen(cmpl), "CompleteMultipartUploadResult",
-			      etag, NULL) == 0);
+	CU_ASSERT(s3_xml_etag(cmpl, strlen(cmpl),
+			      "CompleteMultipartUploadResult", etag,
+			      NULL) == 0);
 	CU_ASSERT_STRING_EQUAL(etag, "3858f62230ac3c915f300c664312c11f-9");
 	CU_ASSERT(s3_xml_etag(rgw, strlen(rgw), "CompleteMultipartUploadResult",
 			      etag, NULL) == 0);
@@ -228,24 +252,31 @@ static void test_multipart_docs(void)
 	CU_ASSERT(s3_xml_etag(part, strlen(part), "CopyObjectResult", etag,
 			      NULL) == -EIO);
 	CU_ASSERT(s3_xml_etag("<Error><Code>InternalError</Code></Error>", 41,
-			      "CompleteMultipartUploadResult", etag, NULL) == -EIO);
+			      "CompleteMultipartUploadResult", etag,
+			      NULL) == -EIO);
 	/* A 200 with an empty body (a server ignoring x-amz-copy-source). */
 	CU_ASSERT(s3_xml_etag("", 0, "CopyPartResult", etag, NULL) == -EIO);
 }
 
 static void test_uploads(void)
 {
-	const char *doc = HDR "<ListMultipartUploadsResult " NS ">"
+	const char *doc = HDR
+		"<ListMultipartUploadsResult " NS ">"
 		"<Bucket>bucket</Bucket><KeyMarker></KeyMarker>"
 		"<UploadIdMarker></UploadIdMarker>"
 		"<NextKeyMarker>my-movie.m2ts</NextKeyMarker>"
-		"<NextUploadIdMarker>YW55IGlkZWEgd2h5IGVsdmluZydzIHVwbG9hZCBmYWlsZWQ</NextUploadIdMarker>"
+		"<NextUploadIdMarker>"
+		"YW55IGlkZWEgd2h5IGVsdmluZydzIHVwbG9hZCBmYWlsZWQ</"
+		"NextUploadIdMarker>"
 		"<MaxUploads>3</MaxUploads><IsTruncated>true</IsTruncated>"
 		"<Upload><Key>my-divisor</Key>"
-		"<UploadId>XMgbGlrZSBlbHZpbmcncyBub3QgaGF2aW5nIG11Y2ggbHVjaw</UploadId>"
+		"<UploadId>XMgbGlrZSBlbHZpbmcncyBub3QgaGF2aW5nIG11Y2ggbHVjaw</"
+		"UploadId>"
 		"<Initiated>2010-11-10T20:48:33.000Z</Initiated></Upload>"
 		"<Upload><Key>my-movie.m2ts</Key>"
-		"<UploadId>VXBsb2FkIElEIGZvciBlbHZpbmcncyBteS1tb3ZpZS5tMnRzIHVwbG9hZA</UploadId>"
+		"<UploadId>"
+		"VXBsb2FkIElEIGZvciBlbHZpbmcncyBteS1tb3ZpZS5tMnRzIHVwbG9hZA</"
+		"UploadId>"
 		"<Initiated>2010-11-10T20:48:33.000Z</Initiated></Upload>"
 		"</ListMultipartUploadsResult>";
 	struct s3_uploads u;
@@ -257,8 +288,10 @@ static void test_uploads(void)
 		CU_ASSERT(u.v[0].initiated_ns == 1289422113LL * 1000000000);
 	}
 	CU_ASSERT(u.next_key && strcmp(u.next_key, "my-movie.m2ts") == 0);
-	CU_ASSERT(u.next_id && strcmp(u.next_id,
-		  "YW55IGlkZWEgd2h5IGVsdmluZydzIHVwbG9hZCBmYWlsZWQ") == 0);
+	CU_ASSERT(u.next_id &&
+		  strcmp(u.next_id,
+			 "YW55IGlkZWEgd2h5IGVsdmluZydzIHVwbG9hZCBmYWlsZWQ") ==
+			  0);
 	s3_xml_uploads_free(&u);
 	doc = HDR "<ListMultipartUploadsResult><Upload><Key>k</Key></Upload>"
 		  "</ListMultipartUploadsResult>";
@@ -268,17 +301,19 @@ static void test_uploads(void)
 static void test_delete_result(void)
 {
 	const char *ok = HDR "<DeleteResult " NS "><Deleted><Key>a</Key>"
-		"</Deleted></DeleteResult>";
+			     "</Deleted></DeleteResult>";
 	const char *quiet = HDR "<DeleteResult " NS "/>";
-	const char *bad = HDR "<DeleteResult " NS ">"
-		"<Deleted><Key>a</Key></Deleted>"
-		"<Error><Key>sample2.txt</Key><Code>AccessDenied</Code>"
-		"<Message>Access Denied</Message></Error>"
-		"<Error><Key>x</Key><Code>InternalError</Code></Error>"
-		"</DeleteResult>";
+	const char *bad =
+		HDR "<DeleteResult " NS ">"
+		    "<Deleted><Key>a</Key></Deleted>"
+		    "<Error><Key>sample2.txt</Key><Code>AccessDenied</Code>"
+		    "<Message>Access Denied</Message></Error>"
+		    "<Error><Key>x</Key><Code>InternalError</Code></Error>"
+		    "</DeleteResult>";
 	char code[S3_XML_CODE_MAX], key[64];
 
-	CU_ASSERT(s3_xml_delete_result(ok, strlen(ok), code, key, sizeof(key)) == 0);
+	CU_ASSERT(s3_xml_delete_result(ok, strlen(ok), code, key,
+				       sizeof(key)) == 0);
 	CU_ASSERT(s3_xml_delete_result(quiet, strlen(quiet), code, key,
 				       sizeof(key)) == 0);
 	CU_ASSERT(s3_xml_delete_result(bad, strlen(bad), code, key,
@@ -357,8 +392,9 @@ static void test_escaping(void)
 	CU_ASSERT_FATAL(s3_buf_err(&b) == 0);
 	CU_ASSERT(strstr(b.p, "<Quiet>true</Quiet>") != NULL);
 	got = reparse(&b);
-	CU_ASSERT(got && strcmp(got, "[plain][a&b<c>d\"e'f][</Key><Key>evil]"
-				     "[tab\there\nnl\rcr][\xe1\x88\xb4 utf8]") == 0);
+	CU_ASSERT(got &&
+		  strcmp(got, "[plain][a&b<c>d\"e'f][</Key><Key>evil]"
+			      "[tab\there\nnl\rcr][\xe1\x88\xb4 utf8]") == 0);
 	if (got && strcmp(got, "[plain][a&b<c>d\"e'f][</Key><Key>evil]"
 			       "[tab\there\nnl\rcr][\xe1\x88\xb4 utf8]"))
 		fprintf(stderr, "reparsed: %s\n", got);
@@ -366,7 +402,9 @@ static void test_escaping(void)
 	s3_buf_free(&b);
 
 	s3_xml_complete_body(&b, 2, etags);
-	CU_ASSERT(strstr(b.p, "<PartNumber>1</PartNumber><ETag>\"abc\"</ETag>") != NULL);
+	CU_ASSERT(
+		strstr(b.p, "<PartNumber>1</PartNumber><ETag>\"abc\"</ETag>") !=
+		NULL);
 	CU_ASSERT(strstr(b.p, "<PartNumber>2</PartNumber>") != NULL);
 	got = reparse(&b);
 	CU_ASSERT(got && strcmp(got, "[\"abc\"][\"x&<y>-2\"]") == 0);
@@ -433,7 +471,8 @@ int main(void)
 	} tests[] = {
 		{ "list", test_list_plain },
 		{ "a key with %00 skipped", test_list_nul_key },
-		{ "list with prefixes, truncated", test_list_prefixes_truncated },
+		{ "list with prefixes, truncated",
+		  test_list_prefixes_truncated },
 		{ "malformed rejected", test_list_malformed },
 		{ "error", test_error },
 		{ "multipart and copy results", test_multipart_docs },

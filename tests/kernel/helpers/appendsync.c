@@ -80,12 +80,14 @@ int main(int argc, char **argv)
 	}
 	close(fd);
 	printf("appendsync: %ld lines; the longest append+fsync: line %ld, "
-	       "%.2f s (at %.1f s)\n", n, worst_i, worst, worst_at);
+	       "%.2f s (at %.1f s)\n",
+	       n, worst_i, worst, worst_at);
 	fd = open(argv[1], O_RDONLY);
 	for (long i = 0; fd >= 0 && i < n; i++) {
 		line_of(buf, i, n);
 		if (read(fd, got, LINE) != LINE || memcmp(buf, got, LINE)) {
-			printf("appendsync: line %ld differs when read back\n", i);
+			printf("appendsync: line %ld differs when read back\n",
+			       i);
 			return 3;
 		}
 	}

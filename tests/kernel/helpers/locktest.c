@@ -31,8 +31,10 @@ static void check(int ok, const char *what)
 
 static int lk(int fd, int cmd, short type, off_t start, off_t len)
 {
-	struct flock fl = { .l_type = type, .l_whence = SEEK_SET,
-			    .l_start = start, .l_len = len };
+	struct flock fl = { .l_type = type,
+			    .l_whence = SEEK_SET,
+			    .l_start = start,
+			    .l_len = len };
 
 	return fcntl(fd, cmd, &fl) ? -errno : 0;
 }
@@ -48,8 +50,10 @@ static long now_ms(void)
 /* The child's side; returns its number of failures. */
 static int child(const char *path, int go_r, int done_w)
 {
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
-			    .l_start = 10, .l_len = 1 };
+	struct flock fl = { .l_type = F_WRLCK,
+			    .l_whence = SEEK_SET,
+			    .l_start = 10,
+			    .l_len = 1 };
 	int fd = open(path, O_RDWR);
 	char c;
 	long t0, waited;

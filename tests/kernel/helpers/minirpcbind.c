@@ -155,24 +155,36 @@ static void mon_call(const struct mon *m, uint32_t state)
 
 	if (!lm || n > 255)
 		return;
-	wr(b + o, 0x6b746e31); o += 4;          /* xid */
-	wr(b + o, 0); o += 4;                   /* CALL */
-	wr(b + o, 2); o += 4;                   /* RPC v2 */
-	wr(b + o, m->prog); o += 4;
-	wr(b + o, m->vers); o += 4;
-	wr(b + o, m->proc); o += 4;
-	memset(b + o, 0, 16); o += 16;          /* AUTH_NONE cred, verf */
-	wr(b + o, (uint32_t)n); o += 4;
+	wr(b + o, 0x6b746e31);
+	o += 4; /* xid */
+	wr(b + o, 0);
+	o += 4; /* CALL */
+	wr(b + o, 2);
+	o += 4; /* RPC v2 */
+	wr(b + o, m->prog);
+	o += 4;
+	wr(b + o, m->vers);
+	o += 4;
+	wr(b + o, m->proc);
+	o += 4;
+	memset(b + o, 0, 16);
+	o += 16; /* AUTH_NONE cred, verf */
+	wr(b + o, (uint32_t)n);
+	o += 4;
 	memset(b + o, 0, (n + 3) & ~3u);
-	memcpy(b + o, m->name, n); o += (n + 3) & ~3u;
-	wr(b + o, state); o += 4;
-	memcpy(b + o, m->priv, 16); o += 16;
+	memcpy(b + o, m->name, n);
+	o += (n + 3) & ~3u;
+	wr(b + o, state);
+	o += 4;
+	memcpy(b + o, m->priv, 16);
+	o += 16;
 	wr(b, 0x80000000u | (uint32_t)(o - 4));
 	/* lockd takes this only from a reserved port of the loopback. */
 	for (int port = 1023; port > 600 && fd < 0; port--) {
 		struct sockaddr_in me = { .sin_family = AF_INET,
 					  .sin_port = htons((uint16_t)port),
-					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+					  .sin_addr.s_addr =
+						  htonl(INADDR_LOOPBACK) };
 
 		fd = socket(AF_INET, SOCK_STREAM, 0);
 		if (fd >= 0 && bind(fd, (struct sockaddr *)&me, sizeof(me))) {
@@ -183,11 +195,14 @@ static void mon_call(const struct mon *m, uint32_t state)
 	sa.sin_port = htons((uint16_t)lm->port);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
 	    write(fd, b, o) != (ssize_t)o || read(fd, r, sizeof(r)) <= 0)
-		fprintf(stderr, "minirpcbind: calling lockd back for %s failed\n",
+		fprintf(stderr,
+			"minirpcbind: calling lockd back for %s failed\n",
 			m->name);
 	else
-		fprintf(stderr, "minirpcbind: SM_NOTIFY: lockd told that %s "
-			"restarted (state %u)\n", m->name, state);
+		fprintf(stderr,
+			"minirpcbind: SM_NOTIFY: lockd told that %s "
+			"restarted (state %u)\n",
+			m->name, state);
 	if (fd >= 0)
 		close(fd);
 }
@@ -252,8 +267,13 @@ static size_t answer(const uint8_t *rec, size_t len, uint8_t *out)
 		if ((proc == 1 || proc == 2 || proc == 3) && len - off < 16)
 			return 0;
 		switch (proc) {
-		case 1: RES(map_set(rd(a), rd(a + 4), rd(a + 8), rd(a + 12))); break;
-		case 2: map_unset(rd(a), rd(a + 4)); RES(1); break;
+		case 1:
+			RES(map_set(rd(a), rd(a + 4), rd(a + 8), rd(a + 12)));
+			break;
+		case 2:
+			map_unset(rd(a), rd(a + 4));
+			RES(1);
+			break;
 		case 3: {
 			struct map *m = map_find(rd(a), rd(a + 4), rd(a + 8));
 
@@ -279,13 +299,25 @@ static size_t answer(const uint8_t *rec, size_t len, uint8_t *out)
 	if (prog == 100024 && vers == 1) {
 		STATUS(0);
 		switch (proc) {
-		case 0: break;                  /* NULL: void */
-		case 6: notify(a, rec + len); break; /* NOTIFY: void */
-		case 2: mon_add(a, rec + len); /* MON, then as STAT */
+		case 0:
+			break; /* NULL: void */
+		case 6:
+			notify(a, rec + len);
+			break; /* NOTIFY: void */
+		case 2:
+			mon_add(a, rec + len); /* MON, then as STAT */
 		/* fall through */
-		case 1: RES(0); RES(nsm_state); break; /* STAT, MON */
-		case 3: case 4: RES(nsm_state); break;         /* UNMON(_ALL) */
-		default: o -= 4; STATUS(3);
+		case 1:
+			RES(0);
+			RES(nsm_state);
+			break; /* STAT, MON */
+		case 3:
+		case 4:
+			RES(nsm_state);
+			break; /* UNMON(_ALL) */
+		default:
+			o -= 4;
+			STATUS(3);
 		}
 		return o;
 	}
@@ -295,10 +327,12 @@ static size_t answer(const uint8_t *rec, size_t len, uint8_t *out)
 
 static int listen_on(uint16_t port, uint16_t *bound)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_port = htons(port),
-				  /* The guest's is reached by port forwarding. */
-				  .sin_addr.s_addr = htonl(INADDR_ANY) };
+	struct sockaddr_in sa = {
+		.sin_family = AF_INET,
+		.sin_port = htons(port),
+		/* The guest's is reached by port forwarding. */
+		.sin_addr.s_addr = htonl(INADDR_ANY)
+	};
 	socklen_t sl = sizeof(sa);
 	int one = 1, fd = socket(AF_INET, SOCK_STREAM, 0);
 
@@ -386,7 +420,8 @@ int main(int argc, char **argv)
 		int n = 0;
 
 		for (int i = 0; i < nl; i++)
-			pfd[n++] = (struct pollfd){ .fd = lfd[i], .events = POLLIN };
+			pfd[n++] = (struct pollfd){ .fd = lfd[i],
+						    .events = POLLIN };
 		for (int i = 0; i < MAXCONN; i++)
 			pfd[n++] = (struct pollfd){ .fd = conns[i].fd,
 						    .events = POLLIN };
