@@ -3,7 +3,8 @@
 # in a room's sources names the room itself or one it may use, as the
 # block after "arrows:" in docs/ARCHITECTURE.md says (written once, there),
 # and a room's private header (ROOM/*_int.h) is included only inside
-# ROOM.  Every directory with C sources must be a room of that block.
+# ROOM, and every room's library (CMakeLists.txt) links only rooms it
+# may use.  Every directory with C sources must be a room of that block.
 # Prints each wrong arrow; exit 1 if there is one.
 set -euo pipefail
 ROOT=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
@@ -36,5 +37,29 @@ for dir in "$ROOT"/*/; do
 	done < <(grep -Hno '^#include "[a-z0-9_]*/[^"]*"' "$dir"*.c "$dir"*.h 2>/dev/null |
 		sed 's/#include "\(.*\)"$/\1/')
 done
-[ $bad = 0 ] && echo "arrows: every include follows the rooms' arrows"
+# The libraries: a room's mapfs_room(...) in CMakeLists.txt links only
+# rooms it may use (its XDR library and the metrics endpoint count as
+# nfsd/, nlm/ and metrics/), so the link rules say what the arrows say.
+lib_room() {
+	case $1 in
+	mapfs_xdr) echo nfsd ;;
+	mapfs_nlm_xdr) echo nlm ;;
+	mapfs_metrics_httpd) echo metrics ;;
+	mapfs_*) echo "${1#mapfs_}" ;;
+	esac
+}
+while read -r lib deps; do
+	room=$(lib_room "$lib")
+	[ -n "${may[$room]+x}" ] || continue
+	for d in $deps; do
+		[[ $d == mapfs_* ]] || continue
+		to=$(lib_room "$d")
+		if [ "$to" != "$room" ] && [[ "${may[$room]}" != *" $to "* ]]; then
+			echo "arrows: CMakeLists.txt: $lib links $d: $room -> $to is not an arrow of $DOC"; bad=1
+		fi
+	done
+done < <(tr '\n' ' ' < "$ROOT/CMakeLists.txt" |
+	grep -o 'mapfs_room([^)]*)' |
+	sed -E 's/^mapfs_room\(([a-z0-9_]+) .*DEPS ([^)]*)\)$/\1 \2/; t; s/^mapfs_room\(([a-z0-9_]+) .*/\1/')
+[ $bad = 0 ] && echo "arrows: every include and every library link follows the rooms' arrows"
 exit $bad
