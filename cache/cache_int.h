@@ -95,7 +95,7 @@ struct cache_wait {
 	uint64_t cur, last;
 	bool for_write;
 	uint64_t wr_off, wr_end; /* for_write: the bytes being written */
-	struct cache_compl * compl ;
+	struct cache_compl *answer;
 };
 
 /*

@@ -153,9 +153,9 @@ void cache_kick_locked(struct cache *c, struct cache_ent *e,
 			continue;
 		}
 		*pp = w->next;
-		w->compl ->result = res;
-		w->compl ->next = k->done;
-		k->done = w->compl ;
+		w->answer->result = res;
+		w->answer->next = k->done;
+		k->done = w->answer;
 		free(w);
 	}
 }
@@ -204,8 +204,8 @@ void cache_waiters_fail(struct cache *c, struct cache_wait *w, long res)
 	while (w) {
 		struct cache_wait *next = w->next;
 
-		w->compl ->result = res;
-		compl_deliver(c, w->compl );
+		w->answer->result = res;
+		compl_deliver(c, w->answer);
 		free(w);
 		w = next;
 	}
@@ -225,9 +225,9 @@ static void fail_chunk_locked(struct cache *c, struct cache_ent *e, uint64_t i,
 			continue;
 		}
 		*pp = w->next;
-		w->compl ->result = err;
-		w->compl ->next = k->done;
-		k->done = w->compl ;
+		w->answer->result = err;
+		w->answer->next = k->done;
+		k->done = w->answer;
 		free(w);
 	}
 }
@@ -547,7 +547,7 @@ static void sync_wake(void *arg, long result)
 }
 
 /*
- * Queue w (its compl filled) on e for [off, off+len) and kick.  The
+ * Queue w (its answer filled) on e for [off, off+len) and kick.  The
  * waiter is answered through the kick (possibly at once).
  */
 static void wait_add(struct cache *c, struct cache_ent *e,
@@ -630,7 +630,7 @@ void cache_fetch(struct cache *c, int loop, uint64_t ino,
 		n->done = done;
 		n->arg = arg;
 	}
-	w->compl = n;
+	w->answer = n;
 	w->cur = off / c->cs;
 	w->last = (off + len - 1) / c->cs;
 	w->for_write = for_write;
