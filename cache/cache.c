@@ -18,6 +18,11 @@
 #include <unistd.h>
 
 #include "cache/cache_int.h"
+#include "cache/chunks_int.h"
+#include "cache/tasks_int.h"
+#include "cache/evict_int.h"
+#include "cache/fetch_int.h"
+#include "cache/ring_int.h"
 #include "common/log.h"
 #include "db/db.h"
 
@@ -31,52 +36,6 @@
 #define CACHE_DEFAULT_LOW_PCT 85
 #define CACHE_DEFAULT_FETCH_THREADS 8
 #define CACHE_DEFAULT_MAX_OPEN 4096
-
-void cache_name(uint64_t ino, char buf[CACHE_NAME_MAX])
-{
-	snprintf(buf, CACHE_NAME_MAX, "%016" PRIx64, ino);
-}
-
-void cache_dir_changed(struct cache *c, uint64_t ino)
-{
-	atomic_fetch_add(&c->dir_changes[ino & 0xff], 1);
-}
-
-uint64_t cache_dir_snapshot(struct cache *c, uint64_t ino)
-{
-	return atomic_load(&c->dir_changes[ino & 0xff]);
-}
-
-bool cache_dir_needs_sync(struct cache *c, uint64_t ino)
-{
-	return atomic_load(&c->dir_synced[ino & 0xff]) !=
-	       atomic_load(&c->dir_changes[ino & 0xff]);
-}
-
-void cache_dir_synced(struct cache *c, uint64_t ino, uint64_t snap)
-{
-	atomic_uint_fast64_t *synced = &c->dir_synced[ino & 0xff];
-	uint_fast64_t cur = atomic_load(synced);
-
-	/* Syncs may finish out of order: keep the newest coverage. */
-	while (cur < snap && !atomic_compare_exchange_weak(synced, &cur, snap))
-		;
-}
-
-int cache_sync_blocking(struct cache *c, struct cache_fd *f)
-{
-	uint64_t snap;
-
-	if (fdatasync(f->fd) < 0)
-		return -errno;
-	if (!cache_dir_needs_sync(c, f->ino))
-		return 0;
-	snap = cache_dir_snapshot(c, f->ino);
-	if (fsync(cache_dirfd(c, f->ino)) < 0)
-		return -errno;
-	cache_dir_synced(c, f->ino, snap);
-	return 0;
-}
 
 /*
  * mkdir -p.  A directory created here is fsynced into its parent, so the

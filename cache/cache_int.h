@@ -3,13 +3,18 @@
  *
  * struct cache is the whole state of one cache (no globals): the directory
  * fds, the shared fd table (fdtab.c), the chunk state of every local inode
- * and its LMDB journal (chunks.c), one io_uring ring and completion list
- * per event loop (ring.c), the fetch worker pool (fetch.c) and the
- * evictor (evict.c).
+ * and its LMDB journal (chunks.c), one io_uring ring (ring.c) and
+ * completion list (compl.c) per event loop, the fetch tasks (tasks.c) and
+ * worker pool (fetch.c) and the evictor (evict.c).
+ *
+ * The files are layers, each calling only those below it (the order is
+ * written once, in docs/ARCHITECTURE.md, and tests/arrows.sh checks it):
+ * files, compl, fdtab, spare (their calls are here), then chunks, tasks,
+ * evict, settle, fetch, pin, ring and cache.c on top, each offering the
+ * files above it what its own X_int.h declares.
  *
  * Lock order: attach_lock, an entry's land_lock -> an entry shard's lock
- * -> fetch_lock, a
- * loop's compl_lock, db/'s queue lock.  No syscall runs under a shard lock.
+ * -> fetch_lock, a loop's compl_lock, db/'s queue lock.  No syscall runs under a shard lock.
  */
 #ifndef MAPFS_CACHE_INT_H
 #define MAPFS_CACHE_INT_H
@@ -258,7 +263,7 @@ struct cache {
 	pthread_t evictor;
 };
 
-/* cache.c: names and directory syncs. */
+/* files.c: names and directory syncs. */
 void cache_name(uint64_t ino, char buf[CACHE_NAME_MAX]);
 static inline int cache_dirfd(const struct cache *c, uint64_t ino)
 {
@@ -306,9 +311,9 @@ bool cache_spare_give(struct cache *c, int dirfd, const char *name,
 int cache_priv_add(struct cache *c, uint64_t ino);
 void cache_priv_del(struct cache *c, uint64_t ino);
 
-/* ring.c: loops. */
-int cache_loops_init(struct cache *c);
-void cache_loops_destroy(struct cache *c);
+/* compl.c: the loops' completion lists. */
+/* Wake loop l's thread (its eventfd). */
+void cache_loop_wake(struct cache_loop *l);
 /* Deliver n (n->loop >= 0) on its loop; callable from any thread. */
 void cache_post(struct cache *c, struct cache_compl *n);
 /*
@@ -318,146 +323,27 @@ void cache_post(struct cache *c, struct cache_compl *n);
 void cache_complete(struct cache *c, int loop, cache_done_fn done, void *arg,
 		    long result);
 
-/* chunks.c: the entry table and the journal. */
-/* Open the "chunks" database and the shard locks.  0 or -errno. */
-int cache_ents_init(struct cache *c);
-/* Free every entry (nothing else may run; journal ops drained). */
-void cache_ents_destroy(struct cache *c);
-/* The shard that holds ino's entry; its lock guards the entry's state. */
-struct cache_entshard *cache_ent_shard(struct cache *c, uint64_t ino);
-/* ino's live entry (no reference taken), or NULL. */
-struct cache_ent *cache_ent_find_locked(struct cache_entshard *s, uint64_t ino);
+/* Run loop l's queued completions (its thread, each poll). */
+void cache_compl_drain(struct cache_loop *l);
+
 /* The cache file of e changed (size, times, blocks): after the change. */
 static inline void cache_ent_touched(struct cache_ent *e)
 {
 	atomic_fetch_add(&e->sgen, 1);
 }
-/* Take / drop a reference; the last put frees the entry. */
-void cache_ent_get(struct cache_ent *e);
-void cache_ent_put(struct cache_ent *e);
-/* Make room for chunk index idx in e->st.  0 or -ENOMEM. */
-int cache_ent_reserve_locked(struct cache_ent *e, uint64_t idx);
 /* Chunk i can be read from the cache file. */
 static inline bool cache_chunk_readable(const struct cache *c,
 					const struct cache_ent *e, uint64_t i)
 {
 	return (i < e->nst && (e->st[i] & CH_PRESENT)) || i * c->cs >= e->limit;
 }
-/*
- * The local entry of ino, made if missing (an empty sparse file of size
- * bytes and limit size, journaled) with a reference for the caller.
- */
-int cache_ent_attach(struct cache *c, uint64_t ino, uint64_t size,
-		     struct cache_ent **out);
-/* Unhash ino's entry (dead from now on); returns it with the table's
- * reference, or NULL.  Its waiters are the caller's to answer. */
-struct cache_ent *cache_ent_unhash_locked(struct cache_entshard *s,
-					  uint64_t ino);
-/* One journal change of an entry (chunks.c), see cache_journal(). */
-struct cache_jrec {
-	uint32_t idx;
-	uint8_t st; /* CH_PRESENT | CH_DIRTY; 0 deletes */
-};
-/*
- * Queue, in the entry's order (call under its shard lock), a journal
- * change: with del_all every record of ino goes first; with set_limit
- * the store limit is written; then the n chunk records.  e may be NULL
- * (ino dropped).  Returns the op's seq (for e->j_dur), 0 without memory:
- * then the change is lost from the journal only, which errs on the safe
- * side for fetched chunks (fetched again) and is logged for others.
- */
-uint64_t cache_journal(struct cache *c, struct cache_ent *e, uint64_t ino,
-		       bool del_all, bool set_limit, uint64_t limit,
-		       const struct cache_jrec *recs, size_t n);
-/* Write one chunk record (st 0: delete it) or the limit, in txn. */
-int cache_rec_put_txn(struct cache *c, struct db_txn *txn, uint64_t ino,
-		      uint32_t idx, uint8_t st);
-int cache_limit_put_txn(struct cache *c, struct db_txn *txn, uint64_t ino,
-			uint64_t limit);
-/*
- * If some journal op of e may not be durable yet, queue an empty one and
- * deliver n once it is (true); else false: nothing to wait for (or no
- * memory: then n->result is -ENOMEM).  Call under e's shard lock.
- */
-bool cache_journal_wait_locked(struct cache *c, struct cache_ent *e,
-			       struct cache_compl *n);
-/*
- * A read of [off, off+len) of ino: -ENODATA unless every chunk of it is
- * readable; else pins the entry (*out, referenced) against eviction until
- * cache_read_unpin().  Notes the access for CLOCK and readahead.
- */
-int cache_read_pin(struct cache *c, uint64_t ino, uint64_t off, uint64_t len,
-		   struct cache_ent **out);
-void cache_read_unpin(struct cache_ent *e);
-/*
- * A write of [off, off+len) of ino: -ENODATA if ino is not local, a chunk
- * is BUSY, or one it covers in part is not readable; else the chunks are
- * marked present and dirty (journaled) and *out is referenced until
- * cache_write_unmark() after the data is in ([off, end): the bytes it
- * wrote, for cache_written_low; off UINT64_MAX: none).
- */
-int cache_write_mark(struct cache *c, uint64_t ino, uint64_t off, uint64_t len,
-		     struct cache_ent **out);
-void cache_write_unmark(struct cache_ent *e, uint64_t off, uint64_t end);
-/* Lower e's low_written to off. */
-void cache_ent_written_at(struct cache_ent *e, uint64_t off);
-/* Load every entry from LMDB (cache_open); -EINVAL if the records were
- * made with another chunk size. */
-int cache_ents_load(struct cache *c);
-/* Chunk state bits changed for chunk i of e: keep the counters. */
-void cache_chunk_set_locked(struct cache *c, struct cache_ent *e, uint64_t i,
-			    uint8_t st);
-
-/* fetch.c: workers, tasks and waiters. */
-/* Start the fetch workers.  0 or -errno. */
-int cache_fetch_init(struct cache *c);
-/* Run the task queue dry, stop and join the workers. */
-void cache_fetch_destroy(struct cache *c);
-/* What a kick collected under a shard lock, to hand out after it. */
-struct cache_kick {
-	struct cache_task *tasks, *tasks_last; /* in the order added */
-	struct cache_compl *done;
-};
-/*
- * Make tasks for the chunks e's waiters lack (none BUSY), and take the
- * waiters that have all they need (or an error) off e, into k.  Call
- * with e's shard lock held; then unlock and call cache_kick_finish(),
- * which queues the tasks and answers the waiters on their loops.
- */
-void cache_kick_locked(struct cache *c, struct cache_ent *e,
-		       struct cache_kick *k);
-void cache_kick_finish(struct cache *c, struct cache_kick *k);
-/*
- * Queue a fetch of chunk i of e into k, after the ones queued before
- * (sets BUSY).  Call locked.  Workers join the tasks of consecutive
- * chunks queued one behind the other into one GET.
- */
-void cache_task_add_locked(struct cache_ent *e, uint64_t i,
-			   struct cache_kick *k);
-/* Answer every waiter of a dead entry with res (-EAGAIN). */
-void cache_waiters_fail(struct cache *c, struct cache_wait *w, long res);
-/* n tasks (queued, run or settled) are finished: ntasks goes down. */
-void cache_tasks_finished(struct cache *c, unsigned n);
-
-/*
- * settle.c: landed chunks become durable.  Fetched chunks are readable
- * (PRESENT) as soon as their bytes are in the cache file, but stay BUSY
- * (no write, no eviction) until one thread, batching many chunks into
- * one fdatasync per file, has made their bytes durable and journaled
- * them present: a present record never points at bytes a crash can
- * lose, and no fetch waits for the disk.  cache_settle_add takes the
- * list of tasks (each holding its entry) whose chunks landed; it counts
- * them finished (cache_tasks_finished) once they are settled.
- */
-int cache_settle_start(struct cache *c);
-/* Settle what is queued, then stop the thread. */
-void cache_settle_stop(struct cache *c);
-void cache_settle_add(struct cache *c, struct cache_task *list);
-
-/* evict.c: start the evictor thread (only with a capacity), stop it. */
-int cache_evict_start(struct cache *c);
-void cache_evict_stop(struct cache *c);
-/* Wake the evictor if usage is past the high watermark. */
-void cache_evict_poke(struct cache *c);
+/* Chunks [first, last] of a range of len bytes at off (len > 0). */
+static inline void cache_chunk_span(const struct cache *c, uint64_t off,
+				    uint64_t len, uint64_t *first,
+				    uint64_t *last)
+{
+	*first = off / c->cs;
+	*last = (off + len - 1) / c->cs;
+}
 
 #endif

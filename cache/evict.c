@@ -22,6 +22,9 @@
 #include <time.h>
 
 #include "cache/cache_int.h"
+#include "cache/chunks_int.h"
+#include "cache/tasks_int.h"
+#include "cache/evict_int.h"
 #include "metrics/metrics.h"
 #include "common/log.h"
 #include "db/db.h"

@@ -33,14 +33,13 @@
 #include <unistd.h>
 
 #include "cache/cache_int.h"
+#include "cache/chunks_int.h"
+#include "cache/tasks_int.h"
+#include "cache/settle_int.h"
+#include "cache/fetch_int.h"
 #include "metrics/metrics.h"
 #include "common/log.h"
 #include "s3/store.h"
-
-static bool chunk_busy_at(const struct cache_ent *e, uint64_t i)
-{
-	return i < e->nst && (e->st[i] & CH_BUSY);
-}
 
 /* The largest GET: past it a store's per-request cost hardly shows. */
 #define FETCH_GET_MAX (16ull << 20)
@@ -58,179 +57,6 @@ struct sync_wait {
 	bool finished;
 	long result;
 };
-
-/* Bytes of chunk i that come from the store: [i*cs, i*cs + return). */
-static uint64_t chunk_store_len(const struct cache *c,
-				const struct cache_ent *e, uint64_t i)
-{
-	uint64_t off = i * c->cs;
-
-	if (off >= e->limit)
-		return 0;
-	return e->limit - off < c->cs ? e->limit - off : c->cs;
-}
-
-/*
- * Must w wait for chunk i's BUSY to clear?  A reader need not wait for a
- * chunk that is readable already (fetched, settling); a writer must:
- * cache_write_mark() refuses BUSY chunks.
- */
-static bool wait_busy(const struct cache *c, const struct cache_ent *e,
-		      const struct cache_wait *w, uint64_t i)
-{
-	return chunk_busy_at(e, i) &&
-	       (w->for_write || !cache_chunk_readable(c, e, i));
-}
-
-/* Does w still need chunk i fetched (not just waited for)? */
-static bool wait_needs(const struct cache *c, const struct cache_ent *e,
-		       const struct cache_wait *w, uint64_t i)
-{
-	uint64_t lo = i * c->cs, need = chunk_store_len(c, e, i);
-
-	if (cache_chunk_readable(c, e, i))
-		return false;
-	/* A write covering every stored byte of the chunk replaces it. */
-	return !(w->for_write && w->wr_off <= lo && w->wr_end >= lo + need);
-}
-
-void cache_task_add_locked(struct cache_ent *e, uint64_t i,
-			   struct cache_kick *k)
-{
-	struct cache_task *t;
-
-	if (!e->key || cache_ent_reserve_locked(e, i))
-		return;
-	t = malloc(sizeof(*t));
-	if (t)
-		t->key = strdup(e->key);
-	if (!t || !t->key) {
-		free(t);
-		return; /* the waiter is answered -ENOMEM by the kick */
-	}
-	memcpy(t->etag, e->etag, sizeof(t->etag));
-	t->ent = e;
-	t->idx = (uint32_t)i;
-	t->epoch = e->epoch;
-	cache_ent_get(e);
-	e->st[i] |= CH_BUSY;
-	t->next = NULL;
-	if (k->tasks_last)
-		k->tasks_last->next = t;
-	else
-		k->tasks = t;
-	k->tasks_last = t;
-}
-
-void cache_kick_locked(struct cache *c, struct cache_ent *e,
-		       struct cache_kick *k)
-{
-	struct cache_wait **pp = &e->waiters;
-
-	while (*pp) {
-		struct cache_wait *w = *pp;
-		bool waiting = false;
-		long res = 0;
-
-		while (w->cur <= w->last && !wait_busy(c, e, w, w->cur) &&
-		       !wait_needs(c, e, w, w->cur))
-			w->cur++;
-		for (uint64_t i = w->cur; i <= w->last; i++) {
-			if (wait_busy(c, e, w, i)) {
-				waiting = true;
-				continue;
-			}
-			if (!wait_needs(c, e, w, i))
-				continue;
-			cache_task_add_locked(e, i, k);
-			if (chunk_busy_at(e, i))
-				waiting = true;
-			else
-				res = -ENOMEM; /* no task could be made */
-		}
-		if (waiting && !res) {
-			pp = &w->next;
-			continue;
-		}
-		*pp = w->next;
-		w->answer->result = res;
-		w->answer->next = k->done;
-		k->done = w->answer;
-		free(w);
-	}
-}
-
-static void compl_deliver(struct cache *c, struct cache_compl *n)
-{
-	if (n->loop >= 0) {
-		cache_post(c, n);
-	} else {
-		n->done(n->arg, n->result);
-		free(n);
-	}
-}
-
-void cache_kick_finish(struct cache *c, struct cache_kick *k)
-{
-	struct cache_task *t = k->tasks, *tnext;
-	struct cache_compl *n = k->done, *nnext;
-
-	if (t) {
-		pthread_mutex_lock(&c->fetch_lock);
-		for (; t; t = tnext) {
-			tnext = t->next;
-			t->next = NULL;
-			if (c->queue_tail)
-				c->queue_tail->next = t;
-			else
-				c->queue_head = t;
-			c->queue_tail = t;
-			c->ntasks++;
-		}
-		pthread_cond_broadcast(&c->task_cond);
-		pthread_mutex_unlock(&c->fetch_lock);
-	}
-	for (; n; n = nnext) {
-		nnext = n->next;
-		compl_deliver(c, n);
-	}
-	k->tasks = NULL;
-	k->tasks_last = NULL;
-	k->done = NULL;
-}
-
-void cache_waiters_fail(struct cache *c, struct cache_wait *w, long res)
-{
-	while (w) {
-		struct cache_wait *next = w->next;
-
-		w->answer->result = res;
-		compl_deliver(c, w->answer);
-		free(w);
-		w = next;
-	}
-}
-
-/* Answer the waiters that need chunk i with err (its fetch failed). */
-static void fail_chunk_locked(struct cache *c, struct cache_ent *e, uint64_t i,
-			      int err, struct cache_kick *k)
-{
-	struct cache_wait **pp = &e->waiters;
-
-	while (*pp) {
-		struct cache_wait *w = *pp;
-
-		if (i < w->cur || i > w->last || !wait_needs(c, e, w, i)) {
-			pp = &w->next;
-			continue;
-		}
-		*pp = w->next;
-		w->answer->result = err;
-		w->answer->next = k->done;
-		k->done = w->answer;
-		free(w);
-	}
-}
 
 /*
  * One GET of the consecutive chunks [first, first + n) of e: the tasks
@@ -256,7 +82,7 @@ static uint64_t run_store_len(const struct run *r)
 	uint64_t len = 0;
 
 	for (uint32_t j = 0; j < r->n; j++)
-		len += chunk_store_len(r->c, r->e, r->first + j);
+		len += cache_chunk_store_len(r->c, r->e, r->first + j);
 	return len;
 }
 
@@ -328,7 +154,8 @@ static int run_land(struct run *r)
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&s->lock);
-	if (!e->dead && e->epoch == r->epoch && chunk_store_len(c, e, i)) {
+	if (!e->dead && e->epoch == r->epoch &&
+	    cache_chunk_store_len(c, e, i)) {
 		cache_chunk_set_locked(c, e, i, e->st[i] | CH_PRESENT | CH_REF);
 		metrics_inc(MET_CACHE_FETCHES); /* metrics */
 		metrics_add(MET_CACHE_FETCH_BYTES, r->fill);
@@ -356,8 +183,8 @@ static int run_sink(void *arg, const void *p, size_t n)
 			if (r->landed == r->n)
 				return -EIO; /* more than asked for */
 			pthread_mutex_lock(&s->lock);
-			r->want = chunk_store_len(r->c, r->e,
-						  r->first + r->landed);
+			r->want = cache_chunk_store_len(r->c, r->e,
+							r->first + r->landed);
 			pthread_mutex_unlock(&s->lock);
 			if (!r->want)
 				return -ECANCELED; /* cut meanwhile */
@@ -469,7 +296,7 @@ static void run_fetch(struct cache *c, struct cache_task *tasks, uint32_t n,
 	for (t = tasks; t; t = t->next) {
 		e->st[t->idx] &= (uint8_t)~CH_BUSY;
 		if (rc < 0)
-			fail_chunk_locked(c, e, t->idx, rc, &k);
+			cache_fail_chunk_locked(c, e, t->idx, rc, &k);
 	}
 	if (!e->dead)
 		cache_kick_locked(c, e, &k);
@@ -486,17 +313,6 @@ static void run_fetch(struct cache *c, struct cache_task *tasks, uint32_t n,
 		free(t);
 	}
 	cache_tasks_finished(c, n);
-}
-
-void cache_tasks_finished(struct cache *c, unsigned n)
-{
-	if (!n)
-		return;
-	pthread_mutex_lock(&c->fetch_lock);
-	c->ntasks -= n;
-	if (c->ntasks == 0)
-		pthread_cond_broadcast(&c->fetch_idle);
-	pthread_mutex_unlock(&c->fetch_lock);
 }
 
 static void *worker_main(void *p)

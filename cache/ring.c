@@ -30,6 +30,9 @@
 #include <unistd.h>
 
 #include "cache/cache_int.h"
+#include "cache/chunks_int.h"
+#include "cache/pin_int.h"
+#include "cache/ring_int.h"
 #include "common/log.h"
 #include "metrics/metrics.h"
 #include "db/db.h"
@@ -74,45 +77,6 @@ struct cache_req {
 	bool eof;
 	int err, sync_res, dir_res;
 };
-
-static void loop_wake(struct cache_loop *l)
-{
-	uint64_t one = 1;
-
-	/* Only fails when the counter is saturated: then it is readable. */
-	(void)!write(l->efd, &one, sizeof(one));
-}
-
-void cache_post(struct cache *c, struct cache_compl *n)
-{
-	struct cache_loop *l = &c->loops[n->loop];
-
-	n->next = NULL;
-	pthread_mutex_lock(&l->compl_lock);
-	if (l->compl_tail)
-		l->compl_tail->next = n;
-	else
-		l->compl_head = n;
-	l->compl_tail = n;
-	pthread_mutex_unlock(&l->compl_lock);
-	loop_wake(l);
-}
-
-void cache_complete(struct cache *c, int loop, cache_done_fn done, void *arg,
-		    long result)
-{
-	struct cache_compl *n;
-
-	if (loop < 0 || loop >= c->nloops || !(n = malloc(sizeof(*n)))) {
-		done(arg, result);
-		return;
-	}
-	n->done = done;
-	n->arg = arg;
-	n->result = result;
-	n->loop = loop;
-	cache_post(c, n);
-}
 
 static unsigned round_sqes(const struct cache_req *r)
 {
@@ -382,22 +346,7 @@ static void loop_reap(struct cache_loop *l)
 			l->backlog_tail = NULL;
 	}
 	if (io_uring_sq_ready(&l->ring) && io_uring_submit(&l->ring) < 0)
-		loop_wake(l);
-}
-
-static void loop_drain(struct cache_loop *l)
-{
-	struct cache_compl *n, *next;
-
-	pthread_mutex_lock(&l->compl_lock);
-	n = l->compl_head;
-	l->compl_head = l->compl_tail = NULL;
-	pthread_mutex_unlock(&l->compl_lock);
-	for (; n; n = next) {
-		next = n->next;
-		n->done(n->arg, n->result);
-		free(n);
-	}
+		cache_loop_wake(l);
 }
 
 int cache_loop_fd(struct cache *c, int loop)
@@ -413,7 +362,7 @@ void cache_loop_flush(void *cache, int loop)
 	struct cache_loop *l = &c->loops[loop];
 
 	if (io_uring_sq_ready(&l->ring) && io_uring_submit(&l->ring) < 0)
-		loop_wake(l); /* the SQEs stay queued: poll retries */
+		cache_loop_wake(l); /* the SQEs stay queued: poll retries */
 	if (io_uring_cq_ready(&l->ring))
 		loop_reap(l);
 }
@@ -430,7 +379,7 @@ void cache_loop_poll(void *cache, int loop)
 
 	(void)!read(l->efd, &v, sizeof(v));
 	loop_reap(l);
-	loop_drain(l);
+	cache_compl_drain(l);
 }
 
 static void loop_fini(struct cache_loop *l)
@@ -545,7 +494,7 @@ void cache_loops_destroy(struct cache *c)
 				break;
 			loop_reap(l);
 		}
-		loop_drain(l);
+		cache_compl_drain(l);
 		loop_fini(l);
 	}
 	free(c->loops);

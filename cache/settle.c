@@ -17,6 +17,10 @@
 #include <string.h>
 
 #include "cache/cache_int.h"
+#include "cache/chunks_int.h"
+#include "cache/tasks_int.h"
+#include "cache/evict_int.h"
+#include "cache/settle_int.h"
 #include "common/log.h"
 
 /* Group a batch by entry: one sync per file. */

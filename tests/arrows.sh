@@ -61,5 +61,35 @@ while read -r lib deps; do
 done < <(tr '\n' ' ' < "$ROOT/CMakeLists.txt" |
 	grep -o 'mapfs_room([^)]*)' |
 	sed -E 's/^mapfs_room\(([a-z0-9_]+) .*DEPS ([^)]*)\)$/\1 \2/; t; s/^mapfs_room\(([a-z0-9_]+) .*/\1/')
-[ $bad = 0 ] && echo "arrows: every include and every library link follows the rooms' arrows"
+# Inside cache/: X.c includes cache/Y_int.h only for a layer Y before X
+# in the block after "cache layers:".
+layers=$(awk '/cache layers:/ { f = 1; next }
+	f == 1 && /^```/ { f = 2; next }
+	f == 2 && /^```/ { exit }
+	f == 2 && NF { print }' "$DOC")
+[ -n "$layers" ] || { echo "arrows.sh: no cache layers block in $DOC" >&2; exit 2; }
+rank() {
+	local i=0 l
+	for l in $layers; do
+		[ "$l" = "$1" ] && { echo $i; return; }
+		i=$((i + 1))
+	done
+	echo -1
+}
+for f in "$ROOT"/cache/*.c; do
+	x=$(basename "$f" .c)
+	rx=$(rank "$x")
+	if [ "$rx" -lt 0 ]; then
+		echo "arrows: cache/$x.c is no layer of $DOC"; bad=1; continue
+	fi
+	while IFS=: read -r line y; do
+		[ "$y" = cache ] || [ "$y" = "$x" ] && continue
+		ry=$(rank "$y")
+		if [ "$ry" -lt 0 ] || [ "$ry" -ge "$rx" ]; then
+			echo "arrows: cache/$x.c:$line: includes cache/${y}_int.h, a layer not below $x in $DOC"; bad=1
+		fi
+	done < <(grep -no '^#include "cache/[a-z0-9_]*_int.h"' "$f" | sed 's|:#include "cache/\(.*\)_int.h"|:\1|')
+done
+[ $bad = 0 ] && echo "arrows: every include and every library link follows the rooms' arrows, and cache/ its layers"
 exit $bad
+

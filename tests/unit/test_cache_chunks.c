@@ -24,7 +24,8 @@
 #include <unistd.h>
 
 #include "cache/cache.h"
-#include "cache/cache_int.h" /* ntasks: waiting for readahead to settle */
+#include "cache/cache_int.h"  /* ntasks: waiting for readahead to settle */
+#include "cache/chunks_int.h" /* an entry's chunk states */
 #include "db/db.h"
 #include "s3/store.h"
 #include "tests/lib/fake_store.h"
