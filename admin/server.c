@@ -24,34 +24,6 @@ struct admin_conn {
 	int fd;
 };
 
-int admin_send(int fd, const char *fmt, ...)
-{
-	char line[ADMIN_LINE_MAX + 64];
-	va_list ap;
-	size_t off = 0;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return -EINVAL;
-	if ((size_t)n > sizeof(line) - 2)
-		n = (int)sizeof(line) - 2;
-	line[n++] = '\n';
-	while (off < (size_t)n) {
-		ssize_t w = send(fd, line + off, (size_t)n - off, MSG_NOSIGNAL);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		off += (size_t)w;
-	}
-	return 0;
-}
-
 /* Only root and the gateway's own user may steer it. */
 static bool peer_allowed(int fd, uid_t *uid)
 {

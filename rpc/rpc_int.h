@@ -315,8 +315,10 @@ void rpc_drc_finish(struct rpc_drc *d, struct rpc_drc_entry *e,
 /* Entries and bytes in use now (tests, diagnostics). */
 void rpc_drc_stats(struct rpc_drc *d, size_t *entries, size_t *bytes);
 
-/* The loop whose thread is running, or NULL on any other thread. */
+/* loop.c: the loop whose thread is running, or NULL on any other thread;
+ * a loop's thread says so when it starts (loop) and ends (NULL). */
 struct rpc_loop *rpc_loop_current(void);
+void rpc_loop_enter(struct rpc_loop *loop);
 
 /* dispatch.c: handle one complete record read on conn (takes rec). */
 void rpc_dispatch(struct rpc_conn *conn, uint8_t *rec, size_t len);
@@ -327,16 +329,21 @@ void rpc_call_complete(struct rpc_call *call);
 /* dispatch.c: free the loop's cached call structs (loop stopped). */
 void rpc_call_cache_free(struct rpc_loop *loop);
 
-/* server.c: queue a reply on conn (loop thread; takes ob). */
+/* conn.c: queue a reply on conn (loop thread; takes ob). */
 void rpc_conn_queue(struct rpc_conn *conn, struct rpc_outbuf *ob);
 
-/* server.c: the conn may read again (a call finished); loop thread. */
+/* conn.c: the conn may read again (a call finished); loop thread. */
 void rpc_conn_kick(struct rpc_conn *conn);
 
-/* server.c: drop a reference taken by a call (loop thread). */
+/* conn.c: drop a reference taken by a call (loop thread). */
 void rpc_conn_unref(struct rpc_conn *conn);
 
-/* server.c: append call to loop's completion list and wake it (any thread). */
+/* conn.c: whether conn may read more calls now (not closed, the loop not
+ * stopping, under its bounds of calls in flight and bytes queued). */
+bool rpc_conn_can_read(const struct rpc_conn *conn);
+
+/* loop.c: append call to loop's completion list and wake it (any
+ * thread). */
 void rpc_loop_post(struct rpc_loop *loop, struct rpc_call *call);
 
 #endif

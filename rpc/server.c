@@ -67,13 +67,6 @@
 /* At most one "connection limit" warning per this long. */
 #define RPC_CONN_WARN_MS 10000
 
-static _Thread_local struct rpc_loop *cur_loop;
-
-struct rpc_loop *rpc_loop_current(void)
-{
-	return cur_loop;
-}
-
 /* For ms timeouts, twice per loop iteration: the coarse clock will do. */
 static int64_t now_ms(void)
 {
@@ -85,17 +78,6 @@ static int64_t now_ms(void)
 
 #define CONTAINER(ptr, type, member) \
 	((type *)((char *)(ptr)-offsetof(type, member)))
-
-/* ---- connections ------------------------------------------------------ */
-
-static bool conn_can_read(const struct rpc_conn *c)
-{
-	const struct rpc_server *srv = c->loop->srv;
-
-	return !c->closed && !c->loop->stop_seen &&
-	       c->inflight < srv->cfg.max_inflight &&
-	       c->out_bytes < 2 * srv->cfg.max_record;
-}
 
 static void conn_close(struct rpc_conn *c);
 
@@ -123,13 +105,7 @@ static void conn_arm(struct rpc_conn *c, bool in, bool out)
 /* Read the socket iff the conn may take calls and nothing is parked. */
 static void conn_update_in(struct rpc_conn *c)
 {
-	conn_arm(c, conn_can_read(c) && !c->pend, c->out_armed);
-}
-
-void rpc_conn_unref(struct rpc_conn *c)
-{
-	if (--c->refs == 0)
-		free(c);
+	conn_arm(c, rpc_conn_can_read(c) && !c->pend, c->out_armed);
 }
 
 static void conn_close(struct rpc_conn *c)
@@ -163,42 +139,6 @@ static void conn_close(struct rpc_conn *c)
 	atomic_fetch_sub(&loop->srv->nconns, 1);
 	rpc_hosts_put(loop->srv->hosts, &c->peer);
 	rpc_conn_unref(c);
-}
-
-void rpc_conn_queue(struct rpc_conn *c, struct rpc_outbuf *ob)
-{
-	if (c->closed) {
-		rpc_outbuf_free(ob);
-		return;
-	}
-	if (!c->out_head) {
-		c->loop->nout++;
-		c->last_tx_ms = c->loop->now_ms;
-	}
-	ob->next = NULL;
-	*c->out_tail = ob;
-	c->out_tail = &ob->next;
-	c->out_bytes += rpc_outbuf_left(ob);
-	c->out_new++;
-	/* Written at the end of the loop iteration (or by conn_consume),
-	 * batched into one sendmsg; a blocked conn waits for EPOLLOUT
-	 * instead. */
-	if (!c->out_armed && !c->on_flush) {
-		c->on_flush = true;
-		c->refs++;
-		c->flush_next = c->loop->flush_head;
-		c->loop->flush_head = c;
-	}
-}
-
-void rpc_conn_kick(struct rpc_conn *c)
-{
-	if (c->closed || c->on_resume || c->in_armed || !conn_can_read(c))
-		return;
-	c->on_resume = true;
-	c->refs++;
-	c->resume_next = c->loop->resume_head;
-	c->loop->resume_head = c;
 }
 
 /* The head buffer is sent whole: free it. */
@@ -325,7 +265,7 @@ static size_t conn_consume(struct rpc_conn *c, const uint8_t *data, size_t n)
 	uint8_t *rec;
 	ssize_t r;
 
-	while (conn_can_read(c)) {
+	while (rpc_conn_can_read(c)) {
 		r = rpc_recparser_feed(&c->rp, data + off, n - off, &rec, &rl);
 		if (r < 0) {
 			log_warn("rpc: closing connection: %s",
@@ -385,7 +325,7 @@ static void conn_readable(struct rpc_conn *c)
 	ssize_t n;
 
 	for (int i = 0; i < RPC_READS_PER_EVENT; i++) {
-		if (!conn_can_read(c) || c->pend)
+		if (!rpc_conn_can_read(c) || c->pend)
 			break;
 		if (rpc_recparser_window(&c->rp, &win, &wlen) &&
 		    wlen >= RPC_DIRECT_MIN) {
@@ -555,26 +495,6 @@ out_close:
 	}
 }
 
-/* ---- loops ------------------------------------------------------------ */
-
-void rpc_loop_post(struct rpc_loop *loop, struct rpc_call *call)
-{
-	static const uint64_t one = 1;
-
-	bool was_empty;
-
-	call->next = NULL;
-	pthread_mutex_lock(&loop->cq_lock);
-	was_empty = !loop->cq_head;
-	*loop->cq_tail = call;
-	loop->cq_tail = &call->next;
-	/* Wake only on empty -> non-empty; the write is under the lock so
-	 * rpc_server_free() never closes the eventfd under a writer. */
-	if (was_empty && write(loop->wakefd, &one, sizeof(one)) < 0)
-		log_warn("rpc: wake loop %d: %s", loop->idx, strerror(errno));
-	pthread_mutex_unlock(&loop->cq_lock);
-}
-
 static void loop_drain_completions(struct rpc_loop *loop)
 {
 	struct rpc_call *call, *next;
@@ -671,7 +591,7 @@ static void loop_run_lists(struct rpc_loop *loop)
 		while ((c = loop->resume_head)) {
 			loop->resume_head = c->resume_next;
 			c->on_resume = false;
-			if (c->pend && conn_can_read(c))
+			if (c->pend && rpc_conn_can_read(c))
 				conn_drain_pend(c);
 			conn_update_in(c);
 			rpc_conn_unref(c);
@@ -711,7 +631,7 @@ static void *loop_main(void *arg)
 	struct rpc_conn *c, *next;
 	int n, timeout;
 
-	cur_loop = loop;
+	rpc_loop_enter(loop);
 	loop->now_ms = now_ms();
 	loop->next_sweep_ms = loop->now_ms + RPC_SWEEP_MS;
 	for (;;) {
@@ -772,7 +692,7 @@ static void *loop_main(void *arg)
 		next = c->next;
 		conn_close(c);
 	}
-	cur_loop = NULL;
+	rpc_loop_enter(NULL);
 	return NULL;
 }
 
