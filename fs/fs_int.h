@@ -195,7 +195,7 @@ uint64_t fs_now_coarse_ms(void);
 struct timespec fs_ns_to_ts(int64_t ns);
 int64_t fs_ts_to_ns(const struct timespec *ts);
 
-/* A directory listed from the store within the TTL (revalidate.c). */
+/* A directory listed from the store within the TTL (--dir-ttl). */
 bool fs_listing_fresh(struct fs *fs, const struct fs_inode *in);
 
 /*

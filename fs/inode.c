@@ -488,3 +488,11 @@ int fs_work_sync(struct fs *fs, struct db_txn *txn, const struct fs_inode *in)
 	rc = db_del(txn, fs->dbi_work, &k);
 	return rc == -ENOENT ? 0 : rc;
 }
+
+/* See fs.h: a fresh directory completes inline, else on a worker. */
+bool fs_listing_fresh(struct fs *fs, const struct fs_inode *in)
+{
+	/* A TTL of 0 is always stale, however the coarse clock lags. */
+	return in->type == FS_DIR && in->listed_at_ms && fs->opts.dir_ttl_ms &&
+	       in->listed_at_ms + fs->opts.dir_ttl_ms > fs_now_coarse_ms();
+}

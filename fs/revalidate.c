@@ -595,14 +595,6 @@ static void reval_job(struct fs *fs, void *p)
 	reval_free(op, rc);
 }
 
-/* See fs.h: a fresh directory completes inline, else on a worker. */
-bool fs_listing_fresh(struct fs *fs, const struct fs_inode *in)
-{
-	/* A TTL of 0 is always stale, however the coarse clock lags. */
-	return in->type == FS_DIR && in->listed_at_ms && fs->opts.dir_ttl_ms &&
-	       in->listed_at_ms + fs->opts.dir_ttl_ms > fs_now_coarse_ms();
-}
-
 void fs_revalidate(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 		   bool force, fs_done_fn done, void *arg)
 {
