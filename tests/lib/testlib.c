@@ -4,6 +4,8 @@
 #include "testlib.h"
 
 #include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
 #include <time.h>
 
 int64_t test_now_ms(void)
@@ -33,4 +35,26 @@ bool test_wait_until(bool (*cond)(void *arg), void *arg, int timeout_ms,
 		test_sleep_ms(step_ms);
 	}
 	return true;
+}
+
+static int rm_first_err;
+
+static int rm_one(const char *path, const struct stat *sb, int flag,
+		  struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	if (remove(path) != 0 && errno != ENOENT && !rm_first_err)
+		rm_first_err = -errno;
+	return 0;
+}
+
+int test_rmtree(const char *path)
+{
+	rm_first_err = 0;
+	if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0 &&
+	    errno != ENOENT && !rm_first_err)
+		rm_first_err = -errno;
+	return rm_first_err;
 }

@@ -1,7 +1,7 @@
 /*
  * tests/lib/testlib.h - what every test program may use (unit and e2e
- * alike): the clock, a sleep, and waiting for a condition instead of
- * sleeping for a guess.  Linked into every unit test and the e2e
+ * alike): the clock, a sleep, waiting for a condition instead of
+ * sleeping for a guess, and removing a test's temp tree.  Linked into every unit test and the e2e
  * harness (tests/CMakeLists.txt).
  */
 #ifndef MAPFS_TESTLIB_H
@@ -22,5 +22,12 @@ void test_sleep_ms(int ms);
  */
 bool test_wait_until(bool (*cond)(void *arg), void *arg, int timeout_ms,
 		     int step_ms);
+
+/*
+ * Remove path and everything below it (no shell, no symlink followed):
+ * 0, or -errno of the first failure (what could go went).  A missing path
+ * is 0.
+ */
+int test_rmtree(const char *path);
 
 #endif

@@ -692,12 +692,7 @@ int main(void)
 	CU_cleanup_registry();
 	db_close(db);
 	fake_store_close(fake);
-	if (!failed) {
-		char cmd[300];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-		if (system(cmd) != 0)
-			return 1;
-	}
+	if (!failed && test_rmtree(root) != 0)
+		return 1;
 	return failed ? 1 : 0;
 }

@@ -28,6 +28,7 @@
 #include "db/db.h"
 #include "s3/store.h"
 #include "tests/lib/fake_store.h"
+#include "tests/lib/testlib.h"
 
 #define MIB (1u << 20)
 #define WAIT_MS 20000     /* generous: only a hang takes this long */
@@ -859,12 +860,7 @@ int main(void)
 	CU_cleanup_registry();
 	db_close(db);
 	fake_store_close(fake);
-	if (!failed) {
-		char cmd[300];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-		if (system(cmd) != 0)
-			return 1;
-	}
+	if (!failed && test_rmtree(root) != 0)
+		return 1;
 	return failed ? 1 : 0;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "db/db.h"
+#include "tests/lib/testlib.h"
 
 static char dir[] = "/tmp/mapfs-test-db-XXXXXX";
 
@@ -159,9 +160,7 @@ int main(void)
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();
 	CU_cleanup_registry();
-	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
+	if (test_rmtree(dir) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
 	return failed ? 1 : 0;
 }

@@ -19,6 +19,7 @@
 /* The room of the one READ/WRITE/COMMIT a thread has in flight. */
 static _Thread_local struct fs_io io_room;
 #include "s3/store.h"
+#include "tests/lib/testlib.h"
 
 static char base[] = "/tmp/mapfs-test-fs-XXXXXX";
 static int fx_seq;
@@ -1040,8 +1041,10 @@ static void test_links_rebuild(void)
 	link_of("c", lc);
 	CU_ASSERT(la[0] && !strcmp(la, lb) && !strcmp(la, lc));
 	fx_close_fs();
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s/db' '%s/cache'", F.dir, F.dir);
-	CU_ASSERT_FATAL(system(cmd) == 0);
+	snprintf(cmd, sizeof(cmd), "%s/db", F.dir);
+	CU_ASSERT_FATAL(test_rmtree(cmd) == 0);
+	snprintf(cmd, sizeof(cmd), "%s/cache", F.dir);
+	CU_ASSERT_FATAL(test_rmtree(cmd) == 0);
 	CU_ASSERT_FATAL(fx_open_fs(&OPTS) == 0);
 	CU_ASSERT(do_reval(FS_ROOT_INO, true) == 0);
 	CU_ASSERT(lookup(FS_ROOT_INO, "a", &ino) == 0);
@@ -1203,12 +1206,7 @@ int main(void)
 	CU_basic_run_tests();
 	failed = CU_get_number_of_failures();
 	CU_cleanup_registry();
-	if (!failed) {
-		char cmd[300];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
-		if (system(cmd) != 0)
-			return 1;
-	}
+	if (!failed && test_rmtree(base) != 0)
+		return 1;
 	return failed ? 1 : 0;
 }

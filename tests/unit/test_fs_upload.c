@@ -29,6 +29,7 @@
 #include "fs/fs.h"
 #include "s3/store.h"
 #include "tests/lib/fake_store.h"
+#include "tests/lib/testlib.h"
 
 /* The room of the one READ/WRITE/COMMIT a thread has in flight. */
 static _Thread_local struct fs_io io_room;
@@ -672,12 +673,7 @@ int main(void)
 	CU_basic_run_tests();
 	failed = CU_get_number_of_failures();
 	CU_cleanup_registry();
-	if (!failed) {
-		char cmd[300];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
-		if (system(cmd) != 0)
-			return 1;
-	}
+	if (!failed && test_rmtree(base) != 0)
+		return 1;
 	return failed ? 1 : 0;
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "nfsd/handle.h"
+#include "tests/lib/testlib.h"
 
 static char dir[] = "/tmp/mapfs-test-handle-XXXXXX";
 
@@ -252,9 +253,7 @@ int main(void)
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();
 	CU_cleanup_registry();
-	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
+	if (test_rmtree(dir) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
 	return failed ? 1 : 0;
 }
