@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <sys/un.h>
 
-#include "admin/admin.h"
+#include "admin.h"
 
 #define ADMIN_CLIENTS_MAX 8 /* commands running at once */
 

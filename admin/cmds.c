@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "admin/admin_int.h"
+#include "admin_int.h"
 #include "common/log.h"
 #include "fs/fs.h"
 #include "metrics/metrics.h"

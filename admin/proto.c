@@ -9,7 +9,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include "admin/admin_int.h"
+#include "admin_int.h"
 
 /* See admin.h. */
 int admin_send(int fd, const char *fmt, ...)

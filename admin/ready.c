@@ -18,7 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "admin/admin_int.h"
+#include "admin_int.h"
 #include "db/db.h"
 #include "metrics/metrics.h"
 

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "admin/admin_int.h"
+#include "admin_int.h"
 #include "common/log.h"
 
 #define ADMIN_READ_TIMEOUT_MS 5000

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "admin/admin_int.h"
+#include "admin_int.h"
 #include "fs/fs.h"
 #include "metrics/metrics.h"
 #include "nfsd/nfsd.h"

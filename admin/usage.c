@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "admin/admin.h"
+#include "admin.h"
 
 #define USAGE_DEPTH_MAX 16 /* the cache is two levels deep */
 

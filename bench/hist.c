@@ -1,5 +1,5 @@
 /* hist.c: the log-bucket histogram of hist.h. */
-#include "bench/hist.h"
+#include "hist.h"
 
 #include <string.h>
 

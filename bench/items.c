@@ -7,7 +7,7 @@
  * Rate items issue until --duration has passed and then drain; the others
  * stop when the file or the file list is done.
  */
-#include "bench/items.h"
+#include "items.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/pattern.h"
+#include "pattern.h"
 
 struct slot {
 	struct worker *w;

@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "bench/hist.h"
-#include "bench/nfsconn.h"
+#include "hist.h"
+#include "nfsconn.h"
 
 struct bench_cfg {
 	int threads;

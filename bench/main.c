@@ -13,9 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/items.h"
-#include "bench/progress.h"
-#include "bench/report.h"
+#include "items.h"
+#include "progress.h"
+#include "report.h"
 
 struct run {
 	struct bench_cfg cfg;

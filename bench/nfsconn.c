@@ -1,6 +1,6 @@
 /* nfsconn.c: URL parsing, MOUNT, connect, the event loop and the blocking
  * setup calls of nfsconn.h. */
-#include "bench/nfsconn.h"
+#include "nfsconn.h"
 
 #include <errno.h>
 #include <poll.h>

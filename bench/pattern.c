@@ -1,5 +1,5 @@
 /* pattern.c: the per-page stamped pattern of pattern.h. */
-#include "bench/pattern.h"
+#include "pattern.h"
 
 #include <pthread.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* progress.c: the stderr progress bar of progress.h. */
-#include "bench/progress.h"
+#include "progress.h"
 
 #include <stdio.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 /* report.c: the table and JSON of report.h. */
-#include "bench/report.h"
+#include "report.h"
 
 #include <inttypes.h>
 

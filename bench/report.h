@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 
-#include "bench/items.h"
+#include "items.h"
 
 /* One finished item: its results merged over all threads. */
 struct report_row {

@@ -17,12 +17,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cache/cache_int.h"
-#include "cache/chunks_int.h"
-#include "cache/tasks_int.h"
-#include "cache/evict_int.h"
-#include "cache/fetch_int.h"
-#include "cache/ring_int.h"
+#include "cache_int.h"
+#include "chunks_int.h"
+#include "tasks_int.h"
+#include "evict_int.h"
+#include "fetch_int.h"
+#include "ring_int.h"
 #include "common/log.h"
 #include "db/db.h"
 

@@ -23,7 +23,7 @@
 #include <stdatomic.h>
 #include <liburing.h>
 
-#include "cache/cache.h"
+#include "cache.h"
 #include "db/db.h"
 #include "s3/store.h"
 

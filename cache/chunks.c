@@ -30,8 +30,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cache/cache_int.h"
-#include "cache/chunks_int.h"
+#include "cache_int.h"
+#include "chunks_int.h"
 #include "common/log.h"
 #include "db/db.h"
 

@@ -5,7 +5,7 @@
 #ifndef MAPFS_CACHE_CHUNKS_INT_H
 #define MAPFS_CACHE_CHUNKS_INT_H
 
-#include "cache/cache_int.h"
+#include "cache_int.h"
 
 /* chunks.c: the entry table and the journal. */
 /* Open the "chunks" database and the shard locks.  0 or -errno. */

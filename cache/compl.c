@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "cache/cache_int.h"
+#include "cache_int.h"
 
 /* See cache_int.h. */
 void cache_loop_wake(struct cache_loop *l)

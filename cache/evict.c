@@ -21,10 +21,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "cache/cache_int.h"
-#include "cache/chunks_int.h"
-#include "cache/tasks_int.h"
-#include "cache/evict_int.h"
+#include "cache_int.h"
+#include "chunks_int.h"
+#include "tasks_int.h"
+#include "evict_int.h"
 #include "metrics/metrics.h"
 #include "common/log.h"
 #include "db/db.h"

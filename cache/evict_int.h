@@ -4,7 +4,7 @@
 #ifndef MAPFS_CACHE_EVICT_INT_H
 #define MAPFS_CACHE_EVICT_INT_H
 
-#include "cache/cache_int.h"
+#include "cache_int.h"
 
 /* evict.c: start the evictor thread (only with a capacity), stop it. */
 int cache_evict_start(struct cache *c);

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "cache/cache_int.h"
+#include "cache_int.h"
 
 static uint64_t fd_hash(uint64_t ino)
 {

@@ -32,11 +32,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cache/cache_int.h"
-#include "cache/chunks_int.h"
-#include "cache/tasks_int.h"
-#include "cache/settle_int.h"
-#include "cache/fetch_int.h"
+#include "cache_int.h"
+#include "chunks_int.h"
+#include "tasks_int.h"
+#include "settle_int.h"
+#include "fetch_int.h"
 #include "metrics/metrics.h"
 #include "common/log.h"
 #include "s3/store.h"

@@ -4,7 +4,7 @@
 #ifndef MAPFS_CACHE_FETCH_INT_H
 #define MAPFS_CACHE_FETCH_INT_H
 
-#include "cache/cache_int.h"
+#include "cache_int.h"
 
 /* fetch.c: the worker pool. */
 /* Start the fetch workers.  0 or -errno. */

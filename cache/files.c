@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "cache/cache_int.h"
+#include "cache_int.h"
 
 void cache_name(uint64_t ino, char buf[CACHE_NAME_MAX])
 {

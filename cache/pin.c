@@ -8,10 +8,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "cache/cache_int.h"
-#include "cache/chunks_int.h"
-#include "cache/tasks_int.h"
-#include "cache/pin_int.h"
+#include "cache_int.h"
+#include "chunks_int.h"
+#include "tasks_int.h"
+#include "pin_int.h"
 
 /* Sequential detection and readahead for a read of [off, end). */
 static void ra_update_locked(struct cache *c, struct cache_ent *e, uint64_t off,

@@ -4,7 +4,7 @@
 #ifndef MAPFS_CACHE_PIN_INT_H
 #define MAPFS_CACHE_PIN_INT_H
 
-#include "cache/cache_int.h"
+#include "cache_int.h"
 
 /*
  * A read of [off, off+len) of ino: -ENODATA unless every chunk of it is

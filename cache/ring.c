@@ -29,10 +29,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "cache/cache_int.h"
-#include "cache/chunks_int.h"
-#include "cache/pin_int.h"
-#include "cache/ring_int.h"
+#include "cache_int.h"
+#include "chunks_int.h"
+#include "pin_int.h"
+#include "ring_int.h"
 #include "common/log.h"
 #include "metrics/metrics.h"
 #include "db/db.h"

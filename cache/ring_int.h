@@ -4,7 +4,7 @@
 #ifndef MAPFS_CACHE_RING_INT_H
 #define MAPFS_CACHE_RING_INT_H
 
-#include "cache/cache_int.h"
+#include "cache_int.h"
 
 /* Set up / tear down the loops' rings (cache_open, cache_close). */
 int cache_loops_init(struct cache *c);

@@ -16,11 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache/cache_int.h"
-#include "cache/chunks_int.h"
-#include "cache/tasks_int.h"
-#include "cache/evict_int.h"
-#include "cache/settle_int.h"
+#include "cache_int.h"
+#include "chunks_int.h"
+#include "tasks_int.h"
+#include "evict_int.h"
+#include "settle_int.h"
 #include "common/log.h"
 
 /* Group a batch by entry: one sync per file. */

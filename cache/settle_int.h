@@ -5,7 +5,7 @@
 #ifndef MAPFS_CACHE_SETTLE_INT_H
 #define MAPFS_CACHE_SETTLE_INT_H
 
-#include "cache/cache_int.h"
+#include "cache_int.h"
 
 /*
  * settle.c: landed chunks become durable.  Fetched chunks are readable

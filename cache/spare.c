@@ -33,7 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cache/cache_int.h"
+#include "cache_int.h"
 #include "common/log.h"
 
 #define SPARE_DIR "spare"

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache/cache_int.h"
-#include "cache/chunks_int.h"
-#include "cache/tasks_int.h"
+#include "cache_int.h"
+#include "chunks_int.h"
+#include "tasks_int.h"
 
 static bool chunk_busy_at(const struct cache_ent *e, uint64_t i)
 {

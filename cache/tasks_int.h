@@ -5,7 +5,7 @@
 #ifndef MAPFS_CACHE_TASKS_INT_H
 #define MAPFS_CACHE_TASKS_INT_H
 
-#include "cache/cache_int.h"
+#include "cache_int.h"
 
 /* tasks.c: fetch tasks and the waiters' kicks. */
 /* What a kick collected under a shard lock, to hand out after it. */

@@ -7,7 +7,7 @@
  * sequence) becomes \xNN and a backslash \\, so a string a client chose
  * can never start a line of its own or repaint a terminal.
  */
-#include "common/log.h"
+#include "log.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -3,7 +3,7 @@
  * line.  Every option has one row in the table below, used by both the
  * file ("key = value" under [mapfs-gw]) and the CLI ("--key value").
  */
-#include "daemon/config.h"
+#include "config.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "admin/admin.h"
-#include "daemon/config.h"
-#include "daemon/ctl.h"
+#include "config.h"
+#include "ctl.h"
 
 #define CTL_DEFAULT_STATE "/var/lib/mapfs-gw"
 #define BAR_WIDTH 24

@@ -23,7 +23,7 @@
 #include "common/log.h"
 #include "db/db.h"
 #include "fs/fs.h"
-#include "daemon/config.h"
+#include "config.h"
 #include "nfsd/handle.h"
 
 #define DB_MAPSIZE_MIGRATE (64ull << 30) /* as the gateway maps it */

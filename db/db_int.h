@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "db/db.h"
+#include "db.h"
 
 #define DB_TABLES_MAX 32
 #define DB_TABLE_NAME_MAX 32

@@ -17,7 +17,7 @@
  * the writer reads it, inside write transactions), the applied log
  * sequence and the cluster's id in "_meta".
  */
-#include "db/db.h"
+#include "db.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "db/db_int.h"
+#include "db_int.h"
 #include "metrics/metrics.h"
 
 /* Most changes one transaction groups, so a flood cannot starve done(). */

@@ -44,7 +44,7 @@
 #include <libpq-fe.h>
 
 #include "common/log.h"
-#include "db/db_int.h"
+#include "db_int.h"
 
 #define SCHEMA_VERSION 1
 #define FOLLOW_POLL_MS 1000

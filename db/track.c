@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "db/db_int.h"
+#include "db_int.h"
 
 void db_track_init(struct db_track *t)
 {

@@ -1,5 +1,5 @@
 /* events/events.c - see events.h. */
-#include "events/events.h"
+#include "events.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "common/log.h"
-#include "events/parse.h"
+#include "parse.h"
 #include "fs/fs.h"
 #include "metrics/httpd.h"
 #include "metrics/metrics.h"

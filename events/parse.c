@@ -1,5 +1,5 @@
 /* events/parse.c - see parse.h.  JSON by jansson. */
-#include "events/parse.h"
+#include "parse.h"
 
 #include <errno.h>
 #include <jansson.h>

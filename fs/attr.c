@@ -9,7 +9,7 @@
 
 #include "cache/cache.h"
 #include "db/db.h"
-#include "fs/fs_int.h"
+#include "fs_int.h"
 
 /* 8 EiB, as EFS reports: the store has no meaningful capacity. */
 #define FS_STATFS_BYTES (8ull << 60)

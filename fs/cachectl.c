@@ -9,7 +9,7 @@
 
 #include "cache/cache.h"
 #include "db/db.h"
-#include "fs/fs_int.h"
+#include "fs_int.h"
 
 /* A blocking cache_fetch (loop -1) completes inline, into *arg. */
 static void warm_done(void *arg, long result)

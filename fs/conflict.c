@@ -35,7 +35,7 @@
 #include "common/log.h"
 #include "db/db.h"
 #include "metrics/metrics.h"
-#include "fs/fs_int.h"
+#include "fs_int.h"
 
 #define CONFLICT_NAME_TRIES 100
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "db/db.h"
-#include "fs/fs_int.h"
+#include "fs_int.h"
 
 struct dirent_val {
 	uint64_t ino, cookie;

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "fs/fs_int.h"
+#include "fs_int.h"
 #include "metrics/metrics.h"
 
 _Static_assert(FS_KEY_TEXT_MAX == STORE_KEY_MAX + 1, "fs.h and store.h agree");

@@ -37,7 +37,7 @@
 #include <stdatomic.h>
 
 #include "db/db.h"
-#include "fs/fs.h"
+#include "fs.h"
 #include "s3/store.h"
 
 #define FS_FORMAT_VERSION 1

@@ -17,7 +17,7 @@
 
 #include "cache/cache.h"
 #include "db/db.h"
-#include "fs/fs_int.h"
+#include "fs_int.h"
 
 struct fs_irec {
 	uint32_t gen, type, mode, uid, gid, nlink, flags;

@@ -22,7 +22,7 @@
 #include "cache/cache.h"
 #include "common/log.h"
 #include "db/db.h"
-#include "fs/fs_int.h"
+#include "fs_int.h"
 
 /* Largest object a store key can hold (S3: 5 TiB). */
 #define FS_FILE_MAX (5ull << 40)

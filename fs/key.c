@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "db/db.h"
-#include "fs/fs_int.h"
+#include "fs_int.h"
 
 /* Depth bound: every level adds at least 2 bytes ("x/") to the key. */
 #define FS_DEPTH_MAX (STORE_KEY_MAX / 2 + 1)

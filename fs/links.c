@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "db/db.h"
-#include "fs/fs_int.h"
+#include "fs_int.h"
 
 struct link_val {
 	uint32_t flags;

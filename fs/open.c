@@ -8,7 +8,7 @@
 #include <sys/random.h>
 
 #include "db/db.h"
-#include "fs/fs_int.h"
+#include "fs_int.h"
 
 /*
  * This namespace's id (link ids, links.c): made at random once and kept

@@ -13,7 +13,7 @@
 
 #include "cache/cache.h"
 #include "db/db.h"
-#include "fs/fs_int.h"
+#include "fs_int.h"
 
 struct create_op {
 	struct fs *fs;

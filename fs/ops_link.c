@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "db/db.h"
-#include "fs/fs_int.h"
+#include "fs_int.h"
 
 struct link_op {
 	struct fs *fs;

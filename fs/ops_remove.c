@@ -10,7 +10,7 @@
 
 #include "cache/cache.h"
 #include "db/db.h"
-#include "fs/fs_int.h"
+#include "fs_int.h"
 
 struct remove_op {
 	struct fs *fs;

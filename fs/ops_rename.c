@@ -14,7 +14,7 @@
 
 #include "cache/cache.h"
 #include "db/db.h"
-#include "fs/fs_int.h"
+#include "fs_int.h"
 
 struct rename_op {
 	struct fs *fs;

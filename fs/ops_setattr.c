@@ -15,7 +15,7 @@
 
 #include "cache/cache.h"
 #include "db/db.h"
-#include "fs/fs_int.h"
+#include "fs_int.h"
 
 struct setattr_op {
 	struct fs *fs;

@@ -44,7 +44,7 @@
 #include "cache/cache.h"
 #include "common/log.h"
 #include "db/db.h"
-#include "fs/fs_int.h"
+#include "fs_int.h"
 #include "s3/store.h"
 
 struct release_req {

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "db/db.h"
-#include "fs/fs_int.h"
+#include "fs_int.h"
 
 struct pend_hdr {
 	uint32_t op;

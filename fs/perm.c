@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fs/fs_int.h"
+#include "fs_int.h"
 
 bool fs_in_group(const struct fs_ctx *ctx, uint32_t gid)
 {

@@ -24,7 +24,7 @@
 #include "common/log.h"
 #include "db/db.h"
 #include "metrics/metrics.h"
-#include "fs/fs_int.h"
+#include "fs_int.h"
 
 struct reval_item {
 	char *name;

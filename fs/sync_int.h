@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "cache/cache.h"
-#include "fs/fs_int.h"
+#include "fs_int.h"
 #include "s3/store.h"
 
 /* Multipart parts: at least this (all but the last), at most so many. */

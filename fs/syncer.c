@@ -68,8 +68,8 @@
 #include "cache/cache.h"
 #include "common/log.h"
 #include "db/db.h"
-#include "fs/fs_int.h"
-#include "fs/sync_int.h"
+#include "fs_int.h"
+#include "sync_int.h"
 
 #define SYNC_PERIOD_MS 200
 #define SYNC_MIN_QUIET_MS 50

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 
 #include "db/db.h"
-#include "fs/fs_int.h"
+#include "fs_int.h"
 
 /* See fs_int.h. */
 int fs_unlink_name(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,

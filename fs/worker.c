@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "fs/fs_int.h"
+#include "fs_int.h"
 
 static void *worker_main(void *p)
 {

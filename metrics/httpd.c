@@ -8,7 +8,7 @@
  * every few seconds; a connection limit and timeout keep a stuck or
  * hostile client from holding it.
  */
-#include "metrics/httpd.h"
+#include "httpd.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "metrics/metrics.h"
+#include "metrics.h"
 
 #define HTTPD_CONN_LIMIT 16
 #define HTTPD_TIMEOUT_S 10

@@ -6,7 +6,7 @@
  * line.  The scraper reads with relaxed atomic loads under shard_lock,
  * which only shard creation, thread exit and scrapes take.
  */
-#include "metrics/metrics.h"
+#include "metrics.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -8,7 +8,7 @@
  */
 #include <errno.h>
 
-#include "nfsd/nfsd.h"
+#include "nfsd.h"
 
 /* nfsstat3, RFC 1813 section 2.6. */
 enum {

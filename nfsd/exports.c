@@ -28,7 +28,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "nfsd/exports.h"
+#include "exports.h"
 
 #define EXPORTS_FILE_MAX (1u << 20) /* bytes: a table, not a database */
 #define EXPORTS_TOKEN_MAX 4096

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "nfsd/handle.h"
+#include "handle.h"
 
 /* Offsets of the handle fields (see nfsd/handle.h). */
 enum {

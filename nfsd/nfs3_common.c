@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "metrics/metrics.h"
-#include "nfsd/nfs3_internal.h"
+#include "nfs3_internal.h"
 
 nfsstat3 nfs3_status(int err)
 {

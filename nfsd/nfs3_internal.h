@@ -23,7 +23,7 @@
 
 #include "fs/fs.h"
 #include "nfsd/nfs3_prot.h"
-#include "nfsd/nfsd.h"
+#include "nfsd.h"
 
 /*
  * Directory replies: the preferred size (FSINFO dtpref) and the cap on

@@ -11,7 +11,7 @@
  */
 #include <stddef.h>
 
-#include "nfsd/nfs3_internal.h"
+#include "nfs3_internal.h"
 
 #define NFS3_STATE_FIRST(type)                          \
 	_Static_assert(offsetof(struct type, res) == 0, \

@@ -19,7 +19,7 @@
 #include <limits.h>
 #include <string.h>
 
-#include "nfsd/nfs3_internal.h"
+#include "nfs3_internal.h"
 
 uint8_t *nfs3_put_u32(uint8_t *p, uint32_t v)
 {

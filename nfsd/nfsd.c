@@ -9,7 +9,7 @@
 
 #include "fs/fs.h"
 
-#include "nfsd/nfsd.h"
+#include "nfsd.h"
 
 #define NFSD_XFER_DEFAULT (1u << 20) /* rtmax/wtmax when unset: 1 MiB */
 

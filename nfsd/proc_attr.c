@@ -1,7 +1,7 @@
 /*
  * nfsd/proc_attr.c - GETATTR, SETATTR and ACCESS (RFC 1813 3.3.1-3.3.4).
  */
-#include "nfsd/nfs3_internal.h"
+#include "nfs3_internal.h"
 
 /* GETATTR: the attributes the handle check just read are the answer. */
 static void getattr_reply(struct nfs3_getattr_call *st, int err,

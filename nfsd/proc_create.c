@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "nfsd/nfs3_internal.h"
+#include "nfs3_internal.h"
 
 static void create_finish(struct nfs3_create_call *st, nfsstat3 status)
 {

@@ -1,7 +1,7 @@
 /*
  * nfsd/proc_fsinfo.c - FSSTAT, FSINFO and PATHCONF (RFC 1813 3.3.18-20).
  */
-#include "nfsd/nfs3_internal.h"
+#include "nfs3_internal.h"
 
 /* Transfer sizes are multiples of a page: the cache's unit of I/O. */
 #define NFS3_IOMULT 4096u

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nfsd/nfs3_internal.h"
+#include "nfs3_internal.h"
 
 static void lookup_fail(struct nfs3_lookup_call *st, nfsstat3 status,
 			const struct fs_attr *dir_attr)

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "metrics/metrics.h"
-#include "nfsd/nfs3_internal.h"
+#include "nfs3_internal.h"
 
 /*
  * READs of at least this many bytes are spliced: io_uring runs a splice

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nfsd/nfs3_internal.h"
+#include "nfs3_internal.h"
 
 /* Entries collected from fs_readdir, and what is left of the budget. */
 struct dir_builder {

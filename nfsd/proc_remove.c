@@ -4,7 +4,7 @@
  * Both take a name out of a directory and answer with the directory's
  * wcc data: one state (struct nfs3_remove_call) and one completion.
  */
-#include "nfsd/nfs3_internal.h"
+#include "nfs3_internal.h"
 
 static void remove_finish(struct nfs3_remove_call *st, nfsstat3 status)
 {

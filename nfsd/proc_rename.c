@@ -1,7 +1,7 @@
 /*
  * nfsd/proc_rename.c - RENAME and LINK (RFC 1813 3.3.14, 3.3.15).
  */
-#include "nfsd/nfs3_internal.h"
+#include "nfs3_internal.h"
 
 static void rename_finish(struct nfs3_rename_call *st, nfsstat3 status)
 {

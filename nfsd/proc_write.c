@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "metrics/metrics.h"
-#include "nfsd/nfs3_internal.h"
+#include "nfs3_internal.h"
 
 static void write_finish(struct nfs3_write_call *st, nfsstat3 status)
 {

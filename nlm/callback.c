@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "nlm/nlm_int.h"
+#include "nlm_int.h"
 #include <rpc/pmap_prot.h>
 
 #define CB_CONNECT_MS 2000

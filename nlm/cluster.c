@@ -23,7 +23,7 @@
 
 #include "common/log.h"
 #include "db/db.h"
-#include "nlm/nlm_int.h"
+#include "nlm_int.h"
 
 #define NLM_WORKERS 2
 #define NLM_HOSTS_MAX 64 /* hosts one file's state names, for the deltas */

@@ -14,7 +14,7 @@
  * request that would add to a host at its bound is refused before
  * anything changes; releases are never refused.
  */
-#include "nlm/lock.h"
+#include "lock.h"
 
 #include <errno.h>
 #include <netinet/in.h>

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "nlm/nlm_int.h"
+#include "nlm_int.h"
 
 #define NLM_SHARD_BITS 6 /* 64 shards: lock traffic is light next to I/O */
 

@@ -19,7 +19,7 @@
 #include <time.h>
 
 #include "common/log.h"
-#include "nlm/nlm_int.h"
+#include "nlm_int.h"
 
 /* A granted request in flight to the client, to undo if it is refused. */
 struct nlm_grant {

@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "nlm/lock.h"
-#include "nlm/nlm.h"
+#include "lock.h"
+#include "nlm.h"
 #include "nlm/nlm4_prot.h"
 #include "nlm/sm_prot.h"
 

@@ -43,7 +43,7 @@
 
 #include "common/log.h"
 #include "db/db.h"
-#include "nlm/nlm_int.h"
+#include "nlm_int.h"
 
 #define NSM_NOTIFY_TRIES 5
 #define NSM_MON_MAX 1024      /* registrations kept: callers choose the names */

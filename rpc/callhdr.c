@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "rpc/rpc_int.h"
+#include "rpc_int.h"
 
 /* RFC 5531 section 8.2: opaque_auth bodies are at most 400 bytes. */
 #define RPC_AUTH_BODY_MAX 400

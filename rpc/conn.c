@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "rpc/rpc_int.h"
+#include "rpc_int.h"
 
 /* See rpc_int.h. */
 /* ---- connections ------------------------------------------------------ */

@@ -20,7 +20,7 @@
 
 #include "common/log.h"
 #include "metrics/metrics.h"
-#include "rpc/rpc_int.h"
+#include "rpc_int.h"
 
 /* Finished call structs kept per loop for reuse. */
 #define RPC_CALL_CACHE 256

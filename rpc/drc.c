@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rpc/rpc_int.h"
+#include "rpc_int.h"
 
 #define RPC_DRC_SHARDS 64
 /* Argument bytes that go into a key's hash (with the total length). */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rpc/rpc_int.h"
+#include "rpc_int.h"
 
 #define HOSTS_BUCKETS 1024
 

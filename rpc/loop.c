@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "rpc/rpc_int.h"
+#include "rpc_int.h"
 
 static _Thread_local struct rpc_loop *cur_loop;
 

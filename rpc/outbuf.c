@@ -11,7 +11,7 @@
  */
 #include <stdlib.h>
 
-#include "rpc/rpc_int.h"
+#include "rpc_int.h"
 
 /* data[] capacities of the two pooled sizes; other sizes are malloc'ed. */
 #define OB_SMALL (16384 - sizeof(struct rpc_outbuf))

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rpc/rpc_int.h"
+#include "rpc_int.h"
 
 /* The buffer that holds record bytes at rec. */
 static struct rpc_outbuf *rec_buf(uint8_t *rec)

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "rpc/rpc.h"
+#include "rpc.h"
 
 /* RFC 5531 section 11: the record mark's top bit flags the last fragment. */
 #define RPC_LAST_FRAG 0x80000000u

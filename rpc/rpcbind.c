@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "rpc/rpc_int.h"
+#include "rpc_int.h"
 #include <rpc/pmap_prot.h>
 
 #define RPCBIND_CONNECT_MS 1000

@@ -38,7 +38,7 @@
 
 #include "common/log.h"
 #include "metrics/metrics.h"
-#include "rpc/rpc_int.h"
+#include "rpc_int.h"
 
 #define RPC_DEFAULT_MAX_RECORD ((size_t)(1u << 20) + (64u << 10))
 #define RPC_DEFAULT_MAX_INFLIGHT 128

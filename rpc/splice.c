@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "rpc/rpc_int.h"
+#include "rpc_int.h"
 
 /* What each pipe is sized to: Linux's default pipe-max-size. */
 #define RPC_PIPE_SIZE (1u << 20)

@@ -1,5 +1,5 @@
 /* s3/buf.c - the growable byte string of s3/buf.h. */
-#include "s3/buf.h"
+#include "buf.h"
 
 #include <errno.h>
 #include <stdarg.h>

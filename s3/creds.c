@@ -2,10 +2,10 @@
  * s3/creds.c - the credential chain of s3/creds.h: environment, shared
  * files, EC2 instance metadata (IMDSv2).
  */
-#include "s3/creds.h"
-#include "s3/buf.h"
-#include "s3/json.h"
-#include "s3/xml.h"
+#include "creds.h"
+#include "buf.h"
+#include "json.h"
+#include "xml.h"
 #include "common/log.h"
 
 #include <curl/curl.h>

@@ -1,5 +1,5 @@
 /* s3/errmap.c - HTTP, S3 and libcurl errors to errno, in one table. */
-#include "s3/errmap.h"
+#include "errmap.h"
 
 #include <curl/curl.h>
 #include <errno.h>

@@ -5,7 +5,7 @@
  * handles are not thread-safe); callers only queue under the lock and
  * poke the thread with curl_multi_wakeup(), which is.
  */
-#include "s3/http.h"
+#include "http.h"
 #include "common/log.h"
 
 #include <curl/curl.h>

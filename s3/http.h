@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "s3/buf.h"
+#include "buf.h"
 
 #define S3_HTTP_BODY_MAX (64u << 20) /* a response body we keep in memory */
 

@@ -2,14 +2,14 @@
  * s3/json.c - the one JSON reader the S3 layer needs: a string value of
  * a flat object (the EC2 instance-metadata credentials answer).
  */
-#include "s3/json.h"
+#include "json.h"
 
 #include <stdbool.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
 
-#include "s3/buf.h"
+#include "buf.h"
 
 /* See s3/json.h. */
 char *s3_json_get(const char *js, const char *name)

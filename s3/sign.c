@@ -5,7 +5,7 @@
  * wants the URI encoded once and never normalised, so the caller passes it
  * encoded and the signer leaves it alone.
  */
-#include "s3/sign.h"
+#include "sign.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "s3/buf.h"
+#include "buf.h"
 
 #define S3_SHA256_HEX 65   /* 64 hex digits and a NUL */
 #define S3_AMZ_DATE_LEN 17 /* "YYYYMMDDTHHMMSSZ" and a NUL */

@@ -2,7 +2,7 @@
  * s3/store.c - store_open() dispatch on the URL scheme, and the public
  * wrappers that forward to the backend's vtable.
  */
-#include "s3/store_int.h"
+#include "store_int.h"
 
 #include <errno.h>
 #include <stdatomic.h>

@@ -21,7 +21,7 @@
  * The struct holds only fds opened at store_open, never written after, so
  * every call is thread-safe.
  */
-#include "s3/store_file_int.h"
+#include "store_file_int.h"
 #include "common/log.h"
 
 #include <errno.h>

@@ -2,7 +2,7 @@
  * s3/store_file_copy.c - the file backend's server-side copies, staged like
  * a PUT.
  */
-#include "s3/store_file_int.h"
+#include "store_file_int.h"
 
 #include <errno.h>
 #include <limits.h>

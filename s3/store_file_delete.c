@@ -3,7 +3,7 @@
  * directories a delete leaves empty pruned (unless a marker keeps them), as
  * S3's prefixes go with their last key.
  */
-#include "s3/store_file_int.h"
+#include "store_file_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,7 +2,7 @@
  * s3/store_file_get.c - the file backend's reads: HEAD, GET into a buffer,
  * and the streaming GET pinned to one version.
  */
-#include "s3/store_file_int.h"
+#include "store_file_int.h"
 
 #include <errno.h>
 #include <stdint.h>

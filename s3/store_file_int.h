@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "s3/store_int.h"
+#include "store_int.h"
 
 #define RESERVED_PREFIX STORE_RESERVED_PREFIX
 #define STAGE_DIR RESERVED_PREFIX "tmp"

@@ -3,7 +3,7 @@
  * (byte-wise over whole keys, common prefixes, opaque continuation tokens)
  * from a walk of the directory tree, and the multipart uploads in progress.
  */
-#include "s3/store_file_int.h"
+#include "store_file_int.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -3,7 +3,7 @@
  * a file (it changes whenever the bytes can have), and the user.mapfs.*
  * xattrs of a store_meta.
  */
-#include "s3/store_file_int.h"
+#include "store_file_int.h"
 
 #include <errno.h>
 #include <inttypes.h>

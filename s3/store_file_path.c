@@ -4,7 +4,7 @@
  * fd (never out of ROOT, never through a symlink), and the objects and
  * markers it names opened.
  */
-#include "s3/store_file_int.h"
+#include "store_file_int.h"
 
 #include <dirent.h>
 #include <errno.h>

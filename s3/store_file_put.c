@@ -3,7 +3,7 @@
  * file, and multipart uploads (a directory per upload under
  * ROOT/.mapfs-mpu, its parts files, joined at completion).
  */
-#include "s3/store_file_int.h"
+#include "store_file_int.h"
 
 #include <dirent.h>
 #include <errno.h>

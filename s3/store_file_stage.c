@@ -4,7 +4,7 @@
  * (If-Match, If-None-Match) checked just before the rename; staged files a
  * crash left are swept at open.
  */
-#include "s3/store_file_int.h"
+#include "store_file_int.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -10,7 +10,7 @@
 
 #include <pthread.h>
 
-#include "s3/store.h"
+#include "store.h"
 
 /* The backend vtable (s3/store_*.c). */
 struct store_ops {

@@ -31,10 +31,10 @@
  *
  * The struct is written only in store_open, so every call is thread-safe.
  */
-#include "s3/store_s3_int.h"
-#include "s3/buf.h"
-#include "s3/creds.h"
-#include "s3/http.h"
+#include "store_s3_int.h"
+#include "buf.h"
+#include "creds.h"
+#include "http.h"
 #include "common/log.h"
 
 #include <arpa/inet.h>

@@ -2,8 +2,8 @@
  * s3/store_s3_copy.c - the S3 backend's server-side copies: CopyObject, and
  * part copies for an object past its 5 GiB limit.
  */
-#include "s3/store_s3_int.h"
-#include "s3/xml.h"
+#include "store_s3_int.h"
+#include "xml.h"
 
 #include <errno.h>
 #include <stdint.h>

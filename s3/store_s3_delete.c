@@ -3,11 +3,11 @@
  * DeleteObjects batches with a fallback to single deletes where the server
  * cannot do them.
  */
-#include "s3/store_s3_int.h"
-#include "s3/buf.h"
-#include "s3/errmap.h"
-#include "s3/sign.h"
-#include "s3/xml.h"
+#include "store_s3_int.h"
+#include "buf.h"
+#include "errmap.h"
+#include "sign.h"
+#include "xml.h"
 #include "common/log.h"
 
 #include <errno.h>

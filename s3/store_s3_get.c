@@ -3,7 +3,7 @@
  * buffer, and the streaming GET, pinned to one version (If-Match, and the
  * ETag of the answer checked before any byte goes on).
  */
-#include "s3/store_s3_int.h"
+#include "store_s3_int.h"
 
 #include <errno.h>
 #include <inttypes.h>

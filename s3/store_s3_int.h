@@ -10,11 +10,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "s3/buf.h"
-#include "s3/http.h"
-#include "s3/sign.h"
-#include "s3/store_int.h"
-#include "s3/xml.h"
+#include "buf.h"
+#include "http.h"
+#include "sign.h"
+#include "store_int.h"
+#include "xml.h"
 
 #define HDRS_MAX 16         /* a request's headers of its own */
 #define QUERY_MAX 8         /* a request's query parameters */

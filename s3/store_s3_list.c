@@ -3,9 +3,9 @@
  * ListMultipartUploads (our uploads in progress, and the stale ones a crash
  * left, aborted at open).
  */
-#include "s3/store_s3_int.h"
-#include "s3/buf.h"
-#include "s3/xml.h"
+#include "store_s3_int.h"
+#include "buf.h"
+#include "xml.h"
 #include "common/log.h"
 
 #include <errno.h>

@@ -3,8 +3,8 @@
  * keys both backends accept, the x-amz-meta-* headers of a store_meta and
  * back, the info a write reports, the x-amz-copy-source of a key.
  */
-#include "s3/store_s3_int.h"
-#include "s3/buf.h"
+#include "store_s3_int.h"
+#include "buf.h"
 
 #include <errno.h>
 #include <inttypes.h>

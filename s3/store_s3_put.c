@@ -4,9 +4,9 @@
  * and what a 412 means, and the probe of which conditions the server
  * honours.
  */
-#include "s3/store_s3_int.h"
-#include "s3/buf.h"
-#include "s3/xml.h"
+#include "store_s3_int.h"
+#include "buf.h"
+#include "xml.h"
 #include "common/log.h"
 
 #include <errno.h>

@@ -8,13 +8,13 @@
  * all of them may be retried; the one whose retry can see its own success,
  * CompleteMultipartUpload, checks for it (store_s3_put.c).
  */
-#include "s3/store_s3_int.h"
-#include "s3/buf.h"
-#include "s3/creds.h"
-#include "s3/errmap.h"
-#include "s3/http.h"
-#include "s3/sign.h"
-#include "s3/xml.h"
+#include "store_s3_int.h"
+#include "buf.h"
+#include "creds.h"
+#include "errmap.h"
+#include "http.h"
+#include "sign.h"
+#include "xml.h"
 #include "common/log.h"
 #include "metrics/metrics.h"
 

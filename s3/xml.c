@@ -6,7 +6,7 @@
  * That keeps every reader a few lines and makes "which element is this
  * text in" a parser question, never a string search.
  */
-#include "s3/xml.h"
+#include "xml.h"
 
 #include <errno.h>
 #include <expat.h>

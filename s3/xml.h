@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "s3/buf.h"
-#include "s3/store.h"
+#include "buf.h"
+#include "store.h"
 
 #define S3_XML_CODE_MAX 64
 #define S3_XML_MSG_MAX 256

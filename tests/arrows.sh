@@ -61,8 +61,8 @@ while read -r lib deps; do
 done < <(tr '\n' ' ' < "$ROOT/CMakeLists.txt" |
 	grep -o 'mapfs_room([^)]*)' |
 	sed -E 's/^mapfs_room\(([a-z0-9_]+) .*DEPS ([^)]*)\)$/\1 \2/; t; s/^mapfs_room\(([a-z0-9_]+) .*/\1/')
-# Inside cache/: X.c includes cache/Y_int.h only for a layer Y before X
-# in the block after "cache layers:".
+# Inside cache/: X.c includes Y_int.h (its room's own, by bare name) only
+# for a layer Y before X in the block after "cache layers:".
 layers=$(awk '/cache layers:/ { f = 1; next }
 	f == 1 && /^```/ { f = 2; next }
 	f == 2 && /^```/ { exit }
@@ -88,7 +88,7 @@ for f in "$ROOT"/cache/*.c; do
 		if [ "$ry" -lt 0 ] || [ "$ry" -ge "$rx" ]; then
 			echo "arrows: cache/$x.c:$line: includes cache/${y}_int.h, a layer not below $x in $DOC"; bad=1
 		fi
-	done < <(grep -no '^#include "cache/[a-z0-9_]*_int.h"' "$f" | sed 's|:#include "cache/\(.*\)_int.h"|:\1|')
+	done < <(grep -no '^#include "[a-z0-9_]*_int.h"' "$f" | sed 's|:#include "\(.*\)_int.h"|:\1|')
 done
 [ $bad = 0 ] && echo "arrows: every include and every library link follows the rooms' arrows, and cache/ its layers"
 exit $bad
