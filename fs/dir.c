@@ -162,9 +162,7 @@ int fs_dir_empty(struct fs *fs, struct db_txn *txn, uint64_t dir)
 	rc = db_cursor_get(cur, &k, &v, DB_SET_RANGE);
 	if (rc == -ENOENT)
 		rc = 0;
-	else if (rc)
-		rc = rc;
-	else
+	else if (!rc)
 		rc = (k.size == 16 && fs_get_be64(k.data) == dir) ? -ENOTEMPTY
 								  : 0;
 	db_cursor_close(cur);
@@ -186,7 +184,7 @@ int fs_dir_next(struct fs *fs, struct db_txn *txn, uint64_t dir,
 	    (!rc && (k.size != 16 || fs_get_be64(k.data) != dir)))
 		rc = -ENOENT;
 	else if (rc)
-		rc = rc;
+		; /* the cursor's error */
 	else if (v.size < 9 || v.size > 8 + FS_NAME_MAX)
 		rc = -EIO;
 	else {
@@ -325,10 +323,8 @@ int fs_readdir(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 			*eof = true;
 			break;
 		}
-		if (rc) {
-			rc = rc;
+		if (rc)
 			break;
-		}
 		if (v.size < 9 || v.size > 8 + FS_NAME_MAX) {
 			rc = -EIO;
 			break;

@@ -408,6 +408,13 @@ static void test_fetch_5mib(void)
 	struct res f = { 0 }, f2 = { 0 };
 	int fd;
 
+	if (!data || !back) {
+		CU_FAIL("no memory");
+		free(data);
+		free(back);
+		cache_close(c);
+		return;
+	}
 	fill(data, len, 5);
 	CU_ASSERT_FATAL(store_put(inner, obj.key, data, len, NULL, NULL) == 0);
 	fake_store_counts_reset(fake);
