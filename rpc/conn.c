@@ -10,18 +10,6 @@
 #include "rpc_int.h"
 
 /* See rpc_int.h. */
-/* ---- connections ------------------------------------------------------ */
-
-bool rpc_conn_can_read(const struct rpc_conn *c)
-{
-	const struct rpc_server *srv = c->loop->srv;
-
-	return !c->closed && !c->loop->stop_seen &&
-	       c->inflight < srv->cfg.max_inflight &&
-	       c->out_bytes < 2 * srv->cfg.max_record;
-}
-
-/* See rpc_int.h. */
 void rpc_conn_unref(struct rpc_conn *c)
 {
 	if (--c->refs == 0)

@@ -338,9 +338,17 @@ void rpc_conn_kick(struct rpc_conn *conn);
 /* conn.c: drop a reference taken by a call (loop thread). */
 void rpc_conn_unref(struct rpc_conn *conn);
 
-/* conn.c: whether conn may read more calls now (not closed, the loop not
- * stopping, under its bounds of calls in flight and bytes queued). */
-bool rpc_conn_can_read(const struct rpc_conn *conn);
+/* Whether c may read more calls now (not closed, the loop not stopping,
+ * under its bounds of calls in flight and bytes queued).  Inline: the
+ * loop asks it for every record it reads. */
+static inline bool rpc_conn_can_read(const struct rpc_conn *c)
+{
+	const struct rpc_server *srv = c->loop->srv;
+
+	return !c->closed && !c->loop->stop_seen &&
+	       c->inflight < srv->cfg.max_inflight &&
+	       c->out_bytes < 2 * srv->cfg.max_record;
+}
 
 /* loop.c: append call to loop's completion list and wake it (any
  * thread). */
