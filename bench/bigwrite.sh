@@ -20,8 +20,11 @@
 # Each gateway run: a fresh gateway (upload delay 5 s, the default), then
 # timed together: nfs-cp of the file (libnfs, one stream) and
 # `mapfs-gw flush`, which returns once the object is in the bucket.  The
-# gateway's CPU seconds over the same span are printed beside it.  Makes
-# no assertions.
+# gateway's CPU seconds over the same span, and its peak resident memory
+# (VmHWM) over its life, are printed beside it.  READBACK=1 adds, after
+# each "after" run, a cold read of that object by a fresh gateway (empty
+# state) on the same prefix (nfs-cat to /dev/null), beside one raw GET.
+# Makes no assertions.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -64,12 +67,34 @@ run() {
 	"$GW" flush --state "$d/state" >/dev/null
 	t2=$(date +%s.%N)
 	c1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-	printf '%s\t%s\t%s\t%s\t%s\n' "$which" "$round" \
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$which" "$round" \
 		"$(echo "$t2 - $t0" | bc)" "$(echo "$t1 - $t0" | bc)" \
-		"$(echo "($c1 - $c0) / $(getconf CLK_TCK)" | bc -l)" >>"$WORK/res.tsv"
+		"$(echo "($c1 - $c0) / $(getconf CLK_TCK)" | bc -l)" "$(hwm "$pid")" >>"$WORK/res.tsv"
 	kill "$pid"
 	wait "$pid" 2>/dev/null || true
 	[ -z "${LOGLEVEL:-}" ] || grep -E "parts were|uploaded big|written again|early|goes up" "$d/err" >&2 || true
+}
+
+# The peak resident memory of process PID so far, in MiB.
+hwm() {
+	awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"
+}
+
+# coldread ROUND: a fresh gateway, empty state, reads after-ROUND's object.
+coldread() {
+	local d=$WORK/read-$1 pid t0 t1 c0 c1
+	gw_start "$GW" "$d" "after-$1"
+	pid=$GW_PID
+	c0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	t0=$(date +%s.%N)
+	nfs-cat "nfs://127.0.0.1/mapfs/big?nfsport=$NFS_PORT&mountport=$MOUNT_PORT&version=3" >/dev/null
+	t1=$(date +%s.%N)
+	c1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	printf 'cold read\t%s\t%s\t0\t%s\t%s\n' "$1" "$(echo "$t1 - $t0" | bc)" \
+		"$(echo "($c1 - $c0) / $(getconf CLK_TCK)" | bc -l)" "$(hwm "$pid")" >>"$WORK/res.tsv"
+	kill "$pid"
+	wait "$pid" 2>/dev/null || true
+	rm -rf "$d"
 }
 
 # raw ROUND: one PUT of the file, one stream.
@@ -83,33 +108,48 @@ raw() {
 		-T "$WORK/file" "$MAPFS_S3_ENDPOINT/$MAPFS_S3_BUCKET/raw-$1")
 	t1=$(date +%s.%N)
 	[ "$code" = 200 ] || { echo "bigwrite.sh: raw PUT: HTTP $code" >&2; exit 1; }
-	printf 'raw\t%s\t%s\t0\t0\n' "$1" "$(echo "$t1 - $t0" | bc)" >>"$WORK/res.tsv"
+	printf 'raw\t%s\t%s\t0\t0\t0\n' "$1" "$(echo "$t1 - $t0" | bc)" >>"$WORK/res.tsv"
+	[ -z "${READBACK:-}" ] && return
+	t0=$(date +%s.%N)
+	code=$(curl -s --noproxy '*' -o /dev/null -w '%{http_code}' \
+		--aws-sigv4 "aws:amz:us-east-1:s3" \
+		--user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+		-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" \
+		"$MAPFS_S3_ENDPOINT/$MAPFS_S3_BUCKET/raw-$1")
+	t1=$(date +%s.%N)
+	[ "$code" = 200 ] || { echo "bigwrite.sh: raw GET: HTTP $code" >&2; exit 1; }
+	printf 'raw GET\t%s\t%s\t0\t0\t0\n' "$1" "$(echo "$t1 - $t0" | bc)" >>"$WORK/res.tsv"
 }
 
 for round in $(seq "$ROUNDS"); do
 	run before "$round"
 	run after "$round"
 	raw "$round"
+	[ -z "${READBACK:-}" ] || coldread "$round"
 	echo "bigwrite.sh: round $round done" >&2
 done
 python3 - "$WORK/res.tsv" "$MIB" <<'PY'
 import sys, statistics, collections
 v = collections.defaultdict(list)
 for line in open(sys.argv[1]):
-    which, rnd, secs, copy, cpu = line.split("\t")
-    v[which].append((float(secs), float(copy), float(cpu)))
+    which, rnd, secs, copy, cpu, rss = line.split("\t")
+    v[which].append((float(secs), float(copy), float(cpu), float(rss)))
 mib = int(sys.argv[2])
 print(f"{mib} MiB written through NFS until in the bucket (radosgw); "
       f"medians of {len(v['after'])} rounds")
-print("| run | seconds | MiB/s | of it nfs-cp | gateway CPU s | CPU s per GiB | vs raw | rounds vs raw |")
-print("|---|---|---|---|---|---|---|---|")
-raw = statistics.median(x[0] for x in v["raw"])
-for which in ("before", "after", "raw"):
+print("| run | seconds | MiB/s | of it nfs-cp | gateway CPU s | CPU s per GiB | peak RSS MiB | vs raw | rounds vs raw |")
+print("|---|---|---|---|---|---|---|---|---|")
+for which in ("before", "after", "raw", "cold read", "raw GET"):
+    if not v[which]:
+        continue
+    base = "raw GET" if which in ("cold read", "raw GET") else "raw"
+    raw = statistics.median(x[0] for x in v[base])
     secs = statistics.median(x[0] for x in v[which])
     copy = statistics.median(x[1] for x in v[which])
     cpu = statistics.median(x[2] for x in v[which])
+    rss = statistics.median(x[3] for x in v[which])
     rounds = " ".join(f"{r / x[0]:.2f}" for r, x in
-                      zip((y[0] for y in v["raw"]), v[which]))
+                      zip((y[0] for y in v[base]), v[which]))
     print(f"| {which} | {secs:.2f} | {mib / secs:.0f} | {copy:.2f} | "
-          f"{cpu:.2f} | {cpu * 1024 / mib:.2f} | {raw / secs:.2f} | {rounds} |")
+          f"{cpu:.2f} | {cpu * 1024 / mib:.2f} | {rss:.0f} | {raw / secs:.2f} | {rounds} |")
 PY
