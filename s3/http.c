@@ -1,15 +1,21 @@
 /*
- * s3/http.c - the I/O thread of s3/http.h.
+ * s3/http.c - the I/O threads ("lanes") of s3/http.h.
  *
- * Only the I/O thread touches the multi handle and the easy handles (curl
- * handles are not thread-safe); callers only queue under the lock and
- * poke the thread with curl_multi_wakeup(), which is.
+ * Each lane is one thread with its own multi handle, connections, idle
+ * easy handles and queue.  Only a lane's thread touches its multi handle
+ * and the easy handles on it (curl handles are not thread-safe); callers
+ * only queue under the lane's lock and poke its thread with
+ * curl_multi_wakeup(), which is.  A transfer goes to the lane with the
+ * fewest transfers (running or queued) at the time it is queued, so the
+ * sinks of concurrent GETs - which land fetched data in cache files -
+ * run on as many threads as there are lanes.
  */
 #include "http.h"
 #include "common/log.h"
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,16 +27,25 @@
 #define RECV_BUFFER (512L << 10)
 #define SEND_BUFFER (1L << 20)
 #define POLL_MS 1000
+/* Lanes at most: past a few, landing is not what a fetch waits on. */
+#define LANES_MAX 4
 
-struct s3_http {
+struct lane {
 	pthread_mutex_t lock;
 	struct s3_xfer *head, *tail; /* queued, not started */
 	int active, max;
+	atomic_int load; /* running + queued, read without the lock */
 	bool stop;
 	CURLM *multi;
 	pthread_t thread;
+	bool started;
 	CURL **pool; /* idle easy handles, at most max */
 	int npool;
+};
+
+struct s3_http {
+	int nlanes;
+	struct lane lanes[];
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -164,21 +179,21 @@ static int on_seek(void *ud, curl_off_t off, int origin)
 	return CURL_SEEKFUNC_OK;
 }
 
-static CURL *easy_get(struct s3_http *h)
+static CURL *easy_get(struct lane *l)
 {
 	CURL *e;
 
-	if (h->npool) {
-		e = h->pool[--h->npool];
+	if (l->npool) {
+		e = l->pool[--l->npool];
 		curl_easy_reset(e);
 		return e;
 	}
 	return curl_easy_init();
 }
 
-static int xfer_start(struct s3_http *h, struct s3_xfer *x)
+static int xfer_start(struct lane *l, struct s3_xfer *x)
 {
-	CURL *e = easy_get(h);
+	CURL *e = easy_get(l);
 
 	if (!e)
 		return -ENOMEM;
@@ -221,7 +236,7 @@ static int xfer_start(struct s3_http *h, struct s3_xfer *x)
 		curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, on_seek);
 		curl_easy_setopt(e, CURLOPT_SEEKDATA, x);
 	}
-	if (curl_multi_add_handle(h->multi, e) != CURLM_OK) {
+	if (curl_multi_add_handle(l->multi, e) != CURLM_OK) {
 		curl_easy_cleanup(e);
 		x->easy = NULL;
 		return -ENOMEM;
@@ -229,54 +244,55 @@ static int xfer_start(struct s3_http *h, struct s3_xfer *x)
 	return 0;
 }
 
-/* Under h->lock: x is finished; wake its caller. */
-static void xfer_done(struct s3_http *h, struct s3_xfer *x)
+/* Under l->lock: x is finished; wake its caller. */
+static void xfer_done(struct lane *l, struct s3_xfer *x)
 {
 	if (x->easy) {
-		if (h->npool < h->max)
-			h->pool[h->npool++] = x->easy;
+		if (l->npool < l->max)
+			l->pool[l->npool++] = x->easy;
 		else
 			curl_easy_cleanup(x->easy);
 		x->easy = NULL;
 	}
+	atomic_fetch_sub(&l->load, 1);
 	x->done = true;
 	pthread_cond_signal(&x->done_cv);
 }
 
-/* Start queued transfers while there is room; under h->lock. */
-static void start_queued(struct s3_http *h)
+/* Start queued transfers while there is room; under l->lock. */
+static void start_queued(struct lane *l)
 {
-	while (h->head && h->active < h->max) {
-		struct s3_xfer *x = h->head;
+	while (l->head && l->active < l->max) {
+		struct s3_xfer *x = l->head;
 
-		h->head = x->next;
-		if (!h->head)
-			h->tail = NULL;
-		if (xfer_start(h, x)) {
+		l->head = x->next;
+		if (!l->head)
+			l->tail = NULL;
+		if (xfer_start(l, x)) {
 			x->transport = CURLE_OUT_OF_MEMORY;
-			xfer_done(h, x);
+			xfer_done(l, x);
 			continue;
 		}
-		h->active++;
+		l->active++;
 	}
 }
 
-static void *io_thread(void *arg)
+static void *lane_thread(void *arg)
 {
-	struct s3_http *h = arg;
+	struct lane *l = arg;
 	struct CURLMsg *m;
 	int running, left;
 
 	for (;;) {
-		pthread_mutex_lock(&h->lock);
-		start_queued(h);
-		if (h->stop && !h->active && !h->head) {
-			pthread_mutex_unlock(&h->lock);
+		pthread_mutex_lock(&l->lock);
+		start_queued(l);
+		if (l->stop && !l->active && !l->head) {
+			pthread_mutex_unlock(&l->lock);
 			break;
 		}
-		pthread_mutex_unlock(&h->lock);
-		curl_multi_perform(h->multi, &running);
-		while ((m = curl_multi_info_read(h->multi, &left))) {
+		pthread_mutex_unlock(&l->lock);
+		curl_multi_perform(l->multi, &running);
+		while ((m = curl_multi_info_read(l->multi, &left))) {
 			struct s3_xfer *x = NULL;
 
 			if (m->msg != CURLMSG_DONE)
@@ -286,75 +302,116 @@ static void *io_thread(void *arg)
 			x->transport = (int)m->data.result;
 			curl_easy_getinfo(m->easy_handle,
 					  CURLINFO_RESPONSE_CODE, &x->status);
-			curl_multi_remove_handle(h->multi, m->easy_handle);
-			pthread_mutex_lock(&h->lock);
-			h->active--;
-			xfer_done(h, x);
-			pthread_mutex_unlock(&h->lock);
+			curl_multi_remove_handle(l->multi, m->easy_handle);
+			pthread_mutex_lock(&l->lock);
+			l->active--;
+			xfer_done(l, x);
+			pthread_mutex_unlock(&l->lock);
 		}
-		curl_multi_poll(h->multi, NULL, 0, POLL_MS, NULL);
+		curl_multi_poll(l->multi, NULL, 0, POLL_MS, NULL);
 	}
 	return NULL;
+}
+
+/* Stop l's thread (if it runs) and free what l holds. */
+static void lane_close(struct lane *l)
+{
+	if (l->started) {
+		pthread_mutex_lock(&l->lock);
+		l->stop = true;
+		pthread_mutex_unlock(&l->lock);
+		curl_multi_wakeup(l->multi);
+		pthread_join(l->thread, NULL);
+		pthread_mutex_destroy(&l->lock);
+	}
+	while (l->npool)
+		curl_easy_cleanup(l->pool[--l->npool]);
+	if (l->multi)
+		curl_multi_cleanup(l->multi);
+	free(l->pool);
+}
+
+/* Set up l for at most max transfers at once and start its thread. */
+static int lane_open(struct lane *l, int max)
+{
+	int err;
+
+	l->max = max;
+	l->pool = calloc((size_t)max, sizeof(*l->pool));
+	l->multi = curl_multi_init();
+	if (!l->pool || !l->multi)
+		return -ENOMEM;
+	curl_multi_setopt(l->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)max);
+	curl_multi_setopt(l->multi, CURLMOPT_MAXCONNECTS, (long)max);
+	atomic_init(&l->load, 0);
+	pthread_mutex_init(&l->lock, NULL);
+	err = -pthread_create(&l->thread, NULL, lane_thread, l);
+	if (err) {
+		pthread_mutex_destroy(&l->lock);
+		return err;
+	}
+	l->started = true;
+	return 0;
 }
 
 int s3_http_open(int max_requests, struct s3_http **out)
 {
 	struct s3_http *h;
-	int err;
+	int n, err = 0;
 
 	if (max_requests < 1)
 		return -EINVAL;
 	pthread_once(&curl_once, curl_init);
 	if (curl_init_rc != CURLE_OK)
 		return -EIO;
-	h = calloc(1, sizeof(*h));
+	n = max_requests < LANES_MAX ? max_requests : LANES_MAX;
+	h = calloc(1, sizeof(*h) + (size_t)n * sizeof(h->lanes[0]));
 	if (!h)
 		return -ENOMEM;
-	h->max = max_requests;
-	h->pool = calloc((size_t)max_requests, sizeof(*h->pool));
-	h->multi = curl_multi_init();
-	if (!h->pool || !h->multi) {
-		err = -ENOMEM;
-		goto out_free;
+	/* The lanes share max_requests, the first ones taking the rest. */
+	for (int i = 0; i < n && !err; i++) {
+		err = lane_open(&h->lanes[i],
+				max_requests / n + (i < max_requests % n));
+		h->nlanes = i + 1;
 	}
-	curl_multi_setopt(h->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
-			  (long)max_requests);
-	curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)max_requests);
-	pthread_mutex_init(&h->lock, NULL);
-	err = -pthread_create(&h->thread, NULL, io_thread, h);
 	if (err) {
-		pthread_mutex_destroy(&h->lock);
-		goto out_free;
+		s3_http_close(h);
+		return err;
 	}
 	*out = h;
 	return 0;
-out_free:
-	if (h->multi)
-		curl_multi_cleanup(h->multi);
-	free(h->pool);
-	free(h);
-	return err;
 }
 
 void s3_http_close(struct s3_http *h)
 {
 	if (!h)
 		return;
-	pthread_mutex_lock(&h->lock);
-	h->stop = true;
-	pthread_mutex_unlock(&h->lock);
-	curl_multi_wakeup(h->multi);
-	pthread_join(h->thread, NULL);
-	while (h->npool)
-		curl_easy_cleanup(h->pool[--h->npool]);
-	curl_multi_cleanup(h->multi);
-	pthread_mutex_destroy(&h->lock);
-	free(h->pool);
+	for (int i = 0; i < h->nlanes; i++)
+		lane_close(&h->lanes[i]);
 	free(h);
+}
+
+/* The lane with the fewest transfers running or queued. */
+static struct lane *lane_pick(struct s3_http *h)
+{
+	struct lane *best = &h->lanes[0];
+	int least = atomic_load(&best->load);
+
+	for (int i = 1; i < h->nlanes && least; i++) {
+		int load = atomic_load(&h->lanes[i].load);
+
+		if (load < least) {
+			least = load;
+			best = &h->lanes[i];
+		}
+	}
+	return best;
 }
 
 int s3_http_run(struct s3_http *h, struct s3_xfer *x)
 {
+	struct lane *l = lane_pick(h);
+
 	x->transport = 0;
 	x->status = 0;
 	x->dst_got = 0;
@@ -367,18 +424,19 @@ int s3_http_run(struct s3_http *h, struct s3_xfer *x)
 	s3_buf_reset(&x->resp);
 	if (pthread_cond_init(&x->done_cv, NULL))
 		return -ENOMEM;
-	pthread_mutex_lock(&h->lock);
-	if (h->tail)
-		h->tail->next = x;
+	atomic_fetch_add(&l->load, 1);
+	pthread_mutex_lock(&l->lock);
+	if (l->tail)
+		l->tail->next = x;
 	else
-		h->head = x;
-	h->tail = x;
-	pthread_mutex_unlock(&h->lock);
-	curl_multi_wakeup(h->multi);
-	pthread_mutex_lock(&h->lock);
+		l->head = x;
+	l->tail = x;
+	pthread_mutex_unlock(&l->lock);
+	curl_multi_wakeup(l->multi);
+	pthread_mutex_lock(&l->lock);
 	while (!x->done)
-		pthread_cond_wait(&x->done_cv, &h->lock);
-	pthread_mutex_unlock(&h->lock);
+		pthread_cond_wait(&x->done_cv, &l->lock);
+	pthread_mutex_unlock(&l->lock);
 	pthread_cond_destroy(&x->done_cv);
 	return 0;
 }

@@ -1,13 +1,16 @@
 /*
- * s3/http.h - internal to s3/: HTTP transfers over one libcurl multi
- * handle driven by one I/O thread.
+ * s3/http.h - internal to s3/: HTTP transfers over libcurl multi
+ * handles, each driven by its own I/O thread (a "lane", up to four).
  *
  * A caller fills a struct s3_xfer, calls s3_http_run() and blocks on the
- * transfer's own condition until the I/O thread has finished it.  At most
- * max_requests transfers are in flight; the rest wait in FIFO order.
- * Connections are kept and reused by the multi handle (up to
- * max_requests of them).  The engine knows nothing of S3: signing,
- * retries and error mapping belong to the caller.
+ * transfer's own condition until an I/O thread has finished it.  The
+ * transfer goes to the least busy lane; at most max_requests transfers
+ * are in flight over all lanes (each lane its share), the rest wait in
+ * FIFO order on their lane.  Connections are kept and reused by each
+ * lane's multi handle.  A sink runs on its transfer's lane, so sinks of
+ * concurrent transfers run in parallel, and a slow sink holds up only
+ * the transfers of its own lane.  The engine knows nothing of S3:
+ * signing, retries and error mapping belong to the caller.
  */
 #ifndef MAPFS_S3_HTTP_H
 #define MAPFS_S3_HTTP_H
@@ -42,7 +45,7 @@ struct s3_xfer {
 	uint64_t dst_skip;
 	/*
 	 * Instead of dst: a 2xx body (up to dst_len bytes, dst_skip as
-	 * above) is handed to sink, in the I/O thread.  sink_done counts
+	 * above) is handed to sink, in the transfer's I/O thread.  sink_done counts
 	 * the bytes it took over every run of this xfer (the caller zeroes
 	 * it once), so a run that repeats the request skips what was
 	 * handed before.  A non-zero return from sink ends the transfer
@@ -79,10 +82,10 @@ struct s3_xfer {
 
 struct s3_http;
 
-/* Start the I/O thread.  max_requests >= 1. */
+/* Start the I/O threads.  max_requests >= 1 (also the most lanes). */
 int s3_http_open(int max_requests, struct s3_http **out);
 
-/* Stop the I/O thread; no s3_http_run may be in progress. */
+/* Stop the I/O threads; no s3_http_run may be in progress. */
 void s3_http_close(struct s3_http *h);
 
 /*

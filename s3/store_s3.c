@@ -2,7 +2,7 @@
  * s3/store_s3.c - the S3 backend ("s3://bucket[/prefix]").
  *
  * Store key K is object PREFIX/K.  Every call signs its request with
- * SigV4 (s3/sign.c) in the calling thread, hands it to the I/O thread
+ * SigV4 (s3/sign.c) in the calling thread, hands it to an I/O thread
  * (s3/http.c) and waits; failures of the EAGAIN class are retried, in
  * one place for every request kind (s3_do, store_s3_req.c).
  *

@@ -1,6 +1,6 @@
 /*
  * s3/store_s3_req.c - the S3 backend's one request to S3: built, signed
- * with SigV4 in the calling thread, handed to the I/O thread (s3/http.c),
+ * with SigV4 in the calling thread, handed to an I/O thread (s3/http.c),
  * and retried here: s3_do is the one place that decides what is retried
  * (s3_err_retryable, errmap.c), with exponential backoff and jitter within
  * RETRY_TRIES tries and RETRY_BUDGET_MS. Every request we send is
