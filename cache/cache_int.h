@@ -166,6 +166,7 @@ struct cache_task {
 	uint64_t epoch;
 	char *key;
 	char etag[STORE_ETAG_MAX]; /* the version to GET ("": any) */
+	uint64_t queued_ns;        /* when it joined the fetch queue */
 };
 
 struct cache_req; /* one ring operation (ring.c) */

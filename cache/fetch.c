@@ -74,6 +74,8 @@ struct run {
 			       not looked up yet */
 	size_t fill;        /* of which buf holds this many */
 	char *buf;          /* one chunk */
+	uint64_t first_ns;  /* when the first byte came, 0: not yet */
+	uint64_t land_ns;   /* time spent landing chunks */
 };
 
 /* Store bytes of the run's chunks [first, first + n), under e's lock. */
@@ -175,7 +177,10 @@ static int run_sink(void *arg, const void *p, size_t n)
 	struct run *r = arg;
 	struct cache_entshard *s = cache_ent_shard(r->c, r->e->ino);
 
+	if (!r->first_ns)
+		r->first_ns = metrics_now_ns();
 	while (n) {
+		uint64_t t0;
 		size_t take;
 		int rc;
 
@@ -196,11 +201,35 @@ static int run_sink(void *arg, const void *p, size_t n)
 		n -= take;
 		if (r->fill < r->want)
 			continue;
+		t0 = metrics_now_ns();
 		rc = run_land(r);
+		r->land_ns += metrics_now_ns() - t0;
 		if (rc)
 			return rc > 0 ? -ECANCELED : rc;
 	}
 	return 0;
+}
+
+/*
+ * Where the time of one GET went (the issue-18 question: why is a cold
+ * read sometimes slow?): into the stage counters, and one debug line.
+ * A GET retried after an error counts its retries as waiting.
+ */
+static void run_timings(const struct run *r, const struct cache_task *t,
+			uint64_t sent, uint64_t got)
+{
+	uint64_t end = metrics_now_ns(), queue = sent - t->queued_ns;
+	uint64_t first = r->first_ns ? r->first_ns : end;
+	uint64_t wait = first - sent, stream = end - first - r->land_ns;
+
+	metrics_add(MET_FETCH_QUEUE_US, queue / 1000);
+	metrics_add(MET_FETCH_WAIT_US, wait / 1000);
+	metrics_add(MET_FETCH_STREAM_US, stream / 1000);
+	metrics_add(MET_FETCH_LAND_US, r->land_ns / 1000);
+	log_debug("cache: fetched %s @%" PRIu64 " +%" PRIu64 " in %.1f ms: "
+		  "queued %.1f, first byte %.1f, stream %.1f, land %.1f",
+		  t->key, r->first * r->c->cs, got, (end - sent) / 1e6,
+		  queue / 1e6, wait / 1e6, stream / 1e6, r->land_ns / 1e6);
 }
 
 /*
@@ -251,9 +280,12 @@ static void run_fetch(struct cache *c, struct cache_task *tasks, uint32_t n,
 		 * avoid. */
 		log_debug("cache: GET %s @%" PRIu64 " +%" PRIu64, tasks->key,
 			  r.first * c->cs, len);
+		uint64_t sent = metrics_now_ns();
+
 		rc = store_get_stream_if(c->st, tasks->key, tasks->etag,
 					 r.first * c->cs, len, run_sink, &r,
 					 &got);
+		run_timings(&r, tasks, sent, got);
 		if (rc == -ECANCELED)
 			rc = 0, void_ = true;
 		/* Shorter than the limit says: the object changed under us. */

@@ -14,6 +14,7 @@
 #include "cache_int.h"
 #include "chunks_int.h"
 #include "tasks_int.h"
+#include "metrics/metrics.h"
 
 static bool chunk_busy_at(const struct cache_ent *e, uint64_t i)
 {
@@ -137,10 +138,13 @@ void cache_kick_finish(struct cache *c, struct cache_kick *k)
 	struct cache_compl *n = k->done, *nnext;
 
 	if (t) {
+		uint64_t now = metrics_now_ns();
+
 		pthread_mutex_lock(&c->fetch_lock);
 		for (; t; t = tnext) {
 			tnext = t->next;
 			t->next = NULL;
+			t->queued_ns = now;
 			if (c->queue_tail)
 				c->queue_tail->next = t;
 			else

@@ -85,6 +85,17 @@
 	  "Objects downloaded into the cache")                                 \
 	X(CACHE_FETCH_BYTES, "mapfs_cache_fetch_bytes_total", "",              \
 	  "Bytes downloaded into the cache")                                   \
+	X(FETCH_QUEUE_US, "mapfs_cache_fetch_microseconds_total",              \
+	  "stage=\"queue\"",                                                   \
+	  "Time of the cache's GETs, by stage, summed over GETs: waiting for " \
+	  "a fetch worker (queue), for the store's first byte (wait), "        \
+	  "receiving the rest (stream), writing it into cache files (land)")   \
+	X(FETCH_WAIT_US, "mapfs_cache_fetch_microseconds_total",               \
+	  "stage=\"wait\"", "")                                                \
+	X(FETCH_STREAM_US, "mapfs_cache_fetch_microseconds_total",             \
+	  "stage=\"stream\"", "")                                              \
+	X(FETCH_LAND_US, "mapfs_cache_fetch_microseconds_total",               \
+	  "stage=\"land\"", "")                                                \
 	X(CACHE_EVICTIONS, "mapfs_cache_evictions_total", "",                  \
 	  "Cache files dropped (evicted, invalidated or removed)")             \
 	X(STORE_REQ_GET, "mapfs_store_requests_total", "op=\"get\"",           \
