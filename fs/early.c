@@ -56,7 +56,7 @@
  *
  * All of it runs under sync_lock (one pass at a time); early_lock guards
  * only the list, since the small uploads of a pass run on several
- * threads (syncer.c, runs_parallel) and each may ask for its inode.
+ * threads (syncer.c, fs_each_parallel) and each may ask for its inode.
  */
 #include <errno.h>
 #include <inttypes.h>

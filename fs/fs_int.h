@@ -424,6 +424,17 @@ int fs_workers_start(struct fs *fs);
 void fs_workers_stop(struct fs *fs);
 /* Once nothing can queue a job any more (after db_stop). */
 void fs_workers_free(struct fs *fs);
+/* The most threads fs_each_parallel runs at once. */
+#define FS_PARALLEL_MAX 16
+/*
+ * fn(arg, i) for every i in [0, n), on up to par threads at once (par
+ * capped at FS_PARALLEL_MAX; the caller's thread is one of them, and
+ * does all of it if no thread can start).  Returns once all have run.
+ * For blocking store requests of distinct objects, which a store answers
+ * faster many at a time.
+ */
+void fs_each_parallel(size_t n, size_t par, void (*fn)(void *arg, size_t i),
+		      void *arg);
 /* Run fn(fs, arg) on a worker thread.  On -ENOMEM runs it inline. */
 void fs_defer(struct fs *fs, void (*fn)(struct fs *, void *), void *arg);
 

@@ -26,6 +26,9 @@
 #include "metrics/metrics.h"
 #include "fs_int.h"
 
+/* HEADs of new files at once (as many as uploads of small files). */
+#define REVAL_HEADS_PARALLEL FS_PARALLEL_MAX
+
 struct reval_item {
 	char *name;
 	bool is_dir;
@@ -49,6 +52,7 @@ struct reval_op {
 	bool marker_seen;
 	struct reval_item *items;
 	size_t nitems, cap;
+	size_t *heads;  /* items to HEAD (reval_head_new) */
 	uint64_t *drop; /* inodes whose cache file goes after the commit */
 	size_t ndrop, dropcap;
 	fs_done_fn done;
@@ -149,15 +153,52 @@ static int reval_list(struct reval_op *op)
 	return rc;
 }
 
-/* HEAD the files nobody knows yet: their owner, mode, mtime, symlink. */
+/* HEAD new file op->items[op->heads[j]]: its owner, mode, mtime, and a
+ * symlink's target.  Touches that item only (fs_each_parallel). */
+static void head_one(void *p, size_t j)
+{
+	struct reval_op *op = p;
+	struct fs *fs = op->fs;
+	struct reval_item *it = &op->items[op->heads[j]];
+	char key[STORE_KEY_MAX + FS_NAME_MAX + 2];
+	size_t got;
+
+	snprintf(key, sizeof(key), "%s%s", op->prefix, it->name);
+	if (store_head(fs->store, key, &it->info))
+		return; /* gone again, or unreadable: listing values */
+	it->have_info = true;
+	if (!it->info.meta.symlink || it->info.size > FS_PATH_MAX)
+		return;
+	it->target = calloc(1, it->info.size + 1);
+	if (!it->target ||
+	    store_get(fs->store, key, 0, it->info.size, it->target, &got) ||
+	    got == 0 || strlen(it->target) != got) {
+		free(it->target);
+		it->target = NULL;
+	}
+}
+
+/*
+ * HEAD the files nobody knows yet, many at once: a directory of objects
+ * no gateway listed before (another writer's, or a new gateway's first
+ * look) costs one HEAD per object, and one at a time that was most of
+ * its listing's time.
+ */
 static int reval_head_new(struct reval_op *op)
 {
 	struct fs *fs = op->fs;
 	char key[STORE_KEY_MAX + FS_NAME_MAX + 2];
 	struct db_txn *txn;
+	size_t n = 0;
 	uint64_t ino;
-	int rc = db_read_begin(fs->db, &txn);
+	int rc;
 
+	if (!op->nitems)
+		return 0;
+	op->heads = malloc(op->nitems * sizeof(*op->heads));
+	if (!op->heads)
+		return -ENOMEM;
+	rc = db_read_begin(fs->db, &txn);
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < op->nitems; i++) {
@@ -169,23 +210,10 @@ static int reval_head_new(struct reval_op *op)
 		snprintf(key, sizeof(key), "%s%s", op->prefix, it->name);
 		if (!fs_keys_get(fs, txn, key, &ino))
 			continue;
-		if (store_head(fs->store, key, &it->info))
-			continue; /* gone again, or unreadable: listing values */
-		it->have_info = true;
-		if (!it->info.meta.symlink || it->info.size > FS_PATH_MAX)
-			continue;
-		size_t got;
-
-		it->target = calloc(1, it->info.size + 1);
-		if (!it->target ||
-		    store_get(fs->store, key, 0, it->info.size, it->target,
-			      &got) ||
-		    got == 0 || strlen(it->target) != got) {
-			free(it->target);
-			it->target = NULL;
-		}
+		op->heads[n++] = i;
 	}
 	db_read_end(fs->db, txn);
+	fs_each_parallel(n, REVAL_HEADS_PARALLEL, head_one, op);
 	return 0;
 }
 
@@ -476,6 +504,7 @@ static void reval_free(struct reval_op *op, int err)
 		free(op->items[i].target);
 	}
 	free(op->items);
+	free(op->heads);
 	free(op->drop);
 	op->done(op->arg, err);
 	free(op);

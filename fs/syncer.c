@@ -5,7 +5,7 @@
  * dirty inodes (with their keys and cache-file stats), runs the pending
  * records in seq order, one at a time, and only when all of them
  * succeeded uploads the dirty inodes of that snapshot (small files up to
- * SYNC_PARALLEL at once: they are of distinct keys).  Because only this
+ * FS_PARALLEL_MAX at once: they are of distinct keys).  Because only this
  * code writes to the store, and a pass starts only after the last one
  * ended, the store replays the namespace's history in order: a delete of
  * key K can never overtake a later upload to K.  An upload whose inode
@@ -83,10 +83,9 @@
 #define MPU_PART_MAX (64ull << 20)
 #define MPU_MORE_WAIT_MS 10  /* a thread with no part yet looks again */
 #define SYNC_INODE_TRIES 100 /* ~2 s of passes for one strict COMMIT */
-/* Uploads of files up to SYNC_SMALL_MAX run up to this many at once, as
- * many as the store takes (store_put_parallel); bigger ones one at a time
- * (each is a multipart upload with its own threads). */
-#define SYNC_PARALLEL 16
+/* Uploads of files up to SYNC_SMALL_MAX run many at once, as many as
+ * the store takes (store_put_parallel, at most FS_PARALLEL_MAX); bigger
+ * ones one at a time (each is a multipart upload with its own threads). */
 #define SYNC_SMALL_MAX (8ull << 20)
 
 struct sync_snap {
@@ -1280,7 +1279,7 @@ static int sync_item(struct fs *fs, struct sync_item *it)
 }
 
 /*
- * The uploads of one pass: items[0, n) run on up to SYNC_PARALLEL
+ * The uploads of one pass: items[0, n) run on up to FS_PARALLEL_MAX
  * threads at once (small files: many PUTs in flight fill the store,
  * where one at a time waits a round trip each; their commits share the
  * db writer's group commits), the rest one at a time after them.
@@ -1291,7 +1290,6 @@ struct sync_run {
 	struct fs *fs;
 	struct sync_item *items;
 	size_t n;
-	atomic_size_t next;
 	atomic_int first;     /* the first transient error */
 	atomic_bool progress; /* something was uploaded */
 };
@@ -1317,30 +1315,11 @@ static void item_run(struct sync_run *run, struct sync_item *it)
 	atomic_store(&run->progress, true);
 }
 
-static void *run_thread(void *p)
+static void run_one(void *p, size_t i)
 {
 	struct sync_run *run = p;
-	size_t i;
 
-	while ((i = atomic_fetch_add(&run->next, 1)) < run->n)
-		item_run(run, &run->items[i]);
-	return NULL;
-}
-
-static void runs_parallel(struct sync_run *run)
-{
-	pthread_t t[SYNC_PARALLEL];
-	size_t par = store_put_parallel(run->fs->store), started;
-	size_t nt = run->n < par ? run->n : par;
-
-	if (nt > SYNC_PARALLEL)
-		nt = SYNC_PARALLEL;
-	for (started = 0; nt > 1 && started < nt - 1; started++)
-		if (pthread_create(&t[started], NULL, run_thread, run))
-			break;
-	run_thread(run); /* this thread is one of them */
-	for (size_t i = 0; i < started; i++)
-		pthread_join(t[i], NULL);
+	item_run(run, &run->items[i]);
 }
 
 /*
@@ -1396,7 +1375,6 @@ static int sync_pass(struct fs *fs, bool flushing, uint64_t only,
 
 	atomic_init(&run.first, 0);
 	atomic_init(&run.progress, false);
-	atomic_init(&run.next, 0);
 	/* Due ones: the small first (to run in parallel), then the big. */
 	for (size_t i = 0; i < s.nitems; i++) {
 		struct sync_item *it = &s.items[i];
@@ -1420,7 +1398,7 @@ static int sync_pass(struct fs *fs, bool flushing, uint64_t only,
 	}
 	run.items = s.items;
 	run.n = nsmall;
-	runs_parallel(&run);
+	fs_each_parallel(run.n, store_put_parallel(fs->store), run_one, &run);
 	for (size_t i = nsmall; i < s.nitems; i++)
 		if (s.items[i].due)
 			item_run(&run, &s.items[i]);

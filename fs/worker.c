@@ -2,9 +2,12 @@
  * fs/worker.c - a small pool of worker threads for fs/'s blocking work:
  * store listings (revalidation) and cache I/O that must not run on the db
  * writer thread or on an event loop (the first write of a clean file,
- * truncation after SETATTR).
+ * truncation after SETATTR); and fs_each_parallel, many store requests at
+ * once on threads of their own (uploads of small files, HEADs of a
+ * listing).
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "fs_int.h"
@@ -92,4 +95,39 @@ void fs_defer(struct fs *fs, void (*fn)(struct fs *, void *), void *arg)
 	fs->job_tail = &j->next;
 	pthread_cond_signal(&fs->job_wake);
 	pthread_mutex_unlock(&fs->job_lock);
+}
+
+struct each {
+	void (*fn)(void *arg, size_t i);
+	void *arg;
+	size_t n;
+	atomic_size_t next;
+};
+
+static void *each_thread(void *p)
+{
+	struct each *e = p;
+	size_t i;
+
+	while ((i = atomic_fetch_add(&e->next, 1)) < e->n)
+		e->fn(e->arg, i);
+	return NULL;
+}
+
+void fs_each_parallel(size_t n, size_t par, void (*fn)(void *arg, size_t i),
+		      void *arg)
+{
+	struct each e = { .fn = fn, .arg = arg, .n = n };
+	pthread_t t[FS_PARALLEL_MAX];
+	size_t nt = n < par ? n : par, started;
+
+	atomic_init(&e.next, 0);
+	if (nt > FS_PARALLEL_MAX)
+		nt = FS_PARALLEL_MAX;
+	for (started = 0; nt > 1 && started < nt - 1; started++)
+		if (pthread_create(&t[started], NULL, each_thread, &e))
+			break;
+	each_thread(&e); /* this thread is one of them */
+	for (size_t i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
 }

@@ -647,6 +647,43 @@ static void test_meta_rewrite_read(void)
 	fx_close();
 }
 
+/*
+ * A listing of objects no gateway knows HEADs them (owner, mode, mtime,
+ * symlink) many at once: they were HEAD one after another, and a cold
+ * directory of 10,000 objects waited 10,000 round trips (issue 18).  All
+ * four HEADs must be at the gate together; what they said is then what
+ * the files show.
+ */
+static void test_heads_parallel(void)
+{
+	const struct store_meta meta = {
+		.has_mode = true, .has_uid = true, .mode = 0100751, .uid = 4242
+	};
+	struct wait w = WAIT_INIT;
+	struct fs_attr a;
+	char name[16];
+	uint64_t ino;
+
+	fx_open(0);
+	for (int i = 0; i < 4; i++) {
+		snprintf(name, sizeof(name), "h%d", i);
+		CU_ASSERT_FATAL(store_put(inner, name, "x", 1, &meta, NULL) ==
+				0);
+	}
+	fake_store_hold(fake, FAKE_HEAD, FAKE_HOLD_BEFORE);
+	fs_revalidate(fs, &ROOT, FS_ROOT_INO, true, w_done, &w);
+	CU_ASSERT(fake_store_held_wait(fake, FAKE_HEAD, 4, 20000));
+	fake_store_hold(fake, FAKE_HEAD, FAKE_HOLD_NONE);
+	CU_ASSERT_FATAL(w_wait(&w) == 0);
+	for (int i = 0; i < 4; i++) {
+		snprintf(name, sizeof(name), "h%d", i);
+		CU_ASSERT(fs_lookup(fs, &ROOT, FS_ROOT_INO, name, &ino, &a) ==
+			  0);
+		CU_ASSERT(a.mode == 0751 && a.uid == 4242 && a.size == 1);
+	}
+	fx_close();
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -669,6 +706,7 @@ int main(void)
 	CU_add_test(s, "store_down_probe", test_store_down_probe);
 	CU_add_test(s, "rename_partial", test_rename_partial);
 	CU_add_test(s, "meta_rewrite_read", test_meta_rewrite_read);
+	CU_add_test(s, "heads_parallel", test_heads_parallel);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = CU_get_number_of_failures();
