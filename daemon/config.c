@@ -94,6 +94,13 @@ static const struct opt opts[] = {
 	  "parts (default: 64M on S3, 1G on an S3 endpoint on this machine, no "
 	  "limit on file://; past 64M only files all in the cache go as one "
 	  "PUT)" },
+	{ "listing-attrs", OPT_BOOL, OFF(listing_attrs), NULL,
+	  "objects the namespace does not know yet (other S3 writers') take "
+	  "their attributes from the listing alone: size and mtime, mode "
+	  "0644, the default owner; no HEAD each, so a first walk of a big "
+	  "directory runs at the listing's speed, but owners, modes, "
+	  "symlinks and hard links kept in object metadata are not read for "
+	  "them (default: one HEAD per new object)" },
 	{ "default-uid", OPT_U32, OFF(default_uid), "UID",
 	  "owner of objects that carry no metadata (default 0)" },
 	{ "default-gid", OPT_U32, OFF(default_gid), "GID",

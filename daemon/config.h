@@ -54,6 +54,8 @@ struct config {
 	uint64_t max_dirty;      /* bytes; 0: half the cache size */
 	bool strict_commit;      /* COMMIT waits for the store */
 	bool no_early_upload;    /* big files go up only once quiet */
+	bool listing_attrs;      /* new objects: the listing's attributes,
+				    no HEAD each */
 	bool cache_direct;       /* O_DIRECT cache I/O where aligned */
 	/* The cluster (PostgreSQL); meta NULL: a gateway on its own. */
 	char *meta;           /* libpq URI */

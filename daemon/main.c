@@ -260,6 +260,7 @@ static int gateway_open_storage(struct gateway *gw)
 				 !strcmp(gw->cfg.cluster_commit, "store")),
 			.read_only = gw->cfg.read_only,
 			.no_early_upload = gw->cfg.no_early_upload,
+			.listing_attrs = gw->cfg.listing_attrs,
 			.default_uid = gw->cfg.default_uid,
 			.default_gid = gw->cfg.default_gid },
 		gw->db, gw->cache, gw->store, &gw->fs);

@@ -149,6 +149,8 @@ struct fs_opts {
 	bool read_only;
 	bool no_early_upload; /* big files go up only once quiet, not
 				   while written (early.c) */
+	bool listing_attrs;   /* objects new to the namespace: the listing's
+			       size and mtime, no HEAD (revalidate.c) */
 };
 
 typedef void (*fs_done_fn)(void *arg, int err);

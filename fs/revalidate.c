@@ -52,7 +52,8 @@ struct reval_op {
 	bool marker_seen;
 	struct reval_item *items;
 	size_t nitems, cap;
-	size_t *heads;  /* items to HEAD (reval_head_new) */
+	size_t *heads; /* items to HEAD (reval_head_new) */
+	size_t nheads;
 	uint64_t *drop; /* inodes whose cache file goes after the commit */
 	size_t ndrop, dropcap;
 	fs_done_fn done;
@@ -182,7 +183,8 @@ static void head_one(void *p, size_t j)
  * HEAD the files nobody knows yet, many at once: a directory of objects
  * no gateway listed before (another writer's, or a new gateway's first
  * look) costs one HEAD per object, and one at a time that was most of
- * its listing's time.
+ * its listing's time.  With --listing-attrs none: the listing's size and
+ * mtime are all such files get (reval_import).
  */
 static int reval_head_new(struct reval_op *op)
 {
@@ -193,7 +195,7 @@ static int reval_head_new(struct reval_op *op)
 	uint64_t ino;
 	int rc;
 
-	if (!op->nitems)
+	if (!op->nitems || fs->opts.listing_attrs)
 		return 0;
 	op->heads = malloc(op->nitems * sizeof(*op->heads));
 	if (!op->heads)
@@ -213,6 +215,7 @@ static int reval_head_new(struct reval_op *op)
 		op->heads[n++] = i;
 	}
 	db_read_end(fs->db, txn);
+	op->nheads = n;
 	fs_each_parallel(n, REVAL_HEADS_PARALLEL, head_one, op);
 	return 0;
 }
@@ -564,6 +567,7 @@ static void reval_job(struct fs *fs, void *p)
 	struct reval_op *op = p;
 	struct fs_inode dir;
 	struct db_txn *txn;
+	int64_t t[3]; /* listing, HEADs, merge: when each began */
 	int rc;
 
 	/* From here on an event's change is seen: the next may queue. */
@@ -587,14 +591,17 @@ static void reval_job(struct fs *fs, void *p)
 		return;
 	}
 	op->list_start_ms = fs_now_ms();
+	t[0] = fs_now_ns();
 	if (!rc) {
 		op->listed = dir.listed_at_ms != 0;
 		rc = reval_list(op);
 	}
+	t[1] = fs_now_ns();
 	if (!rc) {
 		items_sort(op);
 		rc = reval_head_new(op);
 	}
+	t[2] = fs_now_ns();
 	/* The store did not answer: what the namespace holds will do. */
 	if (rc == -EAGAIN && op->listed) {
 		metrics_inc(MET_STALE_ANSWERS);
@@ -621,6 +628,11 @@ static void reval_job(struct fs *fs, void *p)
 	}
 	for (size_t i = 0; !rc && i < op->ndrop; i++)
 		cache_drop(fs->cache, op->drop[i]);
+	log_debug("fs: listed \"%s\": %zu names in %.1f ms (pages %.1f, "
+		  "%zu HEADs %.1f, merge %.1f): %s",
+		  op->prefix, op->nitems, (fs_now_ns() - t[0]) / 1e6,
+		  (t[1] - t[0]) / 1e6, op->nheads, (t[2] - t[1]) / 1e6,
+		  (fs_now_ns() - t[2]) / 1e6, rc ? strerror(-rc) : "ok");
 	reval_free(op, rc);
 }
 

@@ -68,7 +68,8 @@ static void counts_reset(void)
 /* --- a fresh gateway state per test ------------------------------------- */
 
 static char fx_dir[300];
-static bool strict; /* the next fs_start's strict_commit */
+static bool strict;        /* the next fs_start's strict_commit */
+static bool listing_attrs; /* the next fs_start's listing_attrs */
 
 static int fs_start(uint64_t max_dirty)
 {
@@ -77,7 +78,8 @@ static int fs_start(uint64_t max_dirty)
 					  /* the usual upload's layout */
 					  .no_early_upload = true,
 					  .max_dirty = max_dirty,
-					  .strict_commit = strict },
+					  .strict_commit = strict,
+					  .listing_attrs = listing_attrs },
 		       db, cache, fake_store_store(fake), &fs);
 }
 
@@ -684,6 +686,36 @@ static void test_heads_parallel(void)
 	fx_close();
 }
 
+/*
+ * --listing-attrs: objects new to the namespace are not HEAD at all;
+ * they show the listing's size, mode 0644 and the default owner, and
+ * read as the store has them.
+ */
+static void test_listing_attrs(void)
+{
+	const struct store_meta meta = {
+		.has_mode = true, .has_uid = true, .mode = 0100751, .uid = 4242
+	};
+	uint8_t got[8];
+	struct fs_attr a;
+	uint64_t ino;
+	size_t n = 0;
+
+	listing_attrs = true;
+	fx_open(0);
+	listing_attrs = false;
+	CU_ASSERT_FATAL(store_put(inner, "la", "abc", 3, &meta, NULL) == 0);
+	counts_reset();
+	CU_ASSERT_FATAL(do_lookup("la", &ino) == 0);
+	CU_ASSERT(count(FAKE_HEAD) == 0);
+	CU_ASSERT(fs_lookup(fs, &ROOT, FS_ROOT_INO, "la", &ino, &a) == 0);
+	CU_ASSERT(a.size == 3 && a.mode == 0644 && a.uid == 0 &&
+		  a.type == FS_REG);
+	CU_ASSERT(do_read(ino, 0, sizeof(got), got, &n) == 0 && n == 3 &&
+		  !memcmp(got, "abc", 3));
+	fx_close();
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -707,6 +739,7 @@ int main(void)
 	CU_add_test(s, "rename_partial", test_rename_partial);
 	CU_add_test(s, "meta_rewrite_read", test_meta_rewrite_read);
 	CU_add_test(s, "heads_parallel", test_heads_parallel);
+	CU_add_test(s, "listing_attrs", test_listing_attrs);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = CU_get_number_of_failures();
