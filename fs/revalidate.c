@@ -37,8 +37,9 @@ struct reval_item {
 	uint64_t size;
 	char etag[STORE_ETAG_MAX];
 	int64_t last_modified_ns;
-	bool have_info;
-	struct store_info info;
+	/* What its HEAD said (NULL: no HEAD, or it failed); a pointer, so
+	 * that a listing of 100,000 names keeps 100,000 small items. */
+	struct store_info *info;
 	char *target; /* symlinks */
 };
 
@@ -162,17 +163,20 @@ static void head_one(void *p, size_t j)
 	struct fs *fs = op->fs;
 	struct reval_item *it = &op->items[op->heads[j]];
 	char key[STORE_KEY_MAX + FS_NAME_MAX + 2];
+	struct store_info *info = malloc(sizeof(*info));
 	size_t got;
 
 	snprintf(key, sizeof(key), "%s%s", op->prefix, it->name);
-	if (store_head(fs->store, key, &it->info))
+	if (!info || store_head(fs->store, key, info)) {
+		free(info);
 		return; /* gone again, or unreadable: listing values */
-	it->have_info = true;
-	if (!it->info.meta.symlink || it->info.size > FS_PATH_MAX)
+	}
+	it->info = info;
+	if (!info->meta.symlink || info->size > FS_PATH_MAX)
 		return;
-	it->target = calloc(1, it->info.size + 1);
+	it->target = calloc(1, info->size + 1);
 	if (!it->target ||
-	    store_get(fs->store, key, 0, it->info.size, it->target, &got) ||
+	    store_get(fs->store, key, 0, info->size, it->target, &got) ||
 	    got == 0 || strlen(it->target) != got) {
 		free(it->target);
 		it->target = NULL;
@@ -249,11 +253,11 @@ static int reval_import(struct reval_op *op, struct db_txn *txn,
 		in.dir_ver = 1;
 		dir->nlink++;
 	} else {
-		const struct store_meta *m = &it->info.meta;
+		const struct store_meta *m = it->info ? &it->info->meta : NULL;
 		uint64_t ino;
 
 		/* Another name of a file met before (hard links, links.c). */
-		if (it->have_info && !it->target &&
+		if (m && !it->target &&
 		    (rc = fs_linkid_join(fs, txn, dir, it->name, key, it->size,
 					 it->etag, m->link, op->list_start_ms,
 					 &ino)) != -ENOENT)
@@ -263,7 +267,7 @@ static int reval_import(struct reval_op *op, struct db_txn *txn,
 		in.size = it->size;
 		memcpy(in.etag, it->etag, sizeof(in.etag));
 		in.mtime = it->last_modified_ns;
-		if (it->have_info) {
+		if (m) {
 			uint32_t special =
 				m->has_mode && !it->target && !it->size
 					? fs_special_type(m->mode)
@@ -289,8 +293,8 @@ static int reval_import(struct reval_op *op, struct db_txn *txn,
 	if ((rc = fs_dirent_add(fs, txn, dir, it->name, in.ino)) ||
 	    (rc = fs_inode_put(fs, txn, &in)) ||
 	    (rc = fs_keys_put(fs, txn, key, in.ino)) ||
-	    (in.type == FS_REG && it->have_info &&
-	     (rc = fs_linkid_note(fs, txn, it->info.meta.link, in.ino))))
+	    (in.type == FS_REG && it->info &&
+	     (rc = fs_linkid_note(fs, txn, it->info->meta.link, in.ino))))
 		return rc;
 	return fs_meta_note_ino(fs, txn, in.ino);
 }
@@ -504,6 +508,7 @@ static void reval_free(struct reval_op *op, int err)
 {
 	for (size_t i = 0; i < op->nitems; i++) {
 		free(op->items[i].name);
+		free(op->items[i].info);
 		free(op->items[i].target);
 	}
 	free(op->items);
