@@ -213,7 +213,8 @@ static int run_sink(void *arg, const void *p, size_t n)
 /*
  * Where the time of one GET went (the issue-18 question: why is a cold
  * read sometimes slow?): into the stage counters, and one debug line.
- * A GET retried after an error counts its retries as waiting.
+ * Retries (s3_do) before the first byte count as waiting, those after
+ * it as streaming.
  */
 static void run_timings(const struct run *r, const struct cache_task *t,
 			uint64_t sent, uint64_t got)
