@@ -593,7 +593,21 @@ bool cache_range_local(struct cache *c, uint64_t ino, uint64_t off,
 	return local;
 }
 
-void cache_marked(struct cache *c, uint64_t ino)
+uint64_t cache_clean_epoch(struct cache *c, uint64_t ino)
+{
+	struct cache_entshard *s = cache_ent_shard(c, ino);
+	struct cache_ent *e;
+	uint64_t epoch = 0;
+
+	pthread_mutex_lock(&s->lock);
+	e = cache_ent_find_locked(s, ino);
+	if (e)
+		epoch = e->clean_epoch;
+	pthread_mutex_unlock(&s->lock);
+	return epoch;
+}
+
+void cache_marked(struct cache *c, uint64_t ino, uint64_t epoch)
 {
 	struct cache_entshard *s = cache_ent_shard(c, ino);
 	struct cache_ent *e;
@@ -601,7 +615,7 @@ void cache_marked(struct cache *c, uint64_t ino)
 	pthread_mutex_lock(&s->lock);
 	e = cache_ent_find_locked(s, ino);
 	if (e)
-		e->marked_epoch = e->clean_epoch;
+		e->marked_epoch = epoch;
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -621,7 +635,7 @@ int cache_clean(struct cache *c, struct db_txn *txn, uint64_t ino,
 		rc = -ENODATA;
 		goto out_unlock;
 	}
-	if (atomic_load(&e->wseq) != wseq) {
+	if (atomic_load(&e->wseq) != wseq || atomic_load(&e->writing)) {
 		rc = -EBUSY;
 		goto out_unlock;
 	}

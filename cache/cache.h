@@ -213,17 +213,42 @@ bool cache_range_local(struct cache *c, uint64_t ino, uint64_t off,
 		       uint64_t len);
 
 /*
- * The namespace has recorded ino dirty (its commit is durable): writes
- * may go on without asking it again until the next cache_clean().
+ * How many times ino was cleaned (cache_clean) so far; 0 if not local.
+ * The namespace reads it in the db transaction that finds or makes the
+ * record dirty, and hands it to cache_marked() once that commit is
+ * durable: a clean that came after the transaction then still counts.
  */
-void cache_marked(struct cache *c, uint64_t ino);
+uint64_t cache_clean_epoch(struct cache *c, uint64_t ino);
+
+/*
+ * The namespace has recorded ino dirty (its commit is durable) in a
+ * transaction that saw clean epoch epoch (cache_clean_epoch): writes may
+ * go on without asking it again, unless ino was cleaned after that
+ * transaction (then they answer -EUCLEAN until it is marked again).
+ */
+void cache_marked(struct cache *c, uint64_t ino, uint64_t epoch);
+
+/*
+ * A change to ino's cache file is coming that the namespace recorded
+ * first (SETATTR's truncate or mtime, made after its commit): until
+ * cache_change_done(), cache_clean() answers -EBUSY, so that no upload
+ * of the file as it was before the change cleans the record that says
+ * it changed.  Call it inside the db transaction that records the
+ * change (a clean after that one must wait).  NULL if ino is not local
+ * (then nothing can clean it); the caller owns the hold.
+ */
+struct cache_change;
+struct cache_change *cache_change_begin(struct cache *c, uint64_t ino);
+void cache_change_done(struct cache_change *ch); /* NULL: nothing */
 
 /*
  * The upload of ino's data as of cache_stat().wseq == wseq reached the
  * store as an object of size bytes: clear the dirty chunks and make size
  * the store limit, in txn (the caller's LMDB write txn; call it last in
  * the apply, since memory changes at once).  -EBUSY (nothing changed)
- * if ino was written or truncated since, -ENODATA if not local.
+ * if ino was written or truncated since, or a write to it is in flight
+ * (its bytes may be missing from what the upload read, while the write
+ * count does not show it yet), -ENODATA if not local.
  */
 int cache_clean(struct cache *c, struct db_txn *txn, uint64_t ino,
 		uint64_t wseq, uint64_t size);

@@ -121,6 +121,9 @@ struct cache_ent {
 	atomic_uint_fast64_t j_dur; /* journal ops durable (by seq) */
 	/* Bumped when a write starts and ends, and by truncates. */
 	atomic_uint_fast64_t wseq;
+	/* Writes marked and not yet unmarked, and changes begun and not
+	 * done (cache_change_begin): cache_clean waits them out. */
+	atomic_uint writing;
 	/* The lowest offset a write landed at, or a truncate cut to, since
 	 * cache_written_low() last asked (UINT64_MAX: none; a new entry:
 	 * 0, all of it new).  Set after the bytes are in the file. */

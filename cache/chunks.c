@@ -139,6 +139,7 @@ static struct cache_ent *ent_new(uint64_t ino, uint64_t limit)
 	atomic_init(&e->pins, 0);
 	atomic_init(&e->j_dur, 0);
 	atomic_init(&e->wseq, 0);
+	atomic_init(&e->writing, 0);
 	atomic_init(&e->low_written, 0);
 	atomic_init(&e->end_written, 0);
 	atomic_init(&e->sgen, 0);
@@ -392,6 +393,7 @@ int cache_write_mark(struct cache *c, uint64_t ino, uint64_t off, uint64_t len,
 		cache_journal(c, e, ino, false, false, 0, recs, n);
 out_ok:
 	if (!rc) {
+		atomic_fetch_add(&e->writing, 1);
 		atomic_fetch_add(&e->wseq, 1);
 		cache_ent_get(e);
 		*out = e;
@@ -401,6 +403,35 @@ out_unlock:
 	if (recs != stack)
 		free(recs);
 	return rc;
+}
+
+/* See cache.h: a cache_change is its entry, held. */
+struct cache_change *cache_change_begin(struct cache *c, uint64_t ino)
+{
+	struct cache_entshard *s = cache_ent_shard(c, ino);
+	struct cache_ent *e;
+
+	pthread_mutex_lock(&s->lock);
+	e = cache_ent_find_locked(s, ino);
+	if (e) {
+		cache_ent_get(e);
+		atomic_fetch_add(&e->writing, 1);
+		atomic_fetch_add(&e->wseq, 1);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return (struct cache_change *)e;
+}
+
+void cache_change_done(struct cache_change *ch)
+{
+	struct cache_ent *e = (struct cache_ent *)ch;
+
+	if (!e)
+		return;
+	atomic_fetch_add(&e->wseq, 1);
+	cache_ent_touched(e);
+	atomic_fetch_sub(&e->writing, 1);
+	cache_ent_put(e);
 }
 
 void cache_ent_written_at(struct cache_ent *e, uint64_t off)
@@ -422,9 +453,12 @@ void cache_write_unmark(struct cache_ent *e, uint64_t off, uint64_t end)
 	       !atomic_compare_exchange_weak(&e->end_written, &cur, end))
 		;
 	/* The second tick: an upload that read the file while this write
-	 * was in flight cannot match the count it saw. */
+	 * was in flight cannot match the count it saw once the write is
+	 * done; until then (the count as at the first tick) writing keeps
+	 * cache_clean() off. */
 	atomic_fetch_add(&e->wseq, 1);
 	cache_ent_touched(e);
+	atomic_fetch_sub(&e->writing, 1);
 	cache_ent_put(e);
 }
 

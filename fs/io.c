@@ -45,6 +45,7 @@ struct io_op {
 	uint32_t owner;     /* cluster: the node whose changes it has, 0 none */
 	uint64_t etag_hash; /* of the record's ETag when the op began */
 	bool was_dirty, marked;
+	uint64_t mark_epoch; /* the cache's clean epoch the mark saw */
 	size_t *nread;
 	bool *eof;
 	struct fs_attr *attr;
@@ -513,6 +514,13 @@ static int mark_dirty_apply(struct db_txn *txn, void *p)
 
 	if (rc)
 		return rc;
+	/*
+	 * Upload commits clean the cache in this thread's transactions too,
+	 * so none comes between this read and the record being dirty here;
+	 * one after it (in this group, before mark_dirty_done) moves the
+	 * epoch on, and the write must mark again (-EUCLEAN).
+	 */
+	op->mark_epoch = cache_clean_epoch(op->fs->cache, op->ino);
 	if (in.flags & FS_F_DIRTY_DATA)
 		return 0;
 	/*
@@ -553,7 +561,7 @@ static void mark_dirty_done(void *p, int err)
 		io_free(op, err);
 		return;
 	}
-	cache_marked(op->fs->cache, op->ino);
+	cache_marked(op->fs->cache, op->ino, op->mark_epoch);
 	fs_defer(op->fs, write_job, op);
 }
 

@@ -26,6 +26,9 @@ struct setattr_op {
 	int64_t guard_ns;
 	bool cache_create, cache_trunc, cache_mtime;
 	struct timespec mtime; /* for the cache file */
+	/* Held from the commit until the cache file shows the change: no
+	 * upload of the file as it was cleans the record meanwhile. */
+	struct cache_change *change;
 	struct fs_wcc *wcc;
 	struct fs_wcc local_wcc; /* when the caller passed none */
 	fs_done_fn done;
@@ -134,6 +137,9 @@ static int setattr_apply(struct db_txn *txn, void *p)
 	rc = fs_inode_put(fs, txn, &in);
 	if (rc)
 		return rc;
+	/* Once: an apply may run again on a fresher record (a cluster). */
+	if ((op->cache_trunc || op->cache_mtime) && !op->change)
+		op->change = cache_change_begin(fs->cache, in.ino);
 	fs_wcc_after(fs, &in, op->wcc);
 	return 0;
 }
@@ -155,6 +161,7 @@ static void setattr_cache_job(struct fs *fs, void *p)
 		rc = cache_truncate(fs->cache, op->ino, op->sa.size);
 	if (!rc && op->cache_mtime)
 		rc = cache_set_mtime(fs->cache, op->ino, &op->mtime);
+	cache_change_done(op->change);
 	if (op->wcc && fs_getattr(fs, op->ino, &op->wcc->after) == 0)
 		op->wcc->after_ok = true;
 	setattr_free(op, rc);
@@ -168,6 +175,7 @@ static void setattr_done(void *p, int err)
 		fs_defer(op->fs, setattr_cache_job, op);
 		return;
 	}
+	cache_change_done(op->change); /* the commit failed */
 	setattr_free(op, err);
 }
 

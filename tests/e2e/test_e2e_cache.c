@@ -418,7 +418,10 @@ static void test_kill9_loop(void)
 					       "--multipart-threshold", "64M",
 					       NULL };
 	struct e2e_gw gw;
-	unsigned rnd = (unsigned)e2e_now_ms();
+	/* E2E_SEED replays a failed run's choices (not its timing). */
+	unsigned rnd = getenv("E2E_SEED")
+			       ? (unsigned)strtoul(getenv("E2E_SEED"), NULL, 10)
+			       : (unsigned)e2e_now_ms();
 	struct nfs_context *nfs;
 	int bad = 0;
 	uint64_t t0;
@@ -426,7 +429,10 @@ static void test_kill9_loop(void)
 	fprintf(stderr, "  seed %u\n", rnd);
 	E2E_REQUIRE(e2e_gw_start_args(&gw, 2, gw_args) == 0,
 		    "start the gateway");
-	for (int round = 0; round < ROUNDS; round++) {
+	/* E2E_ROUNDS: a longer soak by hand. */
+	int rounds = getenv("E2E_ROUNDS") ? atoi(getenv("E2E_ROUNDS")) : ROUNDS;
+
+	for (int round = 0; round < rounds; round++) {
 		struct killer k = { .delay_ms = 50 + rand_r(&rnd) % 700 };
 		struct file_rec f;
 		pthread_t tid;
@@ -457,9 +463,9 @@ static void test_kill9_loop(void)
 		pthread_join(tid, NULL);
 		E2E_REQUIRE(e2e_gw_kill9(&gw) == 0, "reap in round %d", round);
 	}
-	fprintf(stderr, "  %d rounds, %d files committed\n", ROUNDS,
+	fprintf(stderr, "  %d rounds, %d files committed\n", rounds,
 		ncommitted);
-	E2E_CHECK(ncommitted >= ROUNDS, "only %d files committed", ncommitted);
+	E2E_CHECK(ncommitted >= rounds, "only %d files committed", ncommitted);
 
 	E2E_REQUIRE(e2e_gw_restart(&gw) == 0, "the last restart");
 	nfs = e2e_nfs_mount(&gw);
@@ -490,8 +496,16 @@ static void test_kill9_loop(void)
 			usleep(100000);
 		if (!plain_matches(path, committed[i].seed,
 				   committed[i].size)) {
-			E2E_CHECK(0, "%s is not in the store intact",
-				  committed[i].name);
+			struct stat sb;
+
+			/* What is there instead tells the race apart. */
+			if (stat(path, &sb))
+				sb.st_size = -1;
+			E2E_CHECK(0,
+				  "%s is not in the store intact: %lld bytes "
+				  "there (-1: none) of %llu",
+				  committed[i].name, (long long)sb.st_size,
+				  (unsigned long long)committed[i].size);
 			bad++;
 		}
 	}

@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -410,10 +411,13 @@ static void test_truncate_limit(void)
 static struct cache *clean_c;
 static struct cache_stat clean_st;
 
+static uint64_t clean_ino = 7;
+
 static int clean_apply(struct db_txn *txn, void *arg)
 {
 	(void)arg;
-	return cache_clean(clean_c, txn, 7, clean_st.wseq, clean_st.size);
+	return cache_clean(clean_c, txn, clean_ino, clean_st.wseq,
+			   clean_st.size);
 }
 
 /*
@@ -426,6 +430,7 @@ static void test_dirty_journal(void)
 	struct cache *c = open_cache(1, 0);
 	struct cache_usage u;
 	struct cache_stat st;
+	uint64_t epoch;
 	char back[5];
 
 	put_obj("dj", 3 * MIB, 900);
@@ -471,16 +476,83 @@ static void test_dirty_journal(void)
 	 * writer may have read the record before that clean committed. */
 	CU_ASSERT(wr(c, 7, 4 * MIB, "more!", 5, false) == 5);
 	CU_ASSERT_FATAL(cache_stat(c, 7, &st) == 0);
+	/* A mark whose transaction ran before this clean (the same group
+	 * commit: its done comes after the clean) does not cover it. */
+	epoch = cache_clean_epoch(c, 7);
 	clean_c = c; /* the cache opened again */
 	clean_st = st;
 	CU_ASSERT(db_write(db, clean_apply, NULL) == 0);
 	CU_ASSERT(wr(c, 7, 4 * MIB, "again", 5, false) == -EUCLEAN);
 	cache_usage(c, &u);
 	CU_ASSERT(u.dirty == 0);
-	cache_marked(c, 7);
+	cache_marked(c, 7, epoch);
+	CU_ASSERT(wr(c, 7, 4 * MIB, "again", 5, false) == -EUCLEAN);
+	cache_marked(c, 7, cache_clean_epoch(c, 7));
 	CU_ASSERT(wr(c, 7, 4 * MIB, "again", 5, false) == 5);
 	CU_ASSERT(rd(c, 7, 4 * MIB, 5, back) == 5 && !memcmp(back, "again", 5));
 	CU_ASSERT(cache_drop(c, 7) == 0);
+	cache_close(c);
+}
+
+/*
+ * A write in flight (marked, its bytes not in the file yet) keeps
+ * cache_clean() off: an upload that took its snapshot after the write's
+ * first tick may have read the file without those bytes, and the write
+ * count does not move again until the write is done.  (Found by CI's
+ * ThreadSanitizer pass, test_e2e_cache kill -9 loop: a new file's one
+ * WRITE in flight while an upload of it empty cleaned it; the record
+ * said 0 bytes, the store held none of them, the cache all.)
+ */
+static void test_clean_write_in_flight(void)
+{
+	struct cache *c = open_cache(1, 0);
+	struct cache_stat st;
+	struct pollfd pfd = { .fd = cache_loop_fd(c, 0), .events = POLLIN };
+	char back[6] = { 0 };
+	long res = 1;
+
+	CU_ASSERT_FATAL(cache_create(c, 11) == 0);
+	CU_ASSERT(wr(c, 11, 0, "first", 5, false) == 5);
+	/* On loop 0's ring: queued, not submitted until the loop flushes. */
+	cache_write(c, 0, 11, 0, "later", 5, false, res_done, &res);
+	CU_ASSERT(res == 1);
+	CU_ASSERT_FATAL(cache_stat(c, 11, &st) == 0);
+	clean_c = c;
+	clean_ino = 11;
+	clean_st = st;
+	CU_ASSERT(db_write(db, clean_apply, NULL) == -EBUSY);
+	for (int i = 0; res == 1 && i < 100; i++) {
+		cache_loop_flush(c, 0);
+		if (res == 1 && poll(&pfd, 1, 100) == 1)
+			cache_loop_poll(c, 0);
+	}
+	CU_ASSERT_FATAL(res == 5);
+	/* Done: the count moved on, the snapshot is stale. */
+	CU_ASSERT(db_write(db, clean_apply, NULL) == -EBUSY);
+	CU_ASSERT_FATAL(cache_stat(c, 11, &st) == 0);
+	clean_st = st;
+	CU_ASSERT(db_write(db, clean_apply, NULL) == 0);
+	CU_ASSERT(rd(c, 11, 0, 5, back) == 5 && !strcmp(back, "later"));
+	/* A change the namespace recorded first (SETATTR's truncate, made
+	 * after its commit) holds cleans off the same way until done. */
+	CU_ASSERT(wr(c, 11, 0, "third", 5, false) == -EUCLEAN);
+	cache_marked(c, 11, cache_clean_epoch(c, 11));
+	CU_ASSERT(wr(c, 11, 0, "third", 5, false) == 5);
+	CU_ASSERT_FATAL(cache_stat(c, 11, &st) == 0);
+	struct cache_change *ch = cache_change_begin(c, 11);
+
+	CU_ASSERT_FATAL(ch != NULL);
+	CU_ASSERT(cache_change_begin(c, 12) == NULL); /* not local */
+	clean_st = st;
+	CU_ASSERT(db_write(db, clean_apply, NULL) == -EBUSY);
+	CU_ASSERT(cache_truncate(c, 11, 3) == 0);
+	cache_change_done(ch);
+	CU_ASSERT(db_write(db, clean_apply, NULL) == -EBUSY);
+	CU_ASSERT_FATAL(cache_stat(c, 11, &st) == 0 && st.size == 3);
+	clean_st = st;
+	CU_ASSERT(db_write(db, clean_apply, NULL) == 0);
+	clean_ino = 7;
+	CU_ASSERT(cache_drop(c, 11) == 0);
 	cache_close(c);
 }
 
@@ -681,6 +753,7 @@ int main(void)
 	CU_add_test(s, "write_rmw", test_write_rmw);
 	CU_add_test(s, "truncate_limit", test_truncate_limit);
 	CU_add_test(s, "dirty_journal", test_dirty_journal);
+	CU_add_test(s, "clean_write_in_flight", test_clean_write_in_flight);
 	CU_add_test(s, "readahead", test_readahead);
 	CU_add_test(s, "readahead_runs", test_readahead_runs);
 	CU_add_test(s, "evict_capacity", test_evict_capacity);
