@@ -9,11 +9,14 @@
 #   after   GW (this tree's build)
 #   listing GW with --listing-attrs (new objects take the listing's
 #           attributes, no HEAD each)
+#   before-listing  GW_BEFORE with --listing-attrs, if set (and
+#           --no-heads: only the two --listing-attrs runs, for builds
+#           that differ in the listing itself, not the HEADs)
 # Each gateway run: a fresh gateway (empty state) on the bucket, then
 # nfs-ls of the directory (libnfs: READDIRPLUS pages), every name counted.
 #
 #   [GW_BEFORE=/path/to/old/mapfs-gw] bench/listing.sh [--rounds N]
-#       [--objects N]
+#       [--objects N] [--no-heads]
 #
 # The objects (1 KiB each, OBJECTS of them under list/d/) are put once by
 # boto3, 16 in flight, as another S3 writer would: a gateway knows
@@ -25,12 +28,13 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 GW=${GW:-$ROOT/build/mapfs-gw}
 GW_BEFORE=${GW_BEFORE:-}
-ROUNDS=3 OBJECTS=10000
+ROUNDS=3 OBJECTS=10000 NO_HEADS=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rounds) ROUNDS=$2; shift ;;
 	--objects) OBJECTS=$2; shift ;;
-	-h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+	--no-heads) NO_HEADS=1 ;;
+	-h|--help) sed -n '2,22p' "$0"; exit 0 ;;
 	*) echo "listing.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -92,8 +96,8 @@ PY
 # gw WHICH ROUND: a fresh gateway, nfs-ls of d.
 gw() {
 	local which=$1 d=$WORK/gw-$1-$2 bin=$GW t0 t1 c0 c1 n pid args=()
-	[ "$which" = before ] && bin=$GW_BEFORE
-	[ "$which" = listing ] && args=(--listing-attrs)
+	case $which in before*) bin=$GW_BEFORE ;; esac
+	case $which in *listing) args=(--listing-attrs) ;; esac
 	gw_start "$bin" "$d" list "${args[@]}"
 	pid=$GW_PID
 	c0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
@@ -112,7 +116,9 @@ gw() {
 }
 
 BUILDS=(after listing)
-[ -z "$GW_BEFORE" ] || BUILDS=(before after listing)
+[ -z "$GW_BEFORE" ] || BUILDS=(before after before-listing listing)
+[ -z "${NO_HEADS:-}" ] || BUILDS=(listing)
+[ -z "${NO_HEADS:-}" ] || [ -z "$GW_BEFORE" ] || BUILDS=(before-listing listing)
 for round in $(seq "$ROUNDS"); do
 	raw "$round"
 	for b in "${BUILDS[@]}"; do gw "$b" "$round"; done
@@ -129,7 +135,7 @@ print(f"Cold walk of {n} objects under one prefix (radosgw), medians of "
       f"{len(v['raw'])} rounds")
 print("| run | seconds | names/s | vs raw (median) | rounds vs raw | gateway CPU s |")
 print("|---|---|---|---|---|---|")
-for which in ("raw", "before", "after", "listing"):
+for which in ("raw", "before", "after", "before-listing", "listing"):
     if not v[which]:
         continue
     secs = statistics.median(x[0] for x in v[which])
