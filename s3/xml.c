@@ -188,7 +188,6 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
 static void XMLCALL on_text(void *ud, const XML_Char *s, int len)
 {
 	struct parse *p = ud;
-
 	struct node *n = p->cur;
 
 	if (p->err || !n || len <= 0)
