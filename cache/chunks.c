@@ -422,16 +422,20 @@ struct cache_change *cache_change_begin(struct cache *c, uint64_t ino)
 	return (struct cache_change *)e;
 }
 
-void cache_change_done(struct cache_change *ch)
+/* The end of a write or a change: the second tick of the write count,
+ * the stat snapshot stale, cleans allowed again, the entry let go. */
+static void change_end(struct cache_ent *e)
 {
-	struct cache_ent *e = (struct cache_ent *)ch;
-
-	if (!e)
-		return;
 	atomic_fetch_add(&e->wseq, 1);
 	cache_ent_touched(e);
 	atomic_fetch_sub(&e->writing, 1);
 	cache_ent_put(e);
+}
+
+void cache_change_done(struct cache_change *ch)
+{
+	if (ch)
+		change_end((struct cache_ent *)ch);
 }
 
 void cache_ent_written_at(struct cache_ent *e, uint64_t off)
@@ -456,10 +460,7 @@ void cache_write_unmark(struct cache_ent *e, uint64_t off, uint64_t end)
 	 * was in flight cannot match the count it saw once the write is
 	 * done; until then (the count as at the first tick) writing keeps
 	 * cache_clean() off. */
-	atomic_fetch_add(&e->wseq, 1);
-	cache_ent_touched(e);
-	atomic_fetch_sub(&e->writing, 1);
-	cache_ent_put(e);
+	change_end(e);
 }
 
 uint64_t cache_journal(struct cache *c, struct cache_ent *e, uint64_t ino,
