@@ -284,6 +284,8 @@ int fs_readdir(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 	struct db_cursor *cur;
 	struct db_val k, v;
 	struct db_txn *txn;
+	/* Asked before the snapshot: a listing over by then is all in it. */
+	bool merging = fs_listing_progressive(fs, dir, NULL);
 	int rc = db_read_begin(fs->db, &txn);
 
 	if (rc)
@@ -320,7 +322,7 @@ int fs_readdir(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 		if (rc == -ENOENT ||
 		    (!rc && (k.size != 16 || fs_get_be64(k.data) != dir))) {
 			rc = 0;
-			*eof = true;
+			*eof = !merging;
 			break;
 		}
 		if (rc)

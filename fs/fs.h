@@ -199,6 +199,22 @@ void fs_revalidate(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 		   bool force, fs_done_fn done, void *arg);
 
 /*
+ * fs_revalidate() (not forced) for a walk of dir from cookie: done as
+ * soon as entries past cookie are in, where dir's first listing merges
+ * page by page, else when dir is fresh.  fs_readdir() holds back its eof
+ * until that listing ends.
+ */
+void fs_revalidate_walk(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
+			uint64_t cookie, fs_done_fn done, void *arg);
+
+/*
+ * fs_readdir() found nothing past its cookie and no eof: dir's first
+ * listing is still merging.  0: done(arg, 0 or -errno) runs once its next
+ * page is in or it ended; -ENOENT: it ended already (read again).
+ */
+int fs_readdir_wait(struct fs *fs, uint64_t dir, fs_done_fn done, void *arg);
+
+/*
  * The object at store key key was created, replaced or removed by
  * someone else (an event notification): the deepest directory of its
  * path the namespace knows is listed again now, in the background,
@@ -256,7 +272,8 @@ typedef int (*fs_dirent_fn)(void *arg, uint64_t ino, const char *name,
  * Cookies are stable: an entry keeps its cookie for its life, whatever
  * else is added or removed.  "." and ".." come first (cookies 1 and 2).
  * *verf changes whenever the directory changes.  *eof is true when every
- * entry after cookie was emitted.  Call fs_revalidate() first.
+ * entry after cookie was emitted and no first listing of dir is still
+ * merging.  Call fs_revalidate() or fs_revalidate_walk() first.
  */
 int fs_readdir(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 	       uint64_t cookie, bool want_attrs, fs_dirent_fn emit, void *arg,

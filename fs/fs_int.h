@@ -85,6 +85,8 @@ struct fs_pending {
 };
 
 /* A deferred job for the worker threads (blocking cache/store calls). */
+struct fs_listing; /* listing.c */
+
 struct fs_job {
 	struct fs_job *next;
 	void (*fn)(struct fs *fs, void *arg);
@@ -139,6 +141,9 @@ struct fs {
 	 * (revalidate.c): more events for one of them wait for it. */
 	pthread_mutex_t relist_lock;
 	uint64_t relist[FS_RELIST_SLOTS];
+	/* Listings callers wait for (listing.c). */
+	pthread_mutex_t listing_lock;
+	struct fs_listing *listings;
 
 	/* Store work failing for good (failures.c). */
 	pthread_mutex_t fail_lock;
@@ -377,6 +382,30 @@ int fs_linkid_join(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
 		   uint64_t *ino);
 int fs_linkid_note(struct fs *fs, struct db_txn *txn, const char *link,
 		   uint64_t ino);
+
+/*
+ * listing.c: listings in progress and their waiters.  A waiter's after
+ * is a cookie (woken once entries past it are merged, or at the end),
+ * FS_WAIT_NEXT (the next page merged, or the end) or FS_WAIT_DONE (the
+ * end only).  done(arg, err) runs once, on the listing's thread, or not
+ * at all where a call returns 2 (ready now: the caller goes on itself).
+ */
+#define FS_WAIT_DONE UINT64_MAX
+#define FS_WAIT_NEXT (UINT64_MAX - 1)
+/* Join dir's listing, or register a new one (1: the caller starts it and
+ * ends it with fs_listing_end); 0 joined, 2 ready now, -ENOMEM. */
+int fs_listing_start(struct fs *fs, uint64_t dir, bool progressive,
+		     uint64_t after, fs_done_fn done, void *arg);
+/* Join dir's listing (FS_WAIT_NEXT: a progressive one only): 0 joined,
+ * 2 ready now, -ENOENT none in progress, -ENOMEM. */
+int fs_listing_join(struct fs *fs, uint64_t dir, uint64_t after,
+		    fs_done_fn done, void *arg);
+/* Is a first listing of dir merging pages?  *since_ms: when asked for. */
+bool fs_listing_progressive(struct fs *fs, uint64_t dir, uint64_t *since_ms);
+/* A page of dir's listing is merged; dir's next cookie is now this. */
+void fs_listing_progress(struct fs *fs, uint64_t dir, uint64_t next_cookie);
+/* dir's listing is over (merged, or err): every waiter is called. */
+void fs_listing_end(struct fs *fs, uint64_t dir, int err);
 
 /* unlink.c: the one place a name goes (remove, rename, revalidation). */
 /* fs_name_drop, or fs_unlink_inode for a victim's last name (*gone). */

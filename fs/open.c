@@ -98,6 +98,7 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 	inodes.ctx = fs;
 	pthread_mutex_init(&fs->fail_lock, NULL);
 	pthread_mutex_init(&fs->relist_lock, NULL);
+	pthread_mutex_init(&fs->listing_lock, NULL);
 	pthread_mutex_init(&fs->ino_lock, NULL);
 	if ((rc = fs_tables_open(fs, &inodes)))
 		goto out_free;
@@ -139,6 +140,7 @@ out_free:
 	pthread_mutex_destroy(&fs->ino_lock);
 	pthread_mutex_destroy(&fs->fail_lock);
 	pthread_mutex_destroy(&fs->relist_lock);
+	pthread_mutex_destroy(&fs->listing_lock);
 	free(fs);
 	return rc;
 }
@@ -162,6 +164,7 @@ void fs_close(struct fs *fs, bool flush)
 	pthread_mutex_destroy(&fs->ino_lock);
 	pthread_mutex_destroy(&fs->fail_lock);
 	pthread_mutex_destroy(&fs->relist_lock);
+	pthread_mutex_destroy(&fs->listing_lock);
 	free(fs);
 }
 

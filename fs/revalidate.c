@@ -9,6 +9,11 @@
  * not yet in the store, mid-rename, or stored after the listing began are
  * kept: the listing cannot know them yet.
  *
+ * A directory never listed before is merged page by page instead, one
+ * transaction a page, while a thread of the listing fetches the pages
+ * ahead: READDIR answers from the pages merged (eof held back until the
+ * end, listing.c), and the last transaction only removes what vanished.
+ *
  * Stale if error: while the store does not answer, a directory listed
  * before (however long ago) is answered from what the namespace holds,
  * and counted (mapfs_stale_answers_total); only one never listed waits
@@ -16,6 +21,7 @@
  * is back, and the next access lists again.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +34,8 @@
 
 /* HEADs of new files at once (as many as uploads of small files). */
 #define REVAL_HEADS_PARALLEL FS_PARALLEL_MAX
+/* Pages a first listing fetches ahead of its merge. */
+#define REVAL_PAGES_AHEAD 4
 
 struct reval_item {
 	char *name;
@@ -47,7 +55,12 @@ struct reval_op {
 	struct fs *fs;
 	uint64_t dir;
 	bool force;
-	bool listed; /* listed before: a store error is answered stale */
+	bool listed;      /* listed before: a store error is answered stale */
+	bool registered;  /* in listing.c: fs_listing_end at the end */
+	bool progressive; /* merged page by page (a first listing) */
+	bool missed;      /* a page's merge lost to a busy cluster */
+	size_t page_from; /* the page being merged: items from here */
+	uint64_t next_cookie; /* dir's, after the page's merge */
 	char prefix[STORE_KEY_MAX + 2];
 	uint64_t list_start_ms;
 	bool marker_seen;
@@ -127,6 +140,21 @@ static int item_add(struct reval_op *op, const char *key, bool is_dir,
 	return 0;
 }
 
+/* A page's names into op->items. */
+static int page_items(struct reval_op *op, const struct store_page *page)
+{
+	int rc = 0;
+
+	/* Prefixes first: where a file and a prefix share a name, the
+	 * directory wins (it has more below it). */
+	for (size_t i = 0; !rc && i < page->nprefixes; i++)
+		rc = item_add(op, page->prefixes[i], true, NULL);
+	for (size_t i = 0; !rc && i < page->nentries; i++)
+		rc = item_add(op, page->entries[i].key, false,
+			      &page->entries[i]);
+	return rc;
+}
+
 static int reval_list(struct reval_op *op)
 {
 	struct store_page page;
@@ -140,13 +168,7 @@ static int reval_list(struct reval_op *op)
 		token = NULL;
 		if (rc)
 			return rc;
-		/* Prefixes first: where a file and a prefix share a name, the
-		 * directory wins (it has more below it). */
-		for (size_t i = 0; !rc && i < page.nprefixes; i++)
-			rc = item_add(op, page.prefixes[i], true, NULL);
-		for (size_t i = 0; !rc && i < page.nentries; i++)
-			rc = item_add(op, page.entries[i].key, false,
-				      &page.entries[i]);
+		rc = page_items(op, &page);
 		if (!rc && page.next_token &&
 		    !(token = strdup(page.next_token)))
 			rc = -ENOMEM;
@@ -190,7 +212,7 @@ static void head_one(void *p, size_t j)
  * its listing's time.  With --listing-attrs none: the listing's size and
  * mtime are all such files get (reval_import).
  */
-static int reval_head_new(struct reval_op *op)
+static int reval_head_new(struct reval_op *op, size_t from)
 {
 	struct fs *fs = op->fs;
 	char key[STORE_KEY_MAX + FS_NAME_MAX + 2];
@@ -199,15 +221,16 @@ static int reval_head_new(struct reval_op *op)
 	uint64_t ino;
 	int rc;
 
-	if (!op->nitems || fs->opts.listing_attrs)
+	if (from == op->nitems || fs->opts.listing_attrs)
 		return 0;
-	op->heads = malloc(op->nitems * sizeof(*op->heads));
+	free(op->heads);
+	op->heads = malloc((op->nitems - from) * sizeof(*op->heads));
 	if (!op->heads)
 		return -ENOMEM;
 	rc = db_read_begin(fs->db, &txn);
 	if (rc)
 		return rc;
-	for (size_t i = 0; i < op->nitems; i++) {
+	for (size_t i = from; i < op->nitems; i++) {
 		struct reval_item *it = &op->items[i];
 
 		if (it->is_dir ||
@@ -219,8 +242,8 @@ static int reval_head_new(struct reval_op *op)
 		op->heads[n++] = i;
 	}
 	db_read_end(fs->db, txn);
-	op->nheads = n;
 	fs_each_parallel(n, REVAL_HEADS_PARALLEL, head_one, op);
+	op->nheads += n;
 	return 0;
 }
 
@@ -397,20 +420,23 @@ static struct reval_item *item_find(const struct reval_op *op, const char *name)
 }
 
 /*
- * Sort by name; of duplicates (a file and a prefix of one name) keep the
- * first, which is the prefix: item_add puts prefixes before files.
+ * Sort the items from from on by name; of duplicates (a file and a
+ * prefix of one name) keep the first, which is the prefix: item_add puts
+ * prefixes before files.
  */
-static void items_sort(struct reval_op *op)
+static void items_sort(struct reval_op *op, size_t from)
 {
-	size_t out = 0;
+	size_t out = from;
 
-	if (!op->nitems)
+	if (from == op->nitems)
 		return; /* qsort() must not see a NULL array */
-	qsort(op->items, op->nitems, sizeof(*op->items), item_order);
-	for (size_t i = 0; i < op->nitems; i++) {
-		if (out &&
+	qsort(op->items + from, op->nitems - from, sizeof(*op->items),
+	      item_order);
+	for (size_t i = from; i < op->nitems; i++) {
+		if (out > from &&
 		    !strcmp(op->items[out - 1].name, op->items[i].name)) {
 			free(op->items[i].name);
+			free(op->items[i].info);
 			free(op->items[i].target);
 			continue;
 		}
@@ -462,39 +488,111 @@ static int reval_vanished(struct reval_op *op, struct db_txn *txn,
 	}
 }
 
-static int reval_apply(struct db_txn *txn, void *p)
+/*
+ * A prefix on a later page than a file of its name that this listing
+ * imported: the directory wins, as within a page (item_add).  1: the
+ * entry is not such a file, and stays.
+ */
+static int dir_over_file(struct reval_op *op, struct db_txn *txn,
+			 struct fs_inode *dir, struct reval_item *it,
+			 uint64_t ino, const char *key)
 {
-	struct reval_op *op = p;
-	struct fs *fs = op->fs;
-	char key[STORE_KEY_MAX + FS_NAME_MAX + 3];
-	struct fs_inode dir;
-	uint64_t ino, owner;
-	int rc = fs_inode_get(fs, txn, op->dir, &dir);
+	struct fs_inode f;
+	bool gone;
+	int rc = fs_inode_get(op->fs, txn, ino, &f);
 
 	if (rc)
 		return rc;
-	op->ndrop = 0; /* a retried apply starts over */
-	for (size_t i = 0; i < op->nitems; i++) {
+	if (f.type == FS_DIR || (f.flags & FS_F_DIRTY) ||
+	    !(f.flags & FS_F_IN_STORE) || f.synced_ms != op->list_start_ms ||
+	    f.nlink != 1)
+		return 1;
+	if ((rc = fs_unlink_name(op->fs, txn, dir, &f, it->name, false,
+				 &gone)) ||
+	    (gone && (rc = drop_add(op, f.ino))))
+		return rc;
+	return reval_import(op, txn, dir, it, key);
+}
+
+/* Items [from, to) into dir: known ones checked, unknown ones imported. */
+static int merge_items(struct reval_op *op, struct db_txn *txn,
+		       struct fs_inode *dir, size_t from, size_t to)
+{
+	struct fs *fs = op->fs;
+	char key[STORE_KEY_MAX + FS_NAME_MAX + 3];
+	uint64_t ino, owner;
+	int rc = 0;
+
+	for (size_t i = from; !rc && i < to; i++) {
 		struct reval_item *it = &op->items[i];
 
 		snprintf(key, sizeof(key), "%s%s%s", op->prefix, it->name,
 			 it->is_dir ? "/" : "");
 		it->seen = false;
-		rc = fs_dirent_get(fs, txn, dir.ino, it->name, &ino, NULL);
+		rc = fs_dirent_get(fs, txn, dir->ino, it->name, &ino, NULL);
 		if (rc == 0) {
 			it->seen = true;
-			rc = reval_known(op, txn, &dir, it, ino, key);
+			rc = it->is_dir && op->progressive
+				     ? dir_over_file(op, txn, dir, it, ino, key)
+				     : 1;
+			if (rc == 1)
+				rc = reval_known(op, txn, dir, it, ino, key);
 		} else if (rc == -ENOENT) {
 			rc = 0;
 			/* Ours, on its way out (removed or renamed away). */
 			if (!fs_keys_get(fs, txn, key, &owner))
 				continue;
-			rc = reval_import(op, txn, &dir, it, key);
+			rc = reval_import(op, txn, dir, it, key);
 			it->seen = true;
 		}
-		if (rc)
-			return rc;
 	}
+	return rc;
+}
+
+/*
+ * One page of a first listing (op->items from op->page_from).  The
+ * directory's mtime stays: these entries were in the store all along,
+ * and a client walking it must not see its directory change under it.
+ */
+static int reval_apply_page(struct db_txn *txn, void *p)
+{
+	struct reval_op *op = p;
+	struct fs_inode dir;
+	int64_t mtime, ctime;
+	int rc = fs_inode_get(op->fs, txn, op->dir, &dir);
+
+	if (rc)
+		return rc;
+	op->ndrop = 0; /* a retried apply starts over */
+	mtime = dir.mtime;
+	ctime = dir.ctime;
+	rc = merge_items(op, txn, &dir, op->page_from, op->nitems);
+	if (rc)
+		return rc;
+	dir.mtime = mtime;
+	dir.ctime = ctime;
+	op->next_cookie = dir.next_cookie;
+	return fs_inode_put(op->fs, txn, &dir);
+}
+
+/* The whole listing (or, page by page already, what vanished). */
+static int reval_apply(struct db_txn *txn, void *p)
+{
+	struct reval_op *op = p;
+	struct fs *fs = op->fs;
+	struct fs_inode dir;
+	int rc = fs_inode_get(fs, txn, op->dir, &dir);
+
+	if (rc)
+		return rc;
+	op->ndrop = 0; /* a retried apply starts over */
+	if (op->progressive && !op->missed)
+		for (size_t i = 0; i < op->nitems; i++)
+			op->items[i].seen = true;
+	else
+		rc = merge_items(op, txn, &dir, 0, op->nitems);
+	if (rc)
+		return rc;
 	rc = reval_vanished(op, txn, &dir);
 	if (rc)
 		return rc;
@@ -514,8 +612,155 @@ static void reval_free(struct reval_op *op, int err)
 	free(op->items);
 	free(op->heads);
 	free(op->drop);
-	op->done(op->arg, err);
+	if (op->registered)
+		fs_listing_end(op->fs, op->dir, err);
+	else
+		op->done(op->arg, err);
 	free(op);
+}
+
+/*
+ * A first listing's pages, fetched ahead of the merge by a thread of
+ * their own (at most REVAL_PAGES_AHEAD waiting).
+ */
+struct ahead {
+	struct reval_op *op;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct store_page q[REVAL_PAGES_AHEAD];
+	size_t head, n;
+	bool end, stop; /* end: no more pages (err says why); stop: merge
+			 * gave up, fetch no more */
+	int err;
+};
+
+static void *ahead_main(void *p)
+{
+	struct ahead *a = p;
+	struct store_page page;
+	char *token = NULL;
+	int rc;
+
+	do {
+		rc = store_list(a->op->fs->store, a->op->prefix, '/', token, 0,
+				&page);
+		free(token);
+		token = NULL;
+		if (rc)
+			break;
+		if (page.next_token && !(token = strdup(page.next_token)))
+			rc = -ENOMEM;
+		pthread_mutex_lock(&a->lock);
+		while (a->n == REVAL_PAGES_AHEAD && !a->stop)
+			pthread_cond_wait(&a->cond, &a->lock);
+		if (a->stop) {
+			pthread_mutex_unlock(&a->lock);
+			store_page_free(&page);
+			break;
+		}
+		a->q[(a->head + a->n++) % REVAL_PAGES_AHEAD] = page;
+		pthread_cond_broadcast(&a->cond);
+		pthread_mutex_unlock(&a->lock);
+	} while (!rc && token);
+	free(token);
+	pthread_mutex_lock(&a->lock);
+	a->end = true;
+	a->err = rc;
+	pthread_cond_broadcast(&a->cond);
+	pthread_mutex_unlock(&a->lock);
+	return NULL;
+}
+
+/* The next page: 1, 0 at the end, or the fetch's -errno. */
+static int ahead_next(struct ahead *a, struct store_page *page)
+{
+	int rc = 1;
+
+	pthread_mutex_lock(&a->lock);
+	while (!a->n && !a->end)
+		pthread_cond_wait(&a->cond, &a->lock);
+	if (a->n) {
+		*page = a->q[a->head];
+		a->head = (a->head + 1) % REVAL_PAGES_AHEAD;
+		a->n--;
+		pthread_cond_broadcast(&a->cond);
+	} else {
+		rc = a->err;
+	}
+	pthread_mutex_unlock(&a->lock);
+	return rc;
+}
+
+/*
+ * Merge items from from on (one page): HEADs, one transaction, its cache
+ * drops, then READDIRs waiting for these entries go on.
+ */
+static int merge_page(struct reval_op *op, size_t from)
+{
+	struct fs *fs = op->fs;
+	int rc;
+
+	items_sort(op, from);
+	rc = reval_head_new(op, from);
+	if (rc)
+		return rc;
+	op->page_from = from;
+	rc = db_write(fs->db, reval_apply_page, op);
+	if (rc == -EAGAIN && db_clustered(fs->db)) {
+		op->missed = true; /* the last transaction merges it all */
+		return 0;
+	}
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < op->ndrop; i++)
+		cache_drop(fs->cache, op->drop[i]);
+	for (size_t i = from; i < op->nitems; i++) {
+		free(op->items[i].info);
+		free(op->items[i].target);
+		op->items[i].info = NULL;
+		op->items[i].target = NULL;
+	}
+	fs_listing_progress(fs, op->dir, op->next_cookie);
+	return 0;
+}
+
+/* A first listing: pages merged as they come, fetched ahead. */
+static int reval_pages(struct reval_op *op)
+{
+	struct ahead a = { .op = op };
+	struct store_page page;
+	pthread_t t;
+	int rc;
+
+	pthread_mutex_init(&a.lock, NULL);
+	pthread_cond_init(&a.cond, NULL);
+	rc = -pthread_create(&t, NULL, ahead_main, &a);
+	if (rc) {
+		rc = reval_list(op); /* no thread: one page after another */
+		if (!rc)
+			rc = merge_page(op, 0);
+	} else {
+		while ((rc = ahead_next(&a, &page)) == 1) {
+			size_t from = op->nitems;
+
+			rc = page_items(op, &page);
+			store_page_free(&page);
+			if (!rc)
+				rc = merge_page(op, from);
+			if (rc)
+				break;
+		}
+		pthread_mutex_lock(&a.lock);
+		a.stop = true;
+		pthread_cond_broadcast(&a.cond);
+		pthread_mutex_unlock(&a.lock);
+		pthread_join(t, NULL);
+		for (; a.n; a.n--, a.head = (a.head + 1) % REVAL_PAGES_AHEAD)
+			store_page_free(&a.q[a.head]);
+	}
+	pthread_cond_destroy(&a.cond);
+	pthread_mutex_destroy(&a.lock);
+	return rc;
 }
 
 /*
@@ -599,12 +844,14 @@ static void reval_job(struct fs *fs, void *p)
 	t[0] = fs_now_ns();
 	if (!rc) {
 		op->listed = dir.listed_at_ms != 0;
-		rc = reval_list(op);
+		op->progressive = op->progressive && !op->listed;
+		rc = op->progressive ? reval_pages(op) : reval_list(op);
 	}
 	t[1] = fs_now_ns();
 	if (!rc) {
-		items_sort(op);
-		rc = reval_head_new(op);
+		items_sort(op, 0);
+		if (!op->progressive)
+			rc = reval_head_new(op, 0);
 	}
 	t[2] = fs_now_ns();
 	/* The store did not answer: what the namespace holds will do. */
@@ -641,15 +888,19 @@ static void reval_job(struct fs *fs, void *p)
 	reval_free(op, rc);
 }
 
-void fs_revalidate(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
-		   bool force, fs_done_fn done, void *arg)
+/*
+ * fs_revalidate() and fs_revalidate_walk(): after is FS_WAIT_DONE, or
+ * the cookie a walk goes on from.  Not forced, a caller joins a listing
+ * of dir in progress; a first one is merged page by page.
+ */
+static void revalidate(struct fs *fs, uint64_t dir, bool force, uint64_t after,
+		       fs_done_fn done, void *arg)
 {
 	struct fs_inode in;
 	struct reval_op *op;
 	struct db_txn *txn;
 	int rc;
 
-	(void)ctx;
 	rc = db_read_begin(fs->db, &txn);
 	if (rc) {
 		done(arg, rc);
@@ -670,17 +921,54 @@ void fs_revalidate(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 		done(arg, in.listed_at_ms ? 0 : -EAGAIN);
 		return;
 	}
+	if (!force) {
+		rc = fs_listing_start(fs, dir, !in.listed_at_ms, after, done,
+				      arg);
+		if (rc != 1) {
+			if (rc)
+				done(arg, rc == 2 ? 0 : rc);
+			return; /* joined: done runs at its end */
+		}
+	}
 	op = calloc(1, sizeof(*op));
 	if (!op) {
-		done(arg, -ENOMEM);
+		if (!force)
+			fs_listing_end(fs, dir, -ENOMEM);
+		else
+			done(arg, -ENOMEM);
 		return;
 	}
 	op->fs = fs;
 	op->dir = dir;
 	op->force = force;
+	op->registered = !force;
+	op->progressive = !force && !in.listed_at_ms;
 	op->done = done;
 	op->arg = arg;
 	fs_defer(fs, reval_job, op);
+}
+
+void fs_revalidate(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
+		   bool force, fs_done_fn done, void *arg)
+{
+	(void)ctx;
+	revalidate(fs, dir, force, FS_WAIT_DONE, done, arg);
+}
+
+/* See fs.h. */
+void fs_revalidate_walk(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
+			uint64_t cookie, fs_done_fn done, void *arg)
+{
+	(void)ctx;
+	revalidate(fs, dir, false,
+		   cookie < FS_COOKIE_FIRST ? FS_COOKIE_FIRST - 1 : cookie,
+		   done, arg);
+}
+
+/* See fs.h. */
+int fs_readdir_wait(struct fs *fs, uint64_t dir, fs_done_fn done, void *arg)
+{
+	return fs_listing_join(fs, dir, FS_WAIT_NEXT, done, arg);
 }
 
 /* See fs.h. */
@@ -692,6 +980,7 @@ int fs_revalidate_attr(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	struct fs_inode in, parent;
 	struct db_txn *txn;
 	bool stale = false;
+	uint64_t since;
 	int rc;
 
 	rc = db_read_begin(fs->db, &txn);
@@ -705,6 +994,18 @@ int fs_revalidate_attr(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	db_read_end(fs->db, txn);
 	if (rc || !stale)
 		return rc;
+	/*
+	 * The parent's first listing is merging: what it imported is as
+	 * fresh as can be, the rest waits for its end (a new listing of
+	 * the whole directory per GETATTR would never end).
+	 */
+	if (fs_listing_progressive(fs, in.parent, &since)) {
+		if (in.synced_ms >= since)
+			return 0;
+		rc = fs_listing_join(fs, in.parent, FS_WAIT_DONE, done, arg);
+		if (rc == 0)
+			return 1;
+	}
 	/* Forced: the attribute TTL may be shorter than the listing's. */
 	fs_revalidate(fs, ctx, in.parent, true, done, arg);
 	return 1;

@@ -347,6 +347,7 @@ struct nfs3_readdir_call {
 		dir_attr; /* at verify time: for ".." of the export root */
 	uint64_t cookie;
 	size_t dircount, maxcount; /* READDIR: both are its count */
+	bool reread; /* read again once: the listing ended meanwhile */
 };
 
 /* --- handlers (one per procedure, in the proc_*.c files) -------------- */

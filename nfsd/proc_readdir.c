@@ -177,6 +177,19 @@ static void readdir_revalidated(void *arg, int err)
 				 &dir_attr);
 	if (err == 0)
 		err = b.err;
+	/* Nothing yet past the cookie of a directory still being listed:
+	 * wait for its next page, or read once more if it just ended. */
+	if (err == 0 && b.nentries == 0 && !eof) {
+		int w = fs_readdir_wait(st->n->fs, st->dir, readdir_revalidated,
+					st);
+
+		st->reread = w == -ENOENT && !st->reread;
+		if (w == 0 || st->reread) {
+			if (w)
+				readdir_revalidated(st, 0);
+			return;
+		}
+	}
 	status = nfs3_status(err);
 	if (status == NFS3_OK && b.nentries == 0 && !eof)
 		status = NFS3ERR_TOOSMALL;
@@ -234,8 +247,9 @@ static void readdir_begin(struct nfs3_readdir_call *st, struct rpc_call *call,
 		readdir_fail(st, status, &st->dir_attr);
 		return;
 	}
-	fs_revalidate(st->n->fs, &st->ctx, st->dir, false, readdir_revalidated,
-		      st);
+	st->reread = false;
+	fs_revalidate_walk(st->n->fs, &st->ctx, st->dir, cookie,
+			   readdir_revalidated, st);
 }
 
 /* READDIR: names, fileids and cookies within count bytes. */

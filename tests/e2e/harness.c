@@ -902,6 +902,67 @@ int e2e_s3_request(const char *method, const char *key, const char *query,
 	return 0;
 }
 
+int e2e_s3_put_many(const char *const *keys, int n, const char *body)
+{
+	char enc[3 * 1024 + 1], cfg[E2E_PATH_MAX], inf[E2E_PATH_MAX];
+	struct strv argv = { 0 }, env = { 0 };
+	char *out = NULL;
+	int rc, ok = 0;
+	FILE *f;
+
+	if (!e2e_s3_server() || !s3tmp[0]) {
+		say("e2e_s3_put_many: no S3 server");
+		return -1;
+	}
+	snprintf(cfg, sizeof(cfg), "%s/many.cfg", s3tmp);
+	snprintf(inf, sizeof(inf), "%s/many.body", s3tmp);
+	f = fopen(inf, "w");
+	if (!f || fputs(body, f) < 0 || fclose(f)) {
+		say("e2e_s3_put_many: write %s: %s", inf, strerror(errno));
+		return -1;
+	}
+	f = fopen(cfg, "w");
+	if (!f)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		url_encode(keys[i], enc, sizeof(enc));
+		fprintf(f,
+			"url = \"%s/%s/%s\"\nupload-file = \"%s\"\n"
+			"output = \"/dev/null\"\n",
+			s3srv.endpoint, s3srv.bucket, enc, inf);
+	}
+	fclose(f);
+	env_base(&env, 1);
+	strv_add(&argv, "curl");
+	strv_add(&argv, "-sS");
+	strv_add(&argv, "--noproxy");
+	strv_add(&argv, "*");
+	strv_add(&argv, "--max-time");
+	strv_add(&argv, "60");
+	strv_add(&argv, "-H");
+	strv_add(&argv, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+	strv_add(&argv, "--aws-sigv4");
+	strv_add(&argv, "aws:amz:us-east-1:s3");
+	strv_add(&argv, "--user");
+	strv_add(&argv, "%s:%s", s3srv.key_id, s3srv.secret);
+	strv_add(&argv, "-w");
+	strv_add(&argv, "%%{http_code}\\n");
+	strv_add(&argv, "-K");
+	strv_add(&argv, "%s", cfg);
+	rc = run_cmd(argv.v, env.v, &out);
+	strv_free(&argv);
+	strv_free(&env);
+	for (const char *l = out; l && *l;
+	     l = strchr(l, '\n') ? strchr(l, '\n') + 1 : "")
+		ok += atoi(l) == 200;
+	free(out);
+	unlink(cfg);
+	unlink(inf);
+	if (rc != 0)
+		say("curl -K (%d PUTs): exit %d, %d answered 200", n, rc, ok);
+	return ok;
+}
+
 void e2e_s3_resp_free(struct e2e_s3_resp *resp)
 {
 	free(resp->headers);

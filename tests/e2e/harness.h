@@ -286,6 +286,12 @@ int e2e_s3_request(const char *method, const char *key, const char *query,
 		   struct e2e_s3_resp *resp);
 void e2e_s3_resp_free(struct e2e_s3_resp *resp);
 
+/*
+ * PUT body under each of keys[0..n) (one curl, one connection): how many
+ * answered 200, or -1 if curl could not run.
+ */
+int e2e_s3_put_many(const char *const *keys, int n, const char *body);
+
 /* The value of header name (case-insensitive) into out; 0 or -1. */
 int e2e_s3_header(const struct e2e_s3_resp *resp, const char *name, char *out,
 		  size_t cap);

@@ -24,6 +24,7 @@ struct fake_store {
 	pthread_cond_t cond;
 	enum fake_hold hold[FAKE_CALLS];
 	int reached[FAKE_CALLS]; /* calls at the gate since it was set */
+	int pass[FAKE_CALLS];    /* calls the gate lets by before it holds */
 };
 
 static struct fake_store *fake_of(struct store *st)
@@ -41,7 +42,9 @@ static void gate(struct fake_store *f, enum fake_call kind,
 		 enum fake_hold where)
 {
 	pthread_mutex_lock(&f->lock);
-	if (f->hold[kind] == where) {
+	if (f->hold[kind] == where && f->pass[kind] > 0) {
+		f->pass[kind]--;
+	} else if (f->hold[kind] == where) {
 		f->reached[kind]++;
 		pthread_cond_broadcast(&f->cond);
 		while (f->hold[kind] == where)
@@ -206,8 +209,12 @@ static int f_mpu_list(struct store *st, const char *prefix,
 static int f_list(struct store *st, const char *prefix, char delimiter,
 		  const char *token, unsigned max_keys, struct store_page *out)
 {
-	return store_list(fake_of(st)->inner, prefix, delimiter, token,
-			  max_keys, out);
+	struct fake_store *f = fake_of(st);
+
+	enter(f, FAKE_LIST);
+	return leave(
+		f, FAKE_LIST,
+		store_list(f->inner, prefix, delimiter, token, max_keys, out));
 }
 
 static int f_copy(struct store *st, const char *src, const char *dst,
@@ -354,9 +361,17 @@ void fake_store_counts_reset(struct fake_store *f)
 void fake_store_hold(struct fake_store *f, enum fake_call kind,
 		     enum fake_hold where)
 {
+	fake_store_hold_after(f, kind, where, 0);
+}
+
+/* See fake_store.h. */
+void fake_store_hold_after(struct fake_store *f, enum fake_call kind,
+			   enum fake_hold where, int pass)
+{
 	pthread_mutex_lock(&f->lock);
 	f->hold[kind] = where;
 	f->reached[kind] = 0;
+	f->pass[kind] = pass;
 	pthread_cond_broadcast(&f->cond);
 	pthread_mutex_unlock(&f->lock);
 }

@@ -27,6 +27,7 @@ enum fake_call {
 	FAKE_PART,
 	FAKE_PART_COPY,
 	FAKE_COPY,
+	FAKE_LIST, /* a page of a listing */
 	FAKE_CALLS
 };
 
@@ -82,6 +83,10 @@ void fake_store_counts_reset(struct fake_store *f);
  */
 void fake_store_hold(struct fake_store *f, enum fake_call kind,
 		     enum fake_hold where);
+
+/* fake_store_hold(), but the first pass calls of kind go by. */
+void fake_store_hold_after(struct fake_store *f, enum fake_call kind,
+			   enum fake_hold where, int pass);
 
 /*
  * Wait until n calls of kind reached its gate since it was set: true, or
