@@ -59,8 +59,10 @@ struct reval_op {
 	bool registered;  /* in listing.c: fs_listing_end at the end */
 	bool progressive; /* merged page by page (a first listing) */
 	bool missed;      /* a page's merge lost to a busy cluster */
-	size_t page_from; /* the page being merged: items from here */
-	uint64_t next_cookie; /* dir's, after the page's merge */
+	size_t page_from, page_to; /* the page being merged: these items */
+	uint64_t next_cookie;      /* dir's, after the page's merge */
+	uint64_t old_cookies;      /* dir's next cookie before the first page:
+			       * only entries below it can have vanished */
 	char prefix[STORE_KEY_MAX + 2];
 	uint64_t list_start_ms;
 	bool marker_seen;
@@ -212,7 +214,7 @@ static void head_one(void *p, size_t j)
  * its listing's time.  With --listing-attrs none: the listing's size and
  * mtime are all such files get (reval_import).
  */
-static int reval_head_new(struct reval_op *op, size_t from)
+static int reval_head_new(struct reval_op *op, size_t from, size_t to)
 {
 	struct fs *fs = op->fs;
 	char key[STORE_KEY_MAX + FS_NAME_MAX + 2];
@@ -221,16 +223,16 @@ static int reval_head_new(struct reval_op *op, size_t from)
 	uint64_t ino;
 	int rc;
 
-	if (from == op->nitems || fs->opts.listing_attrs)
+	if (from == to || fs->opts.listing_attrs)
 		return 0;
 	free(op->heads);
-	op->heads = malloc((op->nitems - from) * sizeof(*op->heads));
+	op->heads = malloc((to - from) * sizeof(*op->heads));
 	if (!op->heads)
 		return -ENOMEM;
 	rc = db_read_begin(fs->db, &txn);
 	if (rc)
 		return rc;
-	for (size_t i = from; i < op->nitems; i++) {
+	for (size_t i = from; i < to; i++) {
 		struct reval_item *it = &op->items[i];
 
 		if (it->is_dir ||
@@ -406,6 +408,8 @@ static int item_order(const void *a, const void *b)
 	const struct reval_item *x = a, *y = b;
 	int c = strcmp(x->name, y->name);
 
+	if (!c)
+		c = (int)y->is_dir - (int)x->is_dir;
 	return c ? c : (x->order > y->order) - (x->order < y->order);
 }
 
@@ -421,8 +425,8 @@ static struct reval_item *item_find(const struct reval_op *op, const char *name)
 
 /*
  * Sort the items from from on by name; of duplicates (a file and a
- * prefix of one name) keep the first, which is the prefix: item_add puts
- * prefixes before files.
+ * prefix of one name) keep the prefix: the directory wins, it has more
+ * below it.
  */
 static void items_sort(struct reval_op *op, size_t from)
 {
@@ -460,7 +464,8 @@ static int reval_vanished(struct reval_op *op, struct db_txn *txn,
 		char name[FS_NAME_MAX + 1];
 
 		rc = fs_dir_next(fs, txn, dir->ino, &cookie, &ino, name);
-		if (rc == -ENOENT)
+		if (rc == -ENOENT ||
+		    (!rc && op->old_cookies && cookie >= op->old_cookies))
 			return 0;
 		if (rc)
 			return rc;
@@ -488,32 +493,6 @@ static int reval_vanished(struct reval_op *op, struct db_txn *txn,
 	}
 }
 
-/*
- * A prefix on a later page than a file of its name that this listing
- * imported: the directory wins, as within a page (item_add).  1: the
- * entry is not such a file, and stays.
- */
-static int dir_over_file(struct reval_op *op, struct db_txn *txn,
-			 struct fs_inode *dir, struct reval_item *it,
-			 uint64_t ino, const char *key)
-{
-	struct fs_inode f;
-	bool gone;
-	int rc = fs_inode_get(op->fs, txn, ino, &f);
-
-	if (rc)
-		return rc;
-	if (f.type == FS_DIR || (f.flags & FS_F_DIRTY) ||
-	    !(f.flags & FS_F_IN_STORE) || f.synced_ms != op->list_start_ms ||
-	    f.nlink != 1)
-		return 1;
-	if ((rc = fs_unlink_name(op->fs, txn, dir, &f, it->name, false,
-				 &gone)) ||
-	    (gone && (rc = drop_add(op, f.ino))))
-		return rc;
-	return reval_import(op, txn, dir, it, key);
-}
-
 /* Items [from, to) into dir: known ones checked, unknown ones imported. */
 static int merge_items(struct reval_op *op, struct db_txn *txn,
 		       struct fs_inode *dir, size_t from, size_t to)
@@ -532,11 +511,7 @@ static int merge_items(struct reval_op *op, struct db_txn *txn,
 		rc = fs_dirent_get(fs, txn, dir->ino, it->name, &ino, NULL);
 		if (rc == 0) {
 			it->seen = true;
-			rc = it->is_dir && op->progressive
-				     ? dir_over_file(op, txn, dir, it, ino, key)
-				     : 1;
-			if (rc == 1)
-				rc = reval_known(op, txn, dir, it, ino, key);
+			rc = reval_known(op, txn, dir, it, ino, key);
 		} else if (rc == -ENOENT) {
 			rc = 0;
 			/* Ours, on its way out (removed or renamed away). */
@@ -550,7 +525,7 @@ static int merge_items(struct reval_op *op, struct db_txn *txn,
 }
 
 /*
- * One page of a first listing (op->items from op->page_from).  The
+ * One page of a first listing (op->items [page_from, page_to)).  The
  * directory's mtime stays: these entries were in the store all along,
  * and a client walking it must not see its directory change under it.
  */
@@ -564,9 +539,11 @@ static int reval_apply_page(struct db_txn *txn, void *p)
 	if (rc)
 		return rc;
 	op->ndrop = 0; /* a retried apply starts over */
+	if (!op->old_cookies)
+		op->old_cookies = dir.next_cookie;
 	mtime = dir.mtime;
 	ctime = dir.ctime;
-	rc = merge_items(op, txn, &dir, op->page_from, op->nitems);
+	rc = merge_items(op, txn, &dir, op->page_from, op->page_to);
 	if (rc)
 		return rc;
 	dir.mtime = mtime;
@@ -692,19 +669,53 @@ static int ahead_next(struct ahead *a, struct store_page *page)
 }
 
 /*
- * Merge items from from on (one page): HEADs, one transaction, its cache
- * drops, then READDIRs waiting for these entries go on.
+ * Could the prefix "name/" still come, on a page after one whose greatest
+ * key (without the listing's prefix) is last?  Pages come in key order:
+ * only if "name/" sorts after last.
  */
-static int merge_page(struct reval_op *op, size_t from)
+static bool prefix_may_follow(const char *name, const char *last)
+{
+	size_t n = strlen(name);
+	int c = strncmp(name, last, n);
+
+	return c ? c > 0 : (unsigned char)last[n] < '/';
+}
+
+/*
+ * Merge the items from from on (one page, and what the last one held
+ * back): HEADs, one transaction, its cache drops, then READDIRs waiting
+ * for these entries go on.  With more pages to come (last: the page's
+ * greatest key), a file whose name's prefix may still come waits for
+ * the next page, where the directory of that name would win (items_sort):
+ * no client sees a name change from file to directory in one walk.
+ * *merged: where the items held back begin.
+ */
+static int merge_page(struct reval_op *op, size_t from, const char *last,
+		      size_t *merged)
 {
 	struct fs *fs = op->fs;
+	size_t pl = strlen(op->prefix), to = from;
 	int rc;
 
 	items_sort(op, from);
-	rc = reval_head_new(op, from);
+	/* Held back to the end of the array, in order (a stable split). */
+	for (size_t i = from, held = 0; i < op->nitems; i++) {
+		struct reval_item it = op->items[i];
+
+		if (last && strlen(last) >= pl && !it.is_dir &&
+		    prefix_may_follow(it.name, last + pl)) {
+			held++;
+			continue;
+		}
+		memmove(&op->items[to + 1], &op->items[to], held * sizeof(it));
+		op->items[to++] = it;
+	}
+	*merged = to;
+	rc = reval_head_new(op, from, to);
 	if (rc)
 		return rc;
 	op->page_from = from;
+	op->page_to = to;
 	rc = db_write(fs->db, reval_apply_page, op);
 	if (rc == -EAGAIN && db_clustered(fs->db)) {
 		op->missed = true; /* the last transaction merges it all */
@@ -714,7 +725,7 @@ static int merge_page(struct reval_op *op, size_t from)
 		return rc;
 	for (size_t i = 0; i < op->ndrop; i++)
 		cache_drop(fs->cache, op->drop[i]);
-	for (size_t i = from; i < op->nitems; i++) {
+	for (size_t i = from; i < to; i++) {
 		free(op->items[i].info);
 		free(op->items[i].target);
 		op->items[i].info = NULL;
@@ -724,11 +735,23 @@ static int merge_page(struct reval_op *op, size_t from)
 	return 0;
 }
 
+/* The greatest key of a page (NULL: an empty one). */
+static const char *page_last(const struct store_page *page)
+{
+	const char *e = page->nentries ? page->entries[page->nentries - 1].key
+				       : NULL,
+		   *p = page->nprefixes ? page->prefixes[page->nprefixes - 1]
+					: NULL;
+
+	return !e ? p : !p ? e : strcmp(e, p) > 0 ? e : p;
+}
+
 /* A first listing: pages merged as they come, fetched ahead. */
 static int reval_pages(struct reval_op *op)
 {
 	struct ahead a = { .op = op };
 	struct store_page page;
+	size_t from = 0; /* the first item not merged yet */
 	pthread_t t;
 	int rc;
 
@@ -738,15 +761,19 @@ static int reval_pages(struct reval_op *op)
 	if (rc) {
 		rc = reval_list(op); /* no thread: one page after another */
 		if (!rc)
-			rc = merge_page(op, 0);
+			rc = merge_page(op, 0, NULL, &from);
 	} else {
 		while ((rc = ahead_next(&a, &page)) == 1) {
-			size_t from = op->nitems;
+			char *last = NULL;
 
 			rc = page_items(op, &page);
+			if (!rc && page.next_token && page_last(&page) &&
+			    !(last = strdup(page_last(&page))))
+				rc = -ENOMEM;
 			store_page_free(&page);
 			if (!rc)
-				rc = merge_page(op, from);
+				rc = merge_page(op, from, last, &from);
+			free(last);
 			if (rc)
 				break;
 		}
@@ -848,10 +875,14 @@ static void reval_job(struct fs *fs, void *p)
 		rc = op->progressive ? reval_pages(op) : reval_list(op);
 	}
 	t[1] = fs_now_ns();
-	if (!rc) {
+	/* Sorted for item_find, unless merged page by page into a
+	 * directory that had no entry before (nothing can have vanished). */
+	if (!rc && (!op->progressive || op->missed ||
+		    op->old_cookies != FS_COOKIE_FIRST))
 		items_sort(op, 0);
+	if (!rc) {
 		if (!op->progressive)
-			rc = reval_head_new(op, 0);
+			rc = reval_head_new(op, 0, op->nitems);
 	}
 	t[2] = fs_now_ns();
 	/* The store did not answer: what the namespace holds will do. */

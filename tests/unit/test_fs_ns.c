@@ -848,6 +848,34 @@ static void test_revalidate(void)
 	fx_close();
 }
 
+/*
+ * A first listing (merged page by page) of a directory that already had
+ * entries: one of ours, clean in the store, whose object another client
+ * deleted, goes; a new object comes in; local work stays.
+ */
+static void test_first_listing_vanished(void)
+{
+	struct store_info si;
+	uint64_t d, x, mine;
+
+	fx_open();
+	CU_ASSERT_FATAL(store_put(F.st, "d/seed", "s", 1, NULL, &si) == 0);
+	CU_ASSERT(do_reval(FS_ROOT_INO, false) == 0);
+	CU_ASSERT_FATAL(lookup(FS_ROOT_INO, "d", &d) == 0);
+	/* d is not listed yet: these are the entries it had before. */
+	CU_ASSERT(do_create(d, "x", &x) == 0);
+	CU_ASSERT(fs_flush(F.fs) == 0);
+	CU_ASSERT(do_create(d, "mine", &mine) == 0);
+	CU_ASSERT(store_delete(F.st, "d/x") == 0);
+	CU_ASSERT(store_put(F.st, "d/y", "y", 1, NULL, &si) == 0);
+	CU_ASSERT(do_reval(d, false) == 0);
+	CU_ASSERT(lookup(d, "x", NULL) == -ENOENT);
+	CU_ASSERT(lookup(d, "y", NULL) == 0);
+	CU_ASSERT(lookup(d, "seed", NULL) == 0);
+	CU_ASSERT(lookup(d, "mine", NULL) == 0);
+	fx_close();
+}
+
 /* The object at key holds exactly s. */
 static bool obj_is(const char *key, const char *s)
 {
@@ -1196,6 +1224,8 @@ int main(void)
 	CU_add_test(s, "persist", test_persist);
 	CU_add_test(s, "flush to store", test_flush_store);
 	CU_add_test(s, "revalidate", test_revalidate);
+	CU_add_test(s, "a first listing: what vanished meanwhile",
+		    test_first_listing_vanished);
 	CU_add_test(s, "permissions", test_perms);
 	CU_add_test(s, "hard links", test_links);
 	CU_add_test(s, "an earlier upload of ours whose commit was lost",

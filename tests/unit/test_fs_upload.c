@@ -799,9 +799,10 @@ static void test_first_listing_progressive(void)
 
 	memset(&wk, 0, sizeof(wk));
 	CU_ASSERT(walk_from(d, 0, &wk, &eof) == 0);
-	/* One page in (a page of 1,000 keys may hold "d/" itself). */
-	CU_ASSERT(wk.n >= 999 && wk.n <= 1000 && !eof && wk.seen[0] == 1 &&
-		  wk.seen[998] == 1 && wk.seen[1499] == 0 && wk.dirs == 0);
+	/* One page in (1,000 keys, "d/" itself may be one), less its last
+	 * file: a prefix of its name could be on the next page. */
+	CU_ASSERT(wk.n >= 998 && wk.n <= 999 && !eof && wk.seen[0] == 1 &&
+		  wk.seen[997] == 1 && wk.seen[1499] == 0 && wk.dirs == 0);
 	CU_ASSERT(fs_getattr(fs, d, &b) == 0 &&
 		  b.mtime.tv_sec == a.mtime.tv_sec &&
 		  b.mtime.tv_nsec == a.mtime.tv_nsec);
