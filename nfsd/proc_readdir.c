@@ -178,15 +178,20 @@ static void readdir_revalidated(void *arg, int err)
 	if (err == 0)
 		err = b.err;
 	/* Nothing yet past the cookie of a directory still being listed:
-	 * wait for its next page, or read once more if it just ended. */
+	 * wait for its next page, or read once more if it just ended.  st
+	 * is the waiter's once registered: not touched after. */
 	if (err == 0 && b.nentries == 0 && !eof) {
-		int w = fs_readdir_wait(st->n->fs, st->dir, readdir_revalidated,
-					st);
+		bool again = !st->reread;
+		int w;
 
-		st->reread = w == -ENOENT && !st->reread;
-		if (w == 0 || st->reread) {
-			if (w)
-				readdir_revalidated(st, 0);
+		st->reread = false;
+		w = fs_readdir_wait(st->n->fs, st->dir, readdir_revalidated,
+				    st);
+		if (w == 0)
+			return;
+		if (w == -ENOENT && again) {
+			st->reread = true;
+			readdir_revalidated(st, 0);
 			return;
 		}
 	}
