@@ -814,6 +814,23 @@ static char *slurp(const char *path, size_t *len)
 	return buf;
 }
 
+/* curl's arguments for a SigV4-signed request to the test server. */
+static void curl_sigv4(struct strv *argv)
+{
+	strv_add(argv, "curl");
+	strv_add(argv, "-sS");
+	strv_add(argv, "--noproxy");
+	strv_add(argv, "*");
+	strv_add(argv, "--max-time");
+	strv_add(argv, "60");
+	strv_add(argv, "-H");
+	strv_add(argv, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+	strv_add(argv, "--aws-sigv4");
+	strv_add(argv, "aws:amz:us-east-1:s3");
+	strv_add(argv, "--user");
+	strv_add(argv, "%s:%s", s3srv.key_id, s3srv.secret);
+}
+
 int e2e_s3_request(const char *method, const char *key, const char *query,
 		   const void *body, size_t len, const char *const *headers,
 		   struct e2e_s3_resp *resp)
@@ -837,18 +854,7 @@ int e2e_s3_request(const char *method, const char *key, const char *query,
 	snprintf(inf, sizeof(inf), "%s/i%u", s3tmp, seq);
 	url_encode(key ? key : "", enc, sizeof(enc));
 	env_base(&env, 1);
-	strv_add(&argv, "curl");
-	strv_add(&argv, "-sS");
-	strv_add(&argv, "--noproxy");
-	strv_add(&argv, "*");
-	strv_add(&argv, "--max-time");
-	strv_add(&argv, "60");
-	strv_add(&argv, "-H");
-	strv_add(&argv, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
-	strv_add(&argv, "--aws-sigv4");
-	strv_add(&argv, "aws:amz:us-east-1:s3");
-	strv_add(&argv, "--user");
-	strv_add(&argv, "%s:%s", s3srv.key_id, s3srv.secret);
+	curl_sigv4(&argv);
 	strv_add(&argv, "-D");
 	strv_add(&argv, "%s", hdrf);
 	strv_add(&argv, "-o");
@@ -933,18 +939,7 @@ int e2e_s3_put_many(const char *const *keys, int n, const char *body)
 	}
 	fclose(f);
 	env_base(&env, 1);
-	strv_add(&argv, "curl");
-	strv_add(&argv, "-sS");
-	strv_add(&argv, "--noproxy");
-	strv_add(&argv, "*");
-	strv_add(&argv, "--max-time");
-	strv_add(&argv, "60");
-	strv_add(&argv, "-H");
-	strv_add(&argv, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
-	strv_add(&argv, "--aws-sigv4");
-	strv_add(&argv, "aws:amz:us-east-1:s3");
-	strv_add(&argv, "--user");
-	strv_add(&argv, "%s:%s", s3srv.key_id, s3srv.secret);
+	curl_sigv4(&argv);
 	strv_add(&argv, "-w");
 	strv_add(&argv, "%%{http_code}\\n");
 	strv_add(&argv, "-K");
