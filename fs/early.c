@@ -366,6 +366,16 @@ static int early_more(void *arg, int n)
 }
 
 /* See sync_int.h. */
+uint64_t fs_early_cut(struct fs *fs)
+{
+	uint64_t cut = store_put_max(fs->store);
+
+	if (fs->opts.no_early_upload || store_put_parallel(fs->store) < 2)
+		return 0;
+	return cut < EARLY_MIN ? EARLY_MIN : cut;
+}
+
+/* See sync_int.h. */
 void fs_early_step(struct fs *fs, const struct sync_item *it)
 {
 	struct fs_early *e;

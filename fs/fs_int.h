@@ -126,9 +126,15 @@ struct fs {
 	/* Syncer: sync_lock is held for a whole pass, so the store sees one
 	 * writer (the thread or fs_flush) at a time. */
 	pthread_mutex_t sync_lock;
-	pthread_mutex_t sync_wlock; /* guards sync_stop and the condvar */
+	pthread_mutex_t sync_wlock; /* guards sync_stop, sync_nudged and
+				       the condvar */
 	pthread_cond_t sync_wake;
 	bool sync_stop;
+	bool sync_nudged; /* a pass is wanted now (fs_sync_nudge) */
+	/* A WRITE across this offset makes its file one that goes up
+	 * while it is written (fs_early_cut; 0: none does).  Set before
+	 * the syncer starts, read-only after. */
+	uint64_t early_cut;
 	bool sync_started;
 	uint32_t backoff_ms;
 	pthread_t syncer;
@@ -522,6 +528,11 @@ int fs_syncer_start(struct fs *fs);
 int fs_sync_inode(struct fs *fs, uint64_t ino);
 /* Run the pending records this node runs, now.  Blocks.  0 or -errno. */
 int fs_sync_pending(struct fs *fs);
+/* The syncer runs a pass now rather than at its next tick (a file just
+ * became one that goes up while it is written).  Takes sync_wlock for a
+ * moment; never waits for a pass.  Only between fs_syncer_start and
+ * fs_syncer_stop. */
+void fs_sync_nudge(struct fs *fs);
 void fs_syncer_stop(struct fs *fs);
 
 #endif

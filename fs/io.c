@@ -481,6 +481,12 @@ static void write_cb(void *p, long res)
 		io_free(op, res == -ENODATA ? -EAGAIN : (int)res);
 		return;
 	}
+	/* This WRITE made its file big enough to go up while it is written
+	 * (early.c): the upload starts now, not at the syncer's next tick.
+	 * A sequential writer crosses the cut once. */
+	if (op->fs->early_cut && op->off <= op->fs->early_cut &&
+	    op->off + op->len > op->fs->early_cut)
+		fs_sync_nudge(op->fs);
 	/* --strict-commit: a stable WRITE is a COMMIT of its own, and stable
 	 * means in the store (a client that sends one WRITE FILE_SYNC for
 	 * its fsync never sends a COMMIT). */

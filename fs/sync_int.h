@@ -94,6 +94,14 @@ int sync_mpu_parts(struct fs *fs, const struct sync_item *it,
 void fs_early_step(struct fs *fs, const struct sync_item *it);
 
 /*
+ * The offset a file's WRITEs cross when it becomes one that goes up while
+ * it is written (larger than the store's one-PUT cut and EARLY_MIN); 0
+ * when no file does (--no-early-upload, a store that takes one request
+ * at a time).  The write path wakes the syncer there (fs->early_cut).
+ */
+uint64_t fs_early_cut(struct fs *fs);
+
+/*
  * The upload of it (due now) from the parts already sent, when there are
  * any: 0 (the object is in, *out describes it), -errno, or 1 when it has
  * none (the caller uploads as usual).  m and c are the object's metadata

@@ -1454,7 +1454,10 @@ static void *syncer_main(void *p)
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
 		}
-		pthread_cond_timedwait(&fs->sync_wake, &fs->sync_wlock, &ts);
+		if (!fs->sync_nudged)
+			pthread_cond_timedwait(&fs->sync_wake, &fs->sync_wlock,
+					       &ts);
+		fs->sync_nudged = false;
 		if (fs->sync_stop)
 			break;
 		pthread_mutex_unlock(&fs->sync_wlock);
@@ -1491,6 +1494,7 @@ int fs_syncer_start(struct fs *fs)
 	pthread_mutex_init(&fs->sync_wlock, NULL);
 	pthread_mutex_init(&fs->early_lock, NULL);
 	pthread_cond_init(&fs->sync_wake, NULL);
+	fs->early_cut = fs_early_cut(fs);
 	rc = -pthread_create(&fs->syncer, NULL, syncer_main, fs);
 	if (rc) {
 		pthread_mutex_destroy(&fs->early_lock);
@@ -1501,6 +1505,15 @@ int fs_syncer_start(struct fs *fs)
 	}
 	fs->sync_started = true;
 	return 0;
+}
+
+/* See fs_int.h. */
+void fs_sync_nudge(struct fs *fs)
+{
+	pthread_mutex_lock(&fs->sync_wlock);
+	fs->sync_nudged = true;
+	pthread_cond_signal(&fs->sync_wake);
+	pthread_mutex_unlock(&fs->sync_wlock);
 }
 
 void fs_syncer_stop(struct fs *fs)
