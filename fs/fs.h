@@ -208,6 +208,14 @@ void fs_revalidate_walk(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 			uint64_t cookie, fs_done_fn done, void *arg);
 
 /*
+ * fs_revalidate() (not forced) for a LOOKUP of name in dir: where dir's
+ * first listing merges page by page, done as soon as name is in (or at
+ * the end, when it is not), else when dir is fresh.  name is copied.
+ */
+void fs_revalidate_name(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
+			const char *name, fs_done_fn done, void *arg);
+
+/*
  * fs_readdir() found nothing past its cookie and no eof: dir's first
  * listing is still merging.  0: done(arg, 0 or -errno) runs once its next
  * page is in or it ended; -ENOENT: it ended already (read again).

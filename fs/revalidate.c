@@ -996,6 +996,71 @@ void fs_revalidate_walk(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 		   done, arg);
 }
 
+/* A LOOKUP's wait for one name of a directory being listed. */
+struct name_wait {
+	struct fs *fs;
+	uint64_t dir;
+	fs_done_fn done;
+	void *arg;
+	char name[FS_NAME_MAX + 1];
+};
+
+static bool name_merged(struct fs *fs, uint64_t dir, const char *name)
+{
+	struct db_txn *txn;
+	uint64_t ino;
+	bool in;
+
+	if (!strcmp(name, ".") || !strcmp(name, ".."))
+		return true;
+	if (db_read_begin(fs->db, &txn))
+		return false;
+	in = fs_dirent_get(fs, txn, dir, name, &ino, NULL) == 0;
+	db_read_end(fs->db, txn);
+	return in;
+}
+
+/*
+ * After each page of a first listing: the name is in (a page merged
+ * holds no file whose name a later page could make a directory), or it
+ * waits for the next page.  Any other listing, an error or the end:
+ * done.  A page merged between the look and the join costs one page.
+ */
+static void name_wait_cb(void *p, int err)
+{
+	struct name_wait *w = p;
+
+	if (!err && fs_listing_progressive(w->fs, w->dir, NULL) &&
+	    !name_merged(w->fs, w->dir, w->name) &&
+	    fs_listing_join(w->fs, w->dir, FS_WAIT_NEXT, name_wait_cb, w) == 0)
+		return;
+	w->done(w->arg, err);
+	free(w);
+}
+
+/* See fs.h. */
+void fs_revalidate_name(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
+			const char *name, fs_done_fn done, void *arg)
+{
+	struct name_wait *w;
+
+	/* Merged already by a listing this LOOKUP need not wait for. */
+	if (fs_listing_progressive(fs, dir, NULL) &&
+	    name_merged(fs, dir, name)) {
+		done(arg, 0);
+		return;
+	}
+	w = malloc(sizeof(*w));
+	if (!w || strlen(name) > FS_NAME_MAX) {
+		free(w);
+		fs_revalidate(fs, ctx, dir, false, done, arg);
+		return;
+	}
+	*w = (struct name_wait){ fs, dir, done, arg, "" };
+	strcpy(w->name, name);
+	revalidate(fs, dir, false, FS_WAIT_NEXT, name_wait_cb, w);
+}
+
 /* See fs.h. */
 int fs_readdir_wait(struct fs *fs, uint64_t dir, fs_done_fn done, void *arg)
 {

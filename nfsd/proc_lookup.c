@@ -90,8 +90,8 @@ void nfs3_proc_lookup(struct rpc_call *call, void *argp, void *resp)
 	if (dir_attr.listed)
 		lookup_revalidated(st, 0);
 	else
-		fs_revalidate(st->n->fs, &st->ctx, st->dir, false,
-			      lookup_revalidated, st);
+		fs_revalidate_name(st->n->fs, &st->ctx, st->dir, st->name,
+				   lookup_revalidated, st);
 }
 
 /* READLINK: the target as stored; only symlinks have one (3.3.5). */

@@ -773,12 +773,15 @@ static int walk_from(uint64_t dir, uint64_t cookie, struct walk *wk, bool *eof)
  * 18): with the second page of 1,500 objects held, READDIR answers the
  * first page's entries, holds back eof, and waits for more past them; a
  * child's attributes are fresh (no new listing per GETATTR); a LOOKUP
- * waits for the end.  Then every name is there once.  (A file and a
+ * of a merged name goes on, of any other waits until it is in or the
+ * listing ends.  Then every name is there once.  (A file and a
  * prefix of one name on two pages needs S3: tests/s3.)
  */
 static void test_first_listing_progressive(void)
 {
 	struct wait walk = WAIT_INIT, more = WAIT_INIT, look = WAIT_INIT;
+	struct wait name_in = WAIT_INIT, name_later = WAIT_INIT,
+		    name_none = WAIT_INIT, name_dots = WAIT_INIT;
 	struct walk wk;
 	char key[32];
 	struct fs_attr a, b;
@@ -814,11 +817,25 @@ static void test_first_listing_progressive(void)
 	CU_ASSERT(fs_lookup(fs, &ROOT, d, "f0005", &child, NULL) == 0);
 	CU_ASSERT(fs_revalidate_attr(fs, &ROOT, child, w_done, &look) == 0);
 	fs_revalidate(fs, &ROOT, d, false, w_done, &look);
+	/* A LOOKUP of a name merged goes on; one of a name still to come
+	 * (or never), and "..", only the first once it is in. */
+	fs_revalidate_name(fs, &ROOT, d, "f0006", w_done, &name_in);
+	fs_revalidate_name(fs, &ROOT, d, "f1400", w_done, &name_later);
+	fs_revalidate_name(fs, &ROOT, d, "none", w_done, &name_none);
+	fs_revalidate_name(fs, &ROOT, d, "..", w_done, &name_dots);
+	CU_ASSERT(w_wait_ms(&name_in, 2000) == 0);
+	CU_ASSERT(w_wait_ms(&name_dots, 2000) == 0);
 	CU_ASSERT(w_wait_ms(&more, 200) == 1 && w_wait_ms(&look, 200) == 1);
+	CU_ASSERT(w_wait_ms(&name_later, 10) == 1 &&
+		  w_wait_ms(&name_none, 10) == 1);
 
 	fake_store_hold(fake, FAKE_LIST, FAKE_HOLD_NONE);
 	CU_ASSERT(w_wait_ms(&more, 20000) == 0);
 	CU_ASSERT(w_wait_ms(&look, 20000) == 0);
+	CU_ASSERT(w_wait_ms(&name_later, 20000) == 0);
+	CU_ASSERT(w_wait_ms(&name_none, 20000) == 0);
+	CU_ASSERT(fs_lookup(fs, &ROOT, d, "f1400", &child, NULL) == 0);
+	CU_ASSERT(fs_lookup(fs, &ROOT, d, "none", &child, NULL) == -ENOENT);
 	memset(&wk, 0, sizeof(wk));
 	CU_ASSERT(walk_from(d, 0, &wk, &eof) == 0);
 	CU_ASSERT(eof && wk.n == 1500 && wk.dirs == 0);
