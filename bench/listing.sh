@@ -12,11 +12,15 @@
 #   before-listing  GW_BEFORE with --listing-attrs, if set (and
 #           --no-heads: only the two --listing-attrs runs, for builds
 #           that differ in the listing itself, not the HEADs)
+#   open, before-open (--open, instead of the walks): a fresh gateway,
+#           then nfs-cat of the directory's first object (LOOKUPs of d
+#           and of it, then its READ): how long a client that knows a
+#           name waits for a directory no gateway has listed
 # Each gateway run: a fresh gateway (empty state) on the bucket, then
 # nfs-ls of the directory (libnfs: READDIRPLUS pages), every name counted.
 #
 #   [GW_BEFORE=/path/to/old/mapfs-gw] bench/listing.sh [--rounds N]
-#       [--objects N] [--no-heads]
+#       [--objects N] [--no-heads | --open]
 #
 # The objects (1 KiB each, OBJECTS of them under list/d/) are put once by
 # boto3, 16 in flight, as another S3 writer would: a gateway knows
@@ -28,13 +32,14 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 GW=${GW:-$ROOT/build/mapfs-gw}
 GW_BEFORE=${GW_BEFORE:-}
-ROUNDS=3 OBJECTS=10000 NO_HEADS=
+ROUNDS=3 OBJECTS=10000 NO_HEADS= OPEN=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rounds) ROUNDS=$2; shift ;;
 	--objects) OBJECTS=$2; shift ;;
 	--no-heads) NO_HEADS=1 ;;
-	-h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+	--open) OPEN=1 ;;
+	-h|--help) sed -n '2,26p' "$0"; exit 0 ;;
 	*) echo "listing.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -115,13 +120,36 @@ gw() {
 	rm -rf "$d"
 }
 
+# open WHICH ROUND: a fresh gateway, nfs-cat of d's first object.
+open_first() {
+	local which=$1 d=$WORK/gw-$1-$2 bin=$GW t0 t1 c0 c1 pid got
+	case $which in before*) bin=$GW_BEFORE ;; esac
+	gw_start "$bin" "$d" list
+	pid=$GW_PID
+	c0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	t0=$(now)
+	got=$(nfs-cat "nfs://127.0.0.1/mapfs/d/f0000000?nfsport=$NFS_PORT&mountport=$MOUNT_PORT&version=3" | wc -c)
+	t1=$(now)
+	c1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	[ "$got" = 1024 ] || { echo "listing.sh: $which read $got bytes" >&2; exit 1; }
+	printf '%s\t%s\t%s\t%s\n' "$which" "$2" "$(echo "$t1 - $t0" | bc)" \
+		"$(echo "($c1 - $c0) / $(getconf CLK_TCK)" | bc -l)" >>"$WORK/res.tsv"
+	kill "$pid"
+	wait "$pid" 2>/dev/null || true
+	rm -rf "$d"
+}
+
 BUILDS=(after listing)
 [ -z "$GW_BEFORE" ] || BUILDS=(before after before-listing listing)
 [ -z "${NO_HEADS:-}" ] || BUILDS=(listing)
 [ -z "${NO_HEADS:-}" ] || [ -z "$GW_BEFORE" ] || BUILDS=(before-listing listing)
+[ -z "$OPEN" ] || BUILDS=(open)
+[ -z "$OPEN" ] || [ -z "$GW_BEFORE" ] || BUILDS=(before-open open)
 for round in $(seq "$ROUNDS"); do
 	raw "$round"
-	for b in "${BUILDS[@]}"; do gw "$b" "$round"; done
+	for b in "${BUILDS[@]}"; do
+		case $b in *open) open_first "$b" "$round" ;; *) gw "$b" "$round" ;; esac
+	done
 	echo "listing.sh: round $round done" >&2
 done
 python3 - "$WORK/res.tsv" "$OBJECTS" <<'PY'
@@ -131,16 +159,19 @@ for line in open(sys.argv[1]):
     which, rnd, secs, cpu = line.rstrip("\n").split("\t")
     v[which].append((float(secs), float(cpu)))
 n = int(sys.argv[2])
-print(f"Cold walk of {n} objects under one prefix (radosgw), medians of "
+what = "open" in v and "Opening the first" or "Cold walk"
+print(f"{what} of {n} objects under one prefix (radosgw), medians of "
       f"{len(v['raw'])} rounds")
 print("| run | seconds | names/s | vs raw (median) | rounds vs raw | gateway CPU s |")
 print("|---|---|---|---|---|---|")
-for which in ("raw", "before", "after", "before-listing", "listing"):
+for which in ("raw", "before", "after", "before-listing", "listing",
+              "before-open", "open"):
     if not v[which]:
         continue
     secs = statistics.median(x[0] for x in v[which])
     ratios = [r[0] / x[0] for r, x in zip(v["raw"], v[which])]
-    print(f"| {which} | {secs:.2f} | {n / secs:.0f} | {statistics.median(ratios):.2f} | "
+    rate = "-" if "open" in which else f"{n / secs:.0f}"
+    print(f"| {which} | {secs:.2f} | {rate} | {statistics.median(ratios):.2f} | "
           f"{' '.join(f'{x:.2f}' for x in ratios)} | "
           f"{statistics.median(x[1] for x in v[which]):.2f} |")
 PY
