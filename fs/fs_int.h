@@ -150,6 +150,9 @@ struct fs {
 	/* Listings callers wait for (listing.c). */
 	pthread_mutex_t listing_lock;
 	struct fs_listing *listings;
+	/* How many of them are first listings (changed under listing_lock):
+	 * at 0, the READDIR and GETATTR paths skip the lock. */
+	atomic_uint nprogressive;
 
 	/* Store work failing for good (failures.c). */
 	pthread_mutex_t fail_lock;

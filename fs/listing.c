@@ -83,6 +83,8 @@ int fs_listing_start(struct fs *fs, uint64_t dir, bool progressive,
 	}
 	l->dir = dir;
 	l->progressive = progressive;
+	if (progressive)
+		atomic_fetch_add(&fs->nprogressive, 1);
 	l->since_ms = fs_now_ms();
 	l->next = fs->listings;
 	fs->listings = l;
@@ -111,6 +113,10 @@ bool fs_listing_progressive(struct fs *fs, uint64_t dir, uint64_t *since_ms)
 	struct fs_listing *l;
 	bool on;
 
+	/* A listing the caller saw start (it returned, or woke the caller)
+	 * counted itself under the lock before. */
+	if (!atomic_load(&fs->nprogressive))
+		return false;
 	pthread_mutex_lock(&fs->listing_lock);
 	l = find(fs, dir);
 	on = l && l->progressive;
@@ -167,6 +173,8 @@ void fs_listing_end(struct fs *fs, uint64_t dir, int err)
 		if ((*p)->dir == dir) {
 			l = *p;
 			*p = l->next;
+			if (l->progressive)
+				atomic_fetch_sub(&fs->nprogressive, 1);
 			break;
 		}
 	pthread_mutex_unlock(&fs->listing_lock);

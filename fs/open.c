@@ -99,6 +99,7 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 	pthread_mutex_init(&fs->fail_lock, NULL);
 	pthread_mutex_init(&fs->relist_lock, NULL);
 	pthread_mutex_init(&fs->listing_lock, NULL);
+	atomic_init(&fs->nprogressive, 0);
 	pthread_mutex_init(&fs->ino_lock, NULL);
 	if ((rc = fs_tables_open(fs, &inodes)))
 		goto out_free;
