@@ -98,44 +98,33 @@ print(f"raw\t{sys.argv[1]}\t{time.time() - t0:.3f}\t0")
 PY
 }
 
-# gw WHICH ROUND: a fresh gateway, nfs-ls of d.
+# gw WHICH ROUND: a fresh gateway, nfs-ls of d (*open: nfs-cat of d's
+# first object).
 gw() {
-	local which=$1 d=$WORK/gw-$1-$2 bin=$GW t0 t1 c0 c1 n pid args=()
+	local which=$1 d=$WORK/gw-$1-$2 bin=$GW t0 t1 c0 c1 n pid args=() path=d
 	case $which in before*) bin=$GW_BEFORE ;; esac
 	case $which in *listing) args=(--listing-attrs) ;; esac
+	case $which in *open) path=d/f0000000 ;; esac
 	gw_start "$bin" "$d" list "${args[@]}"
 	pid=$GW_PID
+	local url="nfs://127.0.0.1/mapfs/$path?nfsport=$NFS_PORT&mountport=$MOUNT_PORT&version=3"
 	c0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
 	t0=$(now)
-	n=$(nfs-ls "nfs://127.0.0.1/mapfs/d?nfsport=$NFS_PORT&mountport=$MOUNT_PORT&version=3" | wc -l)
+	case $which in
+	*open) n=$(nfs-cat "$url" | wc -c) ;;
+	*) n=$(nfs-ls "$url" | wc -l) ;; # . and .. too
+	esac
 	t1=$(now)
 	c1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-	# nfs-ls prints . and .. too
-	[ "$n" -ge "$OBJECTS" ] || { echo "listing.sh: $which listed $n names" >&2; exit 1; }
+	case $which in
+	*open) [ "$n" = 1024 ] || { echo "listing.sh: $which read $n bytes" >&2; exit 1; } ;;
+	*) [ "$n" -ge "$OBJECTS" ] || { echo "listing.sh: $which listed $n names" >&2; exit 1; } ;;
+	esac
 	printf '%s\t%s\t%s\t%s\n' "$which" "$2" "$(echo "$t1 - $t0" | bc)" \
 		"$(echo "($c1 - $c0) / $(getconf CLK_TCK)" | bc -l)" >>"$WORK/res.tsv"
 	kill "$pid"
 	wait "$pid" 2>/dev/null || true
 	[ -z "${LOGLEVEL:-}" ] || grep "fs: listed" "$d/err" >&2 || true
-	rm -rf "$d"
-}
-
-# open WHICH ROUND: a fresh gateway, nfs-cat of d's first object.
-open_first() {
-	local which=$1 d=$WORK/gw-$1-$2 bin=$GW t0 t1 c0 c1 pid got
-	case $which in before*) bin=$GW_BEFORE ;; esac
-	gw_start "$bin" "$d" list
-	pid=$GW_PID
-	c0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-	t0=$(now)
-	got=$(nfs-cat "nfs://127.0.0.1/mapfs/d/f0000000?nfsport=$NFS_PORT&mountport=$MOUNT_PORT&version=3" | wc -c)
-	t1=$(now)
-	c1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-	[ "$got" = 1024 ] || { echo "listing.sh: $which read $got bytes" >&2; exit 1; }
-	printf '%s\t%s\t%s\t%s\n' "$which" "$2" "$(echo "$t1 - $t0" | bc)" \
-		"$(echo "($c1 - $c0) / $(getconf CLK_TCK)" | bc -l)" >>"$WORK/res.tsv"
-	kill "$pid"
-	wait "$pid" 2>/dev/null || true
 	rm -rf "$d"
 }
 
@@ -147,9 +136,7 @@ BUILDS=(after listing)
 [ -z "$OPEN" ] || [ -z "$GW_BEFORE" ] || BUILDS=(before-open open)
 for round in $(seq "$ROUNDS"); do
 	raw "$round"
-	for b in "${BUILDS[@]}"; do
-		case $b in *open) open_first "$b" "$round" ;; *) gw "$b" "$round" ;; esac
-	done
+	for b in "${BUILDS[@]}"; do gw "$b" "$round"; done
 	echo "listing.sh: round $round done" >&2
 done
 python3 - "$WORK/res.tsv" "$OBJECTS" <<'PY'
