@@ -8,6 +8,9 @@
 #   after   GW (this tree's build)
 #   raw     one PUT of the same file with curl --aws-sigv4 (one stream,
 #           UNSIGNED-PAYLOAD: the client spends nothing but the send)
+#   s3fs    where s3fs is installed: cp of the file into an s3fs-fuse
+#           mount of the same bucket (its defaults; cp returns once s3fs
+#           has sent the object, at close), a fresh mount each round
 #
 #   GW_BEFORE=/path/to/old/mapfs-gw bench/bigwrite.sh [--rounds N]
 #       [--size MIB]
@@ -35,7 +38,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--rounds) ROUNDS=$2; shift ;;
 	--size) MIB=$2; shift ;;
-	-h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,31p' "$0"; exit 0 ;;
 	*) echo "bigwrite.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -77,11 +80,43 @@ run() {
 	kill "$pid"
 	wait "$pid" 2>/dev/null || true
 	[ -z "${LOGLEVEL:-}" ] || grep -E "parts were|uploaded big|written again|early|goes up" "$d/err" >&2 || true
+	# Its 256 MiB cache file goes, as s3fs's temporary file does: on this
+	# VM memory freed a moment ago is cheap to fill again, memory handed
+	# back to the host is not, and the second gateway of a round ran at
+	# twice the CPU of the first (same binary) while the first one's
+	# cache file stayed.
+	rm -rf "$d"
 }
 
 # The peak resident memory of process PID so far, in MiB.
 hwm() {
 	awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"
+}
+
+# s3fs ROUND: cp of the file into a fresh s3fs mount; its CPU seconds
+# (the s3fs process) beside.
+s3fs_run() {
+	local mnt=$WORK/s3fs-mnt pid t0 t1 c0 c1
+	mkdir -p "$mnt"
+	printf '%s:%s\n' "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" >"$WORK/s3fs.passwd"
+	chmod 600 "$WORK/s3fs.passwd"
+	s3fs "$MAPFS_S3_BUCKET" "$mnt" -f -o url="$MAPFS_S3_ENDPOINT" -o use_path_request_style \
+		-o passwd_file="$WORK/s3fs.passwd" -o endpoint=us-east-1 -o dbglevel=err \
+		>>"$WORK/s3fs.log" 2>&1 &
+	pid=$!
+	PIDS+=($pid)
+	for _ in $(seq 100); do mountpoint -q "$mnt" && break; sleep 0.1; done
+	mountpoint -q "$mnt" || { echo "bigwrite.sh: s3fs did not mount" >&2; cat "$WORK/s3fs.log" >&2; exit 1; }
+	sync
+	c0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	t0=$(date +%s.%N)
+	cp "$WORK/file" "$mnt/s3fs-$1"
+	t1=$(date +%s.%N)
+	c1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	printf 's3fs\t%s\t%s\t0\t%s\t%s\n' "$1" "$(echo "$t1 - $t0" | bc)" \
+		"$(echo "($c1 - $c0) / $(getconf CLK_TCK)" | bc -l)" "$(hwm "$pid")" >>"$WORK/res.tsv"
+	fusermount -u "$mnt" 2>/dev/null || umount "$mnt"
+	wait "$pid" 2>/dev/null || true
 }
 
 # coldread ROUND: a fresh gateway, empty state, reads after-ROUND's object.
@@ -129,6 +164,7 @@ for round in $(seq "$ROUNDS"); do
 	run before "$round"
 	run after "$round"
 	raw "$round"
+	! command -v s3fs >/dev/null || s3fs_run "$round"
 	[ -z "${READBACK:-}" ] || coldread "$round"
 	echo "bigwrite.sh: round $round done" >&2
 done
@@ -143,7 +179,7 @@ print(f"{mib} MiB written through NFS until in the bucket (radosgw); "
       f"medians of {len(v['after'])} rounds")
 print("| run | seconds | MiB/s | of it nfs-cp | gateway CPU s | CPU s per GiB | peak RSS MiB | vs raw | rounds vs raw |")
 print("|---|---|---|---|---|---|---|---|---|")
-for which in ("before", "after", "raw", "cold read", "raw GET"):
+for which in ("before", "after", "raw", "s3fs", "cold read", "raw GET"):
     if not v[which]:
         continue
     base = "raw GET" if which in ("cold read", "raw GET") else "raw"
@@ -156,4 +192,12 @@ for which in ("before", "after", "raw", "cold read", "raw GET"):
                       zip((y[0] for y in v[base]), v[which]))
     print(f"| {which} | {secs:.2f} | {mib / secs:.0f} | {copy:.2f} | "
           f"{cpu:.2f} | {cpu * 1024 / mib:.2f} | {rss:.0f} | {raw / secs:.2f} | {rounds} |")
+if v["s3fs"]:
+    s3fs = statistics.median(x[0] for x in v["s3fs"])
+    for which in ("before", "after"):
+        if v[which]:
+            secs = statistics.median(x[0] for x in v[which])
+            rounds = " ".join(f"{s[0] / x[0]:.2f}" for s, x in zip(v["s3fs"], v[which]))
+            print(f"{which} vs s3fs: {s3fs / secs:.2f}x (rounds {rounds}); "
+                  "CPU s per GiB in the table is s3fs's own process for its row")
 PY
