@@ -48,6 +48,7 @@ done
 command -v nfs-cp >/dev/null || { echo "bigwrite.sh: needs nfs-cp (libnfs-utils)" >&2; exit 1; }
 
 . "$HERE/rgw_lib.sh"
+. "$HERE/s3fs_lib.sh"
 export MAPFS_RGW_STORE_GB=${MAPFS_RGW_STORE_GB:-8} # the rounds' objects
 rgw_setup bigwrite
 head -c "$((MIB << 20))" /dev/urandom >"$WORK/file"
@@ -96,27 +97,18 @@ hwm() {
 # s3fs ROUND: cp of the file into a fresh s3fs mount; its CPU seconds
 # (the s3fs process) beside.
 s3fs_run() {
-	local mnt=$WORK/s3fs-mnt pid t0 t1 c0 c1
-	mkdir -p "$mnt"
-	printf '%s:%s\n' "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" >"$WORK/s3fs.passwd"
-	chmod 600 "$WORK/s3fs.passwd"
-	s3fs "$MAPFS_S3_BUCKET" "$mnt" -f -o url="$MAPFS_S3_ENDPOINT" -o use_path_request_style \
-		-o passwd_file="$WORK/s3fs.passwd" -o endpoint=us-east-1 -o dbglevel=err \
-		>>"$WORK/s3fs.log" 2>&1 &
-	pid=$!
-	PIDS+=($pid)
-	for _ in $(seq 100); do mountpoint -q "$mnt" && break; sleep 0.1; done
-	mountpoint -q "$mnt" || { echo "bigwrite.sh: s3fs did not mount" >&2; cat "$WORK/s3fs.log" >&2; exit 1; }
+	local t0 t1 c0 c1
+	s3fs_mount || { echo "bigwrite.sh: s3fs did not mount" >&2; cat "$WORK/s3fs.log" >&2; exit 1; }
+	PIDS+=($S3FS_PID)
 	sync
-	c0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	c0=$(awk '{print $14 + $15}' "/proc/$S3FS_PID/stat")
 	t0=$(date +%s.%N)
-	cp "$WORK/file" "$mnt/s3fs-$1"
+	cp "$WORK/file" "$S3FS_MNT/s3fs-$1"
 	t1=$(date +%s.%N)
-	c1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	c1=$(awk '{print $14 + $15}' "/proc/$S3FS_PID/stat")
 	printf 's3fs\t%s\t%s\t0\t%s\t%s\n' "$1" "$(echo "$t1 - $t0" | bc)" \
-		"$(echo "($c1 - $c0) / $(getconf CLK_TCK)" | bc -l)" "$(hwm "$pid")" >>"$WORK/res.tsv"
-	fusermount -u "$mnt" 2>/dev/null || umount "$mnt"
-	wait "$pid" 2>/dev/null || true
+		"$(echo "($c1 - $c0) / $(getconf CLK_TCK)" | bc -l)" "$(hwm "$S3FS_PID")" >>"$WORK/res.tsv"
+	s3fs_umount
 }
 
 # coldread ROUND: a fresh gateway, empty state, reads after-ROUND's object.

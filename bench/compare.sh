@@ -159,18 +159,7 @@ stop_pid() { # PID COMM: TERM, up to 15 s, then KILL; only if it is still COMM
 	kill -KILL "$pid" 2>/dev/null || true
 }
 
-s3fs_umount() {
-	[ -n "$S3FS_MNT" ] || return 0
-	if mountpoint -q "$S3FS_MNT"; then
-		fusermount -u "$S3FS_MNT" 2>/dev/null || umount "$S3FS_MNT" 2>/dev/null ||
-			umount -l "$S3FS_MNT" 2>/dev/null || true
-	fi
-	if [ -n "$S3FS_PID" ]; then
-		stop_pid "$S3FS_PID" s3fs
-		wait "$S3FS_PID" 2>/dev/null || true
-	fi
-	S3FS_PID=
-}
+. "$HERE/s3fs_lib.sh" # s3fs_mount, s3fs_umount
 
 cleanup() {
 	local rc=$? p d
@@ -526,23 +515,10 @@ s3_mapfs() {
 	S3GW_PID=
 }
 
-s3fs_mount() {
-	S3FS_MNT=$WORK/s3fs-mnt
-	mkdir -p "$S3FS_MNT"
-	printf '%s:%s\n' "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" >"$WORK/s3fs.passwd"
-	chmod 600 "$WORK/s3fs.passwd"
-	s3fs "$MAPFS_S3_BUCKET" "$S3FS_MNT" -f -o url="$MAPFS_S3_ENDPOINT" -o use_path_request_style \
-		-o passwd_file="$WORK/s3fs.passwd" -o endpoint=us-east-1 -o dbglevel=err \
-		>>"$WORK/s3fs.log" 2>&1 &
-	S3FS_PID=$!
-	for _ in $(seq 300); do mountpoint -q "$S3FS_MNT" && return 0; sleep 0.1; done
-	die "s3fs did not mount"
-}
-
 # s3_s3fs ROUND: the same file-level work through s3fs-fuse.
 s3_s3fs() {
 	local d t0 t1 n=$S3SMALLN
-	s3fs_mount
+	s3fs_mount || die "s3fs did not mount"
 	d=$S3FS_MNT/s3fs-r$1
 	mkdir -p "$d/small"
 	t0=$(now)
@@ -551,7 +527,7 @@ s3_s3fs() {
 		rec s3 s3fs upload "$1" "$(rate "$S3BYTES" "$t0" "$t1")" MiB/s
 	fi
 	s3fs_umount # and mount again: nothing of big is left in the page cache
-	s3fs_mount
+	s3fs_mount || die "s3fs did not mount"
 	t0=$(now)
 	if dd if="$d/big" of=/dev/null bs=1M status=none; then
 		t1=$(now)
