@@ -101,6 +101,9 @@ struct fs {
 	struct db *db;
 	struct cache *cache;
 	struct store *store;
+	/* The longest store key a name may make (store_key_max): a change
+	 * that would go past it is -ENAMETOOLONG at once. */
+	size_t key_max;
 	db_table dbi_inodes, dbi_dirents, dbi_cookies, dbi_keys, dbi_meta,
 		dbi_pending, dbi_work, dbi_mpu, dbi_mpu_intent, dbi_links,
 		dbi_linkids;
@@ -300,6 +303,15 @@ int fs_perm(const struct fs_ctx *ctx, const struct fs_inode *in, int want);
 int fs_sticky_check(const struct fs_ctx *ctx, const struct fs_inode *dir,
 		    const struct fs_inode *victim);
 bool fs_in_group(const struct fs_ctx *ctx, uint32_t gid);
+/*
+ * perm.c: the set-id bits a change of a file by someone not privileged
+ * takes away (Linux should_remove_suid): S_ISUID, and S_ISGID when the
+ * group may execute (without it S_ISGID marks mandatory locking, and
+ * stays).  fs_kill_setid() clears them in the record; fs_setid_killable()
+ * says whether there are any, so a WRITE asks the writer only then.
+ */
+bool fs_setid_killable(const struct fs_inode *in);
+void fs_kill_setid(struct fs_inode *in);
 
 /* dir.c */
 int fs_name_check(const char *name, bool for_change);

@@ -45,6 +45,7 @@ struct io_op {
 	uint32_t owner;     /* cluster: the node whose changes it has, 0 none */
 	uint64_t etag_hash; /* of the record's ETag when the op began */
 	bool was_dirty, marked;
+	bool kill_setid;     /* a WRITE that must take set-id away first */
 	uint64_t mark_epoch; /* the cache's clean epoch the mark saw */
 	size_t *nread;
 	bool *eof;
@@ -129,6 +130,8 @@ static int io_prepare(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	op->owner = in->owner;
 	op->etag_hash = etag_hash(in->etag);
 	op->was_dirty = in->flags & FS_F_DIRTY_DATA;
+	op->kill_setid =
+		(want & W_OK) && ctx->uid != 0 && fs_setid_killable(in);
 out_end:
 	db_read_end(fs->db, txn);
 	return rc;
@@ -589,6 +592,46 @@ static void write_fetched(void *p, long res)
 	db_submit(op->fs->db, mark_dirty_apply, mark_dirty_done, op);
 }
 
+/*
+ * A WRITE by anyone but root takes the set-id bits away before its data
+ * goes in (Linux: file_remove_privs), in a commit of its own: GETATTR
+ * shows it at once, and the object's metadata gets it with the upload.
+ * Rare (a set-id file written by a user), so the common WRITE pays one
+ * test of the mode it has read anyway.
+ */
+static int kill_setid_apply(struct db_txn *txn, void *p)
+{
+	struct io_op *op = p;
+	struct fs_inode in;
+	int rc = fs_inode_get(op->fs, txn, op->ino, &in);
+
+	if (rc || !fs_setid_killable(&in))
+		return rc;
+	fs_kill_setid(&in);
+	in.ctime = fs_now_ns();
+	rc = fs_inode_mark(op->fs, txn, &in, FS_F_DIRTY_META);
+	return rc ? rc : fs_inode_put(op->fs, txn, &in);
+}
+
+static void kill_setid_done(void *p, int err)
+{
+	struct io_op *op = p;
+
+	if (err) {
+		if (op->wcc &&
+		    fs_getattr(op->fs, op->ino, &op->wcc->after) == 0)
+			op->wcc->after_ok = true;
+		io_free(op, err);
+		return;
+	}
+	/* As after a mark: the data goes in on a worker, never on the db
+	 * writer's thread, which must not wait for the cache. */
+	if (op->was_dirty)
+		fs_defer(op->fs, write_job, op);
+	else
+		io_fetch(op, true, write_fetched);
+}
+
 /* WRITE (RFC 1813 3.3.7); the write verifier is nfsd's. */
 void fs_write(struct fs *fs, struct fs_io *io, const struct fs_ctx *ctx,
 	      uint64_t ino, uint64_t off, const void *data, size_t len,
@@ -624,6 +667,10 @@ void fs_write(struct fs *fs, struct fs_io *io, const struct fs_ctx *ctx,
 		if (wcc && fs_getattr(fs, ino, &wcc->after) == 0)
 			wcc->after_ok = true;
 		io_free(op, rc);
+		return;
+	}
+	if (op->kill_setid) {
+		db_submit(fs->db, kill_setid_apply, kill_setid_done, op);
 		return;
 	}
 	if (op->was_dirty) {

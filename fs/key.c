@@ -64,7 +64,7 @@ int fs_obj_key(struct fs *fs, struct db_txn *txn, const struct fs_inode *in,
 	if (rc || in->type != FS_DIR)
 		return rc;
 	len = strlen(buf);
-	if (len + 2 > cap || len + 1 > STORE_KEY_MAX)
+	if (len + 2 > cap || len + 1 > fs->key_max)
 		return -ENAMETOOLONG;
 	buf[len] = '/';
 	buf[len + 1] = '\0';

@@ -167,7 +167,7 @@ int fs_name_key(struct fs *fs, struct db_txn *txn, uint64_t dir,
 		return rc;
 	len = strlen(buf);
 	if (len + (len != 0) + nl + is_dir + 1 > cap ||
-	    len + (len != 0) + nl + is_dir > STORE_KEY_MAX)
+	    len + (len != 0) + nl + is_dir > fs->key_max)
 		return -ENAMETOOLONG;
 	if (len)
 		buf[len++] = '/';

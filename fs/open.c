@@ -93,6 +93,7 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 	fs->db = db;
 	fs->cache = cache;
 	fs->store = store;
+	fs->key_max = store_key_max(store);
 	struct db_share_ops inodes = fs_inode_share;
 
 	inodes.ctx = fs;

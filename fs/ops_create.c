@@ -51,14 +51,9 @@ static int owner_check(const struct fs_ctx *ctx, const struct fs_sattr *sa)
 static int key_fits(struct fs *fs, struct db_txn *txn, uint64_t dir,
 		    const char *name, bool is_dir)
 {
-	char key[STORE_KEY_MAX + 1];
-	int rc = fs_key_build(fs, txn, dir, key, sizeof(key));
-	size_t len;
+	char key[STORE_KEY_MAX + 2];
 
-	if (rc)
-		return rc;
-	len = strlen(key) + (key[0] != '\0') + strlen(name) + is_dir;
-	return len > STORE_KEY_MAX ? -ENAMETOOLONG : 0;
+	return fs_name_key(fs, txn, dir, name, is_dir, key, sizeof(key));
 }
 
 /* An existing entry: which outcome the create mode asks for. */

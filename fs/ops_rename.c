@@ -119,8 +119,8 @@ static int queue_subtree(struct fs *fs, struct db_txn *txn, uint64_t dir,
 		if (rc)
 			break;
 		is_dir = child.type == FS_DIR;
-		if (ol + n + is_dir > STORE_KEY_MAX ||
-		    nl + n + is_dir > STORE_KEY_MAX) {
+		if (ol + n + is_dir > fs->key_max ||
+		    nl + n + is_dir > fs->key_max) {
 			rc = -ENAMETOOLONG;
 			break;
 		}
@@ -201,6 +201,12 @@ static int rename_apply(struct db_txn *txn, void *p)
 		return rc;
 	if (same_dir && !strcmp(op->from_name, op->to_name))
 		return 0;
+	/* A directory moved to another parent has its ".." rewritten: its
+	 * mover must be able to write it (vfs_rename).  Linux's client
+	 * leaves every write check on a directory to the server. */
+	if (src.type == FS_DIR && !same_dir &&
+	    (rc = fs_perm(&op->ctx, &src, W_OK)))
+		return rc;
 	if (src.type == FS_DIR &&
 	    (rc = subtree_check(fs, txn, src.ino, op->to_dir)))
 		return rc;

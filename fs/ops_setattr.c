@@ -43,10 +43,12 @@ static int setattr_perm(const struct fs_ctx *ctx, const struct fs_inode *in,
 
 	if ((sa->mask & FS_SET_MODE) && !owner)
 		return -EPERM;
-	if ((sa->mask & FS_SET_UID) && sa->uid != in->uid && !root)
+	/* Only the owner may even name the owner it has (chown_ok() in
+	 * Linux): a non-owner's chown to the present uid is EPERM too. */
+	if ((sa->mask & FS_SET_UID) && !root && (!owner || sa->uid != in->uid))
 		return -EPERM;
-	if ((sa->mask & FS_SET_GID) && sa->gid != in->gid &&
-	    !(root || (owner && fs_in_group(ctx, sa->gid))))
+	if ((sa->mask & FS_SET_GID) && !root &&
+	    !(owner && (sa->gid == in->gid || fs_in_group(ctx, sa->gid))))
 		return -EPERM;
 	if ((sa->mask & (FS_SET_ATIME | FS_SET_MTIME)) && !owner)
 		return -EPERM;
@@ -75,8 +77,11 @@ static void setattr_record(struct setattr_op *op, struct fs_inode *in,
 		if (!root && !fs_in_group(&op->ctx, in->gid))
 			in->mode &= ~(uint32_t)S_ISGID;
 	}
-	if ((sa->mask & (FS_SET_UID | FS_SET_GID)) && !root)
-		in->mode &= ~(uint32_t)(S_ISUID | S_ISGID);
+	/* chown(2) of anything but a directory drops set-id, whoever asks
+	 * (knfsd: nfsd_sanitize_attrs); truncate(2) by all but root. */
+	if (((sa->mask & (FS_SET_UID | FS_SET_GID)) && in->type != FS_DIR) ||
+	    ((sa->mask & FS_SET_SIZE) && !root))
+		fs_kill_setid(in);
 	if (sa->mask & FS_SET_UID)
 		in->uid = sa->uid;
 	if (sa->mask & FS_SET_GID)

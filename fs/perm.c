@@ -54,3 +54,16 @@ int fs_sticky_check(const struct fs_ctx *ctx, const struct fs_inode *dir,
 		return 0;
 	return -EPERM;
 }
+
+bool fs_setid_killable(const struct fs_inode *in)
+{
+	return (in->mode & S_ISUID) ||
+	       ((in->mode & S_ISGID) && (in->mode & S_IXGRP));
+}
+
+void fs_kill_setid(struct fs_inode *in)
+{
+	in->mode &= ~(uint32_t)S_ISUID;
+	if (in->mode & S_IXGRP)
+		in->mode &= ~(uint32_t)S_ISGID;
+}

@@ -454,6 +454,13 @@ unsigned store_put_parallel(const struct store *st)
 				     : STORE_PUT_PARALLEL_DEFAULT;
 }
 
+size_t store_key_max(struct store *st)
+{
+	size_t n = st->ops->key_max ? st->ops->key_max(st) : STORE_KEY_MAX;
+
+	return n < STORE_KEY_MAX ? n : STORE_KEY_MAX;
+}
+
 uint64_t store_put_max(struct store *st)
 {
 	if (st->put_max)

@@ -209,6 +209,13 @@ int store_put_fd_if(struct store *st, const char *key, int fd, uint64_t len,
 uint64_t store_put_max(struct store *st);
 
 /*
+ * The longest key (bytes, at most STORE_KEY_MAX) an object of this store
+ * may have: S3 takes 1,024 bytes with the prefix, so a store
+ * s3://bucket/PREFIX has that much less for the gateway's keys.
+ */
+size_t store_key_max(struct store *st);
+
+/*
  * How many small uploads are worth having in flight at once: over a
  * network each waits a round trip, and many fill the store (the S3
  * backend: STORE_PUT_PARALLEL_DEFAULT); on the file store each is an

@@ -56,6 +56,7 @@ struct store_ops {
 	int (*event_key)(struct store *, const char *, const char *, char *,
 			 size_t);            /* may be NULL */
 	uint64_t (*put_max)(struct store *); /* NULL: the default */
+	size_t (*key_max)(struct store *);   /* NULL: STORE_KEY_MAX */
 	/* Writes worth having in flight at once (store_put_parallel);
 	 * 0: STORE_PUT_PARALLEL_DEFAULT. */
 	unsigned put_parallel;

@@ -238,6 +238,14 @@ static int s3_event_key(struct store *st, const char *bucket, const char *key,
 	return 0;
 }
 
+/* S3 counts the prefix in its 1,024 bytes. */
+static size_t s3_key_max(struct store *st)
+{
+	size_t pl = strlen(s3_of(st)->prefix);
+
+	return pl < STORE_KEY_MAX ? STORE_KEY_MAX - pl : 0;
+}
+
 static uint64_t s3_put_max(struct store *st)
 {
 	return s3_of(st)->put_max;
@@ -344,6 +352,7 @@ const struct store_ops store_s3_ops = {
 	.del_many = s3_del_many,
 	.statfs = NULL, /* a bucket has no capacity */
 	.put_max = s3_put_max,
+	.key_max = s3_key_max,
 	.cond_native = s3_cond_native,
 	.event_key = s3_event_key,
 };

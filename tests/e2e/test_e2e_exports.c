@@ -522,6 +522,100 @@ static void test_mode_bits(void)
 	e2e_rpc_close(r);
 }
 
+/* The mode bits (07777) GETATTR shows of fh, or 0xffffffff. */
+static uint32_t mode_of(const nfs_fh3 *fh)
+{
+	fattr3 a;
+
+	return getattr(nfs1, fh, &a) == NFS3_OK ? a.mode & 07777 : 0xffffffffu;
+}
+
+static int rename_as(struct e2e_rpc *r, const nfs_fh3 *fd, const char *from,
+		     const nfs_fh3 *td, const char *to)
+{
+	RENAME3res res;
+
+	E2E_RPC(r, e2e_nfs3_rename(r, fd, from, td, to, &res));
+	return res.status;
+}
+
+static struct e2e_rpc *open_as(uint32_t uid)
+{
+	struct e2e_rpc *r = e2e_rpc_open(gw.nfs_port, NFS_PROGRAM, NFS_V3);
+
+	E2E_REQUIRE(r != NULL, "NFS connection");
+	rpc_set_uid(e2e_rpc_ctx(r), uid);
+	rpc_set_gid(e2e_rpc_ctx(r), uid);
+	return r;
+}
+
+/*
+ * Who may change what on a mount many users share (issue 33), on the
+ * engine this run has (LMDB, or PostgreSQL in e2e-pg): a user's WRITE
+ * takes set-id away (WRITE's wcc shows it at once); a non-owner may not
+ * even chown to the present owner; a sticky directory keeps others'
+ * names from being renamed away or over; a directory moved to another
+ * parent needs write permission on it.
+ */
+static void test_who_may_change(void)
+{
+	struct e2e_rpc *u = open_as(1000), *o = open_as(1001);
+	nfs_fh3 f, box, pub;
+	WRITE3res wr;
+
+	E2E_REQUIRE(create(nfs1, &open_dir, "suid", 04777, &f, NULL, NULL) ==
+			    NFS3_OK,
+		    "CREATE suid");
+	E2E_STATUS("chmod 04777", setattr(nfs1, &f, e2e_sattr_mode(04777)),
+		   NFS3_OK);
+	E2E_RPC(u, e2e_nfs3_write(u, &f, 0, "x", 1, UNSTABLE, &wr));
+	E2E_STATUS("WRITE of a set-uid file by 1000", wr.status, NFS3_OK);
+	E2E_CHECK(
+		wr.status == NFS3_OK &&
+			wr.WRITE3res_u.resok.file_wcc.after.attributes_follow &&
+			(wr.WRITE3res_u.resok.file_wcc.after.post_op_attr_u
+				 .attributes.mode &
+			 07777) == 0777,
+		"WRITE's wcc after does not show set-uid gone");
+	E2E_CHECK(mode_of(&f) == 0777, "mode %o after a user's write, want 777",
+		  mode_of(&f));
+	/* Non-owner chown to what is there: EPERM, as on Linux. */
+	E2E_STATUS("chown to the present owner by a non-owner",
+		   setattr(o, &f, sattr_uid(0)), NFS3ERR_PERM);
+	E2E_STATUS("chmod 06755 by root",
+		   setattr(nfs1, &f, e2e_sattr_mode(06755)), NFS3_OK);
+	E2E_STATUS("chown by root", setattr(nfs1, &f, sattr_uid(1000)),
+		   NFS3_OK);
+	E2E_CHECK(mode_of(&f) == 0755, "mode %o after chown, want 755",
+		  mode_of(&f));
+	/* A sticky drop box. */
+	box = make_dir(nfs1, &open_dir, "box", 0777);
+	E2E_STATUS("chmod 1777", setattr(nfs1, &box, e2e_sattr_mode(01777)),
+		   NFS3_OK);
+	pub = make_dir(nfs1, &open_dir, "pub", 0777);
+	E2E_STATUS("CREATE theirs",
+		   create(o, &box, "theirs", 0644, NULL, NULL, NULL), NFS3_OK);
+	E2E_STATUS("CREATE mine",
+		   create(u, &box, "mine", 0644, NULL, NULL, NULL), NFS3_OK);
+	E2E_STATUS("RENAME another's file out of a sticky dir",
+		   rename_as(u, &box, "theirs", &pub, "took"), NFS3ERR_PERM);
+	E2E_STATUS("RENAME over another's file in a sticky dir",
+		   rename_as(u, &box, "mine", &box, "theirs"), NFS3ERR_PERM);
+	E2E_STATUS("RENAME of one's own file",
+		   rename_as(o, &box, "theirs", &pub, "moved"), NFS3_OK);
+	/* root's directory in 1000's sticky box: in place yes, away no. */
+	E2E_STATUS("chown box to 1000", setattr(nfs1, &box, sattr_uid(1000)),
+		   NFS3_OK);
+	make_dir(nfs1, &box, "rootdir", 0755);
+	E2E_STATUS("RENAME of root's dir to another parent",
+		   rename_as(u, &box, "rootdir", &pub, "rootdir"),
+		   NFS3ERR_ACCES);
+	E2E_STATUS("RENAME of root's dir in place",
+		   rename_as(u, &box, "rootdir", &box, "inplace"), NFS3_OK);
+	e2e_rpc_close(o);
+	e2e_rpc_close(u);
+}
+
 /* Wait up to 10 s for needle in the gateway's log. */
 static int log_has(const char *needle)
 {
@@ -705,6 +799,7 @@ int main(void)
 	CU_add_test(s, "a handle of one export through another",
 		    test_cross_export_handle);
 	CU_add_test(s, "mode bits for uid 1000", test_mode_bits);
+	CU_add_test(s, "who may change what", test_who_may_change);
 	CU_add_test(s, "SIGHUP: ro -> rw on a live connection",
 		    test_sighup_reload);
 	CU_add_test(s, "a bad exports file: exit 2", test_bad_file_exit2);

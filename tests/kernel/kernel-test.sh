@@ -49,7 +49,7 @@ trap cleanup EXIT
 ip link set lo up
 
 mkdir -p "$RUN/bin"
-for h in minirpcbind locktest fsx flock; do
+for h in minirpcbind locktest fsx flock fsop; do
   ${CC:-cc} -static -O2 -Wall -Wextra -o "$RUN/bin/$h" "$HERE/helpers/$h.c" ||
     { echo "kernel-test: building $h failed" >&2; exit 1; }
 done

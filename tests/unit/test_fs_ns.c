@@ -191,14 +191,20 @@ static int do_rmdir(uint64_t dir, const char *name)
 	return do_remove_as(&ROOT, dir, name, true);
 }
 
-static int do_rename(uint64_t fd, const char *fn, uint64_t td, const char *tn)
+static int do_rename_as(const struct fs_ctx *ctx, uint64_t fd, const char *fn,
+			uint64_t td, const char *tn)
 {
 	struct fs_wcc a, b;
 	struct wait w;
 
 	w_init(&w, 1);
-	fs_rename(F.fs, &ROOT, fd, fn, td, tn, &a, &b, w_done, &w);
+	fs_rename(F.fs, ctx, fd, fn, td, tn, &a, &b, w_done, &w);
 	return w_wait(&w);
+}
+
+static int do_rename(uint64_t fd, const char *fn, uint64_t td, const char *tn)
+{
+	return do_rename_as(&ROOT, fd, fn, td, tn);
 }
 
 static int do_link_as(const struct fs_ctx *ctx, uint64_t ino, uint64_t dir,
@@ -218,8 +224,8 @@ static int do_link(uint64_t ino, uint64_t dir, const char *name)
 	return do_link_as(&ROOT, ino, dir, name);
 }
 
-static int do_write(uint64_t ino, uint64_t off, const char *s,
-		    enum fs_stable stable)
+static int do_write_as(const struct fs_ctx *ctx, uint64_t ino, uint64_t off,
+		       const char *s, enum fs_stable stable)
 {
 	enum fs_stable committed = FS_UNSTABLE;
 	struct fs_wcc wcc;
@@ -227,12 +233,18 @@ static int do_write(uint64_t ino, uint64_t off, const char *s,
 	int rc;
 
 	w_init(&w, 1);
-	fs_write(F.fs, &io_room, &ROOT, ino, off, s, strlen(s), stable,
+	fs_write(F.fs, &io_room, ctx, ino, off, s, strlen(s), stable,
 		 &committed, &wcc, w_done, &w);
 	rc = w_wait(&w);
 	if (!rc && (committed < stable || !wcc.before_ok || !wcc.after_ok))
 		return -1000;
 	return rc;
+}
+
+static int do_write(uint64_t ino, uint64_t off, const char *s,
+		    enum fs_stable stable)
+{
+	return do_write_as(&ROOT, ino, off, s, stable);
 }
 
 static int do_read_as(const struct fs_ctx *ctx, uint64_t ino, uint64_t off,
@@ -1160,6 +1172,117 @@ static void test_perms(void)
 	fx_close();
 }
 
+static uint32_t mode_of(uint64_t ino)
+{
+	struct fs_attr a;
+
+	return fs_getattr(F.fs, ino, &a) ? 0xffffffffu : a.mode & 07777;
+}
+
+/* A root-owned file of mode m in dir, made by root. */
+static uint64_t root_file(uint64_t dir, const char *name, uint32_t m)
+{
+	struct fs_sattr sa = { .mask = FS_SET_MODE, .mode = m };
+	uint64_t f = 0;
+
+	CU_ASSERT_FATAL(do_create(dir, name, &f) == 0);
+	CU_ASSERT_FATAL(do_setattr_as(&ROOT, f, &sa, NULL, NULL) == 0);
+	return f;
+}
+
+/*
+ * Who may change what, as Linux decides it (issue 33; pjdfstest through
+ * the Linux client found each): a write or a truncate by anyone but root
+ * takes set-id away (the object's metadata too), a chown by anyone; a
+ * non-owner may not even chown to what is there; a directory that moves
+ * to another parent must be writable by its mover; the sticky rule on
+ * both names of a RENAME.
+ */
+static void test_who_may_change(void)
+{
+	const struct fs_ctx u = { .loop = -1, .uid = 1000, .gid = 1000 };
+	const struct fs_ctx o = { .loop = -1, .uid = 1001, .gid = 1001 };
+	struct fs_sattr sa;
+	struct store_info si;
+	uint64_t f, d, t, sub;
+
+	fx_open();
+	/* Set-id goes with a write by a user, not by root. */
+	f = root_file(FS_ROOT_INO, "suid", 04777);
+	CU_ASSERT(do_write(f, 0, "root", FS_UNSTABLE) == 0);
+	CU_ASSERT(mode_of(f) == 04777);
+	CU_ASSERT(do_write_as(&u, f, 0, "user", FS_UNSTABLE) == 0);
+	CU_ASSERT(mode_of(f) == 0777);
+	CU_ASSERT(fs_flush(F.fs) == 0);
+	CU_ASSERT(store_head(F.st, "suid", &si) == 0 && si.meta.has_mode &&
+		  (si.meta.mode & 07777) == 0777);
+	f = root_file(FS_ROOT_INO, "sgid", 02777);
+	CU_ASSERT(do_write_as(&u, f, 0, "user", FS_UNSTABLE) == 0);
+	CU_ASSERT(mode_of(f) == 0777);
+	/* Without group execute S_ISGID is mandatory locking: it stays. */
+	f = root_file(FS_ROOT_INO, "sgid-nox", 02766);
+	CU_ASSERT(do_write_as(&u, f, 0, "user", FS_UNSTABLE) == 0);
+	CU_ASSERT(mode_of(f) == 02766);
+	/* A file already dirty loses it too (the fast path of WRITE). */
+	f = root_file(FS_ROOT_INO, "dirty", 06777);
+	CU_ASSERT(do_write(f, 0, "root", FS_UNSTABLE) == 0);
+	CU_ASSERT(do_write_as(&u, f, 4, "user", FS_UNSTABLE) == 0);
+	CU_ASSERT(mode_of(f) == 0777);
+	/* Truncate by a user; by root it stays. */
+	f = root_file(FS_ROOT_INO, "trunc", 06777);
+	sa = (struct fs_sattr){ .mask = FS_SET_SIZE, .size = 0 };
+	CU_ASSERT(do_setattr_as(&ROOT, f, &sa, NULL, NULL) == 0);
+	CU_ASSERT(mode_of(f) == 06777);
+	CU_ASSERT(do_setattr_as(&u, f, &sa, NULL, NULL) == 0);
+	CU_ASSERT(mode_of(f) == 0777);
+	/* chown by root of a file drops it; of a directory it stays. */
+	f = root_file(FS_ROOT_INO, "chown", 06755);
+	sa = (struct fs_sattr){ .mask = FS_SET_UID | FS_SET_GID,
+				.uid = 1000,
+				.gid = 1000 };
+	CU_ASSERT(do_setattr_as(&ROOT, f, &sa, NULL, NULL) == 0);
+	CU_ASSERT(mode_of(f) == 0755);
+	CU_ASSERT_FATAL(do_mkdir_as(&ROOT, FS_ROOT_INO, "sgdir", 02775, &d) ==
+			0);
+	CU_ASSERT(do_setattr_as(&ROOT, d, &sa, NULL, NULL) == 0);
+	CU_ASSERT(mode_of(d) == 02775);
+	/* The owner may chgrp to the group it has, member or not; a
+	 * non-owner may not even chown to what is there (EPERM). */
+	sa = (struct fs_sattr){ .mask = FS_SET_UID, .uid = 1000 };
+	CU_ASSERT(do_setattr_as(&o, f, &sa, NULL, NULL) == -EPERM);
+	CU_ASSERT(do_setattr_as(&u, f, &sa, NULL, NULL) == 0);
+	sa = (struct fs_sattr){ .mask = FS_SET_GID, .gid = 1000 };
+	CU_ASSERT(do_setattr_as(&o, f, &sa, NULL, NULL) == -EPERM);
+	CU_ASSERT(do_setattr_as(&u, f, &sa, NULL, NULL) == 0);
+
+	/* A sticky drop box: others' names can be neither moved away nor
+	 * replaced; the owner of the file or of the box may. */
+	CU_ASSERT_FATAL(do_mkdir_as(&ROOT, FS_ROOT_INO, "box", 01777, &d) == 0);
+	CU_ASSERT_FATAL(do_mkdir_as(&ROOT, FS_ROOT_INO, "pub", 0777, &t) == 0);
+	CU_ASSERT(do_create_as(&o, d, "theirs", FS_CREATE_GUARDED, NULL,
+			       NULL) == 0);
+	CU_ASSERT(do_create_as(&u, d, "mine", FS_CREATE_GUARDED, NULL, NULL) ==
+		  0);
+	CU_ASSERT(do_rename_as(&u, d, "theirs", t, "took") == -EPERM);
+	CU_ASSERT(do_rename_as(&u, d, "theirs", d, "renamed") == -EPERM);
+	CU_ASSERT(do_rename_as(&u, d, "mine", d, "theirs") == -EPERM);
+	CU_ASSERT(lookup(d, "theirs", &f) == 0 && lookup(d, "mine", &f) == 0);
+	CU_ASSERT(do_rename_as(&o, d, "theirs", t, "moved") == 0);
+	CU_ASSERT(do_rename_as(&ROOT, d, "mine", d, "root-may") == 0);
+	/* A directory that changes parent needs write permission on it
+	 * ("..") even in the caller's own sticky box; in place it needs
+	 * none. */
+	CU_ASSERT_FATAL(do_mkdir_as(&ROOT, FS_ROOT_INO, "ubox", 01777, &d) ==
+			0);
+	sa = (struct fs_sattr){ .mask = FS_SET_UID, .uid = 1000 };
+	CU_ASSERT(do_setattr_as(&ROOT, d, &sa, NULL, NULL) == 0);
+	CU_ASSERT_FATAL(do_mkdir_as(&ROOT, d, "rootdir", 0755, &sub) == 0);
+	CU_ASSERT(do_rename_as(&u, d, "rootdir", t, "rootdir") == -EACCES);
+	CU_ASSERT(do_rename_as(&u, d, "rootdir", d, "inplace") == 0);
+	CU_ASSERT(lookup(d, "inplace", &f) == 0 && f == sub);
+	fx_close();
+}
+
 /*
  * Our own upload landed but its commit was lost (a crash), and the file
  * was written again: the object at the name carries this file's writer
@@ -1227,6 +1350,7 @@ int main(void)
 	CU_add_test(s, "a first listing: what vanished meanwhile",
 		    test_first_listing_vanished);
 	CU_add_test(s, "permissions", test_perms);
+	CU_add_test(s, "who may change what", test_who_may_change);
 	CU_add_test(s, "hard links", test_links);
 	CU_add_test(s, "an earlier upload of ours whose commit was lost",
 		    test_own_earlier);
