@@ -1,91 +1,93 @@
 /*
- * db/pg.c - the cluster's shared records in PostgreSQL, over libpq.
+ * db/pg.c - the cluster's records in PostgreSQL, over libpq: connections,
+ * the schema, the node and its lease, commits, and reading the change log.
  *
- * Schema (versioned in mapfs_meta; created by the first node, under an
- * advisory lock so that two first nodes do not race):
- *   mapfs_meta     name -> value: schema_version, store_url, cluster_id
- *   mapfs_clock    the one row whose seq numbers every commit, in order
+ * Schema (versioned in mapfs_meta; created or upgraded by the first node,
+ * under an advisory lock so that two first nodes do not race):
+ *   mapfs_meta     name -> value: schema_version, store_url, cluster_id,
+ *                  pruned_xid (the log holds no entry of a transaction
+ *                  below it that a node may lack)
  *   mapfs_records  (tbl, k) -> v, ver: the shared tables' records
- *   mapfs_log      (seq, tbl, k) -> v (NULL: deleted), node: what each
- *                  commit wrote, for the other nodes to apply
+ *   mapfs_log      one entry per commit: seq, the transaction that wrote
+ *                  it (xid), node, inst (the process), tok (its token:
+ *                  a node that lost the answer asks for it), at, and
+ *                  what it wrote: t[], k[], v[] (NULL: deleted)
+ *   mapfs_seq      numbers the commits (the records' versions)
  *   mapfs_nodes    name -> id, instance, addr, lease_until, applied
  *   mapfs_counters name -> next: the inode numbers
- *   mapfs_secrets  name -> value: the handle key
- *   mapfs_locks    ino -> state: every file's NLM locks, requests, shares
- *   mapfs_lock_hosts  host address -> what it holds, over all files
+ *   mapfs_secrets, mapfs_locks, mapfs_lock_hosts, mapfs_notes: pgsvc.c
  *
- * A commit is one call of mapfs_commit(): it locks the clock row (so
- * commits are serial, and seq has no gaps and follows commit order),
- * checks every read's version against the record's, and either returns
- * the current records of the stale ones and changes nothing, or writes
- * the records with ver = the next seq, logs them and NOTIFYs mapfs_log.
- * One round trip, durable when it returns (synchronous_commit).
+ * A commit is one call of mapfs_commit2(): it locks the records it
+ * writes (row locks, in one order: two commits of the same records wait
+ * for each other, never deadlock), takes share locks on the ones it only
+ * read (waiting briefly: a commit in flight on them makes this one
+ * stale), checks every version, and either returns the current records
+ * of the stale ones with a snapshot that shows them, or writes the
+ * records with ver = nextval(mapfs_seq) and logs them, with its
+ * transaction id and its token, in one entry.  Nothing every commit takes in turn: commits
+ * of disjoint records run at once and share PostgreSQL's WAL flushes.
+ * The NOTIFY that wakes the followers is sent after the commit by the
+ * notifier, in a transaction of its own that does not wait for the disk
+ * (a NOTIFY in the commit would hold PostgreSQL's queue lock through its
+ * flush and make every commit of the cluster wait for the one before
+ * it), one for all the commits that ended meanwhile.
  *
- * Three connections: the writer's (commits), the follower's (LISTEN,
- * reading the log, the lease), and a service one (ids, secrets) under a
- * mutex.  The follower applies every commit after the local applied seq
- * in seq order, whole commits at a time; it wakes on NOTIFY and at least
- * every FOLLOW_POLL_MS.  A replica that is new, of another cluster, or
- * behind the log's oldest entry (pruned) is loaded whole from a snapshot.
+ * The log is followed by snapshot (snap_int.h): a follower's position is
+ * the snapshot it last read at, and it next reads the entries of the
+ * transactions that snapshot did not see.  A commit still in flight is
+ * never skipped: it is read once it is visible, whatever its number.
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <libpq-fe.h>
-
 #include "common/log.h"
-#include "db_int.h"
+#include "pg_int.h"
 
-#define SCHEMA_VERSION 1
-#define FOLLOW_POLL_MS 1000
-#define FOLLOW_BATCH 256      /* commits applied in one local txn */
-#define SNAPSHOT_PAGE 10000   /* records per page of a full copy */
-#define LOG_KEEP_S 600        /* log entries kept at least this long */
+#define SCHEMA_VERSION 2
+#define LOG_KEEP_S 600        /* log entries and tokens kept this long */
 #define RECONNECT_MIN_MS 1000 /* between attempts of a connection */
 #define START_BACKOFF_MAX_MS 10000
-
-/* Element types of binary arrays. */
-#define OID_BYTEA 17
-#define OID_INT8 20
-#define OID_TEXT 25
-
-struct pgc {
-	PGconn *c;
-	const char *name; /* for messages */
-	uint64_t last_try_ms;
-};
+#define FOLLOW_PAGE 2000       /* records handed over at a time */
+#define FOLLOW_POLL_MS 1000    /* the log is read at least this often */
+#define DOUBT_WAIT_MAX_MS 2000 /* for a lost commit's backend to end */
+#define DOUBT_GIVEUP_MS 5000   /* to learn whether a lost commit landed */
+#define PRUNE_EVERY_MS 10000   /* how often a node prunes the log */
 
 struct db_pg {
-	struct db *db;
 	struct db_cluster_opts o;
 	char instance[33];
+	/* This process's id in the log (its own commits the follower
+	 * skips); a new one after a commit whose fate stayed unknown. */
+	atomic_uint inst_id;
 	char cluster_id[33];
 	uint32_t node_id;
-
-	struct pgc wr; /* the writer's */
-	bool wr_up;    /* the last commit got an answer */
+	struct db_pg_sinks sinks;
+	bool wr_up; /* the last commit got an answer */
+	atomic_bool abandon;
 
 	pthread_mutex_t svc_lock;
 	struct pgc svc;
 
+	/* The notifier (notifier_main). */
+	pthread_t notifier;
+	bool notifier_started;
+	pthread_mutex_t n_lock;
+	pthread_cond_t n_cond;
+	bool n_pending, n_stop;
+	struct pgc ntf;
+
 	struct pgc fol;
-	pthread_t follower;
-	bool follower_started;
-	int stop_pipe[2];
-	/* The last commit applied here (also in _meta): the follower's and,
-	 * after a stale commit, the writer's catch-up move it, only up. */
-	uint64_t applied;
-	uint64_t lease_next_ms;
+	bool listening;
+	uint64_t lease_next_ms, prune_next_ms;
 	/* Until when this node's lease surely holds, by this clock (ms). */
 	uint64_t held_until_ms;
 	/* Renewing without a gap since (ms; 0: the last renewal failed),
@@ -99,7 +101,13 @@ struct db_pg {
 	bool nodes_known;
 };
 
-static uint64_t now_ms(void)
+struct db_pg_conn {
+	struct db_pg *pg;
+	struct pgc p;
+	uint64_t last_seq; /* of its last commit: a later one is above */
+};
+
+uint64_t db_pg_now_ms(void)
 {
 	struct timespec ts;
 
@@ -162,7 +170,11 @@ static bool conn_fatal(const char *msg)
 /* Every connection's session settings. */
 static int conn_setup(PGconn *c)
 {
+	/* jit: compiling a plan takes 100+ ms, the statements here take
+	 * less than one; and the commit function's plans, which forbid
+	 * sequential scans, look expensive enough to be compiled. */
 	PGresult *r = PQexec(c, "SET synchronous_commit = on;"
+				"SET jit = off;"
 				"SET max_parallel_workers_per_gather = 0;"
 				"SET statement_timeout = '30s';"
 				"SET client_min_messages = warning");
@@ -172,42 +184,77 @@ static int conn_setup(PGconn *c)
 	return rc;
 }
 
-/* Connect p now; 0, -EAGAIN (not there), -EINVAL (fatal; logged). */
-static int pgc_connect(struct db_pg *pg, struct pgc *p, bool quiet)
+int db_pg_connect_url(const char *url, PGconn **out)
 {
 	char msg[512], safe[512];
+	PGconn *c = PQconnectdb(url);
 
-	if (p->c)
-		PQfinish(p->c);
-	p->last_try_ms = now_ms();
-	p->c = PQconnectdb(pg->o.url);
-	if (p->c && PQstatus(p->c) == CONNECTION_OK && !conn_setup(p->c))
+	if (c && PQstatus(c) == CONNECTION_OK && !conn_setup(c)) {
+		*out = c;
 		return 0;
-	pq_msg(p->c, msg, sizeof(msg));
-	url_safe(pg->o.url, safe, sizeof(safe));
-	PQfinish(p->c);
-	p->c = NULL;
+	}
+	pq_msg(c, msg, sizeof(msg));
+	url_safe(url, safe, sizeof(safe));
+	PQfinish(c);
+	*out = NULL;
 	if (conn_fatal(msg)) {
 		log_error("cluster: PostgreSQL at %s refused us: %s", safe,
 			  msg);
 		return -EINVAL;
 	}
-	if (!quiet)
-		log_warn("cluster: PostgreSQL at %s does not answer (%s)", safe,
-			 msg);
+	log_debug("cluster: PostgreSQL at %s does not answer (%s)", safe, msg);
 	return -EAGAIN;
 }
 
-/* A live connection, reconnecting at most every RECONNECT_MIN_MS. */
-static PGconn *pgc_get(struct db_pg *pg, struct pgc *p)
+/* The name the connection gives itself (application_name): a commit
+ * whose answer was lost finds its backend by it.  0 or -EIO. */
+static int pgc_name(struct pgc *p)
+{
+	char sql[96];
+	PGresult *r;
+	int rc;
+
+	if (!p->name[0])
+		return 0;
+	snprintf(sql, sizeof(sql), "SET application_name = '%s'", p->name);
+	r = PQexec(p->c, sql);
+	rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : -EIO;
+	PQclear(r);
+	return rc;
+}
+
+/* Connect p now; 0, -EAGAIN (not there), -EINVAL (fatal; logged). */
+static int pgc_connect(struct db_pg *pg, struct pgc *p, bool quiet)
+{
+	char safe[512];
+	int rc;
+
+	if (p->c)
+		PQfinish(p->c);
+	p->last_try_ms = db_pg_now_ms();
+	rc = db_pg_connect_url(pg->o.url, &p->c);
+	if (!rc && pgc_name(p)) {
+		PQfinish(p->c);
+		p->c = NULL;
+		rc = -EAGAIN;
+	}
+	if (rc == -EAGAIN && !quiet) {
+		url_safe(pg->o.url, safe, sizeof(safe));
+		log_warn("cluster: PostgreSQL at %s does not answer", safe);
+	}
+	return rc;
+}
+
+PGconn *db_pgc_get(struct db_pg *pg, struct pgc *p)
 {
 	if (p->c && PQstatus(p->c) == CONNECTION_OK)
 		return p->c;
 	if (p->c)
 		PQreset(p->c);
-	if (p->c && PQstatus(p->c) == CONNECTION_OK && !conn_setup(p->c))
+	if (p->c && PQstatus(p->c) == CONNECTION_OK && !conn_setup(p->c) &&
+	    !pgc_name(p))
 		return p->c;
-	if (now_ms() - p->last_try_ms < RECONNECT_MIN_MS)
+	if (db_pg_now_ms() - p->last_try_ms < RECONNECT_MIN_MS)
 		return NULL;
 	return pgc_connect(pg, p, true) ? NULL : p->c;
 }
@@ -219,9 +266,7 @@ static void pgc_close(struct pgc *p)
 	p->c = NULL;
 }
 
-/* Whether a result is an error that a new connection (or the database
- * coming back) may cure: -EAGAIN; else -EIO. */
-static int res_err(PGconn *c, PGresult *r, const char *what)
+int db_pg_res_err(PGconn *c, PGresult *r, const char *what)
 {
 	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
 	static _Atomic uint64_t read_only_logged_ms;
@@ -231,7 +276,7 @@ static int res_err(PGconn *c, PGresult *r, const char *what)
 	 * named by mistake, default_transaction_read_only): changes wait
 	 * and are retried; say why, once every 30 s. */
 	if (state && !strcmp(state, "25006")) {
-		uint64_t now = now_ms(),
+		uint64_t now = db_pg_now_ms(),
 			 last = atomic_load(&read_only_logged_ms);
 
 		if ((!last || now - last >= 30000) &&
@@ -244,6 +289,7 @@ static int res_err(PGconn *c, PGresult *r, const char *what)
 	}
 	if (!c || PQstatus(c) != CONNECTION_OK || !state ||
 	    !strncmp(state, "08", 2) ||  /* connection exception */
+	    !strncmp(state, "53", 2) ||  /* insufficient resources */
 	    !strncmp(state, "57P", 3) || /* admin shutdown, crash */
 	    !strcmp(state, "25006") ||   /* read-only transaction */
 	    !strcmp(state, "40001") ||   /* serialization failure */
@@ -257,13 +303,7 @@ static int res_err(PGconn *c, PGresult *r, const char *what)
 
 /* ---- binary parameters and results ------------------------------------ */
 
-struct pbuf {
-	unsigned char *p;
-	size_t len, cap;
-	bool bad;
-};
-
-static void pb_add(struct pbuf *b, const void *d, size_t n)
+void db_pb_add(struct pbuf *b, const void *d, size_t n)
 {
 	if (b->bad)
 		return;
@@ -285,36 +325,35 @@ static void pb_add(struct pbuf *b, const void *d, size_t n)
 	b->len += n;
 }
 
-static void pb_u32(struct pbuf *b, uint32_t v)
+void db_pb_u32(struct pbuf *b, uint32_t v)
 {
 	v = htonl(v);
-	pb_add(b, &v, 4);
+	db_pb_add(b, &v, 4);
 }
 
-static void pb_u64(struct pbuf *b, uint64_t v)
+void db_pb_u64(struct pbuf *b, uint64_t v)
 {
-	pb_u32(b, (uint32_t)(v >> 32));
-	pb_u32(b, (uint32_t)v);
+	db_pb_u32(b, (uint32_t)(v >> 32));
+	db_pb_u32(b, (uint32_t)v);
 }
 
-/* A one-dimensional array header of n elements of type oid. */
-static void pb_array(struct pbuf *b, uint32_t oid, size_t n)
+void db_pb_array(struct pbuf *b, uint32_t oid, size_t n)
 {
-	pb_u32(b, 1); /* dimensions */
-	pb_u32(b, 1); /* has nulls (allowed) */
-	pb_u32(b, oid);
-	pb_u32(b, (uint32_t)n);
-	pb_u32(b, 1); /* lower bound */
+	db_pb_u32(b, 1); /* dimensions */
+	db_pb_u32(b, 1); /* has nulls (allowed) */
+	db_pb_u32(b, oid);
+	db_pb_u32(b, (uint32_t)n);
+	db_pb_u32(b, 1); /* lower bound */
 }
 
-static void pb_elem(struct pbuf *b, const void *d, size_t n)
+void db_pb_elem(struct pbuf *b, const void *d, size_t n)
 {
 	if (!d) {
-		pb_u32(b, 0xffffffffu); /* NULL */
+		db_pb_u32(b, 0xffffffffu); /* NULL */
 		return;
 	}
-	pb_u32(b, (uint32_t)n);
-	pb_add(b, d, n);
+	db_pb_u32(b, (uint32_t)n);
+	db_pb_add(b, d, n);
 }
 
 static uint64_t get_u64(const char *p)
@@ -326,8 +365,7 @@ static uint64_t get_u64(const char *p)
 	return (uint64_t)ntohl(hi) << 32 | ntohl(lo);
 }
 
-/* Column col of row i as an int8 (binary result). */
-static uint64_t col_u64(const PGresult *r, int i, int col)
+uint64_t db_pg_col_u64(const PGresult *r, int i, int col)
 {
 	if (PQgetisnull(r, i, col) || PQgetlength(r, i, col) != 8)
 		return 0;
@@ -339,16 +377,35 @@ static uint64_t col_u64(const PGresult *r, int i, int col)
 static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS mapfs_meta ("
 	"  name text PRIMARY KEY, value text NOT NULL);"
+	/* Version 1 numbered commits here, under its row lock. */
 	"CREATE TABLE IF NOT EXISTS mapfs_clock ("
 	"  id int PRIMARY KEY CHECK (id = 1), seq bigint NOT NULL);"
 	"INSERT INTO mapfs_clock VALUES (1, 0) ON CONFLICT DO NOTHING;"
 	"CREATE TABLE IF NOT EXISTS mapfs_records ("
 	"  tbl text NOT NULL, k bytea NOT NULL, v bytea NOT NULL,"
 	"  ver bigint NOT NULL, PRIMARY KEY (tbl, k));"
+	/* Version 1's log: one entry per record; this one is one per
+	 * commit.  Its replicas load the namespace again. */
+	"DO $d$ BEGIN"
+	"  IF EXISTS (SELECT 1 FROM information_schema.columns"
+	"    WHERE table_name = 'mapfs_log' AND column_name = 'tbl'"
+	"    AND table_schema = current_schema()) THEN"
+	"    DROP TABLE mapfs_log; END IF; END $d$;"
+	"DROP TABLE IF EXISTS mapfs_tokens;"
 	"CREATE TABLE IF NOT EXISTS mapfs_log ("
-	"  seq bigint NOT NULL, tbl text NOT NULL, k bytea NOT NULL, v bytea,"
-	"  node int NOT NULL, at timestamptz NOT NULL DEFAULT now(),"
-	"  PRIMARY KEY (seq, tbl, k));"
+	"  seq bigint NOT NULL, xid bigint NOT NULL, node int NOT NULL,"
+	"  inst int NOT NULL, tok bigint NOT NULL,"
+	"  at timestamptz NOT NULL DEFAULT now(),"
+	"  t text[] NOT NULL, k bytea[] NOT NULL, v bytea[] NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS mapfs_log_xid ON mapfs_log (xid);"
+	"CREATE INDEX IF NOT EXISTS mapfs_log_seq ON mapfs_log (seq);"
+	/* Pruning finds the old entries by time: a BRIN index costs
+	 * almost nothing on a table written in time order. */
+	"CREATE INDEX IF NOT EXISTS mapfs_log_at ON mapfs_log USING brin (at);"
+	"CREATE SEQUENCE IF NOT EXISTS mapfs_seq;"
+	"SELECT setval('mapfs_seq', (SELECT seq FROM mapfs_clock))"
+	" WHERE (SELECT seq FROM mapfs_clock) > (SELECT last_value FROM"
+	"  mapfs_seq);"
 	"CREATE TABLE IF NOT EXISTS mapfs_nodes ("
 	"  id serial PRIMARY KEY, name text UNIQUE NOT NULL,"
 	"  instance text NOT NULL, addr text NOT NULL,"
@@ -366,35 +423,60 @@ static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS mapfs_notes ("
 	"  node int NOT NULL, kind text NOT NULL, note text NOT NULL,"
 	"  PRIMARY KEY (node, kind, note));"
-	"CREATE OR REPLACE FUNCTION mapfs_commit(p_node int,"
-	"    rt text[], rk bytea[], rv bigint[],"
-	"    wt text[], wk bytea[], wv bytea[])"
-	"  RETURNS TABLE (seq bigint, t text, k bytea, v bytea, ver bigint)"
-	"  LANGUAGE plpgsql AS $f$"
+	/* Version 1's commit: a gateway of that version must not write. */
+	"DROP FUNCTION IF EXISTS mapfs_commit(int, text[], bytea[], bigint[],"
+	"  text[], bytea[], bytea[]);"
+	"CREATE OR REPLACE FUNCTION mapfs_commit2(p_node int, p_inst int,"
+	"    p_tok bigint, rt text[], rk bytea[], rv bigint[],"
+	"    wt text[], wk bytea[], wv bytea[], wx bigint[])"
+	"  RETURNS TABLE (seq bigint, t text, k bytea, v bytea, ver bigint,"
+	"    snap text)"
+	/* Index lookups only, whatever the statistics said when the
+	 * plans were cached: a seq scan, hash or merge join would read the
+	 * whole table of records for every commit. */
+	"  LANGUAGE plpgsql SET lock_timeout = '1s'"
+	"  SET enable_seqscan = off SET enable_hashjoin = off"
+	"  SET enable_mergejoin = off"
+	"  AS $f$"
 	"#variable_conflict use_column\n"
 	"DECLARE s bigint;"
 	"BEGIN"
-	"  PERFORM 1 FROM mapfs_clock c WHERE c.id = 1 FOR UPDATE;"
+	"  PERFORM 1 FROM unnest(wt, wk) AS w(t, k)"
+	"    JOIN mapfs_records m ON m.tbl = w.t AND m.k = w.k"
+	"    ORDER BY w.t, w.k FOR UPDATE OF m;"
+	"  IF cardinality(rt) > 0 THEN"
+	"    PERFORM 1 FROM unnest(rt, rk) AS r(t, k)"
+	"      JOIN mapfs_records m ON m.tbl = r.t AND m.k = r.k"
+	"      ORDER BY r.t, r.k FOR SHARE OF m;"
+	"  END IF;"
 	"  RETURN QUERY"
-	"    SELECT 0::bigint, r.t, r.k, m.v, coalesce(m.ver, 0)"
-	"      FROM unnest(rt, rk, rv) AS r(t, k, ver)"
-	"      LEFT JOIN mapfs_records m ON m.tbl = r.t AND m.k = r.k"
-	"     WHERE coalesce(m.ver, 0) <> r.ver;"
+	"    SELECT 0::bigint, x.t, x.k, m.v, coalesce(m.ver, 0),"
+	"           pg_current_snapshot()::text"
+	"      FROM (SELECT * FROM unnest(rt, rk, rv)"
+	"            UNION ALL SELECT * FROM unnest(wt, wk, wx)) AS x(t, k, "
+	"ver)"
+	"      LEFT JOIN mapfs_records m ON m.tbl = x.t AND m.k = x.k"
+	"     WHERE coalesce(m.ver, 0) <> x.ver;"
 	"  IF FOUND THEN RETURN; END IF;"
-	"  UPDATE mapfs_clock c SET seq = c.seq + 1 WHERE c.id = 1"
-	"    RETURNING c.seq INTO s;"
-	"  DELETE FROM mapfs_records m USING unnest(wt, wk, wv) AS w(t, k, v)"
-	"   WHERE w.v IS NULL AND m.tbl = w.t AND m.k = w.k;"
-	"  INSERT INTO mapfs_records AS m (tbl, k, v, ver)"
-	"    SELECT w.t, w.k, w.v, s FROM unnest(wt, wk, wv) AS w(t, k, v)"
-	"     WHERE w.v IS NOT NULL"
-	"    ON CONFLICT (tbl, k) DO UPDATE SET v = EXCLUDED.v, ver = s;"
-	"  INSERT INTO mapfs_log (seq, tbl, k, v, node)"
-	"    SELECT s, w.t, w.k, w.v, p_node FROM unnest(wt, wk, wv) AS w(t, "
-	"k, v);"
-	"  PERFORM pg_notify('mapfs_log', s::text);"
+	"  s := nextval('mapfs_seq');"
+	"  IF array_position(wv, NULL) IS NOT NULL THEN"
+	"    DELETE FROM mapfs_records m USING unnest(wt, wk, wv) AS w(t, k, v)"
+	"     WHERE w.v IS NULL AND m.tbl = w.t AND m.k = w.k;"
+	"  END IF;"
+	"  IF EXISTS (SELECT 1 FROM unnest(wx) AS x WHERE x <> 0) THEN"
+	"    UPDATE mapfs_records m SET v = w.v, ver = s"
+	"      FROM unnest(wt, wk, wv, wx) AS w(t, k, v, x)"
+	"     WHERE w.v IS NOT NULL AND w.x <> 0 AND m.tbl = w.t"
+	"       AND m.k = w.k;"
+	"  END IF;"
+	"  INSERT INTO mapfs_records (tbl, k, v, ver)"
+	"    SELECT w.t, w.k, w.v, s FROM unnest(wt, wk, wv, wx)"
+	"      AS w(t, k, v, x) WHERE w.v IS NOT NULL AND w.x = 0"
+	"     ORDER BY w.t, w.k;"
+	"  INSERT INTO mapfs_log VALUES (s, pg_current_xact_id()::text::bigint,"
+	"    p_node, p_inst, p_tok, now(), wt, wk, wv);"
 	"  RETURN QUERY SELECT s, NULL::text, NULL::bytea, NULL::bytea,"
-	"    NULL::bigint;"
+	"    NULL::bigint, NULL::text;"
 	"END $f$;";
 
 /* One statement with text parameters; the result, or NULL (logged). */
@@ -404,27 +486,25 @@ static PGresult *exec_text(PGconn *c, const char *sql, int n,
 	PGresult *r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
 
 	if (PQresultStatus(r) != want) {
-		res_err(c, r, sql);
+		db_pg_res_err(c, r, sql);
 		PQclear(r);
 		return NULL;
 	}
 	return r;
 }
 
-/* Create or check the schema; the store URL and cluster id.  0/-errno. */
-static int schema_check(struct db_pg *pg, PGconn *c)
+int db_pg_schema(PGconn *c, const char *store_url, char *cluster_id)
 {
 	char ver[16], id[33];
 	unsigned char rnd[16];
 	const char *p[3];
 	PGresult *r;
 	int rc = -EIO;
-	FILE *f;
 
 	snprintf(ver, sizeof(ver), "%d", SCHEMA_VERSION);
 	r = PQexec(c, "BEGIN; SELECT pg_advisory_xact_lock(7270315)");
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-		res_err(c, r, "lock the schema");
+		db_pg_res_err(c, r, "lock the schema");
 		PQclear(r);
 		return -EAGAIN;
 	}
@@ -444,6 +524,13 @@ static int schema_check(struct db_pg *pg, PGconn *c)
 			rc = -EPROTO;
 			goto out;
 		}
+		if (have < SCHEMA_VERSION)
+			log_warn(
+				"cluster: upgrading the database's schema "
+				"from version %d to %d: every gateway of the "
+				"cluster must run this version (older ones can "
+				"no longer commit)",
+				have, SCHEMA_VERSION);
 	} else {
 		/* A missing table is an error that aborts the txn. */
 		PQclear(r);
@@ -452,29 +539,32 @@ static int schema_check(struct db_pg *pg, PGconn *c)
 		PQclear(r);
 	}
 	r = PQexec(c, schema_sql);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-		rc = res_err(c, r, "create the schema");
+	if (PQresultStatus(r) != PGRES_COMMAND_OK &&
+	    PQresultStatus(r) != PGRES_TUPLES_OK) {
+		rc = db_pg_res_err(c, r, "create the schema");
 		PQclear(r);
 		goto out;
 	}
 	PQclear(r);
-	f = fopen("/dev/urandom", "r");
-	if (!f || fread(rnd, 1, sizeof(rnd), f) != sizeof(rnd)) {
-		if (f)
-			fclose(f);
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
 		goto out;
-	}
-	fclose(f);
 	for (int i = 0; i < 16; i++)
 		snprintf(id + 2 * i, 3, "%02x", rnd[i]);
 	p[0] = ver;
-	p[1] = pg->o.store_url;
+	p[1] = store_url;
 	p[2] = id;
 	r = exec_text(c,
 		      "INSERT INTO mapfs_meta VALUES ('schema_version', $1),"
 		      " ('store_url', $2), ('cluster_id', $3)"
-		      " ON CONFLICT (name) DO NOTHING",
+		      " ON CONFLICT (name) DO NOTHING;",
 		      3, p, PGRES_COMMAND_OK);
+	if (!r)
+		goto out;
+	PQclear(r);
+	r = exec_text(c,
+		      "UPDATE mapfs_meta SET value = $1"
+		      " WHERE name = 'schema_version'",
+		      1, p, PGRES_COMMAND_OK);
 	if (!r)
 		goto out;
 	PQclear(r);
@@ -486,40 +576,24 @@ static int schema_check(struct db_pg *pg, PGconn *c)
 	for (int i = 0; i < PQntuples(r); i++) {
 		const char *n = PQgetvalue(r, i, 0), *v = PQgetvalue(r, i, 1);
 
-		if (!strcmp(n, "store_url") && strcmp(v, pg->o.store_url)) {
+		if (!strcmp(n, "store_url") && strcmp(v, store_url)) {
 			log_error(
 				"cluster: this cluster serves the store %s; "
 				"this gateway was given %s: every gateway of a "
 				"cluster must use the same --store",
-				v, pg->o.store_url);
+				v, store_url);
 			rc = -EINVAL;
 		} else if (!strcmp(n, "cluster_id")) {
-			snprintf(pg->cluster_id, sizeof(pg->cluster_id), "%s",
-				 v);
+			snprintf(cluster_id, 33, "%s", v);
 		}
 	}
 	PQclear(r);
 out:
 	r = PQexec(c, rc ? "ROLLBACK" : "COMMIT");
 	if (!rc && PQresultStatus(r) != PGRES_COMMAND_OK)
-		rc = res_err(c, r, "commit the schema");
+		rc = db_pg_res_err(c, r, "commit the schema");
 	PQclear(r);
 	return rc;
-}
-
-static uint64_t applied_get(struct db_pg *pg)
-{
-	return __atomic_load_n(&pg->applied, __ATOMIC_ACQUIRE);
-}
-
-static void applied_raise(struct db_pg *pg, uint64_t seq)
-{
-	uint64_t cur = applied_get(pg);
-
-	while (seq > cur &&
-	       !__atomic_compare_exchange_n(&pg->applied, &cur, seq, false,
-					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		;
 }
 
 /* ---- the node and its lease ---------------------------------------------- */
@@ -561,8 +635,12 @@ static int node_register(struct db_pg *pg, PGconn *c, char *holder, size_t cap)
 	return -EBUSY;
 }
 
-/* Renew the lease and publish what this node applied.  0 or -errno. */
-static int node_renew(struct db_pg *pg, PGconn *c)
+/*
+ * Renew the lease and publish the oldest transaction whose commits this
+ * node may still lack; now and then prune what every live node has: log
+ * entries (and tokens) older than LOG_KEEP_S below that.  0 or -errno.
+ */
+static int node_renew(struct db_pg *pg, PGconn *c, uint64_t applied_xmin)
 {
 	char lease[32], id[16], applied[32];
 	const char *p[4] = { id, pg->instance, lease, applied };
@@ -571,7 +649,7 @@ static int node_renew(struct db_pg *pg, PGconn *c)
 
 	snprintf(lease, sizeof(lease), "%u milliseconds", pg->o.lease_ms);
 	snprintf(id, sizeof(id), "%u", pg->node_id);
-	snprintf(applied, sizeof(applied), "%" PRIu64, applied_get(pg));
+	snprintf(applied, sizeof(applied), "%" PRIu64, applied_xmin);
 	r = exec_text(
 		c,
 		"UPDATE mapfs_nodes SET lease_until = now() + $3::interval,"
@@ -586,10 +664,19 @@ static int node_renew(struct db_pg *pg, PGconn *c)
 		rc = -EBUSY;
 	}
 	PQclear(r);
-	/* What every live node applied, and old enough, is not needed. */
-	r = PQexec(c, "DELETE FROM mapfs_log WHERE at < now() - interval '"
-		      "600 seconds' AND seq < (SELECT coalesce(min(applied), 0)"
-		      " FROM mapfs_nodes WHERE lease_until > now())");
+	if (db_pg_now_ms() < pg->prune_next_ms)
+		return rc;
+	pg->prune_next_ms = db_pg_now_ms() + PRUNE_EVERY_MS;
+	r = PQexec(c, "WITH d AS (DELETE FROM mapfs_log WHERE at < now() -"
+		      "  interval '600 seconds' AND xid < (SELECT"
+		      "  coalesce(min(applied), 0) FROM mapfs_nodes"
+		      "  WHERE lease_until > now()) RETURNING xid)"
+		      " INSERT INTO mapfs_meta"
+		      " SELECT 'pruned_xid', (max(xid) + 1)::text FROM d"
+		      " HAVING count(*) > 0"
+		      " ON CONFLICT (name) DO UPDATE SET value ="
+		      "  greatest(mapfs_meta.value::bigint,"
+		      "  EXCLUDED.value::bigint)::text");
 	PQclear(r);
 	return rc;
 }
@@ -626,7 +713,7 @@ static void nodes_refresh(struct db_pg *pg, PGconn *c)
 	PGresult *r;
 
 	if (!pg->renewing_since_ms ||
-	    now_ms() - pg->renewing_since_ms <
+	    db_pg_now_ms() - pg->renewing_since_ms <
 		    pg->o.lease_ms + 2 * RECONNECT_MIN_MS + FOLLOW_POLL_MS)
 		return;
 	snprintf(me, sizeof(me), "%u", pg->node_id);
@@ -661,17 +748,18 @@ static void nodes_refresh(struct db_pg *pg, PGconn *c)
 	for (size_t i = 0; i < nfresh; i++) {
 		log_info("cluster: node %u is down (its lease ran out)",
 			 fresh[i]);
-		db_deliver_down(pg->db, fresh[i]);
+		if (pg->sinks.node_down)
+			pg->sinks.node_down(pg->sinks.ctx, fresh[i]);
 	}
 	free(fresh);
 }
 
 /* Renew the lease (and with it, read who is down); when to do it next. */
-static void lease_tick(struct db_pg *pg, PGconn *c)
+static void lease_tick(struct db_pg *pg, PGconn *c, uint64_t applied_xmin)
 {
-	uint64_t sent = now_ms();
+	uint64_t sent = db_pg_now_ms();
 
-	if (node_renew(pg, c) == 0) {
+	if (node_renew(pg, c, applied_xmin) == 0) {
 		__atomic_store_n(&pg->held_until_ms,
 				 sent + pg->o.lease_ms - pg->o.lease_ms / 4,
 				 __ATOMIC_RELEASE);
@@ -709,201 +797,798 @@ bool db_pg_node_up(struct db_pg *pg, uint32_t node)
 
 bool db_pg_lease_held(struct db_pg *pg)
 {
-	return now_ms() < __atomic_load_n(&pg->held_until_ms, __ATOMIC_ACQUIRE);
+	return db_pg_now_ms() <
+	       __atomic_load_n(&pg->held_until_ms, __ATOMIC_ACQUIRE);
 }
 
-/* ---- the follower -------------------------------------------------------- */
+/* ---- open and close ------------------------------------------------------ */
 
-/* Records of a result (tbl, k, v, ver columns from col on), as remotes. */
-static int recs_of(struct db_pg *pg, const PGresult *r, int col,
-		   struct db_remote **out, size_t *n)
+static void *notifier_main(void *arg);
+
+static void copts_free(struct db_cluster_opts *o)
 {
-	size_t rows = (size_t)PQntuples(r), k = 0;
-	struct db_remote *v = calloc(rows ? rows : 1, sizeof(*v));
+	free((char *)o->url);
+	free((char *)o->node);
+	free((char *)o->store_url);
+	free((char *)o->addr);
+}
 
-	if (!v)
+int db_pg_open(const struct db_cluster_opts *o, const char *instance,
+	       const struct db_pg_sinks *sinks, struct db_pg **out)
+{
+	struct db_pg *pg = calloc(1, sizeof(*pg));
+	uint32_t backoff = 500;
+	char holder[256];
+	uint64_t waited = 0;
+	int rc;
+
+	if (!pg)
 		return -ENOMEM;
-	for (size_t i = 0; i < rows; i++) {
-		int t = db_shared_table(pg->db, PQgetvalue(r, (int)i, col));
+	pg->o = (struct db_cluster_opts){ .url = strdup(o->url),
+					  .node = strdup(o->node),
+					  .store_url = strdup(o->store_url),
+					  .addr = strdup(o->addr),
+					  .lease_ms = o->lease_ms };
+	pthread_mutex_init(&pg->svc_lock, NULL);
+	pthread_mutex_init(&pg->nodes_lock, NULL);
+	pthread_mutex_init(&pg->n_lock, NULL);
+	pthread_cond_init(&pg->n_cond, NULL);
+	if (sinks)
+		pg->sinks = *sinks;
+	snprintf(pg->instance, sizeof(pg->instance), "%s", instance);
+	/* The log's id of this process: a fresh one at every start, so a
+	 * restarted node applies what its last life committed. */
+	uint32_t inst = 0;
 
-		if (t < 0)
-			continue; /* a table this version does not share */
-		v[k] = (struct db_remote){
-			.tbl = (unsigned)t,
-			.key = PQgetvalue(r, (int)i, col + 1),
-			.klen = (size_t)PQgetlength(r, (int)i, col + 1),
-			.val = PQgetisnull(r, (int)i, col + 2)
-				       ? NULL
-				       : PQgetvalue(r, (int)i, col + 2),
-			.vlen = (size_t)PQgetlength(r, (int)i, col + 2),
-			.ver = col_u64(r, (int)i, col + 3),
-		};
-		k++;
+	while (!(inst &= 0x7fffffffu)) /* an int in the log */
+		if (getrandom(&inst, sizeof(inst), 0) != sizeof(inst))
+			inst = (uint32_t)db_pg_now_ms();
+	atomic_store(&pg->inst_id, inst);
+	if (!pg->o.url || !pg->o.node || !pg->o.store_url || !pg->o.addr) {
+		rc = -ENOMEM;
+		goto fail;
 	}
-	*out = v;
-	*n = k;
+	/* Unreachable: retry with backoff, saying so; misconfigured: stop. */
+	while ((rc = pgc_connect(pg, &pg->svc, false)) == -EAGAIN) {
+		log_info("cluster: retrying in %u ms", backoff);
+		usleep(backoff * 1000);
+		backoff = backoff * 2 > START_BACKOFF_MAX_MS
+				  ? START_BACKOFF_MAX_MS
+				  : backoff * 2;
+	}
+	if (rc)
+		goto fail;
+	if ((rc = db_pg_schema(pg->svc.c, pg->o.store_url, pg->cluster_id))) {
+		rc = rc == -EAGAIN ? -EIO : rc;
+		goto fail;
+	}
+	/* The name: a live other instance holds it for its lease. */
+	while ((rc = node_register(pg, pg->svc.c, holder, sizeof(holder))) ==
+		       -EBUSY &&
+	       waited < (uint64_t)o->lease_ms + 1000) {
+		if (!waited)
+			log_warn("cluster: node name %s is held (%s); waiting "
+				 "for its lease to run out",
+				 o->node, holder);
+		usleep(250 * 1000);
+		waited += 250;
+	}
+	if (rc == -EBUSY) {
+		log_error("cluster: node name %s is in use by a running "
+			  "gateway (%s): give this one another --node",
+			  o->node, holder);
+		rc = -EINVAL;
+		goto fail;
+	}
+	if (rc) {
+		rc = -EIO;
+		goto fail;
+	}
+	pg->wr_up = true;
+	if ((rc = pgc_connect(pg, &pg->fol, false))) {
+		rc = rc == -EAGAIN ? -EIO : rc;
+		goto fail;
+	}
+	lease_tick(pg, pg->fol.c, 0);
+	if (pthread_create(&pg->notifier, NULL, notifier_main, pg)) {
+		rc = -EAGAIN;
+		goto fail;
+	}
+	pg->notifier_started = true;
+	*out = pg;
 	return 0;
+fail:
+	db_pg_close(pg);
+	return rc;
 }
 
-/* Load every shared record (a full copy) at one snapshot.  0/-errno. */
-static int snapshot_load(struct db_pg *pg, PGconn *c)
+void db_pg_close(struct db_pg *pg)
 {
-	uint64_t seq, total = 0;
-	bool first = true;
-	PGresult *r;
-	int rc = -EAGAIN;
-
-	r = PQexec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-	PQclear(r);
-	r = PQexecParams(c, "SELECT seq FROM mapfs_clock WHERE id = 1", 0, NULL,
-			 NULL, NULL, NULL, 1);
-	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
-		res_err(c, r, "read the clock");
-		PQclear(r);
-		goto out;
+	if (!pg)
+		return;
+	if (pg->notifier_started) {
+		pthread_mutex_lock(&pg->n_lock);
+		pg->n_stop = true;
+		pthread_cond_signal(&pg->n_cond);
+		pthread_mutex_unlock(&pg->n_lock);
+		pthread_join(pg->notifier, NULL);
 	}
-	seq = col_u64(r, 0, 0);
-	PQclear(r);
-	r = PQexec(c, "DECLARE snap NO SCROLL CURSOR FOR SELECT tbl, k, v, ver"
-		      " FROM mapfs_records");
-	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-		rc = res_err(c, r, "read the records");
+	/* The name is free at once for a restart. */
+	if (pg->node_id && db_pgc_get(pg, &pg->svc)) {
+		char id[16];
+		const char *p[2] = { id, pg->instance };
+		PGresult *r;
+
+		snprintf(id, sizeof(id), "%u", pg->node_id);
+		r = PQexecParams(pg->svc.c,
+				 "UPDATE mapfs_nodes SET lease_until = now()"
+				 " WHERE id = $1 AND instance = $2",
+				 2, NULL, p, NULL, NULL, 0);
 		PQclear(r);
-		goto out;
 	}
-	PQclear(r);
-	for (;;) {
-		struct db_remote *recs;
-		size_t n;
+	pgc_close(&pg->svc);
+	pgc_close(&pg->fol);
+	pgc_close(&pg->ntf);
+	pthread_cond_destroy(&pg->n_cond);
+	pthread_mutex_destroy(&pg->n_lock);
+	pthread_mutex_destroy(&pg->svc_lock);
+	pthread_mutex_destroy(&pg->nodes_lock);
+	free(pg->down);
+	copts_free(&pg->o);
+	free(pg);
+}
 
-		char fetch[64];
+uint32_t db_pg_node_id(const struct db_pg *pg)
+{
+	return pg->node_id;
+}
 
-		snprintf(fetch, sizeof(fetch), "FETCH %d FROM snap",
-			 SNAPSHOT_PAGE);
-		r = PQexecParams(c, fetch, 0, NULL, NULL, NULL, NULL, 1);
-		if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-			rc = res_err(c, r, "read the records");
-			PQclear(r);
-			goto out;
-		}
-		bool last = PQntuples(r) < SNAPSHOT_PAGE;
+const char *db_pg_cluster_id(const struct db_pg *pg)
+{
+	return pg->cluster_id;
+}
 
-		rc = recs_of(pg, r, 0, &recs, &n);
-		if (!rc)
-			rc = db_load_snapshot(pg->db, recs, n, seq, first,
-					      last);
-		free(recs);
-		total += (uint64_t)PQntuples(r);
-		PQclear(r);
-		if (rc)
-			goto out;
-		first = false;
-		if (last)
-			break;
-	}
-	applied_raise(pg, seq);
-	log_info("cluster: loaded the namespace: %" PRIu64
-		 " records at seq %" PRIu64,
-		 total, seq);
-out:
-	r = PQexec(c, "ROLLBACK");
-	PQclear(r);
-	return rc;
+uint32_t db_pg_instance_id(const struct db_pg *pg)
+{
+	return atomic_load(&((struct db_pg *)pg)->inst_id);
+}
+
+PGconn *db_pg_svc_lock(struct db_pg *pg)
+{
+	pthread_mutex_lock(&pg->svc_lock);
+	return db_pgc_get(pg, &pg->svc);
+}
+
+void db_pg_svc_unlock(struct db_pg *pg)
+{
+	pthread_mutex_unlock(&pg->svc_lock);
+}
+
+/* ---- commits ----------------------------------------------------------- */
+
+int db_pg_conn_open(struct db_pg *pg, struct db_pg_conn **out)
+{
+	static atomic_uint next;
+	struct db_pg_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->pg = pg;
+	snprintf(c->p.name, sizeof(c->p.name), "mapfs-gw %u.%u.%u", pg->node_id,
+		 pg->inst_id, atomic_fetch_add(&next, 1));
+	*out = c;
+	return pgc_connect(pg, &c->p, true) == -EINVAL ? -EINVAL : 0;
+}
+
+void db_pg_conn_close(struct db_pg_conn *c)
+{
+	if (!c)
+		return;
+	pgc_close(&c->p);
+	free(c);
+}
+
+void db_pg_commit_abandon(struct db_pg *pg)
+{
+	atomic_store(&pg->abandon, true);
+}
+
+bool db_pg_up(struct db_pg *pg)
+{
+	return pg->wr_up;
+}
+
+/* The followers are woken (soon, by the notifier). */
+static void notify_kick(struct db_pg *pg)
+{
+	pthread_mutex_lock(&pg->n_lock);
+	pg->n_pending = true;
+	pthread_cond_signal(&pg->n_cond);
+	pthread_mutex_unlock(&pg->n_lock);
 }
 
 /*
- * Apply the commits after pg->applied, FOLLOW_BATCH at a time, until none
- * is left.  *behind: the log no longer has the next one (pruned): a full
- * copy is needed.  0 or -errno.
+ * The notifier: one NOTIFY for every commit of this node that finished
+ * before it is sent (commits that end while one is sent get the next),
+ * in a transaction that does not wait for the disk, on a connection of
+ * its own: the commits do not wait for it, and it never holds
+ * PostgreSQL's notification lock through a flush.
  */
-static int follow_catch_up(struct db_pg *pg, PGconn *c, bool *behind)
+static void *notifier_main(void *arg)
 {
-	*behind = false;
-	for (;;) {
-		uint64_t applied = applied_get(pg);
-		char from[32], to[32];
-		const char *p[2] = { from, to };
-		struct db_remote *recs;
-		uint64_t top = 0;
-		PGresult *r;
-		size_t n;
-		int rc;
+	struct db_pg *pg = arg;
 
-		snprintf(from, sizeof(from), "%" PRIu64, applied);
-		snprintf(to, sizeof(to), "%" PRIu64, applied + FOLLOW_BATCH);
+	pthread_mutex_lock(&pg->n_lock);
+	for (;;) {
+		while (!pg->n_pending && !pg->n_stop)
+			pthread_cond_wait(&pg->n_cond, &pg->n_lock);
+		if (pg->n_stop)
+			break;
+		pg->n_pending = false;
+		pthread_mutex_unlock(&pg->n_lock);
+		PGconn *c = db_pgc_get(pg, &pg->ntf);
+
+		if (c) {
+			PGresult *r = PQexec(
+				c, "SELECT set_config('synchronous_commit',"
+				   " 'off', true), pg_notify('mapfs_log', '')");
+
+			PQclear(r);
+		}
+		pthread_mutex_lock(&pg->n_lock);
+	}
+	pthread_mutex_unlock(&pg->n_lock);
+	return NULL;
+}
+
+static void say_down(struct db_pg *pg)
+{
+	if (pg->wr_up)
+		log_warn("cluster: PostgreSQL does not answer: changes of the "
+			 "namespace answer JUKEBOX until it does");
+	pg->wr_up = false;
+}
+
+/* A snapshot of now on c, or an empty one (the caller runs again at
+ * once). */
+static void snap_now(PGconn *c, struct db_snap *s)
+{
+	PGresult *r = PQexec(c, "SELECT pg_current_snapshot()::text");
+
+	db_snap_free(s);
+	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+		db_snap_parse(s, PQgetvalue(r, 0, 0));
+	PQclear(r);
+}
+
+/*
+ * The commit's answer was lost with its connection: whether it landed.
+ * Once connected again, the backend that ran it must be gone (it may
+ * still be committing), then its token says.  Waits for the database as
+ * long as it takes, unless the node stops.  0 (*seq), or -EAGAIN (it did
+ * not land; or the node stops and cannot know: logged).
+ */
+static int commit_doubt(struct db_pg_conn *dc, int old_pid, uint64_t token,
+			uint64_t *seq)
+{
+	struct db_pg *pg = dc->pg;
+	char node[16], tok[32], pid[16], after[32];
+	const char *p[3] = { node, tok, after }, *pp[2] = { pid, dc->p.name };
+	uint64_t t0 = db_pg_now_ms();
+	PGresult *r;
+	PGconn *c;
+
+	snprintf(node, sizeof(node), "%u", pg->node_id);
+	snprintf(tok, sizeof(tok), "%" PRId64, (int64_t)token);
+	snprintf(pid, sizeof(pid), "%d", old_pid);
+	snprintf(after, sizeof(after), "%" PRIu64, dc->last_seq);
+	log_warn("cluster: the answer to a commit was lost with its "
+		 "connection: asking the database whether it landed");
+	for (;;) {
+		if (atomic_load(&pg->abandon) ||
+		    db_pg_now_ms() - t0 >= DOUBT_GIVEUP_MS) {
+			/* This process's later commits get a new id: should
+			 * that one have landed, the follower applies it like
+			 * another node's, and the replica stays the
+			 * cluster's.  Its callers get JUKEBOX; a retry may
+			 * find its own change done. */
+			uint32_t inst =
+				(atomic_load(&pg->inst_id) + 1) & 0x7fffffffu;
+
+			atomic_store(&pg->inst_id, inst ? inst : 1);
+			log_error("cluster: the database did not answer for "
+				  "%u ms: not knowing whether a commit landed "
+				  "(token %s); its changes answer JUKEBOX, and "
+				  "the follower applies it if it did",
+				  DOUBT_GIVEUP_MS, tok);
+			return -EAGAIN;
+		}
+		c = db_pgc_get(pg, &dc->p);
+		if (!c) {
+			usleep(200 * 1000);
+			continue;
+		}
+		/* The old backend may still be running the commit. */
 		r = PQexecParams(c,
-				 "SELECT seq, tbl, k, v, seq FROM mapfs_log"
-				 " WHERE seq > $1 AND seq <= $2 ORDER BY seq",
-				 2, NULL, p, NULL, NULL, 1);
-		if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-			rc = res_err(c, r, "read the change log");
-			PQclear(r);
-			return rc;
-		}
-		if (PQntuples(r) == 0) {
-			/* Nothing new, or what is new was pruned away: the
-			 * log then starts past us (a commit racing this
-			 * read is simply read next time). */
-			PQclear(r);
-			r = PQexecParams(
-				c,
-				"SELECT (SELECT min(seq) FROM mapfs_log),"
-				" (SELECT seq FROM mapfs_clock)",
-				0, NULL, NULL, NULL, NULL, 1);
-			if (PQresultStatus(r) == PGRES_TUPLES_OK &&
-			    PQntuples(r) == 1 &&
-			    (PQgetisnull(r, 0, 0)
-				     ? col_u64(r, 0, 1) > applied
-				     : col_u64(r, 0, 0) > applied + 1))
-				*behind =
-					true; /* commits we can no longer read */
-			PQclear(r);
-			return 0;
-		}
-		if (col_u64(r, 0, 0) != applied + 1) {
-			/* Commits are serial: a later one is only visible
-			 * after the earlier: the earlier was pruned. */
-			PQclear(r);
-			*behind = true;
-			return 0;
-		}
-		top = col_u64(r, PQntuples(r) - 1, 0);
-		rc = recs_of(pg, r, 1, &recs, &n);
-		if (!rc)
-			rc = db_apply_remote(pg->db, recs, n, top);
-		free(recs);
+				 "SELECT pg_terminate_backend(pid) FROM"
+				 " pg_stat_activity WHERE pid = $1"
+				 " AND application_name = $2"
+				 " AND pid <> pg_backend_pid()",
+				 2, NULL, pp, NULL, NULL, 0);
 		PQclear(r);
-		if (rc)
-			return rc;
-		applied_raise(pg, top);
+		r = PQexecParams(c,
+				 "SELECT count(*) FROM pg_stat_activity"
+				 " WHERE pid = $1 AND application_name = $2"
+				 " AND pid <> pg_backend_pid()",
+				 2, NULL, pp, NULL, NULL, 0);
+		bool gone = PQresultStatus(r) == PGRES_TUPLES_OK &&
+			    !strcmp(PQgetvalue(r, 0, 0), "0");
+
+		PQclear(r);
+		if (!gone && db_pg_now_ms() - t0 < DOUBT_WAIT_MAX_MS) {
+			usleep(50 * 1000);
+			continue;
+		}
+		/* It was numbered after this connection's last commit. */
+		r = PQexecParams(c,
+				 "SELECT seq FROM mapfs_log WHERE node = $1"
+				 " AND tok = $2 AND seq > $3",
+				 3, NULL, p, NULL, NULL, 1);
+		if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+			PQclear(r);
+			usleep(200 * 1000);
+			continue;
+		}
+		bool landed = PQntuples(r) == 1;
+
+		if (landed)
+			*seq = db_pg_col_u64(r, 0, 0);
+		PQclear(r);
+		log_info("cluster: that commit %s",
+			 landed ? "landed" : "did not land");
+		return landed ? 0 : -EAGAIN;
 	}
 }
 
-int db_pg_catch_up(struct db_pg *pg)
+/* The commit's parameters: reads not written, and the writes with the
+ * versions they replace. */
+static int commit_params(const struct db_track *t, const char *const *tnames,
+			 struct pbuf a[7])
 {
-	PGconn *c = pgc_get(pg, &pg->wr);
-	bool behind;
+	size_t nr = 0;
+
+	for (size_t i = 0; i < t->nreads; i++)
+		nr += !t->reads[i].written;
+	db_pb_array(&a[0], DB_OID_TEXT, nr);
+	db_pb_array(&a[1], DB_OID_BYTEA, nr);
+	db_pb_array(&a[2], DB_OID_INT8, nr);
+	for (size_t i = 0; i < t->nreads; i++) {
+		const struct db_rec *rec = &t->reads[i];
+
+		if (rec->written) /* checked with its write */
+			continue;
+		db_pb_elem(&a[0], tnames[rec->tbl], strlen(tnames[rec->tbl]));
+		db_pb_elem(&a[1], db_rec_key(t, rec), rec->klen);
+		db_pb_u32(&a[2], 8);
+		db_pb_u64(&a[2], rec->ver);
+	}
+	db_pb_array(&a[3], DB_OID_TEXT, t->nwrites);
+	db_pb_array(&a[4], DB_OID_BYTEA, t->nwrites);
+	db_pb_array(&a[5], DB_OID_BYTEA, t->nwrites);
+	db_pb_array(&a[6], DB_OID_INT8, t->nwrites);
+	for (size_t i = 0; i < t->nwrites; i++) {
+		const struct db_rec *rec = &t->writes[i];
+
+		db_pb_elem(&a[3], tnames[rec->tbl], strlen(tnames[rec->tbl]));
+		db_pb_elem(&a[4], db_rec_key(t, rec), rec->klen);
+		db_pb_elem(&a[5], rec->del ? NULL : db_rec_val(t, rec),
+			   rec->vlen);
+		db_pb_u32(&a[6], 8);
+		db_pb_u64(&a[6], rec->ver);
+	}
+	for (int i = 0; i < 7; i++)
+		if (a[i].bad)
+			return -ENOMEM;
+	return 0;
+}
+
+/* Whether a failed call's connection went away: its answer may be lost. */
+static bool conn_lost(PGconn *c, PGresult *r)
+{
+	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+
+	return PQstatus(c) != CONNECTION_OK || !state ||
+	       !strncmp(state, "08", 2) || !strncmp(state, "57P", 3);
+}
+
+/* Whether a failed commit met another commit of the same records (it
+ * waited for it, or gave up waiting): run again once the follower saw
+ * what that one did. */
+static bool conflict_state(const char *state)
+{
+	return state && (!strcmp(state, "23505") || /* unique violation */
+			 !strcmp(state, "40001") || /* serialization */
+			 !strcmp(state, "40P01") || /* deadlock */
+			 !strcmp(state, "55P03"));  /* lock timeout */
+}
+
+int db_pg_commit(struct db_pg_conn *dc, const struct db_track *t,
+		 const char *const *tnames, uint64_t token, uint64_t *seq,
+		 struct db_snap *stale)
+{
+	struct db_pg *pg = dc->pg;
+	struct pbuf a[7] = { { 0 } };
+	char node[16], inst[16], tok[32];
+	const char *vals[10];
+	int lens[10], fmts[10], pid;
+	PGconn *c;
+	PGresult *r = NULL;
 	int rc;
 
-	if (!c)
+	/* A server that closed the connection (a shutdown, a crash seen by
+	 * the kernel) is found before sending: then nothing was sent, and
+	 * the change simply did not land.  (One read may take only what it
+	 * said before closing: the end shows on the next.) */
+	for (int i = 0; i < 3 && dc->p.c && PQstatus(dc->p.c) == CONNECTION_OK;
+	     i++)
+		if (!PQconsumeInput(dc->p.c))
+			break;
+	c = db_pgc_get(pg, &dc->p);
+
+	if (!c) {
+		say_down(pg);
 		return -EAGAIN;
-	rc = follow_catch_up(pg, c, &behind);
-	/* Pruned: the follower loads a copy; the stale records were
-	 * applied already, so the group can run again meanwhile. */
+	}
+	if ((rc = commit_params(t, tnames, a)))
+		goto out;
+	snprintf(node, sizeof(node), "%u", pg->node_id);
+	snprintf(inst, sizeof(inst), "%u", db_pg_instance_id(pg));
+	snprintf(tok, sizeof(tok), "%" PRId64, (int64_t)token);
+	vals[0] = node;
+	vals[1] = inst;
+	vals[2] = tok;
+	for (int i = 0; i < 3; i++) {
+		lens[i] = 0;
+		fmts[i] = 0;
+	}
+	for (int i = 0; i < 7; i++) {
+		vals[i + 3] = (const char *)a[i].p;
+		lens[i + 3] = (int)a[i].len;
+		fmts[i + 3] = 1;
+	}
+	pid = PQbackendPID(c);
+	r = PQexecParams(c,
+			 "SELECT * FROM mapfs_commit2($1, $2, $3, $4, $5, $6,"
+			 " $7, $8, $9, $10)",
+			 10, NULL, vals, lens, fmts, 1);
+	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) >= 1) {
+		if (!pg->wr_up)
+			log_info("cluster: PostgreSQL answers again");
+		pg->wr_up = true;
+		*seq = db_pg_col_u64(r, 0, 0);
+		if (*seq) {
+			dc->last_seq = *seq;
+			notify_kick(pg);
+			rc = 0;
+		} else {
+			/* Stale reads: what shows them. */
+			for (int i = 0; i < PQntuples(r) && i < 4; i++) {
+				char hex[33] = "";
+				const unsigned char *k =
+					(const unsigned char *)PQgetvalue(r, i,
+									  2);
+				int kl = PQgetlength(r, i, 2);
+
+				for (int j = 0; j < kl && j < 16; j++)
+					snprintf(hex + 2 * j, 3, "%02x", k[j]);
+				log_debug(
+					"cluster: stale: %s %s now at %" PRIu64,
+					PQgetvalue(r, i, 1), hex,
+					db_pg_col_u64(r, i, 4));
+			}
+			rc = db_snap_parse(stale, PQgetvalue(r, 0, 5));
+			rc = rc == -ENOMEM ? rc : -ESTALE;
+		}
+		goto out;
+	}
+	if (conn_lost(c, r)) {
+		PQclear(r);
+		r = NULL;
+		rc = commit_doubt(dc, pid, token, seq);
+		if (rc)
+			say_down(pg);
+		else
+			dc->last_seq = *seq;
+		goto out;
+	}
+	if (conflict_state(PQresultErrorField(r, PG_DIAG_SQLSTATE))) {
+		snap_now(c, stale);
+		rc = -ESTALE;
+		goto out;
+	}
+	rc = db_pg_res_err(c, r, "commit");
+	pg->wr_up = PQstatus(c) == CONNECTION_OK;
+out:
+	PQclear(r);
+	for (int i = 0; i < 7; i++)
+		free(a[i].p);
 	return rc;
 }
 
-/* Bring the replica up to date: the log, or a full copy.  0/-errno. */
-static int follow_sync(struct db_pg *pg, PGconn *c)
-{
-	bool behind;
-	int rc = follow_catch_up(pg, c, &behind);
+/* ---- the log ------------------------------------------------------------- */
 
-	if (!rc && behind) {
-		log_warn("cluster: this replica is behind the change log's "
-			 "oldest entry: loading the namespace again");
-		rc = snapshot_load(pg, c);
+/* Records of a single-row result, buffered into whole commits. */
+struct pages {
+	PGresult **rows; /* one result per row, seq ascending */
+	size_t n, cap;
+	struct db_remote *recs;
+};
+
+static void pages_clear(struct pages *p, size_t from)
+{
+	for (size_t i = from; i < p->n; i++)
+		PQclear(p->rows[i]);
+	p->n = from;
+}
+
+/* The first k buffered rows as records (tbl, k, v, ver at col). */
+static int pages_recs(struct pages *p, size_t k, int col)
+{
+	struct db_remote *v = realloc(p->recs, (k ? k : 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	p->recs = v;
+	for (size_t i = 0; i < k; i++) {
+		PGresult *r = p->rows[i];
+
+		v[i] = (struct db_remote){
+			.tname = PQgetvalue(r, 0, col),
+			.key = PQgetvalue(r, 0, col + 1),
+			.klen = (size_t)PQgetlength(r, 0, col + 1),
+			.val = PQgetisnull(r, 0, col + 2)
+				       ? NULL
+				       : PQgetvalue(r, 0, col + 2),
+			.vlen = (size_t)PQgetlength(r, 0, col + 2),
+			.ver = db_pg_col_u64(r, 0, col + 3),
+		};
 	}
+	return 0;
+}
+
+static int pages_push(struct pages *p, PGresult *r)
+{
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 256;
+		PGresult **q = realloc(p->rows, cap * sizeof(*q));
+
+		if (!q)
+			return -ENOMEM;
+		p->rows = q;
+		p->cap = cap;
+	}
+	p->rows[p->n++] = r;
+	return 0;
+}
+
+static void pages_free(struct pages *p)
+{
+	pages_clear(p, 0);
+	free(p->rows);
+	free(p->recs);
+}
+
+/* Drain what is left of a query in single-row mode. */
+static void drain(PGconn *c)
+{
+	PGresult *r;
+
+	while ((r = PQgetResult(c)))
+		PQclear(r);
+}
+
+/* The follower's connection, LISTENing; NULL when not connected. */
+static PGconn *fol_conn(struct db_pg *pg)
+{
+	PGconn *c = db_pgc_get(pg, &pg->fol);
+
+	if (!c) {
+		pg->listening = false;
+		return NULL;
+	}
+	if (!pg->listening) {
+		PGresult *r = PQexec(c, "LISTEN mapfs_log; LISTEN mapfs_msg");
+
+		pg->listening = PQresultStatus(r) == PGRES_COMMAND_OK;
+		PQclear(r);
+	}
+	return pg->listening ? c : NULL;
+}
+
+int db_pg_follow(struct db_pg *pg, const struct db_snap *from,
+		 int (*page)(void *ctx, const struct db_remote *recs, size_t n),
+		 void *ctx, struct db_snap *to, bool *behind)
+{
+	struct pbuf xip = { 0 };
+	struct pages pp = { 0 };
+	char xmax[32], inst[16], seq[32];
+	const char *vals[4];
+	int lens[4] = { 0 }, fmts[4] = { 1, 0, 0, 0 };
+	uint64_t top = from->seq;
+	bool first = true;
+	PGconn *c = fol_conn(pg);
+	PGresult *r;
+	int rc = 0;
+
+	*behind = false;
+	if (!c)
+		return -EAGAIN;
+	db_pb_array(&xip, DB_OID_INT8, from->nxip);
+	for (size_t i = 0; i < from->nxip; i++) {
+		db_pb_u32(&xip, 8);
+		db_pb_u64(&xip, from->xip[i]);
+	}
+	if (xip.bad)
+		return -ENOMEM;
+	snprintf(xmax, sizeof(xmax), "%" PRIu64, from->xmax);
+	snprintf(inst, sizeof(inst), "%u", db_pg_instance_id(pg));
+	snprintf(seq, sizeof(seq), "%" PRIu64, from->seq);
+	vals[0] = (const char *)xip.p;
+	lens[0] = (int)xip.len;
+	vals[1] = xmax;
+	vals[2] = inst;
+	vals[3] = seq;
+	/* The snapshot and the entries it newly shows, in one statement (one
+	 * snapshot): the transactions `from` saw in progress or after it,
+	 * and any commit numbered above `from`'s (an id handed out again
+	 * after a crash or a failover: snap_int.h). */
+	if (!PQsendQueryParams(
+		    c,
+		    "SELECT s.snap, s.pruned, l.seq, x.t, x.k, x.v, l.seq"
+		    " FROM (SELECT pg_current_snapshot()::text AS snap,"
+		    "  (SELECT value FROM mapfs_meta WHERE name = 'pruned_xid')"
+		    "  AS pruned) s"
+		    " LEFT JOIN mapfs_log l ON (l.xid = ANY($1::bigint[])"
+		    "  OR l.xid >= $2::bigint OR l.seq > $4::bigint)"
+		    "  AND l.inst <> $3::int"
+		    " LEFT JOIN LATERAL unnest(l.t, l.k, l.v) AS x(t, k, v)"
+		    "  ON true"
+		    " ORDER BY l.seq",
+		    4, NULL, vals, lens, fmts, 1) ||
+	    !PQsetSingleRowMode(c)) {
+		free(xip.p);
+		drain(c);
+		return -EAGAIN;
+	}
+	free(xip.p);
+	while ((r = PQgetResult(c))) {
+		ExecStatusType st = PQresultStatus(r);
+
+		if (st == PGRES_TUPLES_OK) { /* the end */
+			PQclear(r);
+			continue;
+		}
+		if (st != PGRES_SINGLE_TUPLE) {
+			rc = rc ? rc : db_pg_res_err(c, r, "read the log");
+			PQclear(r);
+			continue;
+		}
+		if (rc) {
+			PQclear(r);
+			continue;
+		}
+		if (first) {
+			first = false;
+			/* Text columns: the snapshot and the pruned mark. */
+			rc = db_snap_parse(to, PQgetvalue(r, 0, 0));
+			if (!rc && !PQgetisnull(r, 0, 1) && from->xmax &&
+			    strtoull(PQgetvalue(r, 0, 1), NULL, 10) >
+				    from->xmin)
+				*behind = true;
+			if (rc || *behind) {
+				PQclear(r);
+				rc = rc ? rc : 1;
+				continue;
+			}
+		}
+		if (PQgetisnull(r, 0, 2)) { /* no entry: the LEFT JOIN's row */
+			PQclear(r);
+			continue;
+		}
+		if (db_pg_col_u64(r, 0, 2) > top)
+			top = db_pg_col_u64(r, 0, 2);
+		/* A page ends between two commits: a commit is never split. */
+		if (pp.n >= FOLLOW_PAGE &&
+		    db_pg_col_u64(r, 0, 2) !=
+			    db_pg_col_u64(pp.rows[pp.n - 1], 0, 2)) {
+			rc = pages_recs(&pp, pp.n, 3);
+			if (!rc)
+				rc = page(ctx, pp.recs, pp.n);
+			pages_clear(&pp, 0);
+		}
+		if (!rc && (rc = pages_push(&pp, r)))
+			PQclear(r);
+	}
+	if (!rc && pp.n) {
+		rc = pages_recs(&pp, pp.n, 3);
+		if (!rc)
+			rc = page(ctx, pp.recs, pp.n);
+	}
+	pages_free(&pp);
+	to->seq = top;
+	if (rc == 1) /* behind: not an error */
+		rc = 0;
+	return rc;
+}
+
+int db_pg_snapshot(struct db_pg *pg,
+		   int (*page)(void *ctx, const struct db_remote *recs,
+			       size_t n, bool first, bool last),
+		   void *ctx, struct db_snap *at)
+{
+	struct pages pp = { 0 };
+	bool first_row = true, first_page = true;
+	uint64_t total = 0;
+	PGconn *c = fol_conn(pg);
+	PGresult *r;
+	int rc = 0;
+
+	if (!c)
+		return -EAGAIN;
+	if (!PQsendQueryParams(c,
+			       "SELECT s.snap, m.tbl, m.k, m.v, m.ver FROM"
+			       " (SELECT pg_current_snapshot()::text AS snap) s"
+			       " LEFT JOIN mapfs_records m ON true",
+			       0, NULL, NULL, NULL, NULL, 1) ||
+	    !PQsetSingleRowMode(c)) {
+		drain(c);
+		return -EAGAIN;
+	}
+	while ((r = PQgetResult(c))) {
+		ExecStatusType st = PQresultStatus(r);
+
+		if (st == PGRES_TUPLES_OK) {
+			PQclear(r);
+			continue;
+		}
+		if (st != PGRES_SINGLE_TUPLE || rc) {
+			if (!rc)
+				rc = db_pg_res_err(c, r, "read the records");
+			PQclear(r);
+			continue;
+		}
+		if (first_row) {
+			first_row = false;
+			rc = db_snap_parse(at, PQgetvalue(r, 0, 0));
+		}
+		if (rc || PQgetisnull(r, 0, 1)) {
+			PQclear(r);
+			continue;
+		}
+		if (db_pg_col_u64(r, 0, 4) > at->seq)
+			at->seq = db_pg_col_u64(r, 0, 4);
+		if (pp.n >= FOLLOW_PAGE) {
+			rc = pages_recs(&pp, pp.n, 1);
+			if (!rc)
+				rc = page(ctx, pp.recs, pp.n, first_page,
+					  false);
+			first_page = false;
+			total += pp.n;
+			pages_clear(&pp, 0);
+		}
+		if (!rc && (rc = pages_push(&pp, r)))
+			PQclear(r);
+	}
+	if (!rc) {
+		rc = pages_recs(&pp, pp.n, 1);
+		if (!rc)
+			rc = page(ctx, pp.recs, pp.n, first_page, true);
+		total += pp.n;
+	}
+	pages_free(&pp);
+	if (!rc)
+		log_info("cluster: loaded the namespace: %" PRIu64 " records",
+			 total);
 	return rc;
 }
 
@@ -917,7 +1602,8 @@ static void msg_deliver(struct db_pg *pg, const char *payload)
 		return;
 	if ((to && to != pg->node_id) || from == pg->node_id)
 		return;
-	db_deliver(pg->db, from, payload + n);
+	if (pg->sinks.message)
+		pg->sinks.message(pg->sinks.ctx, from, payload + n);
 }
 
 /* Handle the notifications libpq holds; how many there were. */
@@ -935,797 +1621,45 @@ static int notifies_drain(struct db_pg *pg, PGconn *c)
 	return n;
 }
 
-static void *follower_main(void *arg)
+void db_pg_keep_lease(struct db_pg *pg, uint64_t applied_xmin)
 {
-	struct db_pg *pg = arg;
-	bool listening = false;
+	PGconn *c = fol_conn(pg);
 
-	for (;;) {
-		PGconn *c = pgc_get(pg, &pg->fol);
-		struct pollfd pf[2] = { { .fd = pg->stop_pipe[0],
-					  .events = POLLIN } };
-		int nfds = 1;
+	if (c && db_pg_now_ms() >= pg->lease_next_ms)
+		lease_tick(pg, c, applied_xmin);
+}
 
-		if (c && !listening) {
-			PGresult *r =
-				PQexec(c, "LISTEN mapfs_log; LISTEN mapfs_msg");
+int db_pg_wait(struct db_pg *pg, int stop_fd, int timeout_ms,
+	       uint64_t applied_xmin)
+{
+	PGconn *c = fol_conn(pg);
+	struct pollfd pf[2] = { { .fd = stop_fd, .events = POLLIN } };
+	int nfds = 1, wait = timeout_ms;
+	uint64_t now;
 
-			listening = PQresultStatus(r) == PGRES_COMMAND_OK;
-			PQclear(r);
-		}
-		if (c && listening) {
-			/* A NOTIFY that arrives while the sync's queries run
-			 * is read by libpq then, not left on the socket: look
-			 * again before sleeping on it. */
+	if (c) {
+		if (db_pg_now_ms() >= pg->lease_next_ms)
+			lease_tick(pg, c, applied_xmin);
+		/* A NOTIFY read while the log (or the lease) was read is in
+		 * libpq already, not on the socket. */
+		PQconsumeInput(c);
+		if (notifies_drain(pg, c))
+			wait = 0;
+		pf[1] = (struct pollfd){ .fd = PQsocket(c), .events = POLLIN };
+		nfds = 2;
+	}
+	now = db_pg_now_ms();
+	/* Short leases (tests) renew more often than the poll. */
+	if (nfds == 2 && pg->lease_next_ms < now + (uint64_t)wait)
+		wait = pg->lease_next_ms > now ? (int)(pg->lease_next_ms - now)
+					       : 0;
+	if (poll(pf, (nfds_t)nfds, wait) > 0) {
+		if (pf[0].revents & POLLIN)
+			return 1;
+		if (nfds == 2 && (pf[1].revents & POLLIN)) {
 			PQconsumeInput(c);
 			notifies_drain(pg, c);
-			do {
-				if (follow_sync(pg, c)) {
-					listening = false; /* reconnect */
-					break;
-				}
-			} while (notifies_drain(pg, c));
-			if (now_ms() >= pg->lease_next_ms)
-				lease_tick(pg, c);
-			pf[1] = (struct pollfd){ .fd = PQsocket(c),
-						 .events = POLLIN };
-			nfds = 2;
-		} else {
-			listening = false;
 		}
-		uint64_t now = now_ms();
-		int wait = FOLLOW_POLL_MS;
-
-		/* Short leases (tests) renew more often than the poll. */
-		if (nfds == 2 && pg->lease_next_ms < now + (uint64_t)wait)
-			wait = pg->lease_next_ms > now
-				       ? (int)(pg->lease_next_ms - now)
-				       : 0;
-		if (poll(pf, (nfds_t)nfds, wait) > 0 &&
-		    (pf[0].revents & POLLIN))
-			break;
 	}
-	return NULL;
-}
-
-/* ---- open ---------------------------------------------------------------- */
-
-static int open_fail(struct db_pg *pg, int rc)
-{
-	db_pg_close(pg);
-	return rc;
-}
-
-int db_pg_open(struct db *db, const struct db_cluster_opts *o,
-	       struct db_pg **out)
-{
-	struct db_pg *pg = calloc(1, sizeof(*pg));
-	uint32_t backoff = 500;
-	char local_id[64], holder[256];
-	unsigned char rnd[16];
-	uint64_t seq, waited = 0;
-	FILE *f;
-	int rc;
-
-	if (!pg)
-		return -ENOMEM;
-	pg->db = db;
-	pg->o = *o;
-	pg->stop_pipe[0] = pg->stop_pipe[1] = -1;
-	pthread_mutex_init(&pg->svc_lock, NULL);
-	pthread_mutex_init(&pg->nodes_lock, NULL);
-	f = fopen("/dev/urandom", "r");
-	if (!f || fread(rnd, 1, sizeof(rnd), f) != sizeof(rnd)) {
-		if (f)
-			fclose(f);
-		return open_fail(pg, -EIO);
-	}
-	fclose(f);
-	for (int i = 0; i < 16; i++)
-		snprintf(pg->instance + 2 * i, 3, "%02x", rnd[i]);
-	/* The same state directory is the same instance: only one process
-	 * has it (db_open's lock), so a restart takes its name back at once
-	 * instead of waiting for its old lease to run out. */
-	if ((rc = db_local_text(db, "instance", local_id, sizeof(local_id))))
-		return open_fail(pg, rc);
-	if (strlen(local_id) == 32)
-		memcpy(pg->instance, local_id, 33);
-	/* Unreachable: retry with backoff, saying so; misconfigured: stop. */
-	while ((rc = pgc_connect(pg, &pg->wr, false)) == -EAGAIN) {
-		log_info("cluster: retrying in %u ms", backoff);
-		usleep(backoff * 1000);
-		backoff = backoff * 2 > START_BACKOFF_MAX_MS
-				  ? START_BACKOFF_MAX_MS
-				  : backoff * 2;
-	}
-	if (rc)
-		return open_fail(pg, rc);
-	if ((rc = schema_check(pg, pg->wr.c)))
-		return open_fail(pg, rc == -EAGAIN ? -EIO : rc);
-	/* The name: a live other instance holds it for its lease. */
-	while ((rc = node_register(pg, pg->wr.c, holder, sizeof(holder))) ==
-		       -EBUSY &&
-	       waited < (uint64_t)o->lease_ms + 1000) {
-		if (!waited)
-			log_warn("cluster: node name %s is held (%s); waiting "
-				 "for "
-				 "its lease to run out",
-				 o->node, holder);
-		usleep(250 * 1000);
-		waited += 250;
-	}
-	if (rc == -EBUSY) {
-		log_error("cluster: node name %s is in use by a running "
-			  "gateway (%s): give this one another --node",
-			  o->node, holder);
-		return open_fail(pg, -EINVAL);
-	}
-	if (rc)
-		return open_fail(pg, -EIO);
-	if ((rc = db_set_local_text(db, "instance", pg->instance)))
-		return open_fail(pg, rc);
-	pg->wr_up = true;
-	if ((rc = pgc_connect(pg, &pg->svc, false)) ||
-	    (rc = pgc_connect(pg, &pg->fol, false)))
-		return open_fail(pg, rc == -EAGAIN ? -EIO : rc);
-	/* The replica: this cluster's and up to date, or loaded whole. */
-	if ((rc = db_local_cluster(db, local_id, sizeof(local_id))) ||
-	    (rc = db_local_seq(db, &seq)))
-		return open_fail(pg, rc);
-	if (!local_id[0] && !db_shared_empty(db)) {
-		/* Loading the cluster's namespace would replace it. */
-		log_error(
-			"cluster: this state directory holds the namespace of "
-			"a gateway on its own: `mapfs-gw meta migrate` copies "
-			"it "
-			"into an empty cluster; to join this cluster, give the "
-			"gateway an empty --state");
-		return open_fail(pg, -EINVAL);
-	}
-	if (strcmp(local_id, pg->cluster_id) || !seq) {
-		rc = snapshot_load(pg, pg->fol.c);
-		if (!rc)
-			rc = db_set_local_cluster(db, pg->cluster_id);
-	} else {
-		applied_raise(pg, seq);
-		rc = follow_sync(pg, pg->fol.c);
-	}
-	if (rc)
-		return open_fail(pg, rc);
-	lease_tick(pg, pg->fol.c);
-	if (pipe2(pg->stop_pipe, O_CLOEXEC) ||
-	    pthread_create(&pg->follower, NULL, follower_main, pg))
-		return open_fail(pg, -errno ? -errno : -EAGAIN);
-	pg->follower_started = true;
-	log_info("cluster: node %s (id %u) in cluster %.8s, applied seq "
-		 "%" PRIu64,
-		 o->node, pg->node_id, pg->cluster_id, applied_get(pg));
-	*out = pg;
 	return 0;
-}
-
-void db_pg_stop_follower(struct db_pg *pg)
-{
-	if (!pg || !pg->follower_started)
-		return;
-	if (write(pg->stop_pipe[1], "x", 1) != 1) {
-		/* the follower also stops at its next poll */
-	}
-	pthread_join(pg->follower, NULL);
-	pg->follower_started = false;
-}
-
-void db_pg_close(struct db_pg *pg)
-{
-	if (!pg)
-		return;
-	db_pg_stop_follower(pg);
-	if (pg->stop_pipe[0] >= 0)
-		close(pg->stop_pipe[0]);
-	if (pg->stop_pipe[1] >= 0)
-		close(pg->stop_pipe[1]);
-	/* The name is free at once for a restart. */
-	if (pg->node_id && pgc_get(pg, &pg->svc)) {
-		char id[16];
-		const char *p[2] = { id, pg->instance };
-		PGresult *r;
-
-		snprintf(id, sizeof(id), "%u", pg->node_id);
-		r = PQexecParams(pg->svc.c,
-				 "UPDATE mapfs_nodes SET lease_until = now()"
-				 " WHERE id = $1 AND instance = $2",
-				 2, NULL, p, NULL, NULL, 0);
-		PQclear(r);
-	}
-	pgc_close(&pg->wr);
-	pgc_close(&pg->svc);
-	pgc_close(&pg->fol);
-	pthread_mutex_destroy(&pg->svc_lock);
-	pthread_mutex_destroy(&pg->nodes_lock);
-	free(pg->down);
-	free(pg);
-}
-
-/* ---- commits ----------------------------------------------------------- */
-
-int db_pg_commit(struct db_pg *pg, const struct db_track *t, uint64_t *seq,
-		 struct db_stale *stale)
-{
-	struct pbuf a[6] = { { 0 } };
-	char node[16];
-	const char *vals[7];
-	int lens[7], fmts[7];
-	PGconn *c = pgc_get(pg, &pg->wr);
-	PGresult *r;
-	int rc;
-
-	memset(stale, 0, sizeof(*stale));
-	if (!c) {
-		if (pg->wr_up)
-			log_warn("cluster: PostgreSQL does not answer: changes "
-				 "of the namespace answer JUKEBOX until it "
-				 "does");
-		pg->wr_up = false;
-		return -EAGAIN;
-	}
-	pb_array(&a[0], OID_TEXT, t->nreads);
-	pb_array(&a[1], OID_BYTEA, t->nreads);
-	pb_array(&a[2], OID_INT8, t->nreads);
-	for (size_t i = 0; i < t->nreads; i++) {
-		const struct db_rec *rec = &t->reads[i];
-		const char *tn = db_table_name(pg->db, rec->tbl);
-
-		pb_elem(&a[0], tn, strlen(tn));
-		pb_elem(&a[1], db_rec_key(t, rec), rec->klen);
-		pb_u32(&a[2], 8);
-		pb_u64(&a[2], rec->ver);
-	}
-	pb_array(&a[3], OID_TEXT, t->nwrites);
-	pb_array(&a[4], OID_BYTEA, t->nwrites);
-	pb_array(&a[5], OID_BYTEA, t->nwrites);
-	for (size_t i = 0; i < t->nwrites; i++) {
-		const struct db_rec *rec = &t->writes[i];
-		const char *tn = db_table_name(pg->db, rec->tbl);
-
-		pb_elem(&a[3], tn, strlen(tn));
-		pb_elem(&a[4], db_rec_key(t, rec), rec->klen);
-		pb_elem(&a[5], rec->del ? NULL : db_rec_val(t, rec), rec->vlen);
-	}
-	for (int i = 0; i < 6; i++)
-		if (a[i].bad) {
-			rc = -ENOMEM;
-			goto out;
-		}
-	snprintf(node, sizeof(node), "%u", pg->node_id);
-	vals[0] = node;
-	lens[0] = 0;
-	fmts[0] = 0;
-	for (int i = 0; i < 6; i++) {
-		vals[i + 1] = (const char *)a[i].p;
-		lens[i + 1] = (int)a[i].len;
-		fmts[i + 1] = 1;
-	}
-	r = PQexecParams(c,
-			 "SELECT * FROM mapfs_commit($1, $2, $3, $4, $5,"
-			 " $6, $7)",
-			 7, NULL, vals, lens, fmts, 1);
-	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) < 1) {
-		rc = res_err(c, r, "commit");
-		PQclear(r);
-		if (rc == -EAGAIN && pg->wr_up && PQstatus(c) != CONNECTION_OK)
-			log_warn("cluster: PostgreSQL does not answer: changes "
-				 "of the namespace answer JUKEBOX until it "
-				 "does");
-		pg->wr_up = PQstatus(c) == CONNECTION_OK;
-		goto out;
-	}
-	if (!pg->wr_up)
-		log_info("cluster: PostgreSQL answers again");
-	pg->wr_up = true;
-	*seq = col_u64(r, 0, 0);
-	if (*seq) {
-		PQclear(r);
-		rc = 0;
-		goto out;
-	}
-	/* Stale reads: the current records, to be applied and run again. */
-	rc = recs_of(pg, r, 1, &stale->recs, &stale->n);
-	if (rc) {
-		PQclear(r);
-		goto out;
-	}
-	stale->owner = r;
-	rc = -ESTALE;
-out:
-	for (int i = 0; i < 6; i++)
-		free(a[i].p);
-	return rc;
-}
-
-void db_pg_stale_free(struct db_stale *s)
-{
-	free(s->recs);
-	PQclear(s->owner);
-	memset(s, 0, sizeof(*s));
-}
-
-bool db_pg_up(struct db_pg *pg)
-{
-	return pg->wr_up;
-}
-
-uint32_t db_pg_node_id(const struct db_pg *pg)
-{
-	return pg->node_id;
-}
-
-int db_pg_send(struct db_pg *pg, uint32_t to, const char *msg)
-{
-	char payload[DB_MSG_MAX + 32];
-	const char *p[1] = { payload };
-	PGconn *c;
-	PGresult *r;
-	int rc = -EAGAIN;
-
-	snprintf(payload, sizeof(payload), "%u %u %s", to, pg->node_id, msg);
-	pthread_mutex_lock(&pg->svc_lock);
-	c = pgc_get(pg, &pg->svc);
-	if (c) {
-		r = PQexecParams(c, "SELECT pg_notify('mapfs_msg', $1)", 1,
-				 NULL, p, NULL, NULL, 0);
-		rc = PQresultStatus(r) == PGRES_TUPLES_OK
-			     ? 0
-			     : res_err(c, r, "send");
-		PQclear(r);
-	}
-	pthread_mutex_unlock(&pg->svc_lock);
-	return rc;
-}
-
-/* ---- notes ---------------------------------------------------------------- */
-
-/* One statement on the service connection with params; -EAGAIN if down. */
-static int svc_exec(struct db_pg *pg, const char *sql, int n,
-		    const char *const *params)
-{
-	PGconn *c;
-	PGresult *r;
-	int rc = -EAGAIN;
-
-	pthread_mutex_lock(&pg->svc_lock);
-	c = pgc_get(pg, &pg->svc);
-	if (c) {
-		r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
-		rc = PQresultStatus(r) == PGRES_COMMAND_OK
-			     ? 0
-			     : res_err(c, r, "note");
-		PQclear(r);
-	}
-	pthread_mutex_unlock(&pg->svc_lock);
-	return rc;
-}
-
-int db_pg_note(struct db_pg *pg, const char *kind, const char *note, bool add)
-{
-	char id[16];
-	const char *p[3] = { id, kind, note };
-
-	snprintf(id, sizeof(id), "%u", pg->node_id);
-	return svc_exec(pg,
-			add ? "INSERT INTO mapfs_notes VALUES ($1, $2, $3)"
-			      " ON CONFLICT DO NOTHING"
-			    : "DELETE FROM mapfs_notes WHERE node = $1"
-			      " AND kind = $2 AND note = $3",
-			3, p);
-}
-
-int db_pg_notes_take(struct db_pg *pg, uint32_t node, const char *kind,
-		     void (*fn)(void *ctx, const char *note), void *ctx)
-{
-	char id[16];
-	const char *p[2] = { id, kind };
-	PGconn *c;
-	PGresult *r = NULL;
-	int rc = -EAGAIN;
-
-	snprintf(id, sizeof(id), "%u", node);
-	pthread_mutex_lock(&pg->svc_lock);
-	c = pgc_get(pg, &pg->svc);
-	if (c) {
-		r = PQexecParams(c,
-				 "DELETE FROM mapfs_notes WHERE node = $1"
-				 " AND kind = $2 RETURNING note",
-				 2, NULL, p, NULL, NULL, 0);
-		rc = PQresultStatus(r) == PGRES_TUPLES_OK
-			     ? 0
-			     : res_err(c, r, "notes");
-	}
-	pthread_mutex_unlock(&pg->svc_lock);
-	for (int i = 0; !rc && i < PQntuples(r); i++)
-		fn(ctx, PQgetvalue(r, i, 0));
-	PQclear(r);
-	return rc;
-}
-
-/* ---- cluster services ---------------------------------------------------- */
-
-int db_pg_alloc_ids(struct db_pg *pg, uint64_t n, uint64_t *first)
-{
-	char num[32];
-	const char *p[1] = { num };
-	PGconn *c;
-	PGresult *r;
-	int rc = -EAGAIN;
-
-	snprintf(num, sizeof(num), "%" PRIu64, n);
-	pthread_mutex_lock(&pg->svc_lock);
-	c = pgc_get(pg, &pg->svc);
-	if (c) {
-		r = PQexecParams(c,
-				 "UPDATE mapfs_counters SET next = next + $1"
-				 " WHERE name = 'ino' RETURNING next - $1",
-				 1, NULL, p, NULL, NULL, 1);
-		if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
-			*first = col_u64(r, 0, 0);
-			rc = 0;
-		} else {
-			rc = res_err(c, r, "allocate inode numbers");
-		}
-		PQclear(r);
-	}
-	pthread_mutex_unlock(&pg->svc_lock);
-	return rc;
-}
-
-int db_pg_secret(struct db_pg *pg, const char *name, void *buf, size_t len)
-{
-	unsigned char *rnd = malloc(len);
-	const char *vals[2] = { name, (const char *)rnd };
-	int lens[2] = { 0, (int)len }, fmts[2] = { 0, 1 };
-	PGconn *c;
-	PGresult *r;
-	FILE *f;
-	int rc = -EAGAIN;
-
-	if (!rnd)
-		return -ENOMEM;
-	f = fopen("/dev/urandom", "r");
-	if (!f || fread(rnd, 1, len, f) != len) {
-		if (f)
-			fclose(f);
-		free(rnd);
-		return -EIO;
-	}
-	fclose(f);
-	pthread_mutex_lock(&pg->svc_lock);
-	c = pgc_get(pg, &pg->svc);
-	if (c) {
-		/* The first node's random value wins; every node reads it. */
-		r = PQexecParams(
-			c,
-			"WITH ins AS (INSERT INTO mapfs_secrets"
-			"  VALUES ($1, $2) ON CONFLICT DO NOTHING"
-			"  RETURNING value)"
-			" SELECT value FROM ins UNION ALL"
-			" SELECT value FROM mapfs_secrets WHERE name = $1",
-			2, NULL, vals, lens, fmts, 1);
-		if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) >= 1 &&
-		    (size_t)PQgetlength(r, 0, 0) == len) {
-			memcpy(buf, PQgetvalue(r, 0, 0), len);
-			rc = 0;
-		} else if (PQresultStatus(r) == PGRES_TUPLES_OK) {
-			rc = -EIO;
-		} else {
-			rc = res_err(c, r, "read the cluster's secret");
-		}
-		PQclear(r);
-	}
-	pthread_mutex_unlock(&pg->svc_lock);
-	memset(rnd, 0, len);
-	free(rnd);
-	return rc;
-}
-
-/* ---- growing a gateway into a cluster ------------------------------------ */
-
-#define MIGRATE_BATCH 5000
-
-struct migrate {
-	struct db_pg *pg;
-	PGconn *c;
-	struct pbuf a[3];
-	size_t n;
-	uint64_t done, total;
-	db_progress_fn progress;
-	void *ctx;
-};
-
-static int migrate_flush(struct migrate *m)
-{
-	struct pbuf h[3] = { { 0 } };
-	const char *vals[3];
-	int lens[3], fmts[3] = { 1, 1, 1 };
-	PGresult *r;
-	int rc = 0;
-
-	if (!m->n)
-		return 0;
-	/* The element arrays with their headers in front. */
-	pb_array(&h[0], OID_TEXT, m->n);
-	pb_array(&h[1], OID_BYTEA, m->n);
-	pb_array(&h[2], OID_BYTEA, m->n);
-	for (int i = 0; i < 3; i++) {
-		pb_add(&h[i], m->a[i].p, m->a[i].len);
-		if (h[i].bad || m->a[i].bad)
-			rc = -ENOMEM;
-		vals[i] = (const char *)h[i].p;
-		lens[i] = (int)h[i].len;
-	}
-	if (!rc) {
-		r = PQexecParams(m->c,
-				 "INSERT INTO mapfs_records (tbl, k, v, ver)"
-				 " SELECT t, k, v, 1 FROM unnest($1::text[],"
-				 " $2::bytea[], $3::bytea[]) AS w(t, k, v)",
-				 3, NULL, vals, lens, fmts, 0);
-		if (PQresultStatus(r) != PGRES_COMMAND_OK)
-			rc = res_err(m->c, r, "copy the records");
-		PQclear(r);
-	}
-	for (int i = 0; i < 3; i++) {
-		free(h[i].p);
-		m->a[i].len = 0;
-	}
-	m->done += m->n;
-	m->n = 0;
-	if (m->progress)
-		m->progress(m->ctx, m->done, m->total);
-	return rc;
-}
-
-static int migrate_one(void *ctx, const struct db_remote *rec)
-{
-	struct migrate *m = ctx;
-	const char *tn = db_table_name(m->pg->db, rec->tbl);
-
-	pb_elem(&m->a[0], tn, strlen(tn));
-	pb_elem(&m->a[1], rec->key, rec->klen);
-	pb_elem(&m->a[2], rec->val, rec->vlen);
-	return ++m->n == MIGRATE_BATCH ? migrate_flush(m) : 0;
-}
-
-static PGresult *exec_ok(PGconn *c, const char *sql)
-{
-	PGresult *r = PQexec(c, sql);
-
-	if (PQresultStatus(r) != PGRES_COMMAND_OK &&
-	    PQresultStatus(r) != PGRES_TUPLES_OK) {
-		res_err(c, r, sql);
-		PQclear(r);
-		return NULL;
-	}
-	return r;
-}
-
-int db_pg_migrate(struct db *db, const struct db_cluster_opts *o,
-		  const void *key, size_t klen, uint64_t next_id,
-		  db_progress_fn progress, void *ctx)
-{
-	struct db_pg *pg = calloc(1, sizeof(*pg));
-	struct migrate m = { .pg = pg, .progress = progress, .ctx = ctx };
-	char num[32];
-	const char *p[2];
-	int lens[2] = { 0, (int)klen }, fmts[2] = { 0, 1 };
-	PGresult *r;
-	int rc;
-
-	if (!pg)
-		return -ENOMEM;
-	pg->db = db;
-	pg->o = *o;
-	rc = pgc_connect(pg, &pg->wr, false);
-	if (rc)
-		goto out;
-	m.c = pg->wr.c;
-	if ((rc = schema_check(pg, m.c)))
-		goto out;
-	r = PQexec(m.c, "SELECT (SELECT count(*) FROM mapfs_records),"
-			" (SELECT seq FROM mapfs_clock)");
-	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
-		rc = res_err(m.c, r, "look at the target");
-		PQclear(r);
-		goto out;
-	}
-	if (atoll(PQgetvalue(r, 0, 0)) || atoll(PQgetvalue(r, 0, 1))) {
-		log_error("cluster: the database at the target holds a "
-			  "namespace already (%s records): nothing copied",
-			  PQgetvalue(r, 0, 0));
-		PQclear(r);
-		rc = -ENOTEMPTY;
-		goto out;
-	}
-	PQclear(r);
-	if (!(r = exec_ok(m.c, "BEGIN"))) {
-		rc = -EIO;
-		goto out;
-	}
-	PQclear(r);
-	rc = db_each_shared(db, &m.total, migrate_one, &m);
-	if (!rc)
-		rc = migrate_flush(&m);
-	snprintf(num, sizeof(num), "%" PRIu64, next_id);
-	p[0] = num;
-	if (!rc) {
-		r = PQexecParams(
-			m.c,
-			"UPDATE mapfs_counters SET next ="
-			" greatest(next, $1::bigint) WHERE name = 'ino'",
-			1, NULL, p, NULL, NULL, 0);
-		if (PQresultStatus(r) != PGRES_COMMAND_OK)
-			rc = res_err(m.c, r, "set the inode counter");
-		PQclear(r);
-	}
-	p[0] = "handle";
-	p[1] = key;
-	if (!rc && key) {
-		r = PQexecParams(m.c,
-				 "INSERT INTO mapfs_secrets VALUES ($1, $2)"
-				 " ON CONFLICT (name) DO UPDATE SET"
-				 " value = EXCLUDED.value",
-				 2, NULL, p, lens, fmts, 0);
-		if (PQresultStatus(r) != PGRES_COMMAND_OK)
-			rc = res_err(m.c, r, "copy the handle key");
-		PQclear(r);
-	}
-	if (!rc && !(r = exec_ok(m.c, "UPDATE mapfs_clock SET seq = 1")))
-		rc = -EIO;
-	else if (!rc)
-		PQclear(r);
-	r = PQexec(m.c, rc ? "ROLLBACK" : "COMMIT");
-	if (!rc && PQresultStatus(r) != PGRES_COMMAND_OK)
-		rc = res_err(m.c, r, "commit the copy");
-	PQclear(r);
-	/* This replica is the cluster's from here: its records at seq 1. */
-	if (!rc)
-		rc = db_mark_replica(db, pg->cluster_id, 1);
-out:
-	for (int i = 0; i < 3; i++)
-		free(m.a[i].p);
-	pgc_close(&pg->wr);
-	free(pg);
-	return rc;
-}
-
-/* ---- locks ----------------------------------------------------------- */
-
-/* One try of db_pg_lock_edit on c, in a transaction of its own. */
-static int lock_edit_try(PGconn *c, uint64_t ino, db_lock_edit_fn edit,
-			 void *ctx, uint64_t host_max)
-{
-	char num[32], max[32];
-	const char *p[3] = { num };
-	int lens[3] = { 0 }, fmts[3] = { 0 };
-	struct db_host_delta *d = NULL;
-	size_t nd = 0, outlen = 0;
-	void *out = NULL;
-	PGresult *r;
-	int rc;
-
-	snprintf(num, sizeof(num), "%" PRIu64, ino);
-	snprintf(max, sizeof(max), "%" PRIu64, host_max);
-	r = PQexec(c, "BEGIN");
-	PQclear(r);
-	/* The row first (so that FOR UPDATE has one to lock), then its lock. */
-	r = PQexecParams(c,
-			 "INSERT INTO mapfs_locks VALUES ($1, ''::bytea)"
-			 " ON CONFLICT DO NOTHING",
-			 1, NULL, p, NULL, NULL, 0);
-	PQclear(r);
-	r = PQexecParams(c,
-			 "SELECT state FROM mapfs_locks WHERE ino = $1"
-			 " FOR UPDATE",
-			 1, NULL, p, NULL, NULL, 1);
-	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
-		rc = res_err(c, r, "read the locks");
-		PQclear(r);
-		goto out;
-	}
-	rc = edit(ctx, PQgetlength(r, 0, 0) ? PQgetvalue(r, 0, 0) : NULL,
-		  (size_t)PQgetlength(r, 0, 0), &out, &outlen, &d, &nd);
-	PQclear(r);
-	for (size_t i = 0; !rc && i < nd; i++) {
-		char delta[32];
-
-		if (!d[i].delta)
-			continue;
-		snprintf(delta, sizeof(delta), "%" PRId64, d[i].delta);
-		p[0] = (const char *)d[i].host;
-		lens[0] = 16;
-		fmts[0] = 1;
-		p[1] = delta;
-		p[2] = max;
-		r = PQexecParams(
-			c,
-			"INSERT INTO mapfs_lock_hosts VALUES ($1, $2)"
-			" ON CONFLICT (host) DO UPDATE SET"
-			"  n = mapfs_lock_hosts.n + EXCLUDED.n"
-			" RETURNING n, n > $3::bigint AND $2::bigint > 0",
-			3, NULL, p, lens, fmts, 0);
-		if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
-			rc = res_err(c, r, "count a host's locks");
-		else if (!strcmp(PQgetvalue(r, 0, 1), "t"))
-			rc = -ENOLCK;
-		PQclear(r);
-	}
-	if (!rc) {
-		p[0] = num;
-		lens[0] = 0;
-		fmts[0] = 0;
-		p[1] = out;
-		lens[1] = (int)outlen;
-		fmts[1] = 1;
-		r = outlen ? PQexecParams(c,
-					  "UPDATE mapfs_locks SET state = $2"
-					  " WHERE ino = $1",
-					  2, NULL, p, lens, fmts, 0)
-			   : PQexecParams(c,
-					  "DELETE FROM mapfs_locks"
-					  " WHERE ino = $1",
-					  1, NULL, p, NULL, NULL, 0);
-		if (PQresultStatus(r) != PGRES_COMMAND_OK)
-			rc = res_err(c, r, "write the locks");
-		PQclear(r);
-	}
-out:
-	r = PQexec(c, rc ? "ROLLBACK" : "COMMIT");
-	if (!rc && PQresultStatus(r) != PGRES_COMMAND_OK)
-		rc = res_err(c, r, "commit the locks");
-	PQclear(r);
-	free(out);
-	free(d);
-	return rc;
-}
-
-int db_pg_lock_edit(struct db_pg *pg, uint64_t ino, db_lock_edit_fn edit,
-		    void *ctx, uint64_t host_max)
-{
-	int rc = -EAGAIN;
-
-	pthread_mutex_lock(&pg->svc_lock);
-	for (int i = 0; i < 3 && rc == -EAGAIN; i++) {
-		PGconn *c = pgc_get(pg, &pg->svc);
-
-		if (!c)
-			break;
-		rc = lock_edit_try(c, ino, edit, ctx, host_max);
-	}
-	pthread_mutex_unlock(&pg->svc_lock);
-	return rc;
-}
-
-int db_pg_lock_files(struct db_pg *pg, uint64_t **inos, size_t *n)
-{
-	PGconn *c;
-	PGresult *r;
-	int rc = -EAGAIN;
-
-	pthread_mutex_lock(&pg->svc_lock);
-	c = pgc_get(pg, &pg->svc);
-	if (c) {
-		r = PQexecParams(c, "SELECT ino FROM mapfs_locks", 0, NULL,
-				 NULL, NULL, NULL, 1);
-		if (PQresultStatus(r) == PGRES_TUPLES_OK) {
-			size_t k = (size_t)PQntuples(r);
-
-			*inos = calloc(k ? k : 1, sizeof(**inos));
-			rc = *inos ? 0 : -ENOMEM;
-			for (size_t i = 0; !rc && i < k; i++)
-				(*inos)[i] = col_u64(r, (int)i, 0);
-			*n = rc ? 0 : k;
-		} else {
-			rc = res_err(c, r, "list the locked files");
-		}
-		PQclear(r);
-	}
-	pthread_mutex_unlock(&pg->svc_lock);
-	return rc;
 }

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "db_int.h"
+#include "track_int.h"
 
 void db_track_init(struct db_track *t)
 {
@@ -134,6 +134,20 @@ int db_track_read(struct db_track *t, unsigned tbl, const struct db_val *key,
 	return 0;
 }
 
+bool db_track_read_ver(const struct db_track *t, unsigned tbl,
+		       const struct db_val *key, uint64_t *ver)
+{
+	uint32_t *s;
+
+	if (!t->rhcap)
+		return false;
+	s = slot_of(t, t->rhash, t->rhcap, t->reads, tbl, key->data, key->size);
+	if (!*s)
+		return false;
+	*ver = t->reads[*s - 1].ver;
+	return true;
+}
+
 int db_track_write(struct db_track *t, unsigned tbl, const struct db_val *key,
 		   const struct db_val *val)
 {
@@ -163,13 +177,6 @@ int db_track_write(struct db_track *t, unsigned tbl, const struct db_val *key,
 	return 0;
 }
 
-void db_track_truncate(struct db_track *t, size_t nwrites)
-{
-	/* The arena keeps the bytes: a group is short-lived. */
-	if (nwrites < t->nwrites)
-		t->nwrites = nwrites;
-}
-
 int db_track_final(struct db_track *t)
 {
 	size_t cap = 16, n = 0;
@@ -196,9 +203,25 @@ int db_track_final(struct db_track *t)
 		}
 		*s = (uint32_t)i + 1;
 	}
-	for (size_t i = 0; i < t->nwrites; i++)
-		if (t->writes[i].klen != (size_t)-1)
-			t->writes[n++] = t->writes[i];
+	for (size_t i = 0; i < t->nwrites; i++) {
+		struct db_rec *r = &t->writes[i];
+		struct db_val k;
+
+		if (r->klen == (size_t)-1)
+			continue;
+		k = (struct db_val){ r->klen, t->arena + r->koff };
+		r->ver = 0;
+		if (t->rhcap) {
+			uint32_t *s = slot_of(t, t->rhash, t->rhcap, t->reads,
+					      r->tbl, k.data, k.size);
+
+			if (*s) {
+				r->ver = t->reads[*s - 1].ver;
+				t->reads[*s - 1].written = true;
+			}
+		}
+		t->writes[n++] = *r;
+	}
 	t->nwrites = n;
 	free(h);
 	return 0;

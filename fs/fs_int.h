@@ -139,6 +139,12 @@ struct fs {
 	 * the syncer starts, read-only after. */
 	uint64_t early_cut;
 	bool sync_started;
+	/* strict.c: the files clients wait for, and its thread. */
+	pthread_mutex_t strict_lock;
+	pthread_cond_t strict_wake;
+	struct strict_req *strict_head;
+	bool strict_stop, strict_started;
+	pthread_t strict_thread;
 	uint32_t backoff_ms;
 	pthread_t syncer;
 	/* Uploads of files still being written (early.c); the list under
@@ -536,11 +542,8 @@ void fs_owner_on_node_down(void *ctx, uint32_t node);
  */
 void fs_owner_lost(struct fs *fs, const struct fs_inode *in);
 
-/* syncer.c */
+/* syncer.c (it also starts and stops strict.c's thread) */
 int fs_syncer_start(struct fs *fs);
-/* Write ino (and every pending record before it) to the store now and
- * wait (--strict-commit).  Blocks: worker threads only.  0 or -EAGAIN. */
-int fs_sync_inode(struct fs *fs, uint64_t ino);
 /* Run the pending records this node runs, now.  Blocks.  0 or -errno. */
 int fs_sync_pending(struct fs *fs);
 /* The syncer runs a pass now rather than at its next tick (a file just
@@ -549,5 +552,19 @@ int fs_sync_pending(struct fs *fs);
  * fs_syncer_stop. */
 void fs_sync_nudge(struct fs *fs);
 void fs_syncer_stop(struct fs *fs);
+
+/* strict.c: files clients wait to see in the store (--strict-commit) */
+/*
+ * Write ino (and every pending record before it) to the store soon, with
+ * the other files asked for meanwhile, and then done(arg, 0), or -EAGAIN
+ * (a store error, or a file that never holds still: the client retries),
+ * -ENOMEM; on strict.c's thread.  Never blocks.
+ */
+void fs_sync_async(struct fs *fs, uint64_t ino, fs_done_fn done, void *arg);
+/* fs_sync_async, waiting for it.  Blocks: worker threads only. */
+int fs_sync_inode(struct fs *fs, uint64_t ino);
+/* Its thread: with the syncer's (started after it, stopped before). */
+int fs_strict_start(struct fs *fs);
+void fs_strict_stop(struct fs *fs);
 
 #endif

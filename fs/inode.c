@@ -369,7 +369,13 @@ int fs_meta_next_ino(struct fs *fs, uint64_t *next)
 int fs_meta_note_ino(struct fs *fs, struct db_txn *txn, uint64_t ino)
 {
 	uint64_t next = 0;
-	int rc = fs_meta_get_u64(fs, txn, "next_ino", &next);
+	int rc;
+
+	/* In a cluster the numbers are the cluster's counter's: this one
+	 * key would make every create wait for the one before it. */
+	if (db_clustered(fs->db))
+		return 0;
+	rc = fs_meta_get_u64(fs, txn, "next_ino", &next);
 
 	if (rc && rc != -ENOENT)
 		return rc;

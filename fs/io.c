@@ -455,9 +455,9 @@ static void write_finish(struct io_op *op, int err)
 /* The data is on this node's disk; the reply waits for the upload.  A
  * store that cannot take it now answers -EAGAIN: the client resends
  * the WRITE (the same bytes again, harmless). */
-static void write_store_job(struct fs *fs, void *p)
+static void write_stored(void *p, int err)
 {
-	write_finish(p, fs_sync_inode(fs, ((struct io_op *)p)->ino));
+	write_finish(p, err);
 }
 
 static void write_cb(void *p, long res)
@@ -494,7 +494,7 @@ static void write_cb(void *p, long res)
 	 * means in the store (a client that sends one WRITE FILE_SYNC for
 	 * its fsync never sends a COMMIT). */
 	if (op->stable != FS_UNSTABLE && op->fs->opts.strict_commit) {
-		fs_defer(op->fs, write_store_job, op);
+		fs_sync_async(op->fs, op->ino, write_stored, op);
 		return;
 	}
 	write_finish(op, 0);
@@ -689,11 +689,9 @@ static void commit_finish(struct io_op *op, int err)
 	io_free(op, err);
 }
 
-static void commit_store_job(struct fs *fs, void *p)
+static void commit_stored(void *p, int err)
 {
-	struct io_op *op = p;
-
-	commit_finish(op, fs_sync_inode(fs, op->ino));
+	commit_finish(p, err);
 }
 
 static void commit_cb(void *p, long res)
@@ -702,7 +700,7 @@ static void commit_cb(void *p, long res)
 
 	/* --strict-commit: stable means in the store, not only on disk. */
 	if (res >= 0 && op->fs->opts.strict_commit) {
-		fs_defer(op->fs, commit_store_job, op);
+		fs_sync_async(op->fs, op->ino, commit_stored, op);
 		return;
 	}
 	commit_finish(op, res < 0 ? (int)res : 0);
@@ -752,7 +750,7 @@ void fs_commit(struct fs *fs, struct fs_io *io, const struct fs_ctx *ctx,
 			      .arg = arg };
 	if (!(in.flags & FS_F_DIRTY_DATA)) {
 		/* strict_commit, only attributes to write: nothing to sync. */
-		fs_defer(fs, commit_store_job, op);
+		fs_sync_async(fs, ino, commit_stored, op);
 		return;
 	}
 	cache_sync(fs->cache, ctx->loop, ino, commit_cb, op);

@@ -1,7 +1,8 @@
 /*
  * fs/sync_int.h - what the syncer (syncer.c) shares with the uploads it
- * starts early (early.c).  Private to fs/; all of it runs under
- * fs->sync_lock, on the syncer's thread or a flush's.
+ * starts early (early.c) and the passes clients wait for (strict.c).
+ * Private to fs/; all of it runs under fs->sync_lock, on the syncer's
+ * thread, a flush's or strict.c's.
  */
 #ifndef MAPFS_FS_SYNC_INT_H
 #define MAPFS_FS_SYNC_INT_H
@@ -27,6 +28,14 @@ struct sync_item {
 	int64_t quiet_since;
 	bool due; /* this pass uploads it */
 };
+
+/*
+ * One pass for the n dirty inodes inos[] (ascending) alone, at once,
+ * after the pending records (n 0: those alone); takes sync_lock.
+ * *progress: whether it did anything.  The first store or database
+ * error (the work stays queued).  For strict.c.
+ */
+int fs_sync_some(struct fs *fs, const uint64_t *inos, size_t n, bool *progress);
 
 /* The metadata the object of it gets (mode, owner, mtime, link id). */
 void sync_meta_of(const struct fs *fs, const struct sync_item *it,

@@ -51,7 +51,7 @@
  * before the key's next multipart upload.  Files must be quiet for
  * SYNC_MIN_QUIET_MS even when flushing (not to upload a file in the
  * middle of a burst of writes), but for the one file a strict COMMIT or
- * stable WRITE waits for (fs_sync_inode): its client asked for it now.
+ * stable WRITE waits for (strict.c): its client asked for it now.
  * A write racing an upload is never lost either way: the upload's commit
  * leaves the file dirty unless its size, write count (wseq) and mtime
  * are still what the snapshot saw (cs_equal).
@@ -1322,13 +1322,36 @@ static void run_one(void *p, size_t i)
 	item_run(run, &run->items[i]);
 }
 
+/* Which dirty inodes a pass takes: NULL all (that are due); else the n
+ * in inos (ascending), at once (clients wait for them); n 0: none. */
+struct sync_only {
+	const uint64_t *inos;
+	size_t n;
+};
+
+static bool only_has(const struct sync_only *o, uint64_t ino)
+{
+	size_t lo = 0, hi = o->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (o->inos[mid] == ino)
+			return true;
+		if (o->inos[mid] < ino)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
 /*
- * One pass (of the dirty inodes, only inode `only` if not 0; the pending
- * records always all run first).  *progress tells whether anything was
- * done.  Returns the first store or database error (the work stays
- * queued).
+ * One pass (of the dirty inodes `only` names; the pending records always
+ * all run first).  *progress tells whether anything was done.  Returns
+ * the first store or database error (the work stays queued).
  */
-static int sync_pass(struct fs *fs, bool flushing, uint64_t only,
+static int sync_pass(struct fs *fs, bool flushing, const struct sync_only *only,
 		     bool *progress)
 {
 	int64_t delay = (int64_t)(flushing ? 0 : fs->opts.upload_delay_ms);
@@ -1336,8 +1359,8 @@ static int sync_pass(struct fs *fs, bool flushing, uint64_t only,
 	int rc;
 
 	*progress = false;
-	/* One file a client waits for (fs_sync_inode): at once. */
-	bool waited_for = only && only != UINT64_MAX;
+	/* Files clients wait for (strict.c): at once. */
+	bool waited_for = only && only->n;
 
 	if (delay < SYNC_MIN_QUIET_MS && !waited_for)
 		delay = SYNC_MIN_QUIET_MS;
@@ -1380,7 +1403,7 @@ static int sync_pass(struct fs *fs, bool flushing, uint64_t only,
 		struct sync_item *it = &s.items[i];
 
 		it->due = false;
-		if ((only && it->in.ino != only) ||
+		if ((only && !only_has(only, it->in.ino)) ||
 		    now - it->quiet_since < delay * 1000000 ||
 		    (!flushing && fs_fail_wait(fs, it->key)))
 			continue;
@@ -1398,7 +1421,15 @@ static int sync_pass(struct fs *fs, bool flushing, uint64_t only,
 	}
 	run.items = s.items;
 	run.n = nsmall;
-	fs_each_parallel(run.n, store_put_parallel(fs->store), run_one, &run);
+	/* Files clients wait for go up together whatever the store likes
+	 * best alone: each upload's commit is a round trip of the database
+	 * in a cluster, and the store's flushes are shared too. */
+	unsigned par = store_put_parallel(fs->store);
+
+	if (waited_for && par < only->n)
+		par = only->n < FS_PARALLEL_MAX ? (unsigned)only->n
+						: FS_PARALLEL_MAX;
+	fs_each_parallel(run.n, par, run_one, &run);
 	for (size_t i = nsmall; i < s.nitems; i++)
 		if (s.items[i].due)
 			item_run(&run, &s.items[i]);
@@ -1469,7 +1500,7 @@ static void *syncer_main(void *p)
 		if (down)
 			log_backlog(fs);
 		pthread_mutex_lock(&fs->sync_lock);
-		int rc = sync_pass(fs, false, 0, &progress);
+		int rc = sync_pass(fs, false, NULL, &progress);
 
 		pthread_mutex_unlock(&fs->sync_lock);
 		pthread_mutex_lock(&fs->sync_wlock);
@@ -1504,7 +1535,10 @@ int fs_syncer_start(struct fs *fs)
 		return rc;
 	}
 	fs->sync_started = true;
-	return 0;
+	rc = fs_strict_start(fs);
+	if (rc)
+		fs_syncer_stop(fs);
+	return rc;
 }
 
 /* See fs_int.h. */
@@ -1520,6 +1554,7 @@ void fs_syncer_stop(struct fs *fs)
 {
 	if (!fs->sync_started)
 		return;
+	fs_strict_stop(fs);
 	pthread_mutex_lock(&fs->sync_wlock);
 	fs->sync_stop = true;
 	pthread_cond_signal(&fs->sync_wake);
@@ -1551,7 +1586,7 @@ int fs_flush(struct fs *fs)
 		rc = work_left(fs, &left);
 		if (rc || left == 0)
 			break;
-		rc = sync_pass(fs, true, 0, &progress);
+		rc = sync_pass(fs, true, NULL, &progress);
 		if (rc) {
 			if (++failures > SYNC_FLUSH_RETRIES)
 				break;
@@ -1577,54 +1612,19 @@ int fs_sync_pending(struct fs *fs)
 	int rc = 0;
 
 	/* Passes for no inode at all: the pending records alone. */
-	for (int i = 0; i < SYNC_INODE_TRIES && progress && !rc; i++) {
-		pthread_mutex_lock(&fs->sync_lock);
-		rc = sync_pass(fs, true, UINT64_MAX, &progress);
-		pthread_mutex_unlock(&fs->sync_lock);
-	}
+	for (int i = 0; i < SYNC_INODE_TRIES && progress && !rc; i++)
+		rc = fs_sync_some(fs, NULL, 0, &progress);
 	return rc;
 }
 
-/* Is ino still to be written to the store?  (Gone counts as done.) */
-static bool inode_dirty(struct fs *fs, uint64_t ino)
+/* See sync_int.h. */
+int fs_sync_some(struct fs *fs, const uint64_t *inos, size_t n, bool *progress)
 {
-	struct fs_inode in;
-	struct db_txn *txn;
-	bool dirty = true;
+	struct sync_only only = { inos, n };
+	int rc;
 
-	if (db_read_begin(fs->db, &txn))
-		return true;
-	if (fs_inode_get(fs, txn, ino, &in) == -ESTALE)
-		dirty = false;
-	else
-		dirty = in.flags & FS_F_DIRTY;
-	db_read_end(fs->db, txn);
-	return dirty;
-}
-
-/*
- * See fs_int.h.  Passes for ino alone (after the pending records) until
- * it is clean; a store error, or a file that keeps changing for
- * SYNC_INODE_TRIES passes, is -EAGAIN: the client retries its COMMIT.
- */
-int fs_sync_inode(struct fs *fs, uint64_t ino)
-{
-	/* Known down: the client's COMMIT is retried, not held for the
-	 * store's retries (the probe tells when it is back). */
-	if (store_down(fs->store))
-		return -EAGAIN;
-	for (int i = 0; i < SYNC_INODE_TRIES; i++) {
-		bool progress;
-		int rc;
-
-		pthread_mutex_lock(&fs->sync_lock);
-		rc = sync_pass(fs, true, ino, &progress);
-		pthread_mutex_unlock(&fs->sync_lock);
-		if (rc)
-			return rc == -ENOMEM ? rc : -EAGAIN;
-		if (!inode_dirty(fs, ino))
-			return 0;
-		usleep(20000); /* written again during its upload */
-	}
-	return -EAGAIN;
+	pthread_mutex_lock(&fs->sync_lock);
+	rc = sync_pass(fs, true, &only, progress);
+	pthread_mutex_unlock(&fs->sync_lock);
+	return rc;
 }

@@ -1,0 +1,1266 @@
+/*
+ * db/writer.c - the one thread that changes the tables: changes queued by
+ * any thread are applied in groups, each change in a nested transaction
+ * of its own (so one failing change does not undo the others).
+ *
+ * Alone, a group is one LMDB transaction, committed with one fsync: a
+ * burst of creates from many cores costs one disk flush, not one each.
+ *
+ * In a cluster a group's changes of shared records must be committed in
+ * PostgreSQL first, and waiting for that round trip with the group's
+ * transaction open would keep every other change waiting.  So the writer
+ * runs the group, learns from each change's transaction (the engine's
+ * observer) which keys it touched and what it wrote, and aborts it.  The
+ * changes fall into independent sets (two changes that share a key one of
+ * them writes are in one set): a set without a shared write is written
+ * again at once; each set with one becomes a cluster commit, sent to one
+ * of the replica's committers, several in flight at once.  Until its
+ * answer its keys are locked: a later change that writes a key it touched,
+ * or touches a key it wrote, waits for it (so nothing here builds on a
+ * change the cluster may still refuse), and so does a batch of the
+ * follower's.  Once the cluster took it, its writes are made here again,
+ * exactly as the change made them, in the next local transaction (one
+ * fsync for every answer of that moment), with the commit's version.  A
+ * commit that met a newer record runs again once the follower applied what
+ * made it stale; one the cluster did not take answers -EAGAIN for the
+ * changes that wrote shared records, and the others run again.
+ *
+ * So the order a change's reply promises holds: a change's done() runs
+ * once it is durable here (and, for shared records, in the cluster), and
+ * every change that could see it is run after it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "lmdb_int.h"
+#include "metrics/metrics.h"
+#include "writer_int.h"
+
+/* Most changes one group takes, so a flood cannot starve done(). */
+#define DB_GROUP_MAX 4096
+/* Runs of a change that keep meeting newer records before -EAGAIN. */
+#define DB_STALE_MAX 8
+/* How long the next group waits for the changes answers call out. */
+#define DB_LINGER_US 1000
+
+struct db_op {
+	struct db_op *next;
+	db_apply_fn apply;
+	db_done_fn done;
+	void *arg;
+	int err;
+	uint8_t stale; /* runs so far that met a newer record */
+	/* This run, in the group: */
+	bool shared;       /* it changed a shared record */
+	size_t fp0, fp1;   /* its keys in g.fp */
+	size_t rec0, rec1; /* its shared reads and writes in g.recs */
+	size_t cap0, cap1; /* its writes in g.caps */
+	size_t uf;         /* union-find parent (an index into g.ops) */
+};
+
+/* A key a change touched (a hash of table and key), and whether it
+ * wrote it. */
+struct fpk {
+	uint64_t h;
+	bool w;
+};
+
+/* A change's shared read (the version seen) or write (for its commit). */
+struct rec {
+	unsigned tbl;
+	bool write, del;
+	uint64_t ver;
+	size_t koff, klen, voff, vlen;
+};
+
+/* A change's write of any table, to be made again (as a plain put: the
+ * key is locked meanwhile, so what the put's flags asked holds). */
+struct capw {
+	unsigned tbl;
+	bool del;
+	size_t koff, klen, voff, vlen;
+};
+
+struct buf {
+	unsigned char *p;
+	size_t len, cap;
+};
+
+/* Changes written here together: a set without a shared write (at once)
+ * or a cluster commit's (once it has its answer). */
+struct wbatch {
+	struct wbatch *next;      /* in answered or ready */
+	struct wbatch *in_flight; /* in the writer's inflight list */
+	struct db_writer *w;
+	struct db_op *ops; /* in the order they ran */
+	struct capw *caps;
+	size_t ncaps;
+	struct buf a;
+	/* Its keys, while it is in flight: open addressing, h 0 = empty. */
+	struct fpk *locks;
+	size_t lcap;
+	bool shared;
+	uint64_t sent_ns;
+	struct db_commit c;
+};
+
+/* Changes waiting for the follower to pass a snapshot. */
+struct swait {
+	struct swait *next;
+	struct db_snap snap;
+	struct db_op *ops;
+};
+
+/* One group's run. */
+struct group {
+	struct db_op **ops;
+	size_t n, cap;
+	struct db_op *cur;
+	struct fpk *fp;
+	size_t nfp, capfp;
+	struct rec *recs;
+	size_t nrecs, caprecs;
+	struct capw *caps;
+	size_t ncaps, capcaps;
+	struct buf a;
+	unsigned char *vbuf;
+	size_t vcap;
+	int oom; /* a record could not be kept: the change fails */
+};
+
+struct db_writer {
+	struct db *db;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake, switched;
+	struct db_op *head, **tail;
+	size_t nqueued;
+	size_t expect; /* changes the last answers may call out (linger) */
+	bool stopping;
+	/* Under lock: the cluster to commit through, a switch asked for,
+	 * the commits answered, and whether the follower has something. */
+	struct db_replica *rep;
+	bool detach;
+	struct wbatch *answered;
+	bool poke;
+
+	/* The writer thread's own. */
+	struct db_obs obs; /* watches a change's transaction in a cluster */
+	struct group g;
+	struct wbatch *inflight;
+	unsigned ninflight;
+	struct wbatch *ready, **ready_tail;
+	struct db_op *deferred, **deferred_tail;
+	struct swait *swaits;
+	struct db_remote_batch *remote, **remote_tail;
+	bool again;     /* something was left to write: no waiting */
+	size_t answers; /* changes answered by the last local commit */
+};
+
+static uint64_t key_hash(unsigned tbl, const void *key, size_t klen)
+{
+	const unsigned char *p = key;
+	uint64_t h = 14695981039346656037ull ^ tbl;
+
+	for (size_t i = 0; i < klen; i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h ? h : 1; /* 0 marks an empty slot */
+}
+
+static size_t buf_put(struct buf *b, const void *p, size_t n)
+{
+	size_t off = b->len;
+
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 64 << 10;
+		unsigned char *q;
+
+		while (cap < b->len + n)
+			cap *= 2;
+		q = realloc(b->p, cap);
+		if (!q)
+			return (size_t)-1;
+		b->p = q;
+		b->cap = cap;
+	}
+	if (n)
+		memcpy(b->p + off, p, n);
+	b->len += n;
+	return off;
+}
+
+/* Room for one more element of size sz in *v (n used, *cap). */
+static int grow(void *v, size_t n, size_t *cap, size_t sz)
+{
+	void **pv = v;
+
+	if (n < *cap)
+		return 0;
+	size_t nc = *cap ? *cap * 2 : 256;
+	void *q = realloc(*pv, nc * sz);
+
+	if (!q)
+		return -ENOMEM;
+	*pv = q;
+	*cap = nc;
+	return 0;
+}
+
+/* ---- what a change touches: the observer ----------------------------- */
+
+static void fp_add(struct group *g, unsigned tbl, const struct db_val *key,
+		   bool w)
+{
+	if (grow(&g->fp, g->nfp, &g->capfp, sizeof(*g->fp))) {
+		g->oom = -ENOMEM;
+		return;
+	}
+	g->fp[g->nfp++] =
+		(struct fpk){ key_hash(tbl, key->data, key->size), w };
+}
+
+static int rec_add(struct group *g, unsigned tbl, const struct db_val *key,
+		   const struct db_val *val, bool write, uint64_t ver)
+{
+	struct rec *r;
+	size_t koff, voff = 0;
+
+	if (grow(&g->recs, g->nrecs, &g->caprecs, sizeof(*g->recs)))
+		return -ENOMEM;
+	koff = buf_put(&g->a, key->data, key->size);
+	if (koff == (size_t)-1 ||
+	    (val &&
+	     (voff = buf_put(&g->a, val->data, val->size)) == (size_t)-1))
+		return -ENOMEM;
+	r = &g->recs[g->nrecs++];
+	*r = (struct rec){ .tbl = tbl,
+			   .write = write,
+			   .del = write && !val,
+			   .ver = ver,
+			   .koff = koff,
+			   .klen = key->size,
+			   .voff = voff,
+			   .vlen = val ? val->size : 0 };
+	return 0;
+}
+
+static int obs_read(void *ctx, struct db_txn *txn, unsigned tbl,
+		    const struct db_val *key)
+{
+	struct db_writer *w = ctx;
+	struct group *g = &w->g;
+
+	fp_add(g, tbl, key, false);
+	if (!w->db->tables[tbl].shared)
+		return g->oom;
+	/* What a change decided on is checked at its commit. */
+	return rec_add(g, tbl, key, NULL, false,
+		       db_replica_ver(w->rep, txn, tbl, key));
+}
+
+static int obs_write(void *ctx, struct db_txn *txn, unsigned tbl,
+		     const struct db_val *key, const struct db_val *val,
+		     unsigned flags)
+{
+	struct db_writer *w = ctx;
+	struct group *g = &w->g;
+	struct capw *c;
+	size_t koff, voff = 0;
+
+	fp_add(g, tbl, key, true);
+	if (w->db->tables[tbl].shared) {
+		struct db_val sv;
+		bool changes;
+		int rc = db_replica_change(w->rep, txn, tbl, key, val, g->vbuf,
+					   &sv, &changes);
+
+		if (rc)
+			return rc;
+		if (changes) {
+			/* The version it replaces is checked with it. */
+			rc = rec_add(g, tbl, key, NULL, false,
+				     db_replica_ver(w->rep, txn, tbl, key));
+			if (!rc)
+				rc = rec_add(g, tbl, key, val ? &sv : NULL,
+					     true, 0);
+			if (rc)
+				return rc;
+			g->cur->shared = true;
+		}
+	}
+	if (grow(&g->caps, g->ncaps, &g->capcaps, sizeof(*g->caps)))
+		return -ENOMEM;
+	koff = buf_put(&g->a, key->data, key->size);
+	if (koff == (size_t)-1 ||
+	    (val &&
+	     (voff = buf_put(&g->a, val->data, val->size)) == (size_t)-1))
+		return -ENOMEM;
+	c = &g->caps[g->ncaps++];
+	(void)flags;
+	*c = (struct capw){ .tbl = tbl,
+			    .del = !val,
+			    .koff = koff,
+			    .klen = key->size,
+			    .voff = voff,
+			    .vlen = val ? val->size : 0 };
+	return g->oom;
+}
+
+/* ---- the keys of the commits in flight --------------------------------- */
+
+static struct fpk *lock_slot(struct fpk *t, size_t cap, uint64_t h)
+{
+	size_t i = h & (cap - 1);
+
+	while (t[i].h && t[i].h != h)
+		i = (i + 1) & (cap - 1);
+	return &t[i];
+}
+
+/* b holds the keys of its changes (a written key as written). */
+static int locks_build(struct wbatch *b, const struct group *g)
+{
+	size_t n = 0, cap = 16;
+
+	for (struct db_op *op = b->ops; op; op = op->next)
+		n += op->fp1 - op->fp0;
+	while (cap < n * 2 + 2)
+		cap *= 2;
+	b->locks = calloc(cap, sizeof(*b->locks));
+	if (!b->locks)
+		return -ENOMEM;
+	b->lcap = cap;
+	for (struct db_op *op = b->ops; op; op = op->next)
+		for (size_t i = op->fp0; i < op->fp1; i++) {
+			struct fpk *s = lock_slot(b->locks, cap, g->fp[i].h);
+
+			s->h = g->fp[i].h;
+			s->w |= g->fp[i].w;
+		}
+	return 0;
+}
+
+/* Whether touching key h (w: writing it) must wait for a commit in
+ * flight: it wrote h, or touched h and this writes it. */
+static bool locked(const struct db_writer *w, uint64_t h, bool wr)
+{
+	for (struct wbatch *b = w->inflight; b; b = b->in_flight) {
+		const struct fpk *s = lock_slot(b->locks, b->lcap, h);
+
+		if (s->h && (s->w || wr))
+			return true;
+	}
+	return false;
+}
+
+static bool op_locked(const struct db_writer *w, const struct db_op *op)
+{
+	for (size_t i = op->fp0; i < op->fp1; i++)
+		if (locked(w, w->g.fp[i].h, w->g.fp[i].w))
+			return true;
+	return false;
+}
+
+/* ---- queues -------------------------------------------------------------- */
+
+/* Put ops (a list) back at the head of the queue, in their order. */
+static void requeue(struct db_writer *w, struct db_op *ops)
+{
+	struct db_op *last = ops;
+	size_t n = 1;
+
+	if (!ops)
+		return;
+	while (last->next) {
+		last = last->next;
+		n++;
+	}
+	pthread_mutex_lock(&w->lock);
+	w->nqueued += n;
+	last->next = w->head;
+	if (!w->head)
+		w->tail = &last->next;
+	w->head = ops;
+	pthread_mutex_unlock(&w->lock);
+}
+
+static void op_done(struct db_op *op, int err)
+{
+	metrics_inc(MET_DB_CHANGES);
+	if (op->done)
+		op->done(op->arg, err);
+	free(op);
+}
+
+static void ops_done(struct db_op *ops, int err)
+{
+	while (ops) {
+		struct db_op *next = ops->next;
+
+		op_done(ops, err ? err : ops->err);
+		ops = next;
+	}
+}
+
+/* A change that waited for a commit in flight may go now. */
+static void undefer(struct db_writer *w)
+{
+	requeue(w, w->deferred);
+	w->deferred = NULL;
+	w->deferred_tail = &w->deferred;
+}
+
+static void batch_free(struct wbatch *b)
+{
+	free(b->caps);
+	free(b->a.p);
+	free(b->locks);
+	db_track_free(&b->c.track);
+	db_snap_free(&b->c.stale);
+	free(b);
+}
+
+/* ---- a group, alone -------------------------------------------------------- */
+
+static void run_alone(struct db_writer *w, struct db_op *ops)
+{
+	struct db_txn txn;
+	int rc = db_txn_begin(w->db, NULL, NULL, &txn);
+
+	for (struct db_op *op = ops; !rc && op; op = op->next) {
+		struct db_txn child;
+
+		op->err = db_txn_begin(w->db, &txn, NULL, &child);
+		if (op->err)
+			continue;
+		op->err = op->apply ? op->apply(&child, op->arg) : 0;
+		if (op->err)
+			db_txn_abort(&child);
+		else
+			op->err = db_txn_commit(&child);
+	}
+	if (!rc)
+		rc = db_txn_commit(&txn); /* syncs: the group is durable */
+	else
+		db_txn_abort(&txn);
+	metrics_inc(MET_DB_COMMITS);
+	ops_done(ops, rc);
+}
+
+/* ---- a group, in a cluster ------------------------------------------------- */
+
+/*
+ * Run op in a nested txn of parent, watched.  Returns 0 with op kept in
+ * parent (its records in g), 1 when a commit in flight holds a key it
+ * touched (undone: it waits), or 0 with op->err set (failed, undone).
+ */
+static int op_run(struct db_writer *w, struct db_txn *parent, struct db_op *op)
+{
+	struct group *g = &w->g;
+	struct db_txn child;
+	bool waits = false;
+
+	g->cur = op;
+	op->shared = false;
+	op->fp0 = g->nfp;
+	op->rec0 = g->nrecs;
+	op->cap0 = g->ncaps;
+	g->oom = 0;
+	op->err = db_txn_begin(w->db, parent, &w->obs, &child);
+	if (!op->err) {
+		op->err = op->apply ? op->apply(&child, op->arg) : 0;
+		if (!op->err && g->oom)
+			op->err = g->oom;
+	}
+	op->fp1 = g->nfp;
+	if (!op->err)
+		waits = op_locked(w, op);
+	if (!op->err && !waits)
+		op->err = db_txn_commit(&child);
+	else if (child.mdb)
+		db_txn_abort(&child);
+	if (op->err || waits) {
+		g->nfp = op->fp0;
+		g->nrecs = op->rec0;
+		g->ncaps = op->cap0;
+		op->fp1 = op->fp0;
+		op->shared = false;
+		return waits ? 1 : 0;
+	}
+	op->rec1 = g->nrecs;
+	op->cap1 = g->ncaps;
+	return 0;
+}
+
+static size_t uf_find(struct group *g, size_t i)
+{
+	while (g->ops[i]->uf != i) {
+		g->ops[i]->uf = g->ops[g->ops[i]->uf]->uf;
+		i = g->ops[i]->uf;
+	}
+	return i;
+}
+
+static void uf_union(struct group *g, size_t a, size_t b)
+{
+	a = uf_find(g, a);
+	b = uf_find(g, b);
+	if (a != b)
+		g->ops[a > b ? a : b]->uf = a < b ? a : b;
+}
+
+/* Changes that share a key one of them writes are one set: union them.
+ * ops[i] for the changes that ran (kept). */
+static int sets_find(struct group *g)
+{
+	struct slot {
+		uint64_t h;
+		size_t first;
+		bool w;
+	} * t;
+	size_t cap = 16;
+
+	for (size_t i = 0; i < g->n; i++)
+		g->ops[i]->uf = i;
+	while (cap < g->nfp * 2 + 2)
+		cap *= 2;
+	t = calloc(cap, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	/* Which keys some change writes. */
+	for (size_t i = 0; i < g->n; i++)
+		for (size_t k = g->ops[i]->fp0; k < g->ops[i]->fp1; k++) {
+			size_t j = g->fp[k].h & (cap - 1);
+
+			while (t[j].h && t[j].h != g->fp[k].h)
+				j = (j + 1) & (cap - 1);
+			if (!t[j].h) {
+				t[j].h = g->fp[k].h;
+				t[j].first = i;
+			}
+			t[j].w |= g->fp[k].w;
+		}
+	/* Every change that touched a written key joins its first one. */
+	for (size_t i = 0; i < g->n; i++)
+		for (size_t k = g->ops[i]->fp0; k < g->ops[i]->fp1; k++) {
+			size_t j = g->fp[k].h & (cap - 1);
+
+			while (t[j].h != g->fp[k].h)
+				j = (j + 1) & (cap - 1);
+			if (t[j].w)
+				uf_union(g, i, t[j].first);
+		}
+	free(t);
+	return 0;
+}
+
+/* Move op's writes (and for a shared set, its records) into b. */
+static int batch_take(struct wbatch *b, const struct group *g, struct db_op *op)
+{
+	for (size_t i = op->cap0; i < op->cap1; i++) {
+		const struct capw *c = &g->caps[i];
+		struct capw *n;
+
+		n = realloc(b->caps, (b->ncaps + 1) * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		b->caps = n;
+		n = &b->caps[b->ncaps];
+		*n = *c;
+		n->koff = buf_put(&b->a, g->a.p + c->koff, c->klen);
+		n->voff = buf_put(&b->a, g->a.p + c->voff, c->vlen);
+		if (n->koff == (size_t)-1 || n->voff == (size_t)-1)
+			return -ENOMEM;
+		b->ncaps++;
+	}
+	if (!b->shared)
+		return 0;
+	for (size_t i = op->rec0; i < op->rec1; i++) {
+		const struct rec *r = &g->recs[i];
+		struct db_val k = { r->klen, g->a.p + r->koff },
+			      v = { r->vlen, g->a.p + r->voff };
+		int rc = r->write ? db_track_write(&b->c.track, r->tbl, &k,
+						   r->del ? NULL : &v)
+				  : db_track_read(&b->c.track, r->tbl, &k,
+						  r->ver);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static void commit_answered(void *ctx, struct db_commit *c);
+
+/* Send b to the cluster: its keys are locked until the answer. */
+static void batch_send(struct db_writer *w, struct wbatch *b)
+{
+	b->in_flight = w->inflight;
+	w->inflight = b;
+	w->ninflight++;
+	b->c.done = commit_answered;
+	b->c.ctx = b;
+	b->sent_ns = metrics_now_ns();
+	db_replica_commit(w->rep, &b->c);
+}
+
+static struct wbatch *batch_new(struct db_writer *w, bool shared)
+{
+	struct wbatch *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->w = w;
+	b->shared = shared;
+	db_track_init(&b->c.track);
+	return b;
+}
+
+/* Most commits one group makes (more sets share them). */
+#define DB_SETS_MAX 16
+
+/*
+ * The group's sets: each with a shared write a cluster commit (one per
+ * committer free, sets beyond that sharing one), the others written here
+ * at once.  rc: how finding the sets went.
+ */
+static void batches_send(struct db_writer *w, int rc)
+{
+	struct group *g = &w->g;
+	struct wbatch *bs[DB_SETS_MAX + 1] = { 0 }; /* [0]: written at once */
+	struct db_op **tails[DB_SETS_MAX + 1];
+	unsigned k = db_replica_committers(w->rep), next = 0;
+	size_t *slot = calloc(g->n ? g->n : 1, sizeof(*slot));
+	bool *shared = calloc(g->n ? g->n : 1, sizeof(*shared));
+
+	k = k > w->ninflight ? k - w->ninflight : 1;
+	if (k > DB_SETS_MAX)
+		k = DB_SETS_MAX;
+	if (!rc && (!slot || !shared))
+		rc = -ENOMEM;
+	for (size_t i = 0; !rc && i < g->n; i++)
+		shared[uf_find(g, i)] |= g->ops[i]->shared;
+	for (size_t i = 0; !rc && i < g->n; i++)
+		if (uf_find(g, i) == i)
+			slot[i] = shared[i] ? 1 + (next++ % k) : 0;
+	for (size_t i = 0; i < g->n; i++) {
+		struct db_op *op = g->ops[i];
+		size_t s = rc ? 0 : slot[uf_find(g, i)];
+
+		if (!rc && !bs[s]) {
+			bs[s] = batch_new(w, s != 0);
+			if (bs[s])
+				tails[s] = &bs[s]->ops;
+			else
+				rc = -ENOMEM;
+		}
+		if (rc) {
+			op_done(op, rc);
+			continue;
+		}
+		op->next = NULL;
+		*tails[s] = op;
+		tails[s] = &op->next;
+		rc = batch_take(bs[s], g, op);
+	}
+	for (unsigned i = 0; i <= k; i++) {
+		struct wbatch *b = bs[i];
+
+		if (!b)
+			continue;
+		if (!rc && b->shared)
+			rc = db_track_final(&b->c.track);
+		if (!rc && b->shared)
+			rc = locks_build(b, g);
+		if (rc) {
+			ops_done(b->ops, rc);
+			b->ops = NULL;
+			batch_free(b);
+		} else if (b->shared) {
+			batch_send(w, b);
+		} else {
+			*w->ready_tail = b;
+			w->ready_tail = &b->next;
+			w->again = true;
+		}
+	}
+	free(slot);
+	free(shared);
+}
+
+static void run_cluster(struct db_writer *w, struct db_op *ops)
+{
+	struct group *g = &w->g;
+	struct db_op *failed = NULL, **ft = &failed;
+	struct db_txn txn;
+	bool shared = false;
+	int rc;
+
+	g->n = g->nfp = g->nrecs = g->ncaps = 0;
+	g->a.len = 0;
+	if (g->vcap < db_replica_val_max(w->rep)) {
+		unsigned char *v = realloc(g->vbuf, db_replica_val_max(w->rep));
+
+		if (!v) {
+			ops_done(ops, -ENOMEM);
+			return;
+		}
+		g->vbuf = v;
+		g->vcap = db_replica_val_max(w->rep);
+	}
+	rc = db_txn_begin(w->db, NULL, NULL, &txn);
+	if (rc) {
+		ops_done(ops, rc);
+		return;
+	}
+	while (ops) {
+		struct db_op *op = ops;
+
+		ops = op->next;
+		op->next = NULL;
+		switch (op_run(w, &txn, op)) {
+		case 1: /* a commit in flight holds its keys */
+			*w->deferred_tail = op;
+			w->deferred_tail = &op->next;
+			break;
+		default:
+			if (op->err) {
+				*ft = op;
+				ft = &op->next;
+				break;
+			}
+			if (grow(&g->ops, g->n, &g->cap, sizeof(*g->ops))) {
+				op->err = -ENOMEM;
+				*ft = op;
+				ft = &op->next;
+				break;
+			}
+			g->ops[g->n++] = op;
+			shared |= op->shared;
+		}
+	}
+	if (!shared) {
+		/* Nothing for the cluster: this transaction is the commit. */
+		rc = db_txn_commit(&txn);
+		metrics_inc(MET_DB_COMMITS);
+		for (size_t i = 0; i < g->n; i++)
+			op_done(g->ops[i], rc ? rc : g->ops[i]->err);
+		ops_done(failed, 0);
+		return;
+	}
+	db_txn_abort(&txn);
+	ops_done(failed, 0);
+	batches_send(w, sets_find(g));
+}
+
+/* ---- answers and the local commit ---------------------------------------- */
+
+static void commit_answered(void *ctx, struct db_commit *c)
+{
+	struct wbatch *b = ctx;
+	struct db_writer *w = b->w;
+
+	(void)c;
+	pthread_mutex_lock(&w->lock);
+	b->next = w->answered;
+	w->answered = b;
+	pthread_cond_signal(&w->wake);
+	pthread_mutex_unlock(&w->lock);
+}
+
+static void inflight_remove(struct db_writer *w, struct wbatch *b)
+{
+	for (struct wbatch **p = &w->inflight; *p; p = &(*p)->in_flight)
+		if (*p == b) {
+			*p = b->in_flight;
+			w->ninflight--;
+			return;
+		}
+}
+
+/* A commit's answer: written here next, run again later, or failed. */
+static void answer(struct db_writer *w, struct wbatch *b)
+{
+	struct db_op *ops = b->ops, *again = NULL, **at = &again;
+
+	inflight_remove(w, b);
+	log_debug("db: a commit of %zu records: %d (seq %" PRIu64
+		  ") in %" PRIu64 " us",
+		  b->c.track.nwrites, b->c.rc, b->c.seq,
+		  (metrics_now_ns() - b->sent_ns) / 1000);
+	metrics_add(MET_CLUSTER_COMMIT_US,
+		    (metrics_now_ns() - b->sent_ns) / 1000);
+	b->next = NULL;
+	if (!b->c.rc) {
+		metrics_inc(MET_CLUSTER_COMMITS);
+		*w->ready_tail = b;
+		w->ready_tail = &b->next;
+		return;
+	}
+	b->ops = NULL;
+	if (b->c.rc == -ESTALE) {
+		/* Met a newer record: again once the follower has it. */
+		struct swait *s = calloc(1, sizeof(*s));
+
+		metrics_inc(MET_CLUSTER_STALE);
+		while (ops) {
+			struct db_op *op = ops;
+
+			ops = op->next;
+			op->next = NULL;
+			if (++op->stale > DB_STALE_MAX) {
+				op_done(op, -EAGAIN);
+			} else {
+				*at = op;
+				at = &op->next;
+			}
+		}
+		if (s && again) {
+			s->snap = b->c.stale;
+			b->c.stale = (struct db_snap){ 0 };
+			s->ops = again;
+			s->next = w->swaits;
+			w->swaits = s;
+		} else {
+			free(s);
+			requeue(w, again);
+		}
+		batch_free(b);
+		return;
+	}
+	/* Not taken: what wrote shared records fails; the rest runs again. */
+	while (ops) {
+		struct db_op *op = ops;
+
+		ops = op->next;
+		op->next = NULL;
+		if (op->shared) {
+			op_done(op, b->c.rc);
+		} else {
+			*at = op;
+			at = &op->next;
+		}
+	}
+	requeue(w, again);
+	batch_free(b);
+}
+
+/* Whether a batch of the follower's touches a key a commit in flight
+ * holds. */
+struct rkey {
+	const struct db_writer *w;
+	bool hit;
+};
+
+static void rkey_check(void *ctx, unsigned tbl, const void *key, size_t klen)
+{
+	struct rkey *r = ctx;
+
+	if (!r->hit && locked(r->w, key_hash(tbl, key, klen), true))
+		r->hit = true;
+}
+
+/*
+ * One local transaction for what is ready: the sets written at once, the
+ * commits the cluster took (their writes made again, with the commit's
+ * version), and the follower's batches no commit in flight holds a key
+ * of (in their order).
+ */
+static void commit_local(struct db_writer *w)
+{
+	struct wbatch *ready = w->ready;
+	struct db_remote_batch *remote = NULL, **rt = &remote;
+	struct db_txn txn;
+	int rc;
+
+	while (w->remote) {
+		struct rkey r = { w, false };
+
+		db_replica_batch_keys(w->remote, rkey_check, &r);
+		if (r.hit) {
+			log_debug("db: a batch of the follower's waits for a "
+				  "commit in flight");
+			break; /* it and every later one wait */
+		}
+		struct db_remote_batch *b = w->remote;
+
+		w->remote = b->next;
+		b->next = NULL;
+		*rt = b;
+		rt = &b->next;
+	}
+	if (!w->remote)
+		w->remote_tail = &w->remote;
+	if (!ready && !remote)
+		return;
+	w->ready = NULL;
+	w->ready_tail = &w->ready;
+	rc = db_txn_begin(w->db, NULL, NULL, &txn);
+	for (struct wbatch *b = ready; !rc && b; b = b->next) {
+		for (size_t i = 0; !rc && i < b->ncaps; i++) {
+			const struct capw *c = &b->caps[i];
+			struct db_val k = { c->klen, b->a.p + c->koff },
+				      v = { c->vlen, b->a.p + c->voff };
+
+			rc = c->del ? db_raw_del(&txn, c->tbl, &k)
+				    : db_raw_put(&txn, c->tbl, &k, &v, 0);
+		}
+		if (!rc && b->shared)
+			rc = db_replica_committed(w->rep, &txn, &b->c.track,
+						  b->c.seq);
+	}
+	for (struct db_remote_batch *b = remote; !rc && b; b = b->next)
+		rc = db_replica_apply(w->rep, &txn, b);
+	if (rc) {
+		db_txn_abort(&txn);
+		log_error("db: writing committed changes failed (%d): they "
+			  "answer an error",
+			  rc);
+	} else {
+		rc = db_txn_commit(&txn); /* syncs */
+	}
+	metrics_inc(MET_DB_COMMITS);
+	while (ready) {
+		struct wbatch *b = ready;
+
+		ready = b->next;
+		for (struct db_op *op = b->ops; op; op = op->next)
+			w->answers++;
+		ops_done(b->ops, rc);
+		b->ops = NULL;
+		batch_free(b);
+	}
+	while (remote) {
+		struct db_remote_batch *b = remote;
+
+		remote = b->next;
+		b->next = NULL;
+		db_replica_applied(w->rep, b, rc);
+	}
+}
+
+/* Changes that waited for the follower: go once it passed their mark. */
+static void swaits_check(struct db_writer *w)
+{
+	for (struct swait **p = &w->swaits; *p;) {
+		struct swait *s = *p;
+
+		if (w->rep && !db_replica_covers(w->rep, &s->snap)) {
+			p = &s->next;
+			continue;
+		}
+		*p = s->next;
+		requeue(w, s->ops);
+		db_snap_free(&s->snap);
+		free(s);
+	}
+}
+
+/* ---- the thread --------------------------------------------------------- */
+
+/* Take up to DB_GROUP_MAX queued changes (w->lock held). */
+static struct db_op *take_group(struct db_writer *w)
+{
+	struct db_op *group = w->head, **end = &w->head;
+
+	for (int n = 0; *end && n < DB_GROUP_MAX; n++) {
+		end = &(*end)->next;
+		w->nqueued--;
+	}
+	w->head = *end;
+	*end = NULL;
+	if (!w->head)
+		w->tail = &w->head;
+	return group;
+}
+
+/*
+ * In a cluster, right after answers went out, the next group waits a
+ * moment (up to DB_LINGER_US; w->lock held) for the changes their
+ * clients send next, as many as were answered: a commit costs
+ * PostgreSQL several times what one more change in it does, and
+ * without the wait the changes that waited for a commit in flight go
+ * alone and the ones a moment behind them wait for those, halves ever
+ * after.  A writer with nothing else to do loses nothing by it.
+ */
+static void linger(struct db_writer *w)
+{
+	struct timespec until;
+	size_t expect = w->expect;
+
+	w->expect = 0;
+	if (!w->rep || w->nqueued >= expect || w->stopping || w->detach)
+		return;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += DB_LINGER_US * 1000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	while (w->nqueued < expect && !w->answered && !w->stopping &&
+	       pthread_cond_timedwait(&w->wake, &w->lock, &until) != ETIMEDOUT)
+		;
+}
+
+/* The cluster's answers and batches: handled before the next group. */
+static void cluster_step(struct db_writer *w, struct wbatch *answered,
+			 bool poked)
+{
+	bool freed = answered != NULL;
+
+	while (answered) {
+		struct wbatch *b = answered;
+
+		answered = b->next;
+		answer(w, b);
+	}
+	if (poked && w->rep) {
+		struct db_remote_batch *b;
+
+		while ((b = db_replica_take(w->rep))) {
+			*w->remote_tail = b;
+			w->remote_tail = &b->next;
+		}
+	}
+	w->answers = 0;
+	commit_local(w);
+	swaits_check(w);
+	if (freed)
+		undefer(w);
+	if (w->answers) {
+		pthread_mutex_lock(&w->lock);
+		w->expect = w->nqueued + w->answers;
+		pthread_mutex_unlock(&w->lock);
+	}
+}
+
+/* Leave the cluster once nothing is in flight: the follower's batches
+ * and waits are dropped (they run again, alone). */
+static void detach(struct db_writer *w)
+{
+	while (w->remote) {
+		struct db_remote_batch *b = w->remote;
+
+		w->remote = b->next;
+		b->next = NULL;
+		db_replica_applied(w->rep, b, -ECANCELED);
+	}
+	w->remote_tail = &w->remote;
+	while (w->swaits) {
+		struct swait *s = w->swaits;
+
+		w->swaits = s->next;
+		requeue(w, s->ops);
+		db_snap_free(&s->snap);
+		free(s);
+	}
+	undefer(w);
+}
+
+static void *writer_main(void *p)
+{
+	struct db_writer *w = p;
+
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		while (!w->head && !w->answered && !w->poke && !w->again &&
+		       !(w->detach && !w->ninflight) &&
+		       !(w->stopping && !w->ninflight))
+			pthread_cond_wait(&w->wake, &w->lock);
+		struct wbatch *answered = w->answered;
+		bool poked = w->poke;
+
+		w->answered = NULL;
+		w->poke = false;
+		w->again = false;
+		if (w->detach && !w->ninflight && !answered) {
+			pthread_mutex_unlock(&w->lock);
+			if (w->rep)
+				detach(w);
+			pthread_mutex_lock(&w->lock);
+			w->rep = NULL;
+			w->detach = false;
+			pthread_cond_broadcast(&w->switched);
+		}
+		if (!w->rep && (answered || w->ready)) {
+			/* cannot happen: answers come only while attached */
+		}
+		if (w->rep || answered) {
+			pthread_mutex_unlock(&w->lock);
+			cluster_step(w, answered, poked);
+			pthread_mutex_lock(&w->lock);
+		}
+		linger(w);
+		struct db_op *group = take_group(w);
+
+		if (!group) {
+			if (w->stopping && !w->ninflight && !w->ready &&
+			    !w->answered && !w->again)
+				break;
+			continue;
+		}
+		struct db_replica *rep = w->rep;
+
+		pthread_mutex_unlock(&w->lock);
+		if (rep)
+			run_cluster(w, group);
+		else
+			run_alone(w, group);
+		pthread_mutex_lock(&w->lock);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+/* The follower has something, or moved (a completion of the replica's). */
+static void writer_poke(void *ctx)
+{
+	struct db_writer *w = ctx;
+
+	pthread_mutex_lock(&w->lock);
+	w->poke = true;
+	pthread_cond_signal(&w->wake);
+	pthread_mutex_unlock(&w->lock);
+}
+
+int db_writer_start(struct db *db)
+{
+	struct db_writer *w = calloc(1, sizeof(*w));
+	int rc;
+
+	if (!w)
+		return -ENOMEM;
+	w->db = db;
+	w->obs = (struct db_obs){ obs_read, obs_write, w };
+	w->tail = &w->head;
+	w->ready_tail = &w->ready;
+	w->deferred_tail = &w->deferred;
+	w->remote_tail = &w->remote;
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->wake, NULL);
+	pthread_cond_init(&w->switched, NULL);
+	rc = -pthread_create(&w->thread, NULL, writer_main, w);
+	if (rc) {
+		pthread_cond_destroy(&w->switched);
+		pthread_cond_destroy(&w->wake);
+		pthread_mutex_destroy(&w->lock);
+		free(w);
+		return rc;
+	}
+	db->w = w;
+	return 0;
+}
+
+void db_writer_cluster(struct db *db, struct db_replica *rep)
+{
+	struct db_writer *w = db->w;
+
+	pthread_mutex_lock(&w->lock);
+	if (rep) {
+		w->rep = rep;
+		db_replica_set_wake(rep, writer_poke, w);
+	} else if (w->rep) {
+		w->detach = true;
+		pthread_cond_signal(&w->wake);
+		while (w->detach)
+			pthread_cond_wait(&w->switched, &w->lock);
+	}
+	pthread_mutex_unlock(&w->lock);
+}
+
+void db_writer_stop(struct db *db)
+{
+	struct db_writer *w = db->w;
+	struct group *g;
+
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->stopping = true;
+	pthread_cond_signal(&w->wake);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->thread, NULL);
+	g = &w->g;
+	free(g->ops);
+	free(g->fp);
+	free(g->recs);
+	free(g->caps);
+	free(g->a.p);
+	free(g->vbuf);
+	pthread_cond_destroy(&w->switched);
+	pthread_cond_destroy(&w->wake);
+	pthread_mutex_destroy(&w->lock);
+	free(w);
+	db->w = NULL;
+}
+
+/* ---- queueing ---------------------------------------------------------- */
+
+void db_submit(struct db *db, db_apply_fn apply, db_done_fn done, void *arg)
+{
+	struct db_writer *w = db->w;
+	struct db_op *op = calloc(1, sizeof(*op));
+
+	if (!op) {
+		if (done)
+			done(arg, -ENOMEM);
+		return;
+	}
+	op->apply = apply;
+	op->done = done;
+	op->arg = arg;
+	pthread_mutex_lock(&w->lock);
+	*w->tail = op;
+	w->tail = &op->next;
+	w->nqueued++;
+	pthread_cond_signal(&w->wake);
+	pthread_mutex_unlock(&w->lock);
+}
+
+struct db_wait {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int err;
+	db_apply_fn apply;
+	void *arg;
+};
+
+static int db_wait_apply(struct db_txn *txn, void *p)
+{
+	struct db_wait *wt = p;
+
+	return wt->apply ? wt->apply(txn, wt->arg) : 0;
+}
+
+static void db_wait_done(void *p, int err)
+{
+	struct db_wait *wt = p;
+
+	pthread_mutex_lock(&wt->lock);
+	wt->err = err;
+	wt->done = true;
+	pthread_cond_signal(&wt->cond);
+	pthread_mutex_unlock(&wt->lock);
+}
+
+int db_write(struct db *db, db_apply_fn apply, void *arg)
+{
+	struct db_wait wt = { .apply = apply, .arg = arg };
+
+	pthread_mutex_init(&wt.lock, NULL);
+	pthread_cond_init(&wt.cond, NULL);
+	db_submit(db, db_wait_apply, db_wait_done, &wt);
+	pthread_mutex_lock(&wt.lock);
+	while (!wt.done)
+		pthread_cond_wait(&wt.cond, &wt.lock);
+	pthread_mutex_unlock(&wt.lock);
+	pthread_cond_destroy(&wt.cond);
+	pthread_mutex_destroy(&wt.lock);
+	return wt.err;
+}

@@ -1,0 +1,234 @@
+/*
+ * fs/strict.c - COMMITs and stable WRITEs that reply only once the file
+ * is in the store (--strict-commit, the cluster's default): many at once.
+ *
+ * A client waiting for its file joins the queue (fs_sync_async) and one
+ * thread serves it: every file asked for since its last pass goes up in
+ * the next pass together (the syncer's uploads in parallel, as many as
+ * the store takes, their records committed in the same group commits),
+ * instead of one pass per file, one file after the other, on the fs
+ * workers (before: sixteen clients' COMMITs took sixteen round trips of
+ * the store and of the cluster's database in turn).  A file written again
+ * during its upload stays in the queue for the next pass; one that keeps
+ * changing, or a store error, answers -EAGAIN (the client retries).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "db/db.h"
+#include "fs_int.h"
+#include "sync_int.h"
+
+/* Passes for one file that is written again during its uploads. */
+#define STRICT_TRIES 100
+/* Between passes for files written again (~2 s for STRICT_TRIES). */
+#define STRICT_AGAIN_MS 20
+
+struct strict_req {
+	struct strict_req *next;
+	uint64_t ino;
+	fs_done_fn done;
+	void *arg;
+	int tries;
+};
+
+/* Is ino still to be written to the store?  (Gone counts as done.) */
+static bool inode_dirty(struct fs *fs, uint64_t ino)
+{
+	struct fs_inode in;
+	struct db_txn *txn;
+	bool dirty = true;
+
+	if (db_read_begin(fs->db, &txn))
+		return true;
+	if (fs_inode_get(fs, txn, ino, &in) == -ESTALE)
+		dirty = false;
+	else
+		dirty = in.flags & FS_F_DIRTY;
+	db_read_end(fs->db, txn);
+	return dirty;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* One pass for every file of reqs; each answered, or kept in *again. */
+static void strict_pass(struct fs *fs, struct strict_req *reqs,
+			struct strict_req **again)
+{
+	size_t n = 0, k = 0;
+	uint64_t *inos;
+	bool progress;
+	int rc;
+
+	for (struct strict_req *r = reqs; r; r = r->next)
+		n++;
+	inos = malloc(n * sizeof(*inos));
+	/* Known down: the COMMITs are retried, not held for the store's
+	 * retries (the probe tells when it is back). */
+	rc = !inos ? -ENOMEM : store_down(fs->store) ? -EAGAIN : 0;
+	if (!rc) {
+		for (struct strict_req *r = reqs; r; r = r->next)
+			inos[k++] = r->ino;
+		qsort(inos, n, sizeof(*inos), cmp_u64);
+		rc = fs_sync_some(fs, inos, n, &progress);
+	}
+	free(inos);
+	while (reqs) {
+		struct strict_req *r = reqs;
+
+		reqs = r->next;
+		if (!rc && inode_dirty(fs, r->ino) &&
+		    ++r->tries < STRICT_TRIES) {
+			/* Written again during its upload: the next pass. */
+			r->next = *again;
+			*again = r;
+			continue;
+		}
+		r->done(r->arg, rc == -ENOMEM             ? rc
+				: rc                      ? -EAGAIN
+				: inode_dirty(fs, r->ino) ? -EAGAIN
+							  : 0);
+		free(r);
+	}
+}
+
+static void *strict_main(void *p)
+{
+	struct fs *fs = p;
+	struct strict_req *again = NULL;
+
+	pthread_mutex_lock(&fs->strict_lock);
+	for (;;) {
+		if (!fs->strict_head && !fs->strict_stop) {
+			if (!again) {
+				pthread_cond_wait(&fs->strict_wake,
+						  &fs->strict_lock);
+			} else {
+				struct timespec ts;
+
+				clock_gettime(CLOCK_REALTIME, &ts);
+				ts.tv_nsec += STRICT_AGAIN_MS * 1000000L;
+				if (ts.tv_nsec >= 1000000000L) {
+					ts.tv_sec++;
+					ts.tv_nsec -= 1000000000L;
+				}
+				pthread_cond_timedwait(&fs->strict_wake,
+						       &fs->strict_lock, &ts);
+			}
+		}
+		struct strict_req *reqs = fs->strict_head;
+
+		fs->strict_head = NULL;
+		pthread_mutex_unlock(&fs->strict_lock);
+		/* The ones written again go with the new ones. */
+		while (again) {
+			struct strict_req *r = again;
+
+			again = r->next;
+			r->next = reqs;
+			reqs = r;
+		}
+		if (reqs)
+			strict_pass(fs, reqs, &again);
+		pthread_mutex_lock(&fs->strict_lock);
+		if (fs->strict_stop && !fs->strict_head && !again)
+			break;
+	}
+	pthread_mutex_unlock(&fs->strict_lock);
+	return NULL;
+}
+
+/* See fs_int.h. */
+void fs_sync_async(struct fs *fs, uint64_t ino, fs_done_fn done, void *arg)
+{
+	struct strict_req *r = calloc(1, sizeof(*r));
+
+	if (!r) {
+		done(arg, -ENOMEM);
+		return;
+	}
+	r->ino = ino;
+	r->done = done;
+	r->arg = arg;
+	pthread_mutex_lock(&fs->strict_lock);
+	r->next = fs->strict_head;
+	fs->strict_head = r;
+	pthread_cond_signal(&fs->strict_wake);
+	pthread_mutex_unlock(&fs->strict_lock);
+}
+
+struct strict_wait {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int err;
+};
+
+static void strict_wait_done(void *p, int err)
+{
+	struct strict_wait *w = p;
+
+	pthread_mutex_lock(&w->lock);
+	w->err = err;
+	w->done = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* See fs_int.h. */
+int fs_sync_inode(struct fs *fs, uint64_t ino)
+{
+	struct strict_wait w = { .done = false };
+
+	pthread_mutex_init(&w.lock, NULL);
+	pthread_cond_init(&w.cond, NULL);
+	fs_sync_async(fs, ino, strict_wait_done, &w);
+	pthread_mutex_lock(&w.lock);
+	while (!w.done)
+		pthread_cond_wait(&w.cond, &w.lock);
+	pthread_mutex_unlock(&w.lock);
+	pthread_cond_destroy(&w.cond);
+	pthread_mutex_destroy(&w.lock);
+	return w.err;
+}
+
+/* See fs_int.h. */
+int fs_strict_start(struct fs *fs)
+{
+	int rc;
+
+	pthread_mutex_init(&fs->strict_lock, NULL);
+	pthread_cond_init(&fs->strict_wake, NULL);
+	rc = -pthread_create(&fs->strict_thread, NULL, strict_main, fs);
+	if (rc) {
+		pthread_cond_destroy(&fs->strict_wake);
+		pthread_mutex_destroy(&fs->strict_lock);
+		return rc;
+	}
+	fs->strict_started = true;
+	return 0;
+}
+
+/* See fs_int.h. */
+void fs_strict_stop(struct fs *fs)
+{
+	if (!fs->strict_started)
+		return;
+	pthread_mutex_lock(&fs->strict_lock);
+	fs->strict_stop = true;
+	pthread_cond_signal(&fs->strict_wake);
+	pthread_mutex_unlock(&fs->strict_lock);
+	pthread_join(fs->strict_thread, NULL);
+	pthread_cond_destroy(&fs->strict_wake);
+	pthread_mutex_destroy(&fs->strict_lock);
+	fs->strict_started = false;
+}
