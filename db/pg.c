@@ -167,6 +167,21 @@ static bool conn_fatal(const char *msg)
 	return false;
 }
 
+/* What the server says besides answers (a backend terminated, a shutdown
+ * coming): the log's, at debug, on one line. */
+static void notice_log(void *arg, const char *msg)
+{
+	char buf[512];
+	size_t n;
+
+	(void)arg;
+	snprintf(buf, sizeof(buf), "%s", msg);
+	n = strlen(buf);
+	while (n && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	log_debug("cluster: PostgreSQL says: %s", buf);
+}
+
 /* Every connection's session settings. */
 static int conn_setup(PGconn *c)
 {
@@ -189,6 +204,8 @@ int db_pg_connect_url(const char *url, PGconn **out)
 	char msg[512], safe[512];
 	PGconn *c = PQconnectdb(url);
 
+	if (c)
+		PQsetNoticeProcessor(c, notice_log, NULL);
 	if (c && PQstatus(c) == CONNECTION_OK && !conn_setup(c)) {
 		*out = c;
 		return 0;

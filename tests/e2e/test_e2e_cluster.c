@@ -19,6 +19,8 @@
  */
 #include "harness.h"
 
+#include "../fault/faultctl.h"
+
 #include <nfsc/libnfs-raw-nlm.h>
 
 #include <errno.h>
@@ -1503,6 +1505,297 @@ static void test_pg_failover(void)
 	}
 }
 
+/* ---- a commit's answer lost with its connection --------------------- */
+
+struct breaker {
+	const char *url;
+	int times, rc;
+	_Atomic int stop;
+};
+
+/*
+ * Break the connection of a commit in flight, b->times times: psql runs
+ * a loop that waits for a gateway's backend running mapfs_commit2 and
+ * terminates it (the statistics snapshot cleared each time round).
+ */
+static void *breaker_main(void *arg)
+{
+	struct breaker *b = arg;
+	char cmd[2048];
+
+	snprintf(cmd, sizeof(cmd),
+		 "psql -X -q '%s' -c \"DO \\$\\$ DECLARE n int := 0;"
+		 " t timestamptz := clock_timestamp(); BEGIN"
+		 " WHILE n < %d AND clock_timestamp() - t < interval '120 s'"
+		 " LOOP PERFORM pg_stat_clear_snapshot();"
+		 " IF EXISTS (SELECT 1 FROM pg_stat_activity WHERE"
+		 " application_name LIKE 'mapfs-gw %%' AND state = 'active'"
+		 " AND query LIKE '%%mapfs_commit2%%'"
+		 " AND pg_terminate_backend(pid)) THEN n := n + 1;"
+		 " PERFORM pg_sleep(0.02); END IF; END LOOP;"
+		 " IF n < %d THEN RAISE EXCEPTION 'only %% broken', n; END IF;"
+		 " END \\$\\$\" >/dev/null 2>&1",
+		 b->url, b->times, b->times);
+	b->rc = system(cmd) == 0 ? 0 : -1;
+	b->stop = 1;
+	return NULL;
+}
+
+/* LOOKUP name in dir over r: the status. */
+static int lookup_on(struct e2e_rpc *r, const nfs_fh3 *dir, const char *name)
+{
+	LOOKUP3res res;
+
+	return e2e_nfs3_lookup(r, dir, name, &res) ? -1 : (int)res.status;
+}
+
+/* The entries of dir but "." and "..", by READDIR; (size_t)-1 on error. */
+static size_t count_entries(struct e2e_rpc *r, const nfs_fh3 *dir)
+{
+	READDIR3args a = { .dir = *dir, .count = 32768 };
+	size_t n = 0;
+
+	for (;;) {
+		READDIR3res res;
+		entry3 *e;
+
+		if (e2e_nfs3_readdir(r, &a, &res) || res.status != NFS3_OK)
+			return (size_t)-1;
+		for (e = res.READDIR3res_u.resok.reply.entries; e;
+		     e = e->nextentry) {
+			if (strcmp(e->name, ".") && strcmp(e->name, ".."))
+				n++;
+			a.cookie = e->cookie;
+		}
+		memcpy(a.cookieverf, res.READDIR3res_u.resok.cookieverf,
+		       sizeof(a.cookieverf));
+		if (res.READDIR3res_u.resok.reply.eof)
+			return n;
+	}
+}
+
+/* A status, JUKEBOX retried for up to 30 s. */
+static int tk_retry(int st_of(void *), void *ctx)
+{
+	uint64_t t0 = e2e_now_ms();
+	int st;
+
+	while ((st = st_of(ctx)) == NFS3ERR_JUKEBOX &&
+	       e2e_now_ms() - t0 < 30000)
+		usleep(20 * 1000);
+	return st;
+}
+
+struct tk_call {
+	struct e2e_rpc *r;
+	const nfs_fh3 *dir;
+	const char *from, *to;
+};
+
+static int tk_create(void *p)
+{
+	struct tk_call *c = p;
+	CREATE3args a = { .where = { *c->dir, (char *)c->from } };
+	CREATE3res res;
+
+	a.how.mode = GUARDED;
+	a.how.createhow3_u.obj_attributes = e2e_sattr_mode(0644);
+	return e2e_nfs3_create(c->r, &a, &res) ? -1 : (int)res.status;
+}
+
+static int tk_rename(void *p)
+{
+	struct tk_call *c = p;
+	RENAME3res res;
+
+	return e2e_nfs3_rename(c->r, c->dir, c->from, c->dir, c->to, &res)
+		       ? -1
+		       : (int)res.status;
+}
+
+static int tk_remove(void *p)
+{
+	struct tk_call *c = p;
+	REMOVE3res res;
+
+	return e2e_nfs3_remove(c->r, c->dir, c->from, &res) ? -1
+							    : (int)res.status;
+}
+
+/*
+ * A client creates (GUARDED), renames and removes, one change after the
+ * other, on gateway g until *stop; JUKEBOX is retried.  The number of
+ * files made, of wrong answers; then the directory must hold exactly
+ * what the client was told.
+ */
+static int tk_load(struct e2e_gw *g, const char *dname, _Atomic int *stop,
+		   int max, int *wrong)
+{
+	struct e2e_rpc *r = e2e_rpc_open(g->nfs_port, NFS_PROGRAM, NFS_V3);
+	int n = 0, removed = 0, missing = 0, extra = 0;
+	char from[32], to[32];
+	nfs_fh3 top, d;
+	size_t entries;
+
+	*wrong = 0;
+	E2E_REQUIRE(r && !e2e_root_fh(r, g, &top), "connect");
+	{
+		MKDIR3args a = { .where = { top, (char *)dname },
+				 .attributes = e2e_sattr_mode(0755) };
+		MKDIR3res res;
+		int st;
+
+		while ((st = e2e_nfs3_mkdir(r, &a, &res)
+				     ? -1
+				     : (int)res.status) == NFS3ERR_JUKEBOX)
+			usleep(20 * 1000);
+		E2E_REQUIRE(st == NFS3_OK, "MKDIR %s: %s", dname,
+			    e2e_nfsstat(st));
+		d = e2e_fh_dup(r,
+			       &res.MKDIR3res_u.resok.obj.post_op_fh3_u.handle);
+	}
+	while (!*stop && n < max) {
+		struct tk_call c = { r, &d, from, to };
+		int st;
+
+		snprintf(from, sizeof(from), "t-%d", n);
+		snprintf(to, sizeof(to), "r-%d", n);
+		st = tk_retry(tk_create, &c);
+		if (st == NFS3_OK)
+			st = tk_retry(tk_rename, &c);
+		if (st == NFS3_OK && n % 3 == 0) {
+			c.from = to;
+			st = tk_retry(tk_remove, &c);
+			removed++;
+		}
+		if (st != NFS3_OK) {
+			fprintf(stderr, "  file %d: %s\n", n, e2e_nfsstat(st));
+			(*wrong)++;
+			if (st == -1)
+				break;
+		}
+		n++;
+	}
+	for (int i = 0; i < n; i++) {
+		snprintf(from, sizeof(from), "t-%d", i);
+		snprintf(to, sizeof(to), "r-%d", i);
+		extra += lookup_on(r, &d, from) == NFS3_OK;
+		if (i % 3 == 0)
+			extra += lookup_on(r, &d, to) == NFS3_OK;
+		else
+			missing += lookup_on(r, &d, to) != NFS3_OK;
+	}
+	entries = count_entries(r, &d);
+	E2E_CHECK(missing == 0 && extra == 0,
+		  "%s: %d files lost, %d left that should not be", dname,
+		  missing, extra);
+	E2E_CHECK(entries == (size_t)(n - removed),
+		  "%s holds %zu entries, want %d", dname, entries, n - removed);
+	e2e_rpc_close(r);
+	return n;
+}
+
+/* How many times the gateway's log says s. */
+static int log_count(struct e2e_gw *g, const char *s)
+{
+	char *log = e2e_gw_log_read(g), *p = log;
+	int n = 0;
+
+	while (p && (p = strstr(p, s))) {
+		n++;
+		p++;
+	}
+	free(log);
+	return n;
+}
+
+/*
+ * Commit tokens (issue 32): a commit's connection is broken mid-commit,
+ * a hundred times by terminating its backend in PostgreSQL, and again
+ * through a proxy that resets the connection at random moments, a reply
+ * on its way back included, while a client creates (GUARDED), renames
+ * and removes: each change happens once.  The gateway asks the database
+ * whether a commit whose answer it lost landed, instead of running it
+ * again: no CREATE answers EXIST and no RENAME or REMOVE NOENT for its
+ * own earlier success, and the directory holds exactly what the client
+ * was told.
+ */
+static void test_lost_answers(void)
+{
+	static char db1[256], db2[256];
+	struct e2e_gw g = { 0 };
+	struct e2e_gw_opts o = { .threads = 2, .meta = db1, .node = "tok-a" };
+	struct breaker b = { .url = db1, .times = 100 };
+	struct fault_proxy fp;
+	char via[512];
+	const char *slash;
+	pthread_t t;
+	int n, wrong, port;
+
+	/* 1: the backend terminated while it runs the commit. */
+	E2E_REQUIRE(e2e_pg_createdb(db1, sizeof(db1)) == 0 &&
+			    e2e_pg_createdb(db2, sizeof(db2)) == 0,
+		    "two databases");
+	E2E_REQUIRE(e2e_gw_start_opts(&g, &o) == 0, "gateway");
+	E2E_REQUIRE(!pthread_create(&t, NULL, breaker_main, &b), "breaker");
+	n = tk_load(&g, "tok", &b.stop, 100000, &wrong);
+	pthread_join(t, NULL);
+	E2E_CHECK(b.rc == 0, "the database's backends could not be broken "
+			     "100 times mid-commit");
+	E2E_CHECK(wrong == 0, "%d wrong answers in %d files", wrong, n);
+	fprintf(stderr,
+		"  [%d files through 100 commits broken in PostgreSQL: %d "
+		"asked for]\n",
+		n, log_count(&g, "that commit"));
+	E2E_CHECK(e2e_gw_stop(&g) == 0, "stop the gateway");
+	e2e_gw_cleanup(&g);
+
+	/* 2: the connection reset anywhere (a commit's answer lost on
+	 * its way back: it landed), through a proxy. */
+	E2E_REQUIRE(sscanf(strrchr(db2, ':') + 1, "%d", &port) == 1,
+		    "the database's port in %s", db2);
+	E2E_REQUIRE(fault_proxy_start_raw(&fp, port, "pass", 32) == 0,
+		    "the proxy");
+	slash = strchr(strrchr(db2, ':'), '/');
+	snprintf(via, sizeof(via), "%.*s:%d%s", (int)(strrchr(db2, ':') - db2),
+		 db2, fp.port, slash);
+	o.meta = via;
+	o.node = "tok-b";
+	E2E_REQUIRE(e2e_gw_start_opts(&g, &o) == 0, "gateway via the proxy");
+	E2E_REQUIRE(fault_proxy_mode(&fp, "reset 0.03") == 0, "reset mode");
+	{
+		_Atomic int stop = 0;
+		uint64_t t0 = e2e_now_ms();
+		int landed = 0;
+
+		/* Until a hundred resets, at least one of them after a
+		 * commit landed (at most 60 s). */
+		n = 0;
+		wrong = 0;
+		while ((fault_proxy_injected(&fp) < 100 || !landed) &&
+		       e2e_now_ms() - t0 < 60000) {
+			char dn[16];
+			int w;
+
+			snprintf(dn, sizeof(dn), "tok%d", n);
+			n += tk_load(&g, dn, &stop, 20, &w);
+			wrong += w;
+			landed = log_count(&g, "that commit landed");
+		}
+		E2E_CHECK(fault_proxy_mode(&fp, "pass") == 0, "pass mode");
+		fprintf(stderr,
+			"  [%d files through %ld resets: %d commits asked for, "
+			"%d of them had landed]\n",
+			n, fault_proxy_injected(&fp),
+			log_count(&g, "that commit"), landed);
+		E2E_CHECK(wrong == 0, "%d wrong answers in %d files", wrong, n);
+		E2E_CHECK(landed > 0, "no reset came after a commit landed");
+	}
+	E2E_CHECK(e2e_gw_stop(&g) == 0, "stop the gateway");
+	e2e_gw_cleanup(&g);
+	fault_proxy_stop(&fp);
+}
+
 static int config_init(void)
 {
 	snprintf(cdir, sizeof(cdir), "/tmp/mapfs-e2e-cfg-XXXXXX");
@@ -1544,6 +1837,8 @@ int main(void)
 			    test_migrate);
 		CU_add_test(c, "one state directory, one process; ctl ready",
 			    test_state_locked);
+		CU_add_test(c, "a commit's answer lost: asked, not run twice",
+			    test_lost_answers);
 		CU_add_test(c, "PostgreSQL fails over under load",
 			    test_pg_failover);
 	}

@@ -1,6 +1,8 @@
 /* tests/fault/faultctl.c - see faultctl.h. */
 #include "faultctl.h"
 
+#include <stdbool.h>
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -8,6 +10,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,8 +57,8 @@ static int read_line(int fd, char *line, size_t cap, int ms)
 	return -1;
 }
 
-int fault_proxy_start(struct fault_proxy *fp, int target_port, const char *mode,
-		      unsigned long long seed)
+static int proxy_start(struct fault_proxy *fp, int target_port,
+		       const char *mode, unsigned long long seed, bool raw)
 {
 	const char *bin = getenv("MAPFS_FAULTPROXY");
 	char port[16], seeds[32], line[128];
@@ -85,7 +88,7 @@ int fault_proxy_start(struct fault_proxy *fp, int target_port, const char *mode,
 		if (dup2(p[1], 1) < 0)
 			_exit(126);
 		execl(bin, bin, "--target", port, "--mode", mode, "--seed",
-		      seeds, (char *)NULL);
+		      seeds, raw ? "--raw" : (char *)NULL, (char *)NULL);
 		_exit(127);
 	}
 	close(p[1]);
@@ -109,6 +112,18 @@ int fault_proxy_start(struct fault_proxy *fp, int target_port, const char *mode,
 		return -1;
 	}
 	return 0;
+}
+
+int fault_proxy_start(struct fault_proxy *fp, int target_port, const char *mode,
+		      unsigned long long seed)
+{
+	return proxy_start(fp, target_port, mode, seed, false);
+}
+
+int fault_proxy_start_raw(struct fault_proxy *fp, int target_port,
+			  const char *mode, unsigned long long seed)
+{
+	return proxy_start(fp, target_port, mode, seed, true);
 }
 
 int fault_proxy_cmd(struct fault_proxy *fp, char *reply, size_t cap,

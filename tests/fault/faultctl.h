@@ -26,6 +26,11 @@ struct fault_proxy {
 int fault_proxy_start(struct fault_proxy *fp, int target_port, const char *mode,
 		      unsigned long long seed);
 
+/* fault_proxy_start for traffic that is not HTTP (PostgreSQL's): every
+ * read forwarded as it comes (faultproxy --raw). */
+int fault_proxy_start_raw(struct fault_proxy *fp, int target_port,
+			  const char *mode, unsigned long long seed);
+
 /*
  * Send one command line (printf-style, no newline) and put the answer,
  * without its newline, into reply (cap bytes; reply may be NULL).

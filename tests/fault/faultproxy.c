@@ -4,7 +4,11 @@
  * traffic on command, so the tests can check that no fault of the network
  * or of the server loses or corrupts a byte.
  *
- *   faultproxy --target PORT [--mode "MODE [ARG]"] [--seed N]
+ *   faultproxy --target PORT [--mode "MODE [ARG]"] [--seed N] [--raw]
+ *
+ * --raw: the traffic is not HTTP (PostgreSQL's protocol): no message is
+ * parsed, every read is forwarded as it comes (the reset, stall and
+ * slow modes work on reads).
  *
  * It listens on two free 127.0.0.1 ports and prints one line on stdout,
  * "faultproxy port=P control=C", once both are open.  Connections to P
@@ -121,6 +125,7 @@ struct proxy {
 	uint64_t rng;
 	unsigned long nconns, nrequests, ninjected;
 	bool quit;
+	bool raw; /* --raw: not HTTP; every byte forwarded as it comes */
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -258,6 +263,10 @@ static void conn_accept(struct proxy *px)
 	c->cfd = cfd;
 	c->sfd = sfd;
 	c->tok_ms = now_ms();
+	if (px->raw) {
+		c->rqs = RQ_RAW;
+		c->rss = RS_RAW;
+	}
 	nonblock_nodelay(cfd);
 	nonblock_nodelay(sfd);
 	px->nconns++;
@@ -905,6 +914,10 @@ int main(int argc, char **argv)
 	int port, ctl_port;
 
 	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--raw") == 0) {
+			px.raw = true;
+			continue;
+		}
 		if (i + 1 >= argc)
 			usage();
 		if (strcmp(argv[i], "--target") == 0)
