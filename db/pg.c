@@ -66,8 +66,14 @@ struct db_pg {
 	struct db_cluster_opts o;
 	char instance[33];
 	/* This process's id in the log (its own commits the follower
-	 * skips); a new one after a commit whose fate stayed unknown. */
+	 * skips); a new one once a commit's answer is lost, so that the
+	 * follower applies that commit should it have landed. */
 	atomic_uint inst_id;
+	/* Commits numbered above this are read again by the next follow,
+	 * whoever made them (UINT64_MAX: none): a lost commit whose fate
+	 * stayed unknown, which the follower may have passed over as this
+	 * process's own before the id changed. */
+	_Atomic uint64_t rescan_seq;
 	char cluster_id[33];
 	uint32_t node_id;
 	struct db_pg_sinks sinks;
@@ -861,6 +867,7 @@ int db_pg_open(const struct db_cluster_opts *o, const char *instance,
 		if (getrandom(&inst, sizeof(inst), 0) != sizeof(inst))
 			inst = (uint32_t)db_pg_now_ms();
 	atomic_store(&pg->inst_id, inst);
+	atomic_store(&pg->rescan_seq, UINT64_MAX);
 	if (!pg->o.url || !pg->o.node || !pg->o.store_url || !pg->o.addr) {
 		rc = -ENOMEM;
 		goto fail;
@@ -1078,12 +1085,36 @@ static void snap_now(PGconn *c, struct db_snap *s)
 	PQclear(r);
 }
 
+/* This process's later commits get a new id in the log: the follower
+ * takes those made under the old one as another node's. */
+static void inst_bump(struct db_pg *pg)
+{
+	uint32_t inst = (atomic_load(&pg->inst_id) + 1) & 0x7fffffffu;
+
+	atomic_store(&pg->inst_id, inst ? inst : 1);
+}
+
+/* The next follow reads again every commit numbered above seq. */
+static void rescan_from(struct db_pg *pg, uint64_t seq)
+{
+	uint64_t cur = atomic_load(&pg->rescan_seq);
+
+	while (seq < cur &&
+	       !atomic_compare_exchange_weak(&pg->rescan_seq, &cur, seq))
+		;
+}
+
 /*
  * The commit's answer was lost with its connection: whether it landed.
- * Once connected again, the backend that ran it must be gone (it may
- * still be committing), then its token says.  Waits for the database as
- * long as it takes, unless the node stops.  0 (*seq), or -EAGAIN (it did
- * not land; or the node stops and cannot know: logged).
+ * First this process takes a new id in the log, so that the follower
+ * applies the commit like another node's should it land (or have landed)
+ * unseen here; versions make a second apply a no-op.  Once connected
+ * again, the backend that ran it must be gone (it may still be
+ * committing), then its token says.  Gives up after DOUBT_GIVEUP_MS, or
+ * when the node stops: then the follower reads again what came after
+ * this connection's last commit (it may have passed the commit over as
+ * this process's own).  0 (*seq), or -EAGAIN (it did not land, or
+ * nobody knows: logged).
  */
 static int commit_doubt(struct db_pg_conn *dc, int old_pid, uint64_t token,
 			uint64_t *seq)
@@ -1101,18 +1132,14 @@ static int commit_doubt(struct db_pg_conn *dc, int old_pid, uint64_t token,
 	snprintf(after, sizeof(after), "%" PRIu64, dc->last_seq);
 	log_warn("cluster: the answer to a commit was lost with its "
 		 "connection: asking the database whether it landed");
+	inst_bump(pg);
 	for (;;) {
 		if (atomic_load(&pg->abandon) ||
 		    db_pg_now_ms() - t0 >= DOUBT_GIVEUP_MS) {
-			/* This process's later commits get a new id: should
-			 * that one have landed, the follower applies it like
-			 * another node's, and the replica stays the
-			 * cluster's.  Its callers get JUKEBOX; a retry may
-			 * find its own change done. */
-			uint32_t inst =
-				(atomic_load(&pg->inst_id) + 1) & 0x7fffffffu;
-
-			atomic_store(&pg->inst_id, inst ? inst : 1);
+			/* Should it have landed, the follower applies it and
+			 * the replica stays the cluster's.  Its callers get
+			 * JUKEBOX; a retry may find its own change done. */
+			rescan_from(pg, dc->last_seq);
 			log_error("cluster: the database did not answer for "
 				  "%u ms: not knowing whether a commit landed "
 				  "(token %s); its changes answer JUKEBOX, and "
@@ -1160,6 +1187,8 @@ static int commit_doubt(struct db_pg_conn *dc, int old_pid, uint64_t token,
 
 		if (landed)
 			*seq = db_pg_col_u64(r, 0, 0);
+		else if (!gone) /* still running: it may land yet */
+			rescan_from(pg, dc->last_seq);
 		PQclear(r);
 		log_info("cluster: that commit %s",
 			 landed ? "landed" : "did not land");
@@ -1348,8 +1377,9 @@ static void pages_clear(struct pages *p, size_t from)
 	p->n = from;
 }
 
-/* The first k buffered rows as records (tbl, k, v, ver at col). */
-static int pages_recs(struct pages *p, size_t k, int col)
+/* Records of the first k rows, their columns from col on: table, key,
+ * value, version and, where age is set, the commit's age. */
+static int pages_recs(struct pages *p, size_t k, int col, bool age)
 {
 	struct db_remote *v = realloc(p->recs, (k ? k : 1) * sizeof(*v));
 
@@ -1368,6 +1398,7 @@ static int pages_recs(struct pages *p, size_t k, int col)
 				       : PQgetvalue(r, 0, col + 2),
 			.vlen = (size_t)PQgetlength(r, 0, col + 2),
 			.ver = db_pg_col_u64(r, 0, col + 3),
+			.age_us = age ? db_pg_col_u64(r, 0, col + 4) : 0,
 		};
 	}
 	return 0;
@@ -1431,7 +1462,7 @@ int db_pg_follow(struct db_pg *pg, const struct db_snap *from,
 	char xmax[32], inst[16], seq[32];
 	const char *vals[4];
 	int lens[4] = { 0 }, fmts[4] = { 1, 0, 0, 0 };
-	uint64_t top = from->seq;
+	uint64_t top = from->seq, rescan = atomic_load(&pg->rescan_seq);
 	bool first = true;
 	PGconn *c = fol_conn(pg);
 	PGresult *r;
@@ -1449,7 +1480,8 @@ int db_pg_follow(struct db_pg *pg, const struct db_snap *from,
 		return -ENOMEM;
 	snprintf(xmax, sizeof(xmax), "%" PRIu64, from->xmax);
 	snprintf(inst, sizeof(inst), "%u", db_pg_instance_id(pg));
-	snprintf(seq, sizeof(seq), "%" PRIu64, from->seq);
+	snprintf(seq, sizeof(seq), "%" PRIu64,
+		 rescan < from->seq ? rescan : from->seq);
 	vals[0] = (const char *)xip.p;
 	lens[0] = (int)xip.len;
 	vals[1] = xmax;
@@ -1461,7 +1493,9 @@ int db_pg_follow(struct db_pg *pg, const struct db_snap *from,
 	 * after a crash or a failover: snap_int.h). */
 	if (!PQsendQueryParams(
 		    c,
-		    "SELECT s.snap, s.pruned, l.seq, x.t, x.k, x.v, l.seq"
+		    "SELECT s.snap, s.pruned, l.seq, x.t, x.k, x.v, l.seq,"
+		    " greatest(0, (extract(epoch FROM clock_timestamp() - l.at)"
+		    "  * 1e6)::bigint)"
 		    " FROM (SELECT pg_current_snapshot()::text AS snap,"
 		    "  (SELECT value FROM mapfs_meta WHERE name = 'pruned_xid')"
 		    "  AS pruned) s"
@@ -1518,7 +1552,7 @@ int db_pg_follow(struct db_pg *pg, const struct db_snap *from,
 		if (pp.n >= FOLLOW_PAGE &&
 		    db_pg_col_u64(r, 0, 2) !=
 			    db_pg_col_u64(pp.rows[pp.n - 1], 0, 2)) {
-			rc = pages_recs(&pp, pp.n, 3);
+			rc = pages_recs(&pp, pp.n, 3, true);
 			if (!rc)
 				rc = page(ctx, pp.recs, pp.n);
 			pages_clear(&pp, 0);
@@ -1527,12 +1561,16 @@ int db_pg_follow(struct db_pg *pg, const struct db_snap *from,
 			PQclear(r);
 	}
 	if (!rc && pp.n) {
-		rc = pages_recs(&pp, pp.n, 3);
+		rc = pages_recs(&pp, pp.n, 3, true);
 		if (!rc)
 			rc = page(ctx, pp.recs, pp.n);
 	}
 	pages_free(&pp);
 	to->seq = top;
+	if (!rc && rescan != UINT64_MAX) /* read again: done (unless asked
+					   * anew meanwhile) */
+		atomic_compare_exchange_strong(&pg->rescan_seq, &rescan,
+					       UINT64_MAX);
 	if (rc == 1) /* behind: not an error */
 		rc = 0;
 	return rc;
@@ -1585,7 +1623,7 @@ int db_pg_snapshot(struct db_pg *pg,
 		if (db_pg_col_u64(r, 0, 4) > at->seq)
 			at->seq = db_pg_col_u64(r, 0, 4);
 		if (pp.n >= FOLLOW_PAGE) {
-			rc = pages_recs(&pp, pp.n, 1);
+			rc = pages_recs(&pp, pp.n, 1, false);
 			if (!rc)
 				rc = page(ctx, pp.recs, pp.n, first_page,
 					  false);
@@ -1597,7 +1635,7 @@ int db_pg_snapshot(struct db_pg *pg,
 			PQclear(r);
 	}
 	if (!rc) {
-		rc = pages_recs(&pp, pp.n, 1);
+		rc = pages_recs(&pp, pp.n, 1, false);
 		if (!rc)
 			rc = page(ctx, pp.recs, pp.n, first_page, true);
 		total += pp.n;

@@ -23,6 +23,7 @@
 
 #include "common/log.h"
 #include "lmdb_int.h"
+#include "metrics/metrics.h"
 #include "replica_int.h"
 
 #define COMMITTERS 4          /* commits of this node in flight at once */
@@ -116,7 +117,9 @@ static int vers_del(struct db_replica *rep, struct db_txn *txn, unsigned tbl,
 	unsigned char kb[DB_TABLE_NAME_MAX + 512];
 	struct db_val k = { vers_key(rep, tbl, key, kb, sizeof(kb)), kb };
 
-	return k.size ? db_raw_del(txn, rep->vers, &k) : 0;
+	int rc = k.size ? db_raw_del(txn, rep->vers, &k) : 0;
+
+	return rc == -ENOENT ? 0 : rc;
 }
 
 /* A text of _meta into buf ("" if none), in txn or a read snapshot. */
@@ -186,6 +189,13 @@ static int project(const struct db_tinfo *ti, const struct db_val *local,
 uint64_t db_replica_ver(struct db_replica *rep, struct db_txn *txn,
 			unsigned tbl, const struct db_val *key)
 {
+	struct db_val v;
+
+	/* A deleted record keeps its version here (so that an older copy
+	 * of it is never applied again), but in the cluster it is absent:
+	 * version 0. */
+	if (db_raw_get(txn, tbl, key, &v) == -ENOENT)
+		return 0;
 	return vers_get(rep, txn, tbl, key);
 }
 
@@ -288,12 +298,12 @@ int db_replica_committed(struct db_replica *rep, struct db_txn *txn,
 {
 	int rc = 0;
 
+	/* A delete too: its version stays, as another node's would. */
 	for (size_t i = 0; !rc && i < t->nwrites; i++) {
 		const struct db_rec *r = &t->writes[i];
 		struct db_val k = { r->klen, (void *)db_rec_key(t, r) };
 
-		rc = r->del ? vers_del(rep, txn, r->tbl, &k)
-			    : vers_put(rep, txn, r->tbl, &k, seq);
+		rc = vers_put(rep, txn, r->tbl, &k, seq);
 	}
 	/* The follower's numbers cover this node's own commits too. */
 	pthread_mutex_lock(&rep->f_lock);
@@ -625,6 +635,17 @@ struct follow_ctx {
 	bool direct; /* start-up: apply here, not through the writer */
 };
 
+/* Each commit of recs (its records are adjacent, one version) applied
+ * now, applied_ns after it was read: its lag into the histogram. */
+static void lag_observe(const struct db_remote *recs, size_t n,
+			uint64_t applied_ns)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!i || recs[i].ver != recs[i - 1].ver)
+			metrics_observe(MET_H_CLUSTER_APPLY_LAG,
+					recs[i].age_us * 1000 + applied_ns);
+}
+
 static int follow_page(void *ctx, const struct db_remote *recs, size_t n)
 {
 	struct follow_ctx *fc = ctx;
@@ -638,12 +659,14 @@ static int follow_page(void *ctx, const struct db_remote *recs, size_t n)
 		return 0;
 	}
 	if (!fc->direct) {
-		uint64_t t0 = db_pg_now_ms();
+		uint64_t t0 = metrics_now_ns();
 
 		rc = hand_over(fc->rep, b);
 		log_debug("cluster: applied %zu records of the log in %" PRIu64
 			  " ms",
-			  n, db_pg_now_ms() - t0);
+			  n, (metrics_now_ns() - t0) / 1000000);
+		if (!rc)
+			lag_observe(recs, n, metrics_now_ns() - t0);
 		return rc;
 	}
 	rc = apply_now(fc->rep, b, false);

@@ -51,7 +51,8 @@ void db_replica_set_wake(struct db_replica *rep, void (*wake)(void *ctx),
 
 /* ---- tracking, on the writer's thread ---- */
 
-/* The version of a shared record this replica has (0: none). */
+/* The version of a shared record this replica has, as a commit expects
+ * it (0: none, or deleted). */
 uint64_t db_replica_ver(struct db_replica *rep, struct db_txn *txn,
 			unsigned tbl, const struct db_val *key);
 

@@ -83,6 +83,7 @@ struct db_remote {
 	const void *val; /* NULL: deleted or absent */
 	size_t vlen;
 	uint64_t ver;
+	uint64_t age_us; /* following the log: its commit's age when read */
 };
 
 #endif

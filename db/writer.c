@@ -909,6 +909,8 @@ static void commit_local(struct db_writer *w)
 
 			rc = c->del ? db_raw_del(&txn, c->tbl, &k)
 				    : db_raw_put(&txn, c->tbl, &k, &v, 0);
+			if (rc == -ENOENT) /* gone already: as asked */
+				rc = 0;
 		}
 		if (!rc && b->shared)
 			rc = db_replica_committed(w->rep, &txn, &b->c.track,

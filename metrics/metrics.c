@@ -34,6 +34,8 @@ struct shard {
 	uint64_t calls[METRICS_PROC_SLOTS];
 	uint64_t sum_ns[METRICS_PROC_SLOTS];
 	uint64_t hist[METRICS_PROC_SLOTS][NBUCKETS];
+	uint64_t h_sum_ns[MET_NHISTS];
+	uint64_t h[MET_NHISTS][NBUCKETS];
 };
 
 struct counter_desc {
@@ -44,6 +46,11 @@ struct counter_desc {
 static const struct counter_desc counters[MET_NCOUNTERS] = { METRICS_COUNTERS(
 	METRICS_DESC) };
 #undef METRICS_DESC
+
+#define METRICS_HDESC(id, name, help) { name, "", help },
+static const struct counter_desc hists[MET_NHISTS] = { METRICS_HISTOGRAMS(
+	METRICS_HDESC) };
+#undef METRICS_HDESC
 
 struct proc_slot {
 	const char *prog_name, *proc_name;
@@ -80,6 +87,8 @@ static uint64_t ld(const uint64_t *p)
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
+static size_t bucket_of(uint64_t ns);
+
 static void bump(uint64_t *p, uint64_t n)
 {
 	__atomic_store_n(p, *p + n, __ATOMIC_RELAXED);
@@ -95,6 +104,11 @@ static void shard_fold(struct shard *into, const struct shard *s)
 		into->sum_ns[i] += ld(&s->sum_ns[i]);
 		for (size_t b = 0; b < NBUCKETS; b++)
 			into->hist[i][b] += ld(&s->hist[i][b]);
+	}
+	for (size_t i = 0; i < MET_NHISTS; i++) {
+		into->h_sum_ns[i] += ld(&s->h_sum_ns[i]);
+		for (size_t b = 0; b < NBUCKETS; b++)
+			into->h[i][b] += ld(&s->h[i][b]);
 	}
 }
 
@@ -216,7 +230,7 @@ void metrics_rpc_call(uint32_t prog, uint32_t vers, uint32_t proc, uint64_t ns)
 {
 	struct prog_map *pm = prog_find(prog, vers);
 	struct shard *s;
-	size_t b = 0;
+	size_t b;
 	int slot;
 
 	if (!pm || proc >= MAX_PROCS || (slot = pm->slot[proc]) < 0)
@@ -224,11 +238,30 @@ void metrics_rpc_call(uint32_t prog, uint32_t vers, uint32_t proc, uint64_t ns)
 	s = shard_self();
 	if (!s)
 		return;
-	while (b < NBOUNDS && (double)ns > hist_bounds[b] * 1e9)
-		b++;
+	b = bucket_of(ns);
 	bump(&s->calls[slot], 1);
 	bump(&s->sum_ns[slot], ns);
 	bump(&s->hist[slot][b], 1);
+}
+
+/* The bucket of a duration of ns nanoseconds. */
+static size_t bucket_of(uint64_t ns)
+{
+	size_t b = 0;
+
+	while (b < NBOUNDS && (double)ns > hist_bounds[b] * 1e9)
+		b++;
+	return b;
+}
+
+void metrics_observe(enum metrics_hist id, uint64_t ns)
+{
+	struct shard *s;
+
+	if ((unsigned)id >= MET_NHISTS || !(s = shard_self()))
+		return;
+	bump(&s->h_sum_ns[id], ns);
+	bump(&s->h[id][bucket_of(ns)], 1);
 }
 
 uint64_t metrics_now_ns(void)
@@ -398,6 +431,33 @@ static void render_rpc(struct metrics_buf *b, const struct shard *sum)
 	}
 }
 
+/* The histograms of METRICS_HISTOGRAMS, in the text format. */
+static void render_hists(struct metrics_buf *b, const struct shard *sum)
+{
+	for (size_t i = 0; i < MET_NHISTS; i++) {
+		const char *n = hists[i].name;
+		uint64_t cum = 0;
+
+		metrics_buf_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", n,
+				   hists[i].help, n);
+		for (size_t k = 0; k < NBUCKETS; k++) {
+			cum += sum->h[i][k];
+			if (k < NBOUNDS)
+				metrics_buf_printf(
+					b, "%s_bucket{le=\"%g\"} %llu\n", n,
+					hist_bounds[k],
+					(unsigned long long)cum);
+			else
+				metrics_buf_printf(
+					b, "%s_bucket{le=\"+Inf\"} %llu\n", n,
+					(unsigned long long)cum);
+		}
+		metrics_buf_printf(b, "%s_sum %.9f\n%s_count %llu\n", n,
+				   (double)sum->h_sum_ns[i] / 1e9, n,
+				   (unsigned long long)cum);
+	}
+}
+
 int metrics_render(struct metrics_buf *b)
 {
 	struct shard *sum = malloc(sizeof(*sum));
@@ -409,6 +469,7 @@ int metrics_render(struct metrics_buf *b)
 	shards_sum(sum);
 	render_counters(b, sum);
 	render_rpc(b, sum);
+	render_hists(b, sum);
 	free(sum);
 	pthread_mutex_lock(&coll_lock);
 	for (int i = 0; i < ncollectors; i++)

@@ -138,6 +138,21 @@
 enum metrics_counter { METRICS_COUNTERS(METRICS_ENUM) MET_NCOUNTERS };
 #undef METRICS_ENUM
 
+/*
+ * Every histogram of durations other than the RPC ones: id, metric name
+ * (without _seconds_bucket...), help.  Buckets from 100 us to 10 s, as
+ * the RPC histograms'.
+ */
+#define METRICS_HISTOGRAMS(X)                                              \
+	X(CLUSTER_APPLY_LAG, "mapfs_cluster_apply_lag_seconds",            \
+	  "Commits of the other gateways of the cluster: time from the "   \
+	  "commit's start in the database to its apply in this gateway's " \
+	  "replica (the database's clock, then this gateway's)")
+
+#define METRICS_HENUM(id, name, help) MET_H_##id,
+enum metrics_hist { METRICS_HISTOGRAMS(METRICS_HENUM) MET_NHISTS };
+#undef METRICS_HENUM
+
 /* Store operation kinds, in the order of the STORE_REQ_* rows above. */
 enum metrics_store_op {
 	MET_OP_GET,
@@ -167,6 +182,9 @@ static inline void metrics_inc(enum metrics_counter id)
  * bytes of object data moved (get, put and multipart kinds only).
  */
 void metrics_store_op(enum metrics_store_op op, int err, uint64_t bytes);
+
+/* One observation of ns nanoseconds in histogram id.  Never blocks. */
+void metrics_observe(enum metrics_hist id, uint64_t ns);
 
 /* One HTTP attempt to S3 with method ("GET", ...); retry if not the first. */
 void metrics_s3_try(const char *method, bool retry);

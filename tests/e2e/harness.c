@@ -487,13 +487,23 @@ int e2e_pg_up(void)
 }
 
 static struct {
-	char dir[64]; /* p/ the primary, s/ the standby */
+	char dir[64]; /* p/ and s/: the two servers */
+	int swapped;  /* 0: p/ is the primary; 1: s/ is */
 } pgpair;
+
+/* The pair's current primary's directory (0) or its standby's (1). */
+static void pgpair_dir(int standby, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/%s", pgpair.dir,
+		 (standby ^ pgpair.swapped) ? "s" : "p");
+}
 
 static void pgpair_at_exit(void)
 {
 	char p[96], sd[96], cmd[128];
 
+	if (!pgpair.dir[0])
+		return;
 	snprintf(p, sizeof(p), "%s/p", pgpair.dir);
 	snprintf(sd, sizeof(sd), "%s/s", pgpair.dir);
 	pg_script_argv(NULL, "stop", sd, NULL);
@@ -501,6 +511,8 @@ static void pgpair_at_exit(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", pgpair.dir);
 	if (system(cmd))
 		say("could not remove %s", pgpair.dir);
+	pgpair.dir[0] = '\0';
+	pgpair.swapped = 0;
 }
 
 int e2e_pg_pair_start(char *url, size_t cap)
@@ -509,10 +521,15 @@ int e2e_pg_pair_start(char *url, size_t cap)
 	uint64_t t0 = e2e_now_ms();
 	int rc;
 
+	static int registered;
+
+	if (pgpair.dir[0]) /* one pair at a time: the last one goes */
+		pgpair_at_exit();
 	snprintf(pgpair.dir, sizeof(pgpair.dir), "/tmp/mapfs-pgpair-XXXXXX");
 	if (!mkdtemp(pgpair.dir) || chmod(pgpair.dir, 0755))
 		return -1;
-	atexit(pgpair_at_exit);
+	if (!registered++)
+		atexit(pgpair_at_exit);
 	snprintf(p, sizeof(p), "%s/p", pgpair.dir);
 	snprintf(sd, sizeof(sd), "%s/s", pgpair.dir);
 	rc = pg_script_argv(NULL, "start", p, NULL);
@@ -534,12 +551,22 @@ int e2e_pg_pair_failover(void)
 {
 	char p[96], sd[96];
 
-	snprintf(p, sizeof(p), "%s/p", pgpair.dir);
-	snprintf(sd, sizeof(sd), "%s/s", pgpair.dir);
-	return pg_script_argv(NULL, "kill", p, NULL) ||
-			       pg_script_argv(NULL, "promote", sd, NULL)
-		       ? -1
-		       : 0;
+	pgpair_dir(0, p, sizeof(p));
+	pgpair_dir(1, sd, sizeof(sd));
+	if (pg_script_argv(NULL, "kill", p, NULL) ||
+	    pg_script_argv(NULL, "promote", sd, NULL))
+		return -1;
+	pgpair.swapped ^= 1;
+	return 0;
+}
+
+int e2e_pg_pair_rejoin(void)
+{
+	char p[96], sd[96];
+
+	pgpair_dir(0, p, sizeof(p));
+	pgpair_dir(1, sd, sizeof(sd));
+	return pg_script_argv(NULL, "standby", p, sd) ? -1 : 0;
 }
 
 static struct e2e_s3 s3srv;

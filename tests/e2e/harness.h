@@ -214,11 +214,16 @@ int e2e_pg_up(void);
  * A second PostgreSQL of its own: a primary with a synchronous standby
  * (tests/pg/pg.sh standby), both stopped at exit.  url gets the URI
  * naming both with target_session_attrs=read-write, as a cluster in
- * production would.  0 or -1.
+ * production would.  One pair at a time: a second start stops the
+ * first.  0 or -1.
  */
 int e2e_pg_pair_start(char *url, size_t cap);
 /* Kill the pair's primary (-m immediate) and promote the standby. */
 int e2e_pg_pair_failover(void);
+/* The killed primary comes back as the new primary's synchronous
+ * standby, on its own port (a fresh base backup): the pair can fail
+ * over again.  0 or -1. */
+int e2e_pg_pair_rejoin(void);
 
 /* ------------------------------------------------------------------ */
 /* The object store backend                                            */

@@ -10,7 +10,8 @@
 #   pg.sh createdb DIR NAME   a fresh database NAME; prints its URI
 #   pg.sh standby DIR SDIR   a synchronous standby of DIR's server in SDIR
 #                       (pg_basebackup, streaming; DIR's commits wait for
-#                       it); prints MAPFS_PG_STANDBY_DIR, _PORT and
+#                       it); an SDIR that was a primary (stopped) rejoins
+#                       on its own port, its data replaced; prints MAPFS_PG_STANDBY_DIR, _PORT and
 #                       MAPFS_PG_PAIR_URL (both hosts, read-write target)
 #   pg.sh promote SDIR  make the standby the primary
 #
@@ -142,11 +143,24 @@ standby)
 	sdir=$(cd "$sdir" && pwd)
 	[ "$(id -u)" != 0 ] || chown "$(pg_user)" "$sdir"
 	chmod 0700 "$sdir"
-	sport=$(s3_reserve_ports 1 "$sdir") || die "no free port"
-	echo "$sport" >"$sdir/port"
+	if [ -f "$sdir/port" ]; then
+		# An old primary rejoins as the standby, on its own port (the
+		# pair's URL stays right); what it had is thrown away.
+		running "$sdir" && die "$sdir is running"
+		sport=$(cat "$sdir/port")
+		s3_reserve_exact "$sport" 1 "$sdir" || die "port $sport is taken"
+		rm -rf "$sdir/data"
+	else
+		sport=$(s3_reserve_ports 1 "$sdir") || die "no free port"
+		echo "$sport" >"$sdir/port"
+	fi
 	as_pg "$PGBIN/pg_basebackup" -d "host=$dir port=$port user=mapfs application_name=s1" \
 		-D "$sdir/data" -R -X stream -c fast >"$sdir/basebackup.log" 2>&1 ||
 		die "pg_basebackup failed: $(tail -3 "$sdir/basebackup.log")"
+	# A primary that was itself a pair's has synchronous_standby_names
+	# in its copied settings: this one, once promoted, would wait for
+	# a standby it lacks.
+	sed -i '/^synchronous_standby_names/d' "$sdir/data/postgresql.auto.conf"
 	as_pg "$PGBIN/pg_ctl" -D "$sdir/data" -w -t 60 -l "$sdir/log" -o \
 		"-p $sport -k $sdir -c listen_addresses=127.0.0.1 -c max_connections=200 -c shared_buffers=64MB" \
 		start >/dev/null 2>&1 || die "the standby did not start: $(tail -3 "$sdir/log" | tr '\n' ' ')"

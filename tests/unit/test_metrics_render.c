@@ -123,6 +123,34 @@ static void test_histogram(void)
 	free(b.p);
 }
 
+/* The histograms beside the RPC ones: cumulative buckets, sum, count. */
+static void test_named_histogram(void)
+{
+	struct metrics_buf b = { 0 };
+
+	metrics_observe(MET_H_CLUSTER_APPLY_LAG, 3000000);        /* 3 ms */
+	metrics_observe(MET_H_CLUSTER_APPLY_LAG, 40000000);       /* 40 ms */
+	metrics_observe(MET_H_CLUSTER_APPLY_LAG, 20000000000ull); /* 20 s */
+	metrics_observe(MET_NHISTS, 1); /* no such histogram: ignored */
+	CU_ASSERT_FATAL(metrics_render(&b) == 0);
+	CU_ASSERT(strstr(b.p, "# TYPE mapfs_cluster_apply_lag_seconds "
+			      "histogram\n") != NULL);
+	CU_ASSERT(value(b.p, "mapfs_cluster_apply_lag_seconds_bucket{le="
+			     "\"0.0025\"}") == 0);
+	CU_ASSERT(value(b.p, "mapfs_cluster_apply_lag_seconds_bucket{le="
+			     "\"0.005\"}") == 1);
+	CU_ASSERT(value(b.p, "mapfs_cluster_apply_lag_seconds_bucket{le="
+			     "\"0.05\"}") == 2);
+	CU_ASSERT(value(b.p, "mapfs_cluster_apply_lag_seconds_bucket{le="
+			     "\"10\"}") == 2);
+	CU_ASSERT(value(b.p, "mapfs_cluster_apply_lag_seconds_bucket{le="
+			     "\"+Inf\"}") == 3);
+	CU_ASSERT(value(b.p, "mapfs_cluster_apply_lag_seconds_count") == 3);
+	CU_ASSERT(value(b.p, "mapfs_cluster_apply_lag_seconds_sum") > 20.04 &&
+		  value(b.p, "mapfs_cluster_apply_lag_seconds_sum") < 20.05);
+	free(b.p);
+}
+
 static void collect(void *arg, struct metrics_buf *b)
 {
 	metrics_buf_gauge(b, "mapfs_test_gauge", "a test", "", *(double *)arg);
@@ -150,6 +178,7 @@ int main(void)
 	CU_add_test(s, "threads sum, exited ones too", test_threads_sum);
 	CU_add_test(s, "store and s3 families", test_store_and_s3);
 	CU_add_test(s, "latency histogram", test_histogram);
+	CU_add_test(s, "named histograms", test_named_histogram);
 	CU_add_test(s, "collectors", test_collectors);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
