@@ -16,6 +16,7 @@
 
 #include "admin_int.h"
 #include "common/log.h"
+#include "common/waiter.h"
 #include "fs/fs.h"
 #include "metrics/metrics.h"
 #include "nfsd/nfsd.h"
@@ -47,39 +48,14 @@ static void fmt_bytes(uint64_t n, char *buf, size_t cap)
 		snprintf(buf, cap, "%.1f %s", v, units[u]);
 }
 
-/* fs_revalidate() may finish inline or on a worker: wait for either. */
-struct wait {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool done;
-	int err;
-};
-
-static void wait_done(void *arg, int err)
-{
-	struct wait *w = arg;
-
-	pthread_mutex_lock(&w->lock);
-	w->done = true;
-	w->err = err;
-	pthread_cond_signal(&w->cond);
-	pthread_mutex_unlock(&w->lock);
-}
-
 static int revalidate(struct fs *fs, uint64_t dir, bool force)
 {
-	struct wait w = { .done = false };
+	struct waiter w;
 
-	pthread_mutex_init(&w.lock, NULL);
-	pthread_cond_init(&w.cond, NULL);
-	fs_revalidate(fs, &root_ctx, dir, force, wait_done, &w);
-	pthread_mutex_lock(&w.lock);
-	while (!w.done)
-		pthread_cond_wait(&w.cond, &w.lock);
-	pthread_mutex_unlock(&w.lock);
-	pthread_cond_destroy(&w.cond);
-	pthread_mutex_destroy(&w.lock);
-	return w.err;
+	/* fs_revalidate() may finish inline or on a worker. */
+	waiter_init(&w);
+	fs_revalidate(fs, &root_ctx, dir, force, waiter_done, &w);
+	return waiter_wait(&w);
 }
 
 /*

@@ -28,7 +28,7 @@ _Static_assert(sizeof(struct db_val) == sizeof(MDB_val) &&
 	       "struct db_val is passed to LMDB as an MDB_val");
 
 /* The layers' own tables beside the caller's (_vers, _meta). */
-#define DB_OWN_TABLES 2
+#define DB_OWN_TABLES 3
 
 /*
  * The calling thread's reusable read transaction.  A thread only ever

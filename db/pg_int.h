@@ -125,6 +125,11 @@ bool db_pg_node_up(struct db_pg *pg, uint32_t node);
 /* ---- services (pgsvc.c), on the service connection ---- */
 
 int db_pg_alloc_ids(struct db_pg *pg, uint64_t n, uint64_t *first);
+
+/* The number of the oldest commit the log still holds (or the next one,
+ * if it holds none): no commit numbered below is ever read again.  0 or
+ * -errno. */
+int db_pg_log_oldest(struct db_pg *pg, uint64_t *seq);
 int db_pg_secret(struct db_pg *pg, const char *name, void *buf, size_t len);
 int db_pg_send(struct db_pg *pg, uint32_t to, const char *msg);
 int db_pg_note(struct db_pg *pg, const char *kind, const char *note, bool add);

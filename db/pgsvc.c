@@ -130,6 +130,30 @@ int db_pg_alloc_ids(struct db_pg *pg, uint64_t n, uint64_t *first)
 	return rc;
 }
 
+int db_pg_log_oldest(struct db_pg *pg, uint64_t *seq)
+{
+	PGconn *c = db_pg_svc_lock(pg);
+	PGresult *r;
+	int rc = -EAGAIN;
+
+	if (c) {
+		r = PQexecParams(c,
+				 "SELECT coalesce((SELECT min(seq) FROM"
+				 " mapfs_log), (SELECT last_value FROM"
+				 " mapfs_seq))",
+				 0, NULL, NULL, NULL, NULL, 1);
+		if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+			*seq = db_pg_col_u64(r, 0, 0);
+			rc = 0;
+		} else {
+			rc = db_pg_res_err(c, r, "the log's oldest commit");
+		}
+		PQclear(r);
+	}
+	db_pg_svc_unlock(pg);
+	return rc;
+}
+
 int db_pg_secret(struct db_pg *pg, const char *name, void *buf, size_t len)
 {
 	unsigned char *rnd = malloc(len);

@@ -7,8 +7,11 @@
  * Each shared record's version sits beside it in "_vers": the number of
  * the commit that last wrote it.  A change's reads carry the versions
  * they saw and its writes the versions they replace; PostgreSQL checks
- * them all.  The follower's position, the cluster this replica is of and
- * this node's instance are texts in "_meta".
+ * them all.  A deleted record keeps its version there (a tombstone, so
+ * that an older copy of it read again is skipped), listed in "_tombs" by
+ * version until no log entry older than it is left to read.  The
+ * follower's position, the cluster this replica is of and this node's
+ * instance are texts in "_meta".
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +33,8 @@
 #define FOLLOW_POLL_MS 1000   /* the log is read at least this often */
 #define RETRY_MS 1000         /* after a failed read of the log */
 #define FOLLOW_GATHER_US 2000 /* a read of the log waits for more commits */
+#define TOMBS_EVERY_MS 60000  /* tombstones past the log dropped this often */
+#define TOMBS_BATCH 4096      /* ... at most this many per transaction */
 
 /* A change another node made, kept for its table's changed() hook. */
 struct db_seen {
@@ -40,7 +45,7 @@ struct db_seen {
 struct db_replica {
 	struct db *db;
 	struct db_pg *pg;
-	unsigned vers, meta; /* "_vers", "_meta" */
+	unsigned vers, meta, tombs; /* "_vers", "_meta", "_tombs" */
 	const char *tnames[DB_TABLES_MAX];
 	size_t vmax; /* the largest value a shared table's hooks make */
 
@@ -109,6 +114,24 @@ static int vers_put(struct db_replica *rep, struct db_txn *txn, unsigned tbl,
 	if (!k.size)
 		return -ENAMETOOLONG;
 	return db_raw_put(txn, rep->vers, &k, &v, 0);
+}
+
+/* The record (tbl, key) deleted by commit ver: its tombstone. */
+static int tomb_put(struct db_replica *rep, struct db_txn *txn, unsigned tbl,
+		    const struct db_val *key, uint64_t ver)
+{
+	unsigned char kb[8 + DB_TABLE_NAME_MAX + 512];
+	struct db_val k = { vers_key(rep, tbl, key, kb + 8, sizeof(kb) - 8),
+			    kb },
+		      none = { 0, kb };
+	int rc = vers_put(rep, txn, tbl, key, ver);
+
+	if (rc || !k.size)
+		return rc;
+	for (int i = 0; i < 8; i++) /* big-endian: in version order */
+		kb[i] = (unsigned char)(ver >> (56 - 8 * i));
+	k.size += 8;
+	return db_raw_put(txn, rep->tombs, &k, &none, 0);
 }
 
 static int vers_del(struct db_replica *rep, struct db_txn *txn, unsigned tbl,
@@ -303,7 +326,8 @@ int db_replica_committed(struct db_replica *rep, struct db_txn *txn,
 		const struct db_rec *r = &t->writes[i];
 		struct db_val k = { r->klen, (void *)db_rec_key(t, r) };
 
-		rc = vers_put(rep, txn, r->tbl, &k, seq);
+		rc = r->del ? tomb_put(rep, txn, r->tbl, &k, seq)
+			    : vers_put(rep, txn, r->tbl, &k, seq);
 	}
 	/* The follower's numbers cover this node's own commits too. */
 	pthread_mutex_lock(&rep->f_lock);
@@ -402,6 +426,8 @@ static int remote_one(struct db_replica *rep, struct db_txn *txn,
 		rc = db_raw_del(txn, r->tbl, &key);
 	if (rc)
 		return rc;
+	if (r->ver && !r->val)
+		return tomb_put(rep, txn, r->tbl, &key, r->ver);
 	if (r->ver)
 		return vers_put(rep, txn, r->tbl, &key, r->ver);
 	return vers_del(rep, txn, r->tbl, &key); /* absent in the cluster */
@@ -435,6 +461,8 @@ static int apply_recs(struct db_replica *rep, struct db_txn *txn,
 			rc = db_raw_drop(txn, (unsigned)i);
 	if (replace && !rc)
 		rc = db_raw_drop(txn, rep->vers);
+	if (replace && !rc)
+		rc = db_raw_drop(txn, rep->tombs);
 	for (size_t i = 0; !rc && i < b->n; i++)
 		rc = remote_one(rep, txn, b, &b->recs[i], replace, buf);
 	free(buf);
@@ -759,9 +787,94 @@ static int follow_once(struct db_replica *rep, bool direct)
 	return rc;
 }
 
+/* Tombstones of versions below `below`, collected by tombs_prune. */
+struct tomb_walk {
+	uint64_t below;
+	size_t n;
+	struct db_val keys[TOMBS_BATCH];
+};
+
+static int tomb_collect(void *ctx, const struct db_val *key,
+			const struct db_val *val)
+{
+	struct tomb_walk *w = ctx;
+	const unsigned char *k = key->data;
+	uint64_t ver = 0;
+
+	(void)val;
+	if (key->size < 8 || w->n == TOMBS_BATCH)
+		return 1;
+	for (int i = 0; i < 8; i++)
+		ver = ver << 8 | k[i];
+	if (ver >= w->below)
+		return 1;
+	w->keys[w->n].data = malloc(key->size);
+	if (!w->keys[w->n].data)
+		return -ENOMEM;
+	memcpy(w->keys[w->n].data, key->data, key->size);
+	w->keys[w->n++].size = key->size;
+	return 0;
+}
+
+/*
+ * Drop the tombstones of versions below `below` (no log entry that old
+ * is left: nothing older can be read again), unless the record was
+ * written since.  A batch at a time.  0 or -errno.
+ */
+static int tombs_prune(struct db_replica *rep, uint64_t below)
+{
+	struct tomb_walk *w = calloc(1, sizeof(*w));
+	size_t total = 0;
+	int rc = w ? 0 : -ENOMEM;
+
+	while (!rc) {
+		struct db_txn t;
+
+		w->below = below;
+		w->n = 0;
+		if ((rc = db_txn_begin(rep->db, NULL, NULL, &t)))
+			break;
+		rc = db_raw_each(rep->db, &t, rep->tombs, tomb_collect, w);
+		rc = rc == 1 ? 0 : rc;
+		for (size_t i = 0; !rc && i < w->n; i++) {
+			struct db_val vk = { w->keys[i].size - 8,
+					     (char *)w->keys[i].data + 8 },
+				      v;
+			const unsigned char *k = w->keys[i].data;
+			uint64_t ver = 0, cur;
+
+			for (int j = 0; j < 8; j++)
+				ver = ver << 8 | k[j];
+			if (!db_raw_get(&t, rep->vers, &vk, &v) &&
+			    v.size == sizeof(cur) &&
+			    (memcpy(&cur, v.data, sizeof(cur)), cur == ver))
+				rc = db_raw_del(&t, rep->vers, &vk);
+			if (!rc)
+				rc = db_raw_del(&t, rep->tombs, &w->keys[i]);
+		}
+		for (size_t i = 0; i < w->n; i++)
+			free(w->keys[i].data);
+		if (rc) {
+			db_txn_abort(&t);
+			break;
+		}
+		if ((rc = db_txn_commit(&t)))
+			break;
+		total += w->n;
+		if (w->n < TOMBS_BATCH)
+			break;
+	}
+	free(w);
+	if (total)
+		log_debug("cluster: %zu tombstones older than the log dropped",
+			  total);
+	return rc;
+}
+
 static void *follower_main(void *arg)
 {
 	struct db_replica *rep = arg;
+	uint64_t tombs_next = 0; /* once at start, then every minute */
 	int wait = 0;
 
 	for (;;) {
@@ -786,6 +899,15 @@ static void *follower_main(void *arg)
 		if (rc == -ESTALE)
 			rc = load_all(rep);
 		wait = rc ? RETRY_MS : FOLLOW_POLL_MS;
+		if (!rc && db_pg_now_ms() >= tombs_next) {
+			uint64_t below;
+
+			tombs_next = db_pg_now_ms() + TOMBS_EVERY_MS;
+			if (!db_pg_log_oldest(rep->pg, &below) &&
+			    (rc = tombs_prune(rep, below)))
+				log_warn("cluster: dropping old tombstones: %s",
+					 strerror(-rc));
+		}
 	}
 	return NULL;
 }
@@ -841,7 +963,8 @@ int db_replica_open(struct db *db, const struct db_cluster_opts *o,
 			rep->tnames[i] = db->tables[i].name;
 	rep->vmax = max_val(db) + 1;
 	if ((rc = db_env_table(db, "_vers", &rep->vers)) ||
-	    (rc = db_env_table(db, "_meta", &rep->meta)))
+	    (rc = db_env_table(db, "_meta", &rep->meta)) ||
+	    (rc = db_env_table(db, "_tombs", &rep->tombs)))
 		goto fail;
 	/* The same state directory is the same instance: only one process
 	 * has it (the engine's lock), so a restart takes its name back at

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/waiter.h"
 #include "db/db.h"
 #include "fs_int.h"
 #include "sync_int.h"
@@ -166,39 +167,14 @@ void fs_sync_async(struct fs *fs, uint64_t ino, fs_done_fn done, void *arg)
 	pthread_mutex_unlock(&fs->strict_lock);
 }
 
-struct strict_wait {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool done;
-	int err;
-};
-
-static void strict_wait_done(void *p, int err)
-{
-	struct strict_wait *w = p;
-
-	pthread_mutex_lock(&w->lock);
-	w->err = err;
-	w->done = true;
-	pthread_cond_signal(&w->cond);
-	pthread_mutex_unlock(&w->lock);
-}
-
 /* See fs_int.h. */
 int fs_sync_inode(struct fs *fs, uint64_t ino)
 {
-	struct strict_wait w = { .done = false };
+	struct waiter w;
 
-	pthread_mutex_init(&w.lock, NULL);
-	pthread_cond_init(&w.cond, NULL);
-	fs_sync_async(fs, ino, strict_wait_done, &w);
-	pthread_mutex_lock(&w.lock);
-	while (!w.done)
-		pthread_cond_wait(&w.cond, &w.lock);
-	pthread_mutex_unlock(&w.lock);
-	pthread_cond_destroy(&w.cond);
-	pthread_mutex_destroy(&w.lock);
-	return w.err;
+	waiter_init(&w);
+	fs_sync_async(fs, ino, waiter_done, &w);
+	return waiter_wait(&w);
 }
 
 /* See fs_int.h. */

@@ -757,13 +757,19 @@ static void test_db_outage(void)
 }
 
 /* psql as the superuser on the cluster's database; 0 if it ran. */
-static int psql(const char *sql)
+/* Run sql on the database at url (psql).  0 or -1. */
+static int psql_at(const char *url, const char *sql)
 {
 	char cmd[1024];
 
-	snprintf(cmd, sizeof(cmd), "psql -X -q '%s' -c \"%s\" >/dev/null", meta,
+	snprintf(cmd, sizeof(cmd), "psql -X -q '%s' -c \"%s\" >/dev/null", url,
 		 sql);
 	return system(cmd) == 0 ? 0 : -1;
+}
+
+static int psql(const char *sql)
+{
+	return psql_at(meta, sql);
 }
 
 /*
@@ -1843,6 +1849,140 @@ static void test_lost_answers(void)
 	fault_proxy_stop(&fp);
 }
 
+/* ---- tombstones ----------------------------------------------------- */
+
+/* The number in the last "cluster: N tombstones ..." line of g's log. */
+static long tombs_dropped(struct e2e_gw *g)
+{
+	char *log = e2e_gw_log_read(g), *p = log, *last = NULL;
+	long n = 0;
+
+	while (p && (p = strstr(p, "cluster: "))) {
+		p += strlen("cluster: ");
+		if (strstr(p, " tombstones older than the log dropped") ==
+		    strchr(p, ' '))
+			last = p;
+	}
+	if (last)
+		n = strtol(last, NULL, 10);
+	free(log);
+	return n;
+}
+
+/*
+ * A deleted record leaves a tombstone of its version in the replica
+ * (so that an older copy read again is skipped), and it must not stay
+ * for ever: a namespace that makes and removes names all day would
+ * grow without end.  Once the log holds nothing older (pruned; here by
+ * hand), the replica drops them, and the names can be made again.
+ */
+static void test_tombstones(void)
+{
+	static char db[256];
+	static const char *const args[] = { "--log-level", "debug", NULL };
+	struct e2e_gw a = { 0 }, b = { 0 };
+	struct e2e_gw_opts oa = { .threads = 2,
+				  .meta = db,
+				  .node = "tomb-a",
+				  .extra_args = args },
+			   ob = oa;
+	struct e2e_rpc *ra, *rb;
+	nfs_fh3 ta, tb, da, db_fh;
+	char name[32];
+	int st;
+
+	E2E_REQUIRE(e2e_pg_createdb(db, sizeof(db)) == 0, "a database");
+	E2E_REQUIRE(e2e_gw_start_opts(&a, &oa) == 0, "gateway A");
+	ob.node = "tomb-b";
+	ob.store_of = &a;
+	E2E_REQUIRE(e2e_gw_start_opts(&b, &ob) == 0, "gateway B");
+	ra = e2e_rpc_open(a.nfs_port, NFS_PROGRAM, NFS_V3);
+	rb = e2e_rpc_open(b.nfs_port, NFS_PROGRAM, NFS_V3);
+	E2E_REQUIRE(ra && rb && !e2e_root_fh(ra, &a, &ta) &&
+			    !e2e_root_fh(rb, &b, &tb),
+		    "connect");
+	{
+		MKDIR3args m = { .where = { tb, "tomb" },
+				 .attributes = e2e_sattr_mode(0755) };
+		MKDIR3res res;
+
+		E2E_REQUIRE(!e2e_nfs3_mkdir(rb, &m, &res) &&
+				    res.status == NFS3_OK,
+			    "MKDIR on B");
+		db_fh = e2e_fh_dup(
+			rb, &res.MKDIR3res_u.resok.obj.post_op_fh3_u.handle);
+	}
+	/* 100 names made and removed on B. */
+	for (int i = 0; i < 100; i++) {
+		struct tk_call c = { rb, &db_fh, name, NULL };
+
+		snprintf(name, sizeof(name), "n-%d", i);
+		st = tk_retry(tk_create, &c);
+		if (st == NFS3_OK)
+			st = tk_retry(tk_remove, &c);
+		E2E_REQUIRE(st == NFS3_OK, "make and remove %s: %s", name,
+			    e2e_nfsstat(st));
+	}
+	/* A has applied them all: the directory, empty. */
+	{
+		uint64_t t0 = e2e_now_ms();
+		LOOKUP3res lr;
+
+		while ((e2e_nfs3_lookup(ra, &ta, "tomb", &lr) ||
+			lr.status != NFS3_OK) &&
+		       e2e_now_ms() - t0 < WINDOW_MS)
+			usleep(20000);
+		E2E_REQUIRE(lr.status == NFS3_OK, "tomb/ on A");
+		da = e2e_fh_dup(ra, &lr.LOOKUP3res_u.resok.object);
+		while (lookup_on(ra, &da, "n-99") != NFS3ERR_NOENT &&
+		       e2e_now_ms() - t0 < WINDOW_MS)
+			usleep(20000);
+		E2E_CHECK(count_entries(ra, &da) == 0, "tomb/ empty on A");
+	}
+	e2e_rpc_close(ra);
+	e2e_rpc_close(rb);
+	/* The log pruned (as after 10 minutes), then both start again:
+	 * each drops the tombstones the deletes left (B its own, A those
+	 * it applied). */
+	E2E_REQUIRE(e2e_gw_stop(&a) == 0 && e2e_gw_stop(&b) == 0, "stop");
+	E2E_REQUIRE(psql_at(db, "DELETE FROM mapfs_log") == 0, "prune");
+	E2E_REQUIRE(e2e_gw_restart(&a) == 0 && e2e_gw_restart(&b) == 0,
+		    "start again");
+	{
+		uint64_t t0 = e2e_now_ms();
+
+		while ((tombs_dropped(&a) < 200 || tombs_dropped(&b) < 200) &&
+		       e2e_now_ms() - t0 < 10000)
+			usleep(100 * 1000);
+		fprintf(stderr, "  [tombstones dropped: %ld on A, %ld on B]\n",
+			tombs_dropped(&a), tombs_dropped(&b));
+		E2E_CHECK(tombs_dropped(&a) >= 200 && tombs_dropped(&b) >= 200,
+			  "100 names made and removed leave their tombstones");
+	}
+	/* The names come back on either. */
+	ra = e2e_rpc_open(a.nfs_port, NFS_PROGRAM, NFS_V3);
+	E2E_REQUIRE(ra && !e2e_root_fh(ra, &a, &ta), "connect to A");
+	{
+		LOOKUP3res lr;
+
+		E2E_REQUIRE(!e2e_nfs3_lookup(ra, &ta, "tomb", &lr) &&
+				    lr.status == NFS3_OK,
+			    "tomb/ on A again");
+		da = e2e_fh_dup(ra, &lr.LOOKUP3res_u.resok.object);
+	}
+	for (int i = 0; i < 100; i += 7) {
+		struct tk_call c = { ra, &da, name, NULL };
+
+		snprintf(name, sizeof(name), "n-%d", i);
+		E2E_STATUS("CREATE again on A", tk_retry(tk_create, &c),
+			   NFS3_OK);
+	}
+	e2e_rpc_close(ra);
+	E2E_CHECK(e2e_gw_stop(&a) == 0 && e2e_gw_stop(&b) == 0, "stop");
+	e2e_gw_cleanup(&a);
+	e2e_gw_cleanup(&b);
+}
+
 /* ---- the standby promoted mid-commit, again and again ------------- */
 
 struct promoter {
@@ -1968,6 +2108,8 @@ int main(void)
 			    test_pg_failover);
 		CU_add_test(c, "the standby promoted mid-commit, again",
 			    test_promotions);
+		CU_add_test(c, "deleted records leave no tombstones for ever",
+			    test_tombstones);
 	}
 	CU_pSuite s = CU_add_suite("cluster", suite_init, suite_fini);
 	CU_add_test(s, "one handle on every gateway", test_handles);
