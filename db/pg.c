@@ -77,7 +77,7 @@ struct db_pg {
 	char cluster_id[33];
 	uint32_t node_id;
 	struct db_pg_sinks sinks;
-	bool wr_up; /* the last commit got an answer */
+	atomic_bool wr_up; /* the last commit got an answer (commit threads) */
 	atomic_bool abandon;
 
 	pthread_mutex_t svc_lock;
@@ -908,7 +908,7 @@ int db_pg_open(const struct db_cluster_opts *o, const char *instance,
 		rc = -EIO;
 		goto fail;
 	}
-	pg->wr_up = true;
+	atomic_store(&pg->wr_up, true);
 	if ((rc = pgc_connect(pg, &pg->fol, false))) {
 		rc = rc == -EAGAIN ? -EIO : rc;
 		goto fail;
@@ -1019,7 +1019,7 @@ void db_pg_commit_abandon(struct db_pg *pg)
 
 bool db_pg_up(struct db_pg *pg)
 {
-	return pg->wr_up;
+	return atomic_load(&pg->wr_up);
 }
 
 /* The followers are woken (soon, by the notifier). */
@@ -1067,10 +1067,9 @@ static void *notifier_main(void *arg)
 
 static void say_down(struct db_pg *pg)
 {
-	if (pg->wr_up)
+	if (atomic_exchange(&pg->wr_up, false))
 		log_warn("cluster: PostgreSQL does not answer: changes of the "
 			 "namespace answer JUKEBOX until it does");
-	pg->wr_up = false;
 }
 
 /* A snapshot of now on c, or an empty one (the caller runs again at
@@ -1308,9 +1307,8 @@ int db_pg_commit(struct db_pg_conn *dc, const struct db_track *t,
 			 " $7, $8, $9, $10)",
 			 10, NULL, vals, lens, fmts, 1);
 	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) >= 1) {
-		if (!pg->wr_up)
+		if (!atomic_exchange(&pg->wr_up, true))
 			log_info("cluster: PostgreSQL answers again");
-		pg->wr_up = true;
 		*seq = db_pg_col_u64(r, 0, 0);
 		if (*seq) {
 			dc->last_seq = *seq;
@@ -1353,7 +1351,10 @@ int db_pg_commit(struct db_pg_conn *dc, const struct db_track *t,
 		goto out;
 	}
 	rc = db_pg_res_err(c, r, "commit");
-	pg->wr_up = PQstatus(c) == CONNECTION_OK;
+	if (PQstatus(c) != CONNECTION_OK)
+		say_down(pg);
+	else
+		atomic_store(&pg->wr_up, true); /* it answered, with an error */
 out:
 	PQclear(r);
 	for (int i = 0; i < 7; i++)
