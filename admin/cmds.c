@@ -275,6 +275,19 @@ static void cmd_status(struct admin *a, int fd)
 			   : "up");
 	admin_send(fd, "> stale_answers: %" PRIu64,
 		   metrics_get(MET_STALE_ANSWERS));
+	{
+		struct fs_outage_stat o;
+
+		fs_outage_stat(a->ctx.fs, &o);
+		if (o.down_ms)
+			admin_send(fd,
+				   "> last_outage: %" PRIu64 " s away, %" PRIu64
+				   " names made meanwhile, %" PRIu64
+				   " conflicts met %s",
+				   o.down_ms / 1000, o.names, o.conflicts,
+				   o.replaying ? "so far (going up)"
+					       : "going up (all up)");
+	}
 	uint64_t aside = metrics_get(MET_CONFLICTS_ASIDE),
 		 again = metrics_get(MET_CONFLICTS_REUPLOADED),
 		 lost = metrics_get(MET_CONFLICTS_LOST);

@@ -232,3 +232,73 @@ int fs_conflict(struct fs *fs, const struct fs_inode *snap, const char *key,
 	fs_revalidate(fs, NULL, op.parent, true, fs_done_nothing, NULL);
 	return 0;
 }
+
+struct copy_conflict {
+	struct fs *fs;
+	const struct fs_pending *p;
+	char *aside_key; /* STORE_KEY_MAX + 1 */
+	struct conflict_op op;
+	bool applied; /* false: the record is not the file's name now */
+};
+
+static int copy_conflict_apply(struct db_txn *txn, void *arg)
+{
+	struct copy_conflict *cc = arg;
+	struct fs *fs = cc->fs;
+	const struct fs_pending *p = cc->p;
+	char key[STORE_KEY_MAX + 2];
+	struct fs_inode in, dir;
+	size_t dl;
+	int rc = fs_inode_get(fs, txn, p->ino, &in);
+
+	cc->applied = false; /* (a cluster commit may run this again) */
+	if (rc)
+		return rc == -ESTALE ? 0 : rc;
+	if ((rc = fs_obj_key(fs, txn, &in, key, sizeof(key))))
+		return rc;
+	if (strcmp(key, p->dst) || in.type == FS_DIR)
+		return 0; /* moved on, or another name of it: as it was */
+	if ((rc = fs_inode_get(fs, txn, in.parent, &dir)) ||
+	    (rc = move_aside(&cc->op, txn, &dir, &in)))
+		return rc;
+	in.ctime = fs_now_ns();
+	if ((rc = fs_inode_put(fs, txn, &in)))
+		return rc;
+	/* The new key: the directory's part of dst, then the aside name. */
+	dl = (size_t)(strrchr(p->dst, '/') ? strrchr(p->dst, '/') - p->dst + 1
+					   : 0);
+	if (dl + strlen(cc->op.aside) > fs->key_max)
+		return -ENAMETOOLONG;
+	snprintf(cc->aside_key, STORE_KEY_MAX + 1, "%.*s%s", (int)dl, p->dst,
+		 cc->op.aside);
+	if ((rc = fs_pending_set(fs, txn, p->seq, p->op, p->ino, p->src,
+				 cc->aside_key)))
+		return rc;
+	cc->op.parent = in.parent;
+	cc->applied = true;
+	return 0;
+}
+
+/* See fs_int.h. */
+int fs_conflict_copy(struct fs *fs, const struct fs_pending *p,
+		     char aside_key[STORE_KEY_MAX + 1])
+{
+	struct copy_conflict cc = { .fs = fs, .p = p, .aside_key = aside_key };
+	int rc;
+
+	cc.op.fs = fs;
+	cc.op.key = p->dst;
+	cc.op.kind = CONFLICT_ASIDE;
+	rc = db_write(fs->db, copy_conflict_apply, &cc);
+	if (rc)
+		return rc;
+	if (!cc.applied)
+		return 1;
+	metrics_inc(MET_CONFLICTS_ASIDE);
+	log_warn("fs: %s was made by someone else while our rename to it "
+		 "waited for the store: theirs stays at %s, ours goes to %s "
+		 "in the same directory",
+		 p->dst, p->dst, cc.op.aside);
+	fs_revalidate(fs, NULL, cc.op.parent, true, fs_done_nothing, NULL);
+	return 0;
+}

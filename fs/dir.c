@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "db/db.h"
+#include "metrics/metrics.h"
 #include "fs_int.h"
 
 struct dirent_val {
@@ -125,6 +126,8 @@ int fs_dirent_add(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
 		return rc;
 	dir->next_cookie++;
 	fs_dir_touch(dir, fs_now_ns());
+	if (store_down(fs->store))
+		metrics_inc(MET_OUTAGE_NAMES);
 	return 0;
 }
 
@@ -239,11 +242,18 @@ int fs_lookup_at(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 		found = d.ino == FS_ROOT_INO ? FS_ROOT_INO : d.parent;
 	else if ((rc = fs_dirent_get(fs, txn, dir, name, &found, NULL))) {
 		/* Not in a listing past its TTL that the store cannot renew:
-		 * another writer may have made it meanwhile.  Only what the
-		 * gateway has seen is answered while the store is away. */
+		 * answered from the last listing (another writer may have
+		 * made it meanwhile; what we make of that name goes up
+		 * conditionally, and a collision gets the conflict rule),
+		 * so that a client's create goes on.  A directory never
+		 * listed knows nothing to answer with: it waits. */
 		if (rc == -ENOENT && !fs_listing_fresh(fs, &d) &&
-		    store_down(fs->store))
-			rc = -EAGAIN;
+		    store_down(fs->store)) {
+			if (d.listed_at_ms)
+				metrics_inc(MET_STALE_ANSWERS);
+			else
+				rc = -EAGAIN;
+		}
 		goto out_end;
 	}
 	rc = fs_inode_get(fs, txn, found, &child);

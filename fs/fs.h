@@ -444,4 +444,17 @@ struct fs_dirty_stat {
 /* Walk the dirty inodes (O(dirty)).  0 or -errno. */
 int fs_dirty_stat(struct fs *fs, struct fs_dirty_stat *out);
 
+/* The last store outage the syncer saw end (all zero: none yet). */
+struct fs_outage_stat {
+	uint64_t down_ms; /* how long the store was away */
+	uint64_t names;   /* names made meanwhile (CREATE, MKDIR, ...) */
+	uint64_t
+		conflicts; /* of them, met another writer's when they went up */
+	bool replaying;    /* its changes are still going up */
+	uint64_t replay_ms; /* how long they took to go up (once done) */
+};
+
+/* A copy of the last outage's figures (for ctl status). */
+void fs_outage_stat(struct fs *fs, struct fs_outage_stat *out);
+
 #endif

@@ -147,6 +147,13 @@ struct fs {
 	pthread_t strict_thread;
 	uint32_t backoff_ms;
 	pthread_t syncer;
+	/* Store outages (syncer.c): how many ended that a pass has seen,
+	 * the names counter then, when the last one ended and the
+	 * conflicts counter then (under sync_lock), and its figures (also
+	 * under outage_lock, for ctl status). */
+	uint64_t outages_seen, outage_names0, outage_back_ms, outage_conflicts0;
+	pthread_mutex_t outage_lock;
+	struct fs_outage_stat outage;
 	/* Uploads of files still being written (early.c); the list under
 	 * early_lock, the rest under sync_lock. */
 	pthread_mutex_t early_lock;
@@ -185,6 +192,18 @@ struct fs {
  */
 int fs_conflict(struct fs *fs, const struct fs_inode *snap, const char *key,
 		uint64_t size, int why);
+/*
+ * conflict.c: the COPY p (a renamed file's object to its new key) found
+ * another writer's object at p->dst.  Theirs stays; if p->dst is still
+ * the file's first name, the file moves to a sibling name
+ * (NAME.conflict-<node>-<time>) and p's record is rewritten to copy
+ * there, its new key in aside_key: 0 (logged, counted, the directory
+ * listed again).  1 when p->dst is not the file's name now (moved on,
+ * removed, another name of it, a directory): nothing changed.  Under
+ * sync_lock.
+ */
+int fs_conflict_copy(struct fs *fs, const struct fs_pending *p,
+		     char aside_key[STORE_KEY_MAX + 1]);
 
 /* Big-endian u64s in table keys (so keys sort by number). */
 static inline void fs_put_be64(unsigned char *p, uint64_t v)
@@ -449,6 +468,9 @@ int fs_unlink_inode(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
 /* Queue op (in a change's txn, on the db writer).  0 or -errno. */
 int fs_pending_add(struct fs *fs, struct db_txn *txn, uint32_t op, uint64_t ino,
 		   const char *src, const char *dst);
+/* Rewrite record seq (it keeps its place in the order). */
+int fs_pending_set(struct fs *fs, struct db_txn *txn, uint64_t seq, uint32_t op,
+		   uint64_t ino, const char *src, const char *dst);
 int fs_pending_decode(const struct db_val *k, const struct db_val *v,
 		      struct fs_pending *out);
 /* Where this node's numbering goes on (fs_open, after db_start). */

@@ -25,19 +25,18 @@ struct pend_hdr {
 	uint64_t ino;
 };
 
-int fs_pending_add(struct fs *fs, struct db_txn *txn, uint32_t op, uint64_t ino,
-		   const char *src, const char *dst)
+/* Record seq, encoded; flags for db_put. */
+static int pending_put(struct fs *fs, struct db_txn *txn, uint64_t seq,
+		       uint32_t op, uint64_t ino, const char *src,
+		       const char *dst, unsigned flags)
 {
 	unsigned char buf[sizeof(struct pend_hdr) + 2 * STORE_KEY_MAX];
 	struct pend_hdr h = { .op = op, .ino = ino };
 	size_t sl = strlen(src), dl = dst ? strlen(dst) : 0;
 	struct db_val k, v;
-	uint64_t seq;
 
 	if (sl > STORE_KEY_MAX || dl > STORE_KEY_MAX)
 		return -ENAMETOOLONG;
-	if (sl == 0)
-		return 0; /* the root has no object */
 	h.src_len = (uint16_t)sl;
 	h.dst_len = (uint16_t)dl;
 	memset(buf, 0, sizeof(h));
@@ -45,14 +44,30 @@ int fs_pending_add(struct fs *fs, struct db_txn *txn, uint32_t op, uint64_t ino,
 	memcpy(buf + sizeof(h), src, sl);
 	if (dl)
 		memcpy(buf + sizeof(h) + sl, dst, dl);
-	/* Order only matters among live records (a group run again just
-	 * leaves a gap).  The db writer's, like every apply. */
-	seq = fs->pend_next++;
 	k = (struct db_val){ sizeof(seq), &seq };
 	v = (struct db_val){ sizeof(h) + sl + dl, buf };
-	/* Alone, every new record is the last one of the table. */
-	return db_put(txn, fs->dbi_pending, &k, &v,
-		      db_clustered(fs->db) ? 0 : DB_APPEND);
+	return db_put(txn, fs->dbi_pending, &k, &v, flags);
+}
+
+/* See fs_int.h. */
+int fs_pending_set(struct fs *fs, struct db_txn *txn, uint64_t seq, uint32_t op,
+		   uint64_t ino, const char *src, const char *dst)
+{
+	return pending_put(fs, txn, seq, op, ino, src, dst, 0);
+}
+
+int fs_pending_add(struct fs *fs, struct db_txn *txn, uint32_t op, uint64_t ino,
+		   const char *src, const char *dst)
+{
+	if (strlen(src) > STORE_KEY_MAX || (dst && strlen(dst) > STORE_KEY_MAX))
+		return -ENAMETOOLONG;
+	if (!*src)
+		return 0; /* the root has no object */
+	/* Order only matters among live records (a group run again just
+	 * leaves a gap).  The db writer's, like every apply.  Alone, every
+	 * new record is the last one of the table. */
+	return pending_put(fs, txn, fs->pend_next++, op, ino, src, dst,
+			   db_clustered(fs->db) ? 0 : DB_APPEND);
 }
 
 static uint64_t pend_base(uint32_t node)

@@ -68,6 +68,7 @@
 #include "cache/cache.h"
 #include "common/log.h"
 #include "db/db.h"
+#include "metrics/metrics.h"
 #include "fs_int.h"
 #include "sync_int.h"
 
@@ -196,7 +197,8 @@ struct pend_commit {
 	struct fs *fs;
 	const struct fs_pending *p;
 	bool copied; /* COPY found its source and placed the object */
-	struct store_info info; /* the copy's */
+	struct store_info info;  /* the copy's */
+	struct fs_pending aside; /* p, moved aside by a conflict */
 };
 
 static int pend_commit_apply(struct db_txn *txn, void *arg)
@@ -283,6 +285,61 @@ static const struct store_meta *copy_meta(struct fs *fs, uint64_t ino,
 	return m;
 }
 
+/*
+ * Is dst what an earlier try of copying src there left (its answer
+ * lost)?  The same bytes: the same size, and the same ETag or the same
+ * write id in the metadata (a copy keeps the source's).
+ */
+static bool copy_landed(struct fs *fs, const char *src, const char *dst)
+{
+	struct store_info a, b;
+
+	if (store_head(fs->store, src, &a) || store_head(fs->store, dst, &b))
+		return false;
+	return a.size == b.size &&
+	       (!strcmp(a.etag, b.etag) ||
+		(a.meta.wid[0] && !strcmp(a.meta.wid, b.meta.wid)));
+}
+
+/*
+ * The COPY of a renamed or linked object to its new key.  A file's goes
+ * only where no object is (every DEL of a target it replaced ran before
+ * it): an object another writer put at the new name meanwhile, during a
+ * store outage say, stays theirs, and ours moves aside
+ * (fs_conflict_copy), the record then copying there (pc->p follows).  A
+ * directory's marker holds nothing to lose, and another name of a file
+ * or a file renamed on since cannot move aside here: those copy as
+ * before, over what is there.
+ */
+static int pend_copy(struct fs *fs, const struct fs_pending *p,
+		     const struct store_meta *meta, struct pend_commit *pc)
+{
+	struct store_cond c = { .kind = STORE_IF_NONE };
+	size_t dl = strlen(p->dst);
+	int rc;
+
+	/* (A copy onto itself gives a linked file's object its link id.) */
+	if ((dl && p->dst[dl - 1] == '/') || !strcmp(p->src, p->dst))
+		c.kind = STORE_IF_ANY;
+	rc = store_copy_if(fs->store, p->src, p->dst, meta, &c, &pc->info);
+	if (rc != -ESTALE)
+		return rc;
+	if (copy_landed(fs, p->src, p->dst))
+		return store_copy(fs->store, p->src, p->dst, meta, &pc->info);
+	rc = fs_conflict_copy(fs, p, pc->aside.dst);
+	if (rc < 0)
+		return rc;
+	if (rc == 1)
+		return store_copy(fs->store, p->src, p->dst, meta, &pc->info);
+	pc->aside.seq = p->seq;
+	pc->aside.op = p->op;
+	pc->aside.ino = p->ino;
+	strcpy(pc->aside.src, p->src);
+	pc->p = &pc->aside;
+	return store_copy_if(fs->store, p->src, pc->aside.dst, meta, &c,
+			     &pc->info);
+}
+
 static int run_pending(struct fs *fs, const struct fs_pending *p)
 {
 	struct pend_commit pc = { .fs = fs, .p = p };
@@ -295,8 +352,7 @@ static int run_pending(struct fs *fs, const struct fs_pending *p)
 	if (p->op == FS_PEND_DEL) {
 		rc = store_delete(fs->store, p->src);
 	} else if (p->op == FS_PEND_COPY) {
-		rc = store_copy(fs->store, p->src, p->dst,
-				copy_meta(fs, p->ino, &m), &pc.info);
+		rc = pend_copy(fs, p, copy_meta(fs, p->ino, &m), &pc);
 		pc.copied = rc == 0;
 		if (rc == -ENOENT)
 			rc = copy_source_coming(fs, p->src) ? -EAGAIN : 0;
@@ -1346,6 +1402,84 @@ static bool only_has(const struct sync_only *o, uint64_t ino)
 	return false;
 }
 
+static uint64_t conflicts_now(void)
+{
+	return metrics_get(MET_CONFLICTS_ASIDE) +
+	       metrics_get(MET_CONFLICTS_REUPLOADED) +
+	       metrics_get(MET_CONFLICTS_LOST);
+}
+
+/*
+ * At the start and the end of every pass (under sync_lock): an outage
+ * that ended since the last look (the store's count of them moved,
+ * however short it was) is said once, with what waited for the store.
+ * conflicts0: the conflicts counter before anything of it went up (at
+ * the start of the pass, for one that ended during it).
+ */
+static void outage_check(struct fs *fs, uint64_t conflicts0)
+{
+	uint64_t down_ms, ended = store_outages_ended(fs->store, &down_ms);
+	uint64_t names;
+	struct fs_dirty_stat ds;
+
+	if (ended == fs->outages_seen)
+		return;
+	/* (The counter only moves while the store is down.) */
+	names = metrics_get(MET_OUTAGE_NAMES);
+	pthread_mutex_lock(&fs->outage_lock);
+	fs->outages_seen = ended;
+	fs->outage = (struct fs_outage_stat){
+		.down_ms = down_ms,
+		.names = names - fs->outage_names0,
+		.replaying = true,
+	};
+	fs->outage_names0 = names;
+	fs->outage_conflicts0 = conflicts0;
+	fs->outage_back_ms = fs_now_ms();
+	pthread_mutex_unlock(&fs->outage_lock);
+	if (fs_dirty_stat(fs, &ds))
+		return;
+	log_info("fs: the store is back: replaying %" PRIu64 " changed files "
+		 "(%" PRIu64 " bytes) and %" PRIu64 " deletes and renames, in "
+		 "order; %" PRIu64 " names were made meanwhile",
+		 ds.files, ds.bytes, ds.pending, fs->outage.names);
+}
+
+/* After a pass that went well (under sync_lock): an outage's replay is
+ * done once nothing waits. */
+static void outage_replayed(struct fs *fs)
+{
+	struct fs_dirty_stat ds;
+
+	if (!fs->outage.replaying || fs_dirty_stat(fs, &ds) || ds.files ||
+	    ds.pending)
+		return;
+	pthread_mutex_lock(&fs->outage_lock);
+	fs->outage.replaying = false;
+	fs->outage.replay_ms = fs_now_ms() - fs->outage_back_ms;
+	fs->outage.conflicts = conflicts_now() - fs->outage_conflicts0;
+	pthread_mutex_unlock(&fs->outage_lock);
+	log_info("fs: the outage's changes are in the store (%" PRIu64
+		 " ms): %" PRIu64 " names made while it was away, %" PRIu64
+		 " of them or their files met another writer's version "
+		 "(mapfs_conflicts_total; theirs kept at the name, ours "
+		 "aside)",
+		 fs->outage.replay_ms, fs->outage.names, fs->outage.conflicts);
+}
+
+/* See fs.h. */
+void fs_outage_stat(struct fs *fs, struct fs_outage_stat *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!fs->sync_started)
+		return;
+	pthread_mutex_lock(&fs->outage_lock);
+	*out = fs->outage;
+	if (out->replaying)
+		out->conflicts = conflicts_now() - fs->outage_conflicts0;
+	pthread_mutex_unlock(&fs->outage_lock);
+}
+
 /*
  * One pass (of the dirty inodes `only` names; the pending records always
  * all run first).  *progress tells whether anything was done.  Returns
@@ -1364,6 +1498,9 @@ static int sync_pass(struct fs *fs, bool flushing, const struct sync_only *only,
 
 	if (delay < SYNC_MIN_QUIET_MS && !waited_for)
 		delay = SYNC_MIN_QUIET_MS;
+	uint64_t conflicts0 = conflicts_now();
+
+	outage_check(fs, conflicts0);
 	rc = snap_take(fs, &s);
 	if (rc)
 		return rc;
@@ -1441,20 +1578,11 @@ static int sync_pass(struct fs *fs, bool flushing, const struct sync_only *only,
 		fs_early_sweep(fs, s.items, s.nitems);
 	snap_free(&s);
 	*progress = atomic_load(&run.progress);
-	return atomic_load(&run.first);
-}
-
-/* What waited for the store, said once when it answers again. */
-static void log_backlog(struct fs *fs)
-{
-	struct fs_dirty_stat ds;
-
-	if (fs_dirty_stat(fs, &ds))
-		return;
-	log_info("fs: the store is back: replaying %" PRIu64 " changed files "
-		 "(%" PRIu64 " bytes) and %" PRIu64 " deletes and renames, in "
-		 "order",
-		 ds.files, ds.bytes, ds.pending);
+	rc = atomic_load(&run.first);
+	outage_check(fs, conflicts0);
+	if (!rc && !only)
+		outage_replayed(fs);
+	return rc;
 }
 
 static void *syncer_main(void *p)
@@ -1475,6 +1603,7 @@ static void *syncer_main(void *p)
 	while (!fs->sync_stop) {
 		struct timespec ts;
 		bool down = store_down(fs->store);
+
 		uint32_t wait = down ? SYNC_PROBE_MS : period + fs->backoff_ms;
 		bool progress;
 
@@ -1497,8 +1626,6 @@ static void *syncer_main(void *p)
 			pthread_mutex_lock(&fs->sync_wlock);
 			continue;
 		}
-		if (down)
-			log_backlog(fs);
 		pthread_mutex_lock(&fs->sync_lock);
 		int rc = sync_pass(fs, false, NULL, &progress);
 
@@ -1524,6 +1651,7 @@ int fs_syncer_start(struct fs *fs)
 	pthread_mutex_init(&fs->sync_lock, NULL);
 	pthread_mutex_init(&fs->sync_wlock, NULL);
 	pthread_mutex_init(&fs->early_lock, NULL);
+	pthread_mutex_init(&fs->outage_lock, NULL);
 	pthread_cond_init(&fs->sync_wake, NULL);
 	fs->early_cut = fs_early_cut(fs);
 	rc = -pthread_create(&fs->syncer, NULL, syncer_main, fs);

@@ -39,6 +39,9 @@
 	X(STALE_ANSWERS, "mapfs_stale_answers_total", "",                      \
 	  "Directory revalidations answered from the namespace because the "   \
 	  "store did not answer")                                              \
+	X(OUTAGE_NAMES, "mapfs_outage_names_total", "",                        \
+	  "Names made (CREATE, MKDIR, SYMLINK, MKNOD, LINK, RENAME) while "    \
+	  "the store was away: each goes up conditionally once it is back")    \
 	X(CONFLICTS_ASIDE, "mapfs_conflicts_total", "outcome=\"aside\"",       \
 	  "Uploads refused because someone else wrote or deleted the key: "    \
 	  "ours moved to a .conflict- sibling, uploaded again, or (parts "     \

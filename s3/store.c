@@ -133,10 +133,14 @@ static void store_health(struct store *st, int rc)
 				 st->url ? st->url : "");
 	} else if (since && store_rc_up(rc)) {
 		since = atomic_exchange(&st->down_since_ms, 0);
-		if (since)
+		if (since) {
+			int64_t ms = store_now_ms() - since;
+
+			atomic_store(&st->last_outage_ms, ms);
+			atomic_fetch_add(&st->outages_ended, 1);
 			log_info("store %s: answering again after %lld ms",
-				 st->url ? st->url : "",
-				 (long long)(store_now_ms() - since));
+				 st->url ? st->url : "", (long long)ms);
+		}
 	}
 }
 
@@ -156,6 +160,14 @@ static int store_done(struct store *st, enum metrics_store_op op, int rc,
 static int store_counted(struct store *st, enum metrics_store_op op, int rc)
 {
 	return store_done(st, op, rc, 0);
+}
+
+uint64_t store_outages_ended(const struct store *st, uint64_t *last_ms)
+{
+	uint64_t n = atomic_load(&st->outages_ended);
+
+	*last_ms = (uint64_t)atomic_load(&st->last_outage_ms);
+	return n;
 }
 
 bool store_down(const struct store *st)

@@ -122,6 +122,14 @@ const char *store_url(const struct store *st);
 bool store_down(const struct store *st);
 
 /*
+ * How many outages (store_down() true, then false) have ended since the
+ * store was opened, and how long the last one lasted (*last_ms), so
+ * that a caller that looks now and then sees one however short it was.
+ * Lock-free; any thread.
+ */
+uint64_t store_outages_ended(const struct store *st, uint64_t *last_ms);
+
+/*
  * Keys of the store's own (a backend's staging and multipart files, the
  * probe): every key whose first segment starts with this.  No object of
  * the namespace may have one; a listing never shows one.

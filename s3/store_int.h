@@ -82,6 +82,9 @@ struct store {
 	/* store_down(): 0 while it answers, else CLOCK_MONOTONIC ms of the
 	 * first -EAGAIN of this outage (a backend's open may set it). */
 	_Atomic int64_t down_since_ms;
+	/* Outages ended so far, and how long the last one lasted. */
+	_Atomic uint64_t outages_ended;
+	_Atomic int64_t last_outage_ms;
 	/* STORE_COND_* bits the backend honours; -1 until it could tell. */
 	_Atomic int cond_bits;
 	/* Writes (by id) whose condition a HEAD found met, for the server

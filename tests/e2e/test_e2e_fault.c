@@ -14,9 +14,12 @@
  *    it reads every file under each of resets, 503s, truncated bodies and
  *    low bandwidth, and every digest must match;
  *  - no progress: with the proxy stalled, or answering every request with
- *    503, a READ miss and a LOOKUP that needs a listing answer JUKEBOX
- *    within JUKEBOX_MS, cached data is still served, the gateway lives,
- *    and once the proxy passes again the miss is served with its bytes.
+ *    503, a READ miss answers JUKEBOX and a LOOKUP of a name the stale
+ *    listing has not NOENT, within JUKEBOX_MS; cached data is still
+ *    served, the gateway lives, and once the proxy passes again the miss
+ *    is served with its bytes;
+ *  - new names while the store is away: made at once, and another
+ *    writer's of the same names kept when it is back.
  *
  * Every fault mode must have injected something (the proxy counts), or
  * the test proves nothing and fails.  The proxy's seed is fixed, so a
@@ -411,10 +414,11 @@ static void test_cold_reads(void)
 
 /*
  * A call that needs the store, with the proxy letting nothing through:
- * JUKEBOX within JUKEBOX_MS (an RPC timeout counts as a failure).
+ * want (JUKEBOX, or for a LOOKUP of a name the listing has not, NOENT
+ * from it) within JUKEBOX_MS (an RPC timeout counts as a failure).
  */
-static void want_jukebox(const char *what, int is_read, const nfs_fh3 *fh,
-			 const char *name)
+static void want_within(const char *what, int is_read, const nfs_fh3 *fh,
+			const char *name, int want)
 {
 	uint64_t t0 = e2e_now_ms(), ms;
 	int rc, st = -1;
@@ -437,14 +441,12 @@ static void want_jukebox(const char *what, int is_read, const nfs_fh3 *fh,
 		rc ? e2e_rpc_error(E.r) : e2e_nfsstat(st),
 		(unsigned long long)ms);
 	if (rc) {
-		E2E_CHECK(0,
-			  "%s: no answer (%s); want NFS3ERR_JUKEBOX within "
-			  "%d ms",
-			  what, e2e_rpc_error(E.r), JUKEBOX_MS);
+		E2E_CHECK(0, "%s: no answer (%s); want %s within %d ms", what,
+			  e2e_rpc_error(E.r), e2e_nfsstat(want), JUKEBOX_MS);
 		env_reconnect();
 		return;
 	}
-	E2E_STATUS(what, st, NFS3ERR_JUKEBOX);
+	E2E_STATUS(what, st, want);
 	E2E_CHECK(ms <= JUKEBOX_MS,
 		  "%s: answered after %llu ms, want "
 		  "within %d ms",
@@ -475,10 +477,11 @@ static void test_no_progress(void)
 		usleep(1500000); /* past --dir-ttl 1: listings must be redone */
 		snprintf(what, sizeof(what), "READ miss %s (proxy '%s')",
 			 miss->name, modes[m]);
-		want_jukebox(what, 1, &fh[NFILES - 1 - m], NULL);
+		want_within(what, 1, &fh[NFILES - 1 - m], NULL,
+			    NFS3ERR_JUKEBOX);
 		snprintf(what, sizeof(what),
 			 "LOOKUP of a new name (proxy '%s')", modes[m]);
-		want_jukebox(what, 0, NULL, "not-there-yet");
+		want_within(what, 0, NULL, "not-there-yet", NFS3ERR_NOENT);
 		E2E_CHECK(read_check(&fh[0], &files[0], &jukes),
 			  "READ of cached %s with the proxy '%s'",
 			  files[0].name, modes[m]);
@@ -589,6 +592,325 @@ static void test_flapping(void)
 	env_stop();
 }
 
+/* ---- new names while the store is away (issue 34) ---- */
+
+#define NEW_NAME_MS 2000 /* a call that makes a name answers within */
+
+/* GET key (under the gateway's prefix) straight from the server: the
+ * body into out (cap bytes, NUL-terminated); the HTTP status. */
+static int direct_get(const char *path, char *out, size_t cap)
+{
+	struct e2e_s3_resp r;
+	char key[512];
+	int code;
+
+	e2e_s3_key(&E.gw, path, key, sizeof(key));
+	if (e2e_s3_request("GET", key, NULL, NULL, 0, NULL, &r) != 0)
+		return -1;
+	code = r.code;
+	snprintf(out, cap, "%.*s", (int)r.len, r.body ? r.body : "");
+	e2e_s3_resp_free(&r);
+	return code;
+}
+
+static int direct_put(const char *path, const char *body)
+{
+	struct e2e_s3_resp r;
+	char key[512];
+	int code;
+
+	e2e_s3_key(&E.gw, path, key, sizeof(key));
+	if (e2e_s3_request("PUT", key, NULL, body, strlen(body), NULL, &r))
+		return -1;
+	code = r.code;
+	e2e_s3_resp_free(&r);
+	return code;
+}
+
+/* The first key of the bucket under the gateway's prefix that starts
+ * with path, into out; 0 or -1. */
+static int direct_find(const char *path, char *out, size_t cap)
+{
+	struct e2e_s3_resp r;
+	char key[512], q[700], *p, *e;
+	int rc = -1;
+
+	e2e_s3_key(&E.gw, path, key, sizeof(key));
+	snprintf(q, sizeof(q), "list-type=2&prefix=%s", key);
+	if (e2e_s3_request("GET", NULL, q, NULL, 0, NULL, &r))
+		return -1;
+	if (r.code == 200 && (p = strstr(r.body, "<Key>")) &&
+	    (e = strstr(p, "</Key>"))) {
+		p += 5;
+		snprintf(out, cap, "%.*s", (int)(e - p), p);
+		rc = 0;
+	}
+	e2e_s3_resp_free(&r);
+	return rc;
+}
+
+/* A call's status, and it must come within NEW_NAME_MS. */
+static void quick(const char *what, int st, int want, uint64_t t0)
+{
+	uint64_t ms = e2e_now_ms() - t0;
+
+	E2E_STATUS(what, st, want);
+	E2E_CHECK(ms <= NEW_NAME_MS, "%s: answered after %llu ms, want %d",
+		  what, (unsigned long long)ms, NEW_NAME_MS);
+}
+
+static nfs_fh3 make_file(const nfs_fh3 *dir, const char *name, int how)
+{
+	CREATE3args a = { .where = { .dir = *dir, .name = (char *)name } };
+	uint64_t t0 = e2e_now_ms();
+	CREATE3res res;
+	char what[80];
+
+	a.how.mode = how;
+	if (how == EXCLUSIVE)
+		memcpy(a.how.createhow3_u.verf, "verf-ex!",
+		       NFS3_CREATEVERFSIZE);
+	else
+		a.how.createhow3_u.obj_attributes = e2e_sattr_mode(0644);
+	E2E_RPC(E.r, e2e_nfs3_create(E.r, &a, &res));
+	snprintf(what, sizeof(what), "CREATE %s (store away)", name);
+	quick(what, res.status, NFS3_OK, t0);
+	E2E_REQUIRE(res.status == NFS3_OK &&
+			    res.CREATE3res_u.resok.obj.handle_follows,
+		    "CREATE %s", name);
+	return e2e_fh_dup(E.r,
+			  &res.CREATE3res_u.resok.obj.post_op_fh3_u.handle);
+}
+
+/*
+ * The store away (the proxy answers 503 to everything) while a client
+ * makes new names the ordinary way: a LOOKUP of a name the last listing
+ * has not answers NOENT from it, and CREATE (all three modes), MKDIR,
+ * SYMLINK, MKNOD, LINK and RENAME to a new name go through within 2 s,
+ * as writes do.  Meanwhile another S3 client, which still reaches the
+ * server, makes two of those names.  Once the store is back: theirs
+ * stay at their names and ours are beside them (NAME.conflict-...),
+ * everything else is in the bucket as the NFS client left it, and the
+ * log says how many names the outage made.  A directory never listed
+ * still waits (JUKEBOX).
+ */
+static void test_new_names(void)
+{
+	static const char old_body[] = "old bytes, renamed while away";
+	static const char old2_body[] = "renamed onto a name they made";
+	nfs_fh3 fold, fold2, fnew, fclash, fex, d, fin, remote, fh;
+	char buf[256], key[512];
+	int jukes = 0, st;
+	uint64_t t0;
+
+	set_mode("pass");
+	env_start("1", "0", NULL);
+	/* Before: two files up, and a directory another writer made,
+	 * seen in the root's listing but never listed itself. */
+	fold = create("old.txt", &jukes);
+	write_commit(&fold, "old.txt", old_body, strlen(old_body), &jukes);
+	fold2 = create("old2.txt", &jukes);
+	write_commit(&fold2, "old2.txt", old2_body, strlen(old2_body), &jukes);
+	E2E_REQUIRE(direct_put("remote/x", "x") == 200, "PUT remote/x");
+	t0 = e2e_now_ms();
+	while ((direct_get("old.txt", buf, sizeof(buf)) != 200 ||
+		direct_get("old2.txt", buf, sizeof(buf)) != 200) &&
+	       e2e_now_ms() - t0 < UPLOAD_MS)
+		usleep(200000);
+	usleep(1200000); /* past the TTL: the root is listed again */
+	E2E_REQUIRE(lookup("remote", &remote, &jukes) == NFS3_OK,
+		    "remote/ seen in the root's listing");
+
+	/* The store goes away; the first call that needs it finds out
+	 * (its retries, about 20 s) and is answered from the listing. */
+	set_mode("503 1");
+	usleep(1200000);
+	{
+		LOOKUP3res lr;
+
+		E2E_RPC(E.r, e2e_nfs3_lookup(E.r, &E.root, "new.txt", &lr));
+		E2E_STATUS("LOOKUP new.txt, the store just gone", lr.status,
+			   NFS3ERR_NOENT);
+	}
+	E2E_REQUIRE(e2e_gw_log_count(&E.gw, "not answering") >= 1,
+		    "the gateway did not see the store go");
+
+	/* The ordinary ways to make a name, each at once. */
+	{
+		LOOKUP3res lr;
+
+		t0 = e2e_now_ms();
+		E2E_RPC(E.r, e2e_nfs3_lookup(E.r, &E.root, "new.txt", &lr));
+		quick("LOOKUP new.txt (store away)", lr.status, NFS3ERR_NOENT,
+		      t0);
+		/* Never listed: nothing to answer with. */
+		E2E_RPC(E.r, e2e_nfs3_lookup(E.r, &remote, "y", &lr));
+		E2E_STATUS("LOOKUP in remote/, never listed (store away)",
+			   lr.status, NFS3ERR_JUKEBOX);
+	}
+	fnew = make_file(&E.root, "new.txt", GUARDED);
+	write_commit(&fnew, "new.txt", "fresh", 5, &jukes);
+	fclash = make_file(&E.root, "clash.txt", UNCHECKED);
+	write_commit(&fclash, "clash.txt", "ours", 4, &jukes);
+	fex = make_file(&E.root, "excl.txt", EXCLUSIVE);
+	{
+		MKDIR3args a = { .where = { E.root, "nd" },
+				 .attributes = e2e_sattr_mode(0755) };
+		MKDIR3res res;
+
+		t0 = e2e_now_ms();
+		E2E_RPC(E.r, e2e_nfs3_mkdir(E.r, &a, &res));
+		quick("MKDIR nd (store away)", res.status, NFS3_OK, t0);
+		E2E_REQUIRE(res.status == NFS3_OK, "MKDIR nd");
+		d = e2e_fh_dup(E.r,
+			       &res.MKDIR3res_u.resok.obj.post_op_fh3_u.handle);
+	}
+	{
+		LOOKUP3res lr;
+
+		t0 = e2e_now_ms();
+		E2E_RPC(E.r, e2e_nfs3_lookup(E.r, &d, "in.txt", &lr));
+		quick("LOOKUP nd/in.txt (store away)", lr.status, NFS3ERR_NOENT,
+		      t0);
+	}
+	fin = make_file(&d, "in.txt", GUARDED);
+	write_commit(&fin, "nd/in.txt", "inside", 6, &jukes);
+	{
+		SYMLINK3args a = { .where = { E.root, "sym" } };
+		SYMLINK3res res;
+
+		a.symlink.symlink_attributes = e2e_sattr_mode(0777);
+		a.symlink.symlink_data = "new.txt";
+		t0 = e2e_now_ms();
+		E2E_RPC(E.r, e2e_nfs3_symlink(E.r, &a, &res));
+		quick("SYMLINK sym (store away)", res.status, NFS3_OK, t0);
+	}
+	{
+		MKNOD3args a = { .where = { E.root, "fifo" } };
+		MKNOD3res res;
+
+		a.what.type = NF3FIFO;
+		a.what.mknoddata3_u.pipe_attributes = e2e_sattr_mode(0644);
+		t0 = e2e_now_ms();
+		E2E_RPC(E.r, e2e_nfs3_mknod(E.r, &a, &res));
+		quick("MKNOD fifo (store away)", res.status, NFS3_OK, t0);
+	}
+	{
+		LINK3res res;
+
+		t0 = e2e_now_ms();
+		E2E_RPC(E.r,
+			e2e_nfs3_link(E.r, &fnew, &E.root, "hard.txt", &res));
+		quick("LINK hard.txt (store away)", res.status, NFS3_OK, t0);
+	}
+	{
+		RENAME3res res;
+
+		t0 = e2e_now_ms();
+		E2E_RPC(E.r, e2e_nfs3_rename(E.r, &E.root, "old.txt", &E.root,
+					     "moved.txt", &res));
+		quick("RENAME old.txt moved.txt (store away)", res.status,
+		      NFS3_OK, t0);
+		t0 = e2e_now_ms();
+		E2E_RPC(E.r, e2e_nfs3_rename(E.r, &E.root, "old2.txt", &E.root,
+					     "clash2.txt", &res));
+		quick("RENAME old2.txt clash2.txt (store away)", res.status,
+		      NFS3_OK, t0);
+	}
+	/* Another writer, who still reaches the store, makes two of them. */
+	E2E_REQUIRE(direct_put("clash.txt", "theirs") == 200, "their PUT");
+	E2E_REQUIRE(direct_put("clash2.txt", "theirs too") == 200, "their PUT");
+
+	/* Back. */
+	set_mode("pass");
+	t0 = e2e_now_ms();
+	while (e2e_gw_log_count(&E.gw, "the outage's changes are in the "
+				       "store") < 1 &&
+	       e2e_now_ms() - t0 < UPLOAD_MS)
+		usleep(200000);
+	E2E_CHECK(e2e_gw_log_count(&E.gw, "the outage's changes are in the "
+					  "store") >= 1,
+		  "no replay done line in the log");
+	{
+		char *log = e2e_gw_log_read(&E.gw), *p;
+		unsigned long names = 0, conflicts = 0;
+
+		p = log ? strstr(log, "the outage's changes are in the store (")
+			: NULL;
+		if (p)
+			(void)sscanf(p,
+				     "the outage's changes are in the store "
+				     "(%*u ms): %lu names made while it was "
+				     "away, %lu of",
+				     &names, &conflicts);
+		E2E_CHECK(conflicts == 2, "the log says %lu conflicts, want 2",
+			  conflicts);
+		/* new, clash, excl, nd, in, sym, fifo, hard, two renames */
+		E2E_CHECK(names >= 10, "the log says %lu names were made",
+			  names);
+		fprintf(stderr, "  [the outage made %lu names]\n", names);
+		free(log);
+	}
+	/* The bucket: what the client left, and theirs kept. */
+	st = direct_get("new.txt", buf, sizeof(buf));
+	E2E_CHECK(st == 200 && !strcmp(buf, "fresh"), "new.txt: %d %s", st,
+		  buf);
+	st = direct_get("hard.txt", buf, sizeof(buf));
+	E2E_CHECK(st == 200 && !strcmp(buf, "fresh"), "hard.txt: %d %s", st,
+		  buf);
+	st = direct_get("nd/in.txt", buf, sizeof(buf));
+	E2E_CHECK(st == 200 && !strcmp(buf, "inside"), "nd/in.txt: %d %s", st,
+		  buf);
+	st = direct_get("moved.txt", buf, sizeof(buf));
+	E2E_CHECK(st == 200 && !strcmp(buf, old_body), "moved.txt: %d %s", st,
+		  buf);
+	E2E_CHECK(direct_get("old.txt", buf, sizeof(buf)) == 404,
+		  "old.txt still in the bucket after its rename");
+	E2E_CHECK(direct_get("old2.txt", buf, sizeof(buf)) == 404,
+		  "old2.txt still in the bucket after its rename");
+	E2E_CHECK(direct_get("excl.txt", buf, sizeof(buf)) == 200,
+		  "excl.txt not in the bucket");
+	E2E_CHECK(direct_get("sym", buf, sizeof(buf)) == 200, "sym not there");
+	E2E_CHECK(direct_get("fifo", buf, sizeof(buf)) == 200,
+		  "fifo not there");
+	st = direct_get("clash.txt", buf, sizeof(buf));
+	E2E_CHECK(st == 200 && !strcmp(buf, "theirs"),
+		  "clash.txt: %d %s, want theirs", st, buf);
+	st = direct_get("clash2.txt", buf, sizeof(buf));
+	E2E_CHECK(st == 200 && !strcmp(buf, "theirs too"),
+		  "clash2.txt: %d %s, want theirs", st, buf);
+	E2E_CHECK(direct_find("clash.txt.conflict-", key, sizeof(key)) == 0,
+		  "ours of clash.txt is not beside theirs");
+	E2E_CHECK(direct_find("clash2.txt.conflict-", key, sizeof(key)) == 0,
+		  "ours of clash2.txt (a rename) is not beside theirs");
+	if (!direct_find("clash2.txt.conflict-", key, sizeof(key))) {
+		const char *slash = strrchr(key, '/');
+		char body[256];
+
+		st = direct_get(slash ? slash + 1 : key, body, sizeof(body));
+		E2E_CHECK(st == 200 && !strcmp(body, old2_body),
+			  "%s: %d %s, want the renamed file's bytes", key, st,
+			  body);
+	}
+	/* Through NFS: theirs at the name. */
+	t0 = e2e_now_ms();
+	do {
+		READ3res rd;
+
+		if (lookup("clash.txt", &fh, &jukes) == NFS3_OK &&
+		    !e2e_nfs3_read(E.r, &fh, 0, 64, &rd) &&
+		    rd.status == NFS3_OK && rd.READ3res_u.resok.count == 6 &&
+		    !memcmp(rd.READ3res_u.resok.data.data_val, "theirs", 6))
+			break;
+		usleep(300000);
+	} while (e2e_now_ms() - t0 < UPLOAD_MS);
+	E2E_CHECK(e2e_now_ms() - t0 < UPLOAD_MS,
+		  "clash.txt through NFS is not theirs");
+	(void)fex;
+	E2E_CHECK(e2e_gw_alive(&E.gw), "gateway alive at the end");
+	env_stop();
+}
+
 static int suite_init(void)
 {
 	const struct e2e_s3 *s3 = e2e_s3_server();
@@ -628,5 +950,6 @@ int main(void)
 	CU_add_test(s, "no progress: JUKEBOX, cached data, recovery",
 		    test_no_progress);
 	CU_add_test(s, "the store flapping every second", test_flapping);
+	CU_add_test(s, "new names while the store is away", test_new_names);
 	return e2e_run_cunit();
 }

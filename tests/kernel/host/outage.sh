@@ -1,8 +1,8 @@
-# Host side of the kernel outage test (issue 17), sourced by
+# Host side of the kernel outage test (issues 17, 34), sourced by
 # kernel-test.sh: the gateway's store is an s3rver in this network
-# namespace, which goes away while the guest (guest/outage.sh) lists,
-# reads, writes, renames and removes, and comes back once the guest says
-# its work during the outage is done.  Then every object must be what the
+# namespace, which goes away for a minute while the guest
+# (guest/outage.sh) lists, reads, writes, removes and makes new names,
+# and comes back once the guest says its work during the outage is done.  Then every object must be what the
 # guest's kernel saw.
 S3SH="$HERE/../s3/s3rver.sh"
 
@@ -43,11 +43,14 @@ host_drive() {
   "$GW" ctl --state "$RUN/state" flush >/dev/null ||
     { echo "outage: flush before the outage failed" >&2; return 1; }
   "$S3SH" kill "$RUN/s3" || return 1
+  local down_at=$(date +%s)
   echo "outage: the store is down ($(date +%T))"
   guest_said "^outage: phase 2 done" 150 ||
     { echo "outage: the guest never finished phase 2" >&2; return 1; }
   grep -q "not answering" "$RUN/gw.log" ||
     { echo "outage: the gateway never saw the store down" >&2; return 1; }
+  # Away for a minute, as the issue's users were.
+  while [ $(( $(date +%s) - down_at )) -lt 60 ]; do sleep 1; done
   "$S3SH" start "$RUN/s3" > /dev/null || return 1
   echo "outage: the store is back ($(date +%T))"
 }
@@ -58,6 +61,15 @@ host_check() {
     { echo "outage: flush after the outage failed" >&2; return 1; }
   grep -q "the store is back: replaying" "$RUN/gw.log" ||
     { echo "outage: the gateway did not log the replay" >&2; return 1; }
+  # The names made meanwhile, counted (issue 34): new, copy, .f3.swp,
+  # renamed, a, b, c, file, new.hard, tree, one, sub, two.
+  local names
+  names=$(sed -n 's/.*replaying .*; \([0-9]*\) names were made meanwhile.*/\1/p' \
+    "$RUN/gw.log" | tail -1)
+  [ "${names:-0}" -ge 13 ] ||
+    { echo "outage: the log counts ${names:-no} names made in the outage, want 13 or more" >&2; return 1; }
+  "$GW" ctl --state "$RUN/state" status | grep "last_outage" ||
+    { echo "outage: ctl status does not show the last outage" >&2; return 1; }
   # guest: "final SHA256 NAME" for every file it left, "gone NAME" for
   # every one it removed or renamed away.
   grep -q "^final " "$GUEST_OUT" || { echo "outage: no final sums" >&2; return 1; }
