@@ -211,6 +211,18 @@ static int grow(void *v, size_t n, size_t *cap, size_t sz)
 	return 0;
 }
 
+/* key, and val unless NULL, into g's arena at *koff and *voff; -ENOMEM. */
+static int kv_put(struct group *g, const struct db_val *key,
+		  const struct db_val *val, size_t *koff, size_t *voff)
+{
+	*koff = buf_put(&g->a, key->data, key->size);
+	if (*koff == (size_t)-1)
+		return -ENOMEM;
+	if (val && (*voff = buf_put(&g->a, val->data, val->size)) == (size_t)-1)
+		return -ENOMEM;
+	return 0;
+}
+
 /* ---- what a change touches: the observer ----------------------------- */
 
 static void fp_add(struct group *g, unsigned tbl, const struct db_val *key,
@@ -232,10 +244,7 @@ static int rec_add(struct group *g, unsigned tbl, const struct db_val *key,
 
 	if (grow(&g->recs, g->nrecs, &g->caprecs, sizeof(*g->recs)))
 		return -ENOMEM;
-	koff = buf_put(&g->a, key->data, key->size);
-	if (koff == (size_t)-1 ||
-	    (val &&
-	     (voff = buf_put(&g->a, val->data, val->size)) == (size_t)-1))
+	if (kv_put(g, key, val, &koff, &voff))
 		return -ENOMEM;
 	r = &g->recs[g->nrecs++];
 	*r = (struct rec){ .tbl = tbl,
@@ -295,10 +304,7 @@ static int obs_write(void *ctx, struct db_txn *txn, unsigned tbl,
 	}
 	if (grow(&g->caps, g->ncaps, &g->capcaps, sizeof(*g->caps)))
 		return -ENOMEM;
-	koff = buf_put(&g->a, key->data, key->size);
-	if (koff == (size_t)-1 ||
-	    (val &&
-	     (voff = buf_put(&g->a, val->data, val->size)) == (size_t)-1))
+	if (kv_put(g, key, val, &koff, &voff))
 		return -ENOMEM;
 	c = &g->caps[g->ncaps++];
 	(void)flags;
