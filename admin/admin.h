@@ -58,6 +58,13 @@ struct admin_stats {
 	char failing_key[FS_KEY_TEXT_MAX]; /* the one failing longest */
 	int failing_err;
 	bool store_down; /* store_down(): served from the cache meanwhile */
+	/* Backpressure: the cache's dirty bytes and --max-dirty (0: none). */
+	uint64_t cache_dirty, dirty_limit;
+	unsigned uploads; /* files going up now */
+	/* In a cluster: the database answers, this node's lease holds, and
+	 * how long ago its replica last caught up with the log. */
+	bool clustered, cluster_up, lease_held;
+	double replica_age_s;
 };
 
 /* Fill *st now (walks the cache directory and the dirty inodes). */

@@ -31,4 +31,7 @@ void admin_cmd_run(struct admin *a, int fd, char *line);
 /* ready.c: `ctl ready`, for health checks.  Answers on fd. */
 void admin_cmd_ready(struct admin *a, int fd);
 
+/* live.c: `stats`, one snapshot of the counters ctl stats shows as rates. */
+void admin_cmd_stats(struct admin *a, int fd);
+
 #endif

@@ -566,6 +566,8 @@ void admin_cmd_run(struct admin *a, int fd, char *line)
 		cmd_clients(a, fd);
 	else if (!strcmp(line, "ready") && !arg)
 		admin_cmd_ready(a, fd);
+	else if (!strcmp(line, "stats") && !arg)
+		admin_cmd_stats(a, fd);
 	else
 		admin_send(fd,
 			   "err unknown command or wrong arguments: '%.64s'",

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "admin_int.h"
+#include "db/db.h"
 #include "fs/fs.h"
 #include "metrics/metrics.h"
 #include "nfsd/nfsd.h"
@@ -28,6 +29,15 @@ void admin_stats_get(const struct admin_ctx *ctx, struct admin_stats *st)
 	st->cache_err = admin_dir_usage(ctx->cache_dir, &st->cache_bytes,
 					&st->cache_files);
 	st->store_down = ctx->store && store_down(ctx->store);
+	fs_dirty_room(ctx->fs, &st->cache_dirty, &st->dirty_limit);
+	st->uploads = fs_uploads_in_flight(ctx->fs);
+	if (ctx->db && db_clustered(ctx->db)) {
+		st->clustered = true;
+		st->cluster_up = db_cluster_up(ctx->db);
+		st->lease_held = db_lease_held(ctx->db);
+		st->replica_age_s =
+			(double)db_cluster_replica_age_ms(ctx->db) / 1e3;
+	}
 	st->dirty_err = fs_dirty_stat(ctx->fs, &ds);
 	if (st->dirty_err)
 		return;
@@ -71,6 +81,34 @@ void admin_metrics_collect(void *arg, struct metrics_buf *b)
 			  "it left unanswered (answers come from the cache, "
 			  "changes wait) until it answers again",
 			  "", st.store_down ? 0 : 1);
+	metrics_buf_gauge(b, "mapfs_cache_dirty_bytes",
+			  "Dirty data in the cache as the backpressure counts "
+			  "it: past mapfs_dirty_limit_bytes WRITE and CREATE "
+			  "answer JUKEBOX",
+			  "", (double)st.cache_dirty);
+	metrics_buf_gauge(b, "mapfs_uploads_in_flight",
+			  "Files whose upload to the store is under way", "",
+			  (double)st.uploads);
+	metrics_buf_gauge(b, "mapfs_dirty_limit_bytes",
+			  "--max-dirty (0: no limit)", "",
+			  (double)st.dirty_limit);
+	if (st.clustered) {
+		metrics_buf_gauge(b, "mapfs_cluster_db_up",
+				  "1 while the cluster's PostgreSQL answers "
+				  "commits; 0: changes of the namespace answer "
+				  "JUKEBOX",
+				  "", st.cluster_up ? 1 : 0);
+		metrics_buf_gauge(b, "mapfs_cluster_lease_held",
+				  "1 while this gateway's lease surely holds; "
+				  "0: others may take over what it owns, its "
+				  "uploads wait",
+				  "", st.lease_held ? 1 : 0);
+		metrics_buf_gauge(b, "mapfs_cluster_replica_age_seconds",
+				  "Since this gateway's replica last read the "
+				  "cluster's log to its end (at least every "
+				  "second when healthy)",
+				  "", st.replica_age_s);
+	}
 	if (st.dirty_err)
 		return;
 	metrics_buf_gauge(

@@ -11,6 +11,10 @@ install(FILES etc/mapfs-gw.sysusers DESTINATION lib/sysusers.d
   RENAME mapfs-gw.conf)
 install(FILES README.md docs/OPERATIONS.md docs/SECURITY.md
   docs/ARCHITECTURE.md DESTINATION share/doc/mapfs-gw)
+# What an operator loads into Prometheus and Grafana (OPERATIONS.md).
+install(FILES etc/prometheus/mapfs-gw-alerts.yml
+  DESTINATION share/mapfs-gw/prometheus)
+install(FILES etc/grafana/mapfs-gw.json DESTINATION share/mapfs-gw/grafana)
 
 # The unit names the binary by its installed path, so it is made at
 # install time, when the prefix is known (cmake --install --prefix, and

@@ -39,6 +39,11 @@ static void ctl_usage(FILE *f)
 		"  evict PATH     drop the cached data of PATH's files that "
 		"are in the store\n"
 		"  clients        the mounted clients (host and path)\n"
+		"  stats [--interval S] [--count N]\n"
+		"                 a live view: calls/s and latency by kind, "
+		"cache hits,\n"
+		"                 store MiB/s, dirty data, uploads, a line "
+		"each interval\n"
 		"  ready          exit 0 if the gateway answers NFS and, in a\n"
 		"                 cluster, holds its lease (for health "
 		"checks)\n\n"
@@ -128,16 +133,13 @@ static void show_progress(const char *line, bool tty)
 	fflush(stderr);
 }
 
-/* Send cmd, print the answer.  0 ok, 1 err, 2 no answer. */
-static int run(const char *path, const char *cmd)
+/* See ctl.h. */
+int ctl_send(const char *path, const char *cmd, FILE **in)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	bool tty = isatty(STDERR_FILENO), bar = false;
-	char *line = NULL;
-	size_t cap = 0;
-	int fd, rc = 2;
-	FILE *in;
+	int fd;
 
+	*in = NULL;
 	if (strlen(path) >= sizeof(sun.sun_path)) {
 		fprintf(stderr, "mapfs-gw ctl: socket path too long: %s\n",
 			path);
@@ -159,11 +161,25 @@ static int run(const char *path, const char *cmd)
 		close(fd);
 		return 2;
 	}
-	in = fdopen(fd, "r");
-	if (!in) {
+	*in = fdopen(fd, "r");
+	if (!*in) {
 		close(fd);
 		return 2;
 	}
+	return 0;
+}
+
+/* Send cmd, print the answer.  0 ok, 1 err, 2 no answer. */
+static int run(const char *path, const char *cmd)
+{
+	bool tty = isatty(STDERR_FILENO), bar = false;
+	char *line = NULL;
+	size_t cap = 0;
+	int rc = 2;
+	FILE *in;
+
+	if (ctl_send(path, cmd, &in))
+		return 2;
 	while (getline(&line, &cap, in) > 0) {
 		line[strcspn(line, "\n")] = '\0';
 		if (!strncmp(line, "progress ", 9)) {
@@ -231,6 +247,14 @@ int ctl_main(int argc, char **argv)
 		}
 	}
 	cmd = short_form ? argv[0] : (optind < argc ? argv[optind++] : NULL);
+	if (cmd && !strcmp(cmd, "stats")) {
+		if (sock_path(sock, state, conf, path, sizeof(path))) {
+			fprintf(stderr,
+				"mapfs-gw ctl: no usable socket path\n");
+			return 2;
+		}
+		return ctl_stats(path, argc - optind + 1, argv + optind - 1);
+	}
 	arg = optind < argc ? argv[optind++] : NULL;
 	if (!cmd || optind < argc) {
 		ctl_usage(stderr);

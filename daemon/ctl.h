@@ -13,4 +13,20 @@
  */
 int ctl_main(int argc, char **argv);
 
+#include <stdio.h>
+
+/*
+ * Connect to the control socket at path and send the command line cmd:
+ * 0 and *in (the answer, the caller's to fclose), or 2 with the reason
+ * printed on stderr.
+ */
+int ctl_send(const char *path, const char *cmd, FILE **in);
+
+/*
+ * ctl_stats.c: `ctl stats [--interval S] [--count N]`, a live view of
+ * the gateway at path: a line of rates each interval (argv holds the
+ * options after "stats").  The exit status, as ctl_main's.
+ */
+int ctl_stats(const char *path, int argc, char **argv);
+
 #endif

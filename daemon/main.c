@@ -562,6 +562,9 @@ static int gateway_open_ops(struct gateway *gw, uint64_t started_ms)
 		if (rc)
 			return rc;
 		gw->collecting = true;
+		rc = metrics_collector_add(rpc_server_collect, gw->srv);
+		if (rc)
+			return rc;
 		rc = metrics_httpd_start(gw->cfg.metrics, &gw->httpd,
 					 gw->metrics_addr,
 					 sizeof(gw->metrics_addr));

@@ -178,6 +178,12 @@ bool db_cluster_up(struct db *db)
 	return !pg || db_pg_up(pg);
 }
 
+/* See db.h. */
+uint64_t db_cluster_replica_age_ms(struct db *db)
+{
+	return db->rep ? db_replica_age_ms(db->rep) : 0;
+}
+
 int db_send(struct db *db, uint32_t to, const char *msg)
 {
 	struct db_pg *pg = pg_of(db);

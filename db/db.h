@@ -212,6 +212,14 @@ int db_secret(struct db *db, const char *name, void *buf, size_t len);
 bool db_cluster_up(struct db *db);
 
 /*
+ * How far this node's replica may be behind the cluster's log: the ms
+ * since its follower last read the log to its end and applied it (it
+ * does at least every second, and at once after each commit it is
+ * told of).  0 when alone or before the first read.  Any thread.
+ */
+uint64_t db_cluster_replica_age_ms(struct db *db);
+
+/*
  * A short text message (up to DB_MSG_MAX bytes) to node `to` (0: every
  * other node), through the database (NOTIFY): delivered to the handler
  * that node registered with db_on_message(), on its follower thread,

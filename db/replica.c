@@ -51,6 +51,9 @@ struct db_replica {
 
 	void (*wake)(void *ctx);
 	void *wake_ctx;
+	/* When the log was last read to its end and applied (monotonic ms;
+	 * the follower's, read by the metrics). */
+	_Atomic uint64_t followed_ms;
 
 	/* The committers and their queue. */
 	pthread_mutex_t cq_lock;
@@ -781,6 +784,7 @@ static int follow_once(struct db_replica *rep, bool direct)
 		rc = direct ? load_all(rep) : -ESTALE;
 	} else if (!rc) {
 		cursor_set(rep, &to);
+		atomic_store(&rep->followed_ms, metrics_now_ns() / 1000000);
 	}
 	db_snap_free(&from);
 	db_snap_free(&to);
@@ -1070,6 +1074,15 @@ void db_replica_close(struct db_replica *rep)
 	pthread_cond_destroy(&rep->cq_wake);
 	pthread_mutex_destroy(&rep->cq_lock);
 	free(rep);
+}
+
+/* See replica_int.h. */
+uint64_t db_replica_age_ms(struct db_replica *rep)
+{
+	uint64_t t = atomic_load(&rep->followed_ms),
+		 now = metrics_now_ns() / 1000000;
+
+	return t && now > t ? now - t : 0;
 }
 
 struct db_pg *db_replica_pg(struct db_replica *rep)

@@ -41,6 +41,9 @@ void db_replica_stop_follower(struct db_replica *rep);
 void db_replica_close(struct db_replica *rep);
 
 struct db_pg *db_replica_pg(struct db_replica *rep);
+/* How long ago the follower last read the log to its end and applied
+ * it (ms; 0 before the first time).  Any thread. */
+uint64_t db_replica_age_ms(struct db_replica *rep);
 
 /*
  * A completion (set by the writer): a commit's answer or a batch of the

@@ -454,6 +454,16 @@ struct fs_outage_stat {
 	uint64_t replay_ms; /* how long they took to go up (once done) */
 };
 
+/*
+ * The cache's dirty bytes now and the limit past which WRITE and CREATE
+ * answer JUKEBOX (opts.max_dirty; 0: none), as the backpressure counts
+ * them.  Cheap; any thread.
+ */
+void fs_dirty_room(struct fs *fs, uint64_t *dirty, uint64_t *limit);
+
+/* Files whose upload is under way now (the syncer's and strict passes'). */
+unsigned fs_uploads_in_flight(struct fs *fs);
+
 /* A copy of the last outage's figures (for ctl status). */
 void fs_outage_stat(struct fs *fs, struct fs_outage_stat *out);
 

@@ -147,6 +147,7 @@ struct fs {
 	pthread_t strict_thread;
 	uint32_t backoff_ms;
 	pthread_t syncer;
+	_Atomic unsigned uploads_busy; /* files going up now (item_run) */
 	/* Store outages (syncer.c): how many ended that a pass has seen,
 	 * the names counter then, when the last one ended and the
 	 * conflicts counter then (under sync_lock), and its figures (also

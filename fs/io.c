@@ -66,6 +66,16 @@ static uint64_t etag_hash(const char *etag)
 	return h;
 }
 
+/* See fs.h. */
+void fs_dirty_room(struct fs *fs, uint64_t *dirty, uint64_t *limit)
+{
+	struct cache_usage u;
+
+	cache_usage(fs->cache, &u);
+	*dirty = u.dirty;
+	*limit = fs->opts.max_dirty;
+}
+
 int fs_backpressure(struct fs *fs)
 {
 	struct cache_usage u;

@@ -1353,7 +1353,11 @@ struct sync_run {
 static void item_run(struct sync_run *run, struct sync_item *it)
 {
 	struct fs *fs = run->fs;
-	int rc = sync_item(fs, it), zero = 0;
+	int rc, zero = 0;
+
+	atomic_fetch_add(&fs->uploads_busy, 1);
+	rc = sync_item(fs, it);
+	atomic_fetch_sub(&fs->uploads_busy, 1);
 
 	if (rc == -ENODATA)
 		return; /* its cache file is being set up: later */
@@ -1465,6 +1469,12 @@ static void outage_replayed(struct fs *fs)
 		 "(mapfs_conflicts_total; theirs kept at the name, ours "
 		 "aside)",
 		 fs->outage.replay_ms, fs->outage.names, fs->outage.conflicts);
+}
+
+/* See fs.h. */
+unsigned fs_uploads_in_flight(struct fs *fs)
+{
+	return atomic_load(&fs->uploads_busy);
 }
 
 /* See fs.h. */

@@ -458,6 +458,21 @@ static void render_hists(struct metrics_buf *b, const struct shard *sum)
 	}
 }
 
+/* See metrics.h. */
+int metrics_rpc_each(metrics_rpc_fn fn, void *ctx)
+{
+	struct shard *sum = malloc(sizeof(*sum));
+
+	if (!sum)
+		return -ENOMEM;
+	shards_sum(sum);
+	for (int i = 0; i < nslots; i++)
+		fn(ctx, slots[i].prog_name, slots[i].proc_name, sum->calls[i],
+		   sum->sum_ns[i]);
+	free(sum);
+	return 0;
+}
+
 int metrics_render(struct metrics_buf *b)
 {
 	struct shard *sum = malloc(sizeof(*sum));

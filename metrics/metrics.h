@@ -205,6 +205,15 @@ void metrics_rpc_register(uint32_t prog, uint32_t vers, uint32_t proc,
 /* A call of prog/vers/proc was answered after ns nanoseconds. */
 void metrics_rpc_call(uint32_t prog, uint32_t vers, uint32_t proc, uint64_t ns);
 
+/*
+ * fn(ctx, program, procedure, calls, their summed nanoseconds) for each
+ * measured procedure, summed over all threads now (ctl stats).  0 or
+ * -ENOMEM.
+ */
+typedef void (*metrics_rpc_fn)(void *ctx, const char *prog, const char *proc,
+			       uint64_t calls, uint64_t sum_ns);
+int metrics_rpc_each(metrics_rpc_fn fn, void *ctx);
+
 /* Monotonic nanoseconds, for latencies. */
 uint64_t metrics_now_ns(void);
 

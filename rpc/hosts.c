@@ -6,12 +6,15 @@
  * connection), so one mutex over a chained hash is enough.  A host's
  * record goes with its last connection.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics/metrics.h"
 #include "rpc_int.h"
 
 #define HOSTS_BUCKETS 1024
@@ -115,5 +118,32 @@ void rpc_hosts_put(struct rpc_hosts *h, const struct sockaddr_storage *peer)
 		*pp = x->next;
 		free(x);
 	}
+	pthread_mutex_unlock(&h->mu);
+}
+
+/* See rpc.h. */
+void rpc_server_collect(void *arg, struct metrics_buf *b)
+{
+	struct rpc_server *srv = arg;
+	struct rpc_hosts *h = srv->hosts;
+	const char *help = "Open client TCP connections, by client host";
+
+	pthread_mutex_lock(&h->mu);
+	for (size_t i = 0; i < HOSTS_BUCKETS; i++)
+		for (struct host *x = h->buckets[i]; x; x = x->next) {
+			static const uint8_t v4[12] = {
+				[10] = 0xff, [11] = 0xff
+			};
+			char a[INET6_ADDRSTRLEN], lab[INET6_ADDRSTRLEN + 8];
+
+			if (!memcmp(x->addr, v4, 12))
+				inet_ntop(AF_INET, x->addr + 12, a, sizeof(a));
+			else
+				inet_ntop(AF_INET6, x->addr, a, sizeof(a));
+			snprintf(lab, sizeof(lab), "host=\"%s\"", a);
+			metrics_buf_gauge(b, "mapfs_client_connections", help,
+					  lab, (double)x->conns);
+			help = NULL;
+		}
 	pthread_mutex_unlock(&h->mu);
 }

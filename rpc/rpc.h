@@ -175,6 +175,14 @@ void rpc_server_free(struct rpc_server *srv);
 /* Number of loops of the server. */
 int rpc_server_nloops(const struct rpc_server *srv);
 
+/*
+ * A metrics collector (metrics_collector_add(rpc_server_collect, srv)):
+ * mapfs_client_connections{host="ADDR"} for each client host with
+ * connections open now.  Takes the hosts' lock for the walk.
+ */
+struct metrics_buf;
+void rpc_server_collect(void *srv, struct metrics_buf *b);
+
 /* Accessors for handlers; pointers stay valid until the call is finished. */
 const struct rpc_cred *rpc_call_cred(const struct rpc_call *call);
 const struct sockaddr_storage *rpc_call_peer(const struct rpc_call *call);

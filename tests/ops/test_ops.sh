@@ -46,7 +46,9 @@ DESTDIR="$T/root" cmake --install "$BUILD" --prefix /usr >"$T/install.log"
 R="$T/root"
 for f in usr/sbin/mapfs-gw usr/lib/systemd/system/mapfs-gw.service \
 	etc/mapfs-gw/mapfs-gw.conf etc/mapfs-gw/exports \
-	usr/lib/sysusers.d/mapfs-gw.conf; do
+	usr/lib/sysusers.d/mapfs-gw.conf \
+	usr/share/mapfs-gw/prometheus/mapfs-gw-alerts.yml \
+	usr/share/mapfs-gw/grafana/mapfs-gw.json; do
 	[ -e "$R/$f" ] || fail "install did not create /$f"
 done
 [ -x "$R/usr/sbin/mapfs-gw" ] || fail "/usr/sbin/mapfs-gw is not executable"
