@@ -16,29 +16,40 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "metrics/metrics.h"
 
-#define NKINDS 6 /* read write meta change lock mount (admin/live.c) */
 #define HEADER_EVERY 20
+#define PEERS_MAX 64
 
-static const char *const kinds[NKINDS] = { "read",   "write", "meta",
-					   "change", "lock",  "mount" };
-
-struct snap {
-	uint64_t t_ms, calls[NKINDS], ns[NKINDS], hits, misses, get, put, dirty,
-		limit, uploads;
-	unsigned node;
+/* A gateway as one snapshot shows it. */
+struct gw {
+	uint32_t node;
+	char name[64];
+	struct metrics_live l;
+	bool local; /* the gateway asked: the fields below are known */
+	uint64_t dirty, limit, uploads;
 	char store[8];
 };
 
-/* One snapshot from the gateway: 0, or ctl's exit status. */
+struct snap {
+	struct gw gw[PEERS_MAX];
+	size_t n;
+};
+
+/* One snapshot from the gateway: 0, or ctl's exit status.  gw[0] is the
+ * gateway asked, then the others of its cluster. */
 static int take(const char *path, struct snap *s)
 {
-	char *line = NULL, word[16];
+	char *line = NULL, name[64];
+	struct gw *me = &s->gw[0];
 	size_t cap = 0;
-	int rc = 2;
+	int rc = 2, off;
+	unsigned node;
 	FILE *in;
 
 	memset(s, 0, sizeof(*s));
+	s->n = 1;
+	me->local = true;
 	if (ctl_send(path, "stats", &in))
 		return 2;
 	while (getline(&line, &cap, in) > 0) {
@@ -57,31 +68,31 @@ static int take(const char *path, struct snap *s)
 		}
 		if (strncmp(line, "> ", 2))
 			continue;
-		if (sscanf(l, "calls %15s %" SCNu64 " %" SCNu64, word, &a,
-			   &b) == 3) {
-			for (int i = 0; i < NKINDS; i++)
-				if (!strcmp(word, kinds[i])) {
-					s->calls[i] = a;
-					s->ns[i] = b;
-				}
-		} else if (sscanf(l, "cache %" SCNu64 " %" SCNu64, &a, &b) ==
-			   2) {
-			s->hits = a;
-			s->misses = b;
-		} else if (sscanf(l, "store_bytes %" SCNu64 " %" SCNu64, &a,
-				  &b) == 2) {
-			s->get = a;
-			s->put = b;
+		if (!strncmp(l, "live ", 5)) {
+			if (metrics_live_parse(l + 5, &me->l))
+				rc = 1;
+		} else if (sscanf(l, "peer %u %63s %n", &node, name, &off) ==
+				   2 &&
+			   off > 0) {
+			struct gw *g = node == me->node ? me : &s->gw[s->n];
+
+			if (g != me && s->n == PEERS_MAX)
+				continue;
+			snprintf(g->name, sizeof(g->name), "%s", name);
+			if (g == me)
+				continue; /* (its own figures are fresher) */
+			g->node = node;
+			if (!metrics_live_parse(l + off, &g->l))
+				s->n++;
 		} else if (sscanf(l, "dirty %" SCNu64 " %" SCNu64, &a, &b) ==
 			   2) {
-			s->dirty = a;
-			s->limit = b;
+			me->dirty = a;
+			me->limit = b;
 		} else {
-			(void)(sscanf(l, "t_ms %" SCNu64, &s->t_ms) == 1 ||
-			       sscanf(l, "uploads %" SCNu64, &s->uploads) ==
+			(void)(sscanf(l, "uploads %" SCNu64, &me->uploads) ==
 				       1 ||
-			       sscanf(l, "node %u", &s->node) == 1 ||
-			       sscanf(l, "store %7s", s->store) == 1);
+			       sscanf(l, "node %u", &me->node) == 1 ||
+			       sscanf(l, "store %7s", me->store) == 1);
 		}
 	}
 	if (rc == 2)
@@ -104,47 +115,70 @@ static void human(double v, char *buf, size_t cap)
 	snprintf(buf, cap, u ? "%.1f%s" : "%.0f%s", v, units[u]);
 }
 
-static void header(void)
+static void header(bool cluster)
 {
 	printf("%-8s", "time");
-	for (int i = 0; i < NKINDS - 1;
-	     i++) /* (mount: seldom worth a column) */
-		printf(" %7s/s %7s", kinds[i], "ms");
+	if (cluster)
+		printf(" %-12s", "gateway");
+	/* (mount calls: seldom worth a column) */
+	for (int i = 0; i < METRICS_NKINDS - 1; i++)
+		printf(" %7s/s %7s", metrics_kind_names[i], "ms");
 	printf(" %6s %9s %9s %8s %7s %5s\n", "hit%", "getMiB/s", "putMiB/s",
 	       "dirty", "uploads", "store");
 }
 
-/* One line of rates between a and b. */
-static void line_of(const struct snap *a, const struct snap *b)
+/*
+ * One line of rates from a to b (one gateway).  Another gateway's
+ * figures change once a lease renewal (about a second): while they have
+ * not, its last line's rates stand (*last keeps them).
+ */
+static void line_of(const char *when, bool cluster, const struct gw *a,
+		    const struct gw *b, char *last, size_t cap)
 {
-	double dt = (double)(b->t_ms - a->t_ms) / 1e3;
-	uint64_t reads = (b->hits - a->hits) + (b->misses - a->misses);
-	char dirty[16], hit[16], tbuf[16];
-	time_t now = time(NULL);
-	struct tm tm;
+	double dt = (double)(b->l.t_ms - a->l.t_ms) / 1e3;
+	uint64_t reads = (b->l.cache_hits - a->l.cache_hits) +
+			 (b->l.cache_misses - a->l.cache_misses);
+	char dirty[16], hit[16], up[24];
+	size_t n = 0;
 
+	if (!b->local && b->l.t_ms == a->l.t_ms && last[0]) {
+		printf("%-8s%s\n", when, last);
+		return;
+	}
 	if (dt <= 0)
 		dt = 1e-3;
-	localtime_r(&now, &tm);
-	strftime(tbuf, sizeof(tbuf), "%H:%M:%S", &tm);
-	printf("%-8s", tbuf);
-	for (int i = 0; i < NKINDS - 1; i++) {
-		uint64_t n = b->calls[i] - a->calls[i];
+	if (cluster)
+		n += (size_t)snprintf(last + n, cap - n, " %-12.12s",
+				      b->name[0] ? b->name : "-");
+	for (int i = 0; i < METRICS_NKINDS - 1 && n < cap; i++) {
+		uint64_t c = b->l.calls[i] - a->l.calls[i];
 
-		printf(" %9.0f %7.3f", (double)n / dt,
-		       n ? (double)(b->ns[i] - a->ns[i]) / (double)n / 1e6 : 0);
+		n += (size_t)snprintf(
+			last + n, cap - n, " %9.0f %7.3f", (double)c / dt,
+			c ? (double)(b->l.ns[i] - a->l.ns[i]) / (double)c / 1e6
+			  : 0);
 	}
 	if (reads)
 		snprintf(hit, sizeof(hit), "%.1f",
-			 100.0 * (double)(b->hits - a->hits) / (double)reads);
+			 100.0 * (double)(b->l.cache_hits - a->l.cache_hits) /
+				 (double)reads);
 	else
 		snprintf(hit, sizeof(hit), "-");
-	human((double)b->dirty, dirty, sizeof(dirty));
-	printf(" %6s %9.1f %9.1f %8s %7" PRIu64 " %5s\n", hit,
-	       (double)(b->get - a->get) / dt / 1048576.0,
-	       (double)(b->put - a->put) / dt / 1048576.0, dirty, b->uploads,
-	       b->store);
-	fflush(stdout);
+	if (b->local) {
+		human((double)b->dirty, dirty, sizeof(dirty));
+		snprintf(up, sizeof(up), "%" PRIu64, b->uploads);
+	} else {
+		snprintf(dirty, sizeof(dirty), "-");
+		snprintf(up, sizeof(up), "-");
+	}
+	if (n < cap)
+		snprintf(last + n, cap - n, " %6s %9.1f %9.1f %8s %7s %5s", hit,
+			 (double)(b->l.store_in - a->l.store_in) / dt /
+				 1048576.0,
+			 (double)(b->l.store_out - a->l.store_out) / dt /
+				 1048576.0,
+			 dirty, up, b->local ? b->store : "-");
+	printf("%-8s%s\n", when, last);
 }
 
 static void usage(FILE *f)
@@ -173,7 +207,8 @@ int ctl_stats(const char *path, int argc, char **argv)
 	};
 	double interval = 1;
 	long count = -1, lines = 0;
-	struct snap prev, cur;
+	struct snap *prev = NULL, *cur = NULL;
+	char(*last)[512] = NULL;
 	char *end;
 	int c, rc;
 
@@ -209,22 +244,64 @@ int ctl_stats(const char *path, int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if ((rc = take(path, &prev)))
-		return rc;
+	prev = malloc(sizeof(*prev));
+	cur = malloc(sizeof(*cur));
+	last = calloc(PEERS_MAX, sizeof(*last));
+	if (!prev || !cur || !last) {
+		fprintf(stderr, "mapfs-gw ctl stats: out of memory\n");
+		rc = 1;
+		goto out;
+	}
+	if ((rc = take(path, prev)))
+		goto out;
 	while (count < 0 || lines < count) {
 		struct timespec ts = {
 			(time_t)interval,
 			(long)((interval - (double)(time_t)interval) * 1e9)
 		};
+		bool cluster;
+		char when[16];
+		time_t now;
+		struct tm tm;
 
 		nanosleep(&ts, NULL);
-		if ((rc = take(path, &cur)))
-			return rc;
+		if ((rc = take(path, cur)))
+			goto out;
+		cluster = cur->n > 1 || cur->gw[0].name[0];
 		if (lines % HEADER_EVERY == 0)
-			header();
-		line_of(&prev, &cur);
-		prev = cur;
+			header(cluster);
+		now = time(NULL);
+		localtime_r(&now, &tm);
+		strftime(when, sizeof(when), "%H:%M:%S", &tm);
+		for (size_t g = 0; g < cur->n && g < PEERS_MAX; g++) {
+			const struct gw *b = &cur->gw[g], *a = NULL;
+
+			for (size_t k = 0; k < prev->n && !a; k++)
+				if (prev->gw[k].node == b->node &&
+				    prev->gw[k].local == b->local)
+					a = &prev->gw[k];
+			if (!a) {
+				last[g][0] = '\0';
+				continue; /* new: a line from the next one on */
+			}
+			line_of(when, cluster, a, b, last[g], sizeof(last[g]));
+		}
+		fflush(stdout);
+		/* Another gateway's figures change with its lease renewal:
+		 * keep the older snapshot of one that has not moved. */
+		for (size_t g = 0; g < cur->n; g++)
+			for (size_t k = 0; k < prev->n; k++)
+				if (!cur->gw[g].local &&
+				    prev->gw[k].node == cur->gw[g].node &&
+				    prev->gw[k].l.t_ms == cur->gw[g].l.t_ms)
+					cur->gw[g] = prev->gw[k];
+		*prev = *cur;
 		lines++;
 	}
-	return 0;
+	rc = 0;
+out:
+	free(prev);
+	free(cur);
+	free(last);
+	return rc;
 }

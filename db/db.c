@@ -184,6 +184,14 @@ uint64_t db_cluster_replica_age_ms(struct db *db)
 	return db->rep ? db_replica_age_ms(db->rep) : 0;
 }
 
+/* See db.h. */
+int db_cluster_peers_live(struct db *db, db_peer_fn fn, void *ctx)
+{
+	struct db_pg *pg = pg_of(db);
+
+	return pg ? db_pg_peers_live(pg, fn, ctx) : -ENOTSUP;
+}
+
 int db_send(struct db *db, uint32_t to, const char *msg)
 {
 	struct db_pg *pg = pg_of(db);

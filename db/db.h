@@ -220,6 +220,18 @@ bool db_cluster_up(struct db *db);
 uint64_t db_cluster_replica_age_ms(struct db *db);
 
 /*
+ * The cluster's live gateways (this one included) as each published
+ * itself with its last lease renewal: fn(ctx, node id, name, text) with
+ * the text its
+ * metrics_live_format() made (a gateway that published none is left
+ * out).  Blocks for one round trip.  -ENOTSUP when alone, -EAGAIN while
+ * the database is down.
+ */
+typedef void (*db_peer_fn)(void *ctx, uint32_t node, const char *name,
+			   const char *live);
+int db_cluster_peers_live(struct db *db, db_peer_fn fn, void *ctx);
+
+/*
  * A short text message (up to DB_MSG_MAX bytes) to node `to` (0: every
  * other node), through the database (NOTIFY): delivered to the handler
  * that node registered with db_on_message(), on its follower thread,

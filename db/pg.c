@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "metrics/metrics.h"
 #include "pg_int.h"
 
 #define SCHEMA_VERSION 2
@@ -434,6 +435,10 @@ static const char schema_sql[] =
 	"  instance text NOT NULL, addr text NOT NULL,"
 	"  lease_until timestamptz NOT NULL, started timestamptz NOT NULL,"
 	"  applied bigint NOT NULL DEFAULT 0);"
+	/* What each gateway's live view shows of it (ctl stats), published
+	 * with its lease; added in place (a gateway without it ignores
+	 * it, so the schema's version stays). */
+	"ALTER TABLE mapfs_nodes ADD COLUMN IF NOT EXISTS live text;"
 	"CREATE TABLE IF NOT EXISTS mapfs_counters ("
 	"  name text PRIMARY KEY, next bigint NOT NULL);"
 	"INSERT INTO mapfs_counters VALUES ('ino', 2) ON CONFLICT DO NOTHING;"
@@ -660,24 +665,31 @@ static int node_register(struct db_pg *pg, PGconn *c, char *holder, size_t cap)
 
 /*
  * Renew the lease and publish the oldest transaction whose commits this
- * node may still lack; now and then prune what every live node has: log
+ * node may still lack, and its live view's figures (ctl stats on the
+ * others); now and then prune what every live node has: log
  * entries (and tokens) older than LOG_KEEP_S below that.  0 or -errno.
  */
 static int node_renew(struct db_pg *pg, PGconn *c, uint64_t applied_xmin)
 {
-	char lease[32], id[16], applied[32];
-	const char *p[4] = { id, pg->instance, lease, applied };
+	char lease[32], id[16], applied[32], live[METRICS_LIVE_TEXT];
+	const char *p[5] = { id, pg->instance, lease, applied, live };
+	struct metrics_live l;
 	PGresult *r;
 	int rc = 0;
 
 	snprintf(lease, sizeof(lease), "%u milliseconds", pg->o.lease_ms);
 	snprintf(id, sizeof(id), "%u", pg->node_id);
 	snprintf(applied, sizeof(applied), "%" PRIu64, applied_xmin);
+	if (metrics_live(&l))
+		live[0] = '\0';
+	else
+		metrics_live_format(&l, live, sizeof(live));
 	r = exec_text(
 		c,
 		"UPDATE mapfs_nodes SET lease_until = now() + $3::interval,"
-		"  applied = $4 WHERE id = $1 AND instance = $2",
-		4, p, PGRES_COMMAND_OK);
+		"  applied = $4, live = nullif($5, '')"
+		" WHERE id = $1 AND instance = $2",
+		5, p, PGRES_COMMAND_OK);
 	if (!r)
 		return -EAGAIN;
 	if (strcmp(PQcmdTuples(r), "1")) {

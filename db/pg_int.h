@@ -132,6 +132,8 @@ int db_pg_alloc_ids(struct db_pg *pg, uint64_t n, uint64_t *first);
 int db_pg_log_oldest(struct db_pg *pg, uint64_t *seq);
 int db_pg_secret(struct db_pg *pg, const char *name, void *buf, size_t len);
 int db_pg_send(struct db_pg *pg, uint32_t to, const char *msg);
+/* db_cluster_peers_live (db.h), on the service connection. */
+int db_pg_peers_live(struct db_pg *pg, db_peer_fn fn, void *ctx);
 int db_pg_note(struct db_pg *pg, const char *kind, const char *note, bool add);
 int db_pg_notes_take(struct db_pg *pg, uint32_t node, const char *kind,
 		     void (*fn)(void *ctx, const char *note), void *ctx);

@@ -45,6 +45,30 @@ int db_pg_send(struct db_pg *pg, uint32_t to, const char *msg)
 	return rc;
 }
 
+/* See pg_int.h. */
+int db_pg_peers_live(struct db_pg *pg, db_peer_fn fn, void *ctx)
+{
+	PGconn *c = db_pg_svc_lock(pg);
+	PGresult *r;
+	int rc = -EAGAIN;
+
+	if (c) {
+		r = PQexec(c, "SELECT id, name, live FROM mapfs_nodes"
+			      " WHERE lease_until > now() AND live IS NOT NULL"
+			      " ORDER BY id");
+		rc = PQresultStatus(r) == PGRES_TUPLES_OK
+			     ? 0
+			     : db_pg_res_err(c, r, "live view");
+		for (int i = 0; !rc && i < PQntuples(r); i++)
+			fn(ctx,
+			   (uint32_t)strtoul(PQgetvalue(r, i, 0), NULL, 10),
+			   PQgetvalue(r, i, 1), PQgetvalue(r, i, 2));
+		PQclear(r);
+	}
+	db_pg_svc_unlock(pg);
+	return rc;
+}
+
 /* One statement on the service connection with params; -EAGAIN if down. */
 static int svc_exec(struct db_pg *pg, const char *sql, int n,
 		    const char *const *params)

@@ -9,6 +9,7 @@
 #include "metrics.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -496,4 +497,98 @@ out_oom:
 	free(b->p);
 	*b = (struct metrics_buf){ 0 };
 	return -ENOMEM;
+}
+
+/* ---- the live view ------------------------------------------------- */
+
+const char *const metrics_kind_names[METRICS_NKINDS] = { "read", "write",
+							 "meta", "change",
+							 "lock", "mount" };
+
+static enum metrics_kind kind_of(const char *prog, const char *proc)
+{
+	static const char *const changes[] = { "SETATTR", "CREATE", "MKDIR",
+					       "SYMLINK", "MKNOD",  "REMOVE",
+					       "RMDIR",   "RENAME", "LINK" };
+
+	if (!strcmp(prog, "nlm") || !strcmp(prog, "nsm"))
+		return METRICS_K_LOCK;
+	if (strcmp(prog, "nfs"))
+		return METRICS_K_MOUNT;
+	if (!strcmp(proc, "READ"))
+		return METRICS_K_READ;
+	if (!strcmp(proc, "WRITE") || !strcmp(proc, "COMMIT"))
+		return METRICS_K_WRITE;
+	for (size_t i = 0; i < sizeof(changes) / sizeof(changes[0]); i++)
+		if (!strcmp(proc, changes[i]))
+			return METRICS_K_CHANGE;
+	return METRICS_K_META;
+}
+
+static void live_add(void *ctx, const char *prog, const char *proc,
+		     uint64_t calls, uint64_t sum_ns)
+{
+	struct metrics_live *l = ctx;
+	enum metrics_kind k = kind_of(prog, proc);
+
+	l->calls[k] += calls;
+	l->ns[k] += sum_ns;
+}
+
+/* See metrics.h. */
+int metrics_live(struct metrics_live *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->t_ms = metrics_now_ns() / 1000000;
+	out->cache_hits = metrics_get(MET_CACHE_HITS);
+	out->cache_misses = metrics_get(MET_CACHE_MISSES);
+	out->store_in = metrics_get(MET_STORE_BYTES_GET);
+	out->store_out = metrics_get(MET_STORE_BYTES_PUT) +
+			 metrics_get(MET_STORE_BYTES_MPU);
+	return metrics_rpc_each(live_add, out);
+}
+
+/* See metrics.h. */
+void metrics_live_format(const struct metrics_live *l, char *buf, size_t cap)
+{
+	size_t n = (size_t)snprintf(buf, cap, "%" PRIu64, l->t_ms);
+
+	for (int i = 0; i < METRICS_NKINDS && n < cap; i++)
+		n += (size_t)snprintf(buf + n, cap - n, " %" PRIu64 " %" PRIu64,
+				      l->calls[i], l->ns[i]);
+	if (n < cap)
+		snprintf(buf + n, cap - n,
+			 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64,
+			 l->cache_hits, l->cache_misses, l->store_in,
+			 l->store_out);
+}
+
+/* See metrics.h. */
+int metrics_live_parse(const char *text, struct metrics_live *out)
+{
+	uint64_t *f[1 + 2 * METRICS_NKINDS + 4];
+	size_t n = 0;
+	char *end;
+
+	memset(out, 0, sizeof(*out));
+	f[n++] = &out->t_ms;
+	for (int i = 0; i < METRICS_NKINDS; i++) {
+		f[n++] = &out->calls[i];
+		f[n++] = &out->ns[i];
+	}
+	f[n++] = &out->cache_hits;
+	f[n++] = &out->cache_misses;
+	f[n++] = &out->store_in;
+	f[n++] = &out->store_out;
+	for (size_t i = 0; i < n; i++) {
+		while (*text == ' ')
+			text++;
+		if (*text < '0' || *text > '9')
+			return -EINVAL;
+		*f[i] = strtoull(text, &end, 10);
+		text = end;
+	}
+	while (*text == ' ')
+		text++;
+	return *text ? -EINVAL : 0;
 }

@@ -214,6 +214,37 @@ typedef void (*metrics_rpc_fn)(void *ctx, const char *prog, const char *proc,
 			       uint64_t calls, uint64_t sum_ns);
 int metrics_rpc_each(metrics_rpc_fn fn, void *ctx);
 
+/*
+ * The live view's figures (ctl stats), summed over all threads now: RPC
+ * calls and their summed nanoseconds by kind, cache reads, store bytes
+ * both ways.  In a cluster each gateway also publishes its own, as text,
+ * with its lease (db/).
+ */
+enum metrics_kind {
+	METRICS_K_READ,   /* NFS READ */
+	METRICS_K_WRITE,  /* NFS WRITE, COMMIT */
+	METRICS_K_META,   /* the other NFS calls that change nothing */
+	METRICS_K_CHANGE, /* SETATTR and the calls that make or drop names */
+	METRICS_K_LOCK,   /* NLM, NSM */
+	METRICS_K_MOUNT,  /* MOUNT */
+	METRICS_NKINDS
+};
+extern const char *const metrics_kind_names[METRICS_NKINDS];
+
+struct metrics_live {
+	uint64_t t_ms; /* monotonic, of this process */
+	uint64_t calls[METRICS_NKINDS], ns[METRICS_NKINDS];
+	uint64_t cache_hits, cache_misses, store_in, store_out;
+};
+
+/* Fill *out now.  0 or -ENOMEM. */
+int metrics_live(struct metrics_live *out);
+/* As one line of numbers (cap >= METRICS_LIVE_TEXT), and back: 0 or
+ * -EINVAL. */
+#define METRICS_LIVE_TEXT 400
+void metrics_live_format(const struct metrics_live *l, char *buf, size_t cap);
+int metrics_live_parse(const char *text, struct metrics_live *out);
+
 /* Monotonic nanoseconds, for latencies. */
 uint64_t metrics_now_ns(void);
 

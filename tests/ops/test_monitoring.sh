@@ -115,7 +115,8 @@ start_gw lmdb
 scrape lmdb
 eval "$("$ROOT/tests/pg/pg.sh" start)"
 PGDIR=$MAPFS_PG_DIR
-start_gw pg --meta "$MAPFS_PG_URL" --node mon1
+start_gw pg --meta "$MAPFS_PG_URL" --node mon1 --store "file://$T/cstore"
+PG_NFS=$NFS PG_MNT=$MNT
 scrape pg
 missing=0
 while read -r n; do
@@ -186,4 +187,34 @@ if command -v script >/dev/null; then
 	grep -q "read/s" "$T/stats.tty" || fail "ctl stats in a terminal printed no header"
 fi
 "$GW" ctl --state "$SOCK_STATE" stats --count 0 >/dev/null 2>&1 && fail "--count 0 accepted"
+
+step "ctl stats in a cluster: a line per gateway"
+start_gw pg2 --meta "$MAPFS_PG_URL" --node mon2 --store "file://$T/cstore"
+(
+	end=$((SECONDS + 5))
+	i=0
+	while [ $SECONDS -lt $end ]; do
+		u="nfs://127.0.0.1/mapfs/c$i?nfsport=$NFS&mountport=$MNT"
+		nfs-cp "$T/load" "$u" >/dev/null && nfs-cat "$u" > /dev/null
+		i=$((i + 1))
+	done
+) &
+LOAD=$!
+"$GW" ctl --state "$T/pg" stats --interval 1 --count 4 > "$T/stats.cluster" ||
+	fail "ctl stats on a cluster's gateway"
+wait $LOAD
+cat "$T/stats.cluster"
+python3 - "$T/stats.cluster" <<'PY' || fail "ctl stats does not show each gateway of the cluster"
+import sys
+lines = open(sys.argv[1]).read().split("\n")
+head = lines[0].split()
+assert head[1] == "gateway", head
+rows = [dict(zip(head, l.split())) for l in lines[1:] if l.strip() and not l.startswith("time")]
+names = {r["gateway"] for r in rows}
+assert names == {"mon1", "mon2"}, names
+busy = max(float(r["write/s"]) for r in rows if r["gateway"] == "mon2")
+idle = max(float(r["write/s"]) for r in rows if r["gateway"] == "mon1")
+assert busy > 5 and idle == 0, (busy, idle)
+print(f"mon2 (loaded) up to {busy:.0f} writes/s, mon1 (idle) {idle:.0f}")
+PY
 echo "monitoring: ok"

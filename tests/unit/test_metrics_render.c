@@ -4,6 +4,7 @@
  * collectors.
  */
 #include <CUnit/Basic.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,6 +124,32 @@ static void test_histogram(void)
 	free(b.p);
 }
 
+/* ctl stats' figures: calls by kind, and their text form both ways. */
+static void test_live(void)
+{
+	struct metrics_live l, back;
+	char text[METRICS_LIVE_TEXT];
+
+	metrics_rpc_register(100003, 3, 8, "nfs", "CREATE");
+	metrics_rpc_register(100021, 4, 2, "nlm", "LOCK");
+	metrics_rpc_call(100003, 3, 8, 3000);
+	metrics_rpc_call(100021, 4, 2, 5000);
+	CU_ASSERT_FATAL(metrics_live(&l) == 0);
+	CU_ASSERT(l.calls[METRICS_K_CHANGE] == 1 &&
+		  l.ns[METRICS_K_CHANGE] == 3000);
+	CU_ASSERT(l.calls[METRICS_K_LOCK] == 1 && l.ns[METRICS_K_LOCK] == 5000);
+	/* READ, from test_histogram: three calls. */
+	CU_ASSERT(l.calls[METRICS_K_READ] == 3);
+	CU_ASSERT(l.calls[METRICS_K_WRITE] == 0 && l.t_ms > 0);
+	metrics_live_format(&l, text, sizeof(text));
+	CU_ASSERT(metrics_live_parse(text, &back) == 0);
+	CU_ASSERT(memcmp(&l, &back, sizeof(l)) == 0);
+	CU_ASSERT(metrics_live_parse("1 2 3", &back) == -EINVAL);
+	CU_ASSERT(metrics_live_parse("x", &back) == -EINVAL);
+	strcat(text, " 9");
+	CU_ASSERT(metrics_live_parse(text, &back) == -EINVAL);
+}
+
 /* The histograms beside the RPC ones: cumulative buckets, sum, count. */
 static void test_named_histogram(void)
 {
@@ -180,6 +207,7 @@ int main(void)
 	CU_add_test(s, "latency histogram", test_histogram);
 	CU_add_test(s, "named histograms", test_named_histogram);
 	CU_add_test(s, "collectors", test_collectors);
+	CU_add_test(s, "the live view's figures", test_live);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();
