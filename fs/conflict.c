@@ -302,3 +302,96 @@ int fs_conflict_copy(struct fs *fs, const struct fs_pending *p,
 	fs_revalidate(fs, NULL, cc.op.parent, true, fs_done_nothing, NULL);
 	return 0;
 }
+
+/* Is anything below dir in the store (or too much to look at: true)? */
+static bool below_in_store(struct fs *fs, struct db_txn *txn, uint64_t dir,
+			   int depth, size_t *budget)
+{
+	char name[FS_NAME_MAX + 1];
+	uint64_t cookie = 0, ino;
+	struct fs_inode in;
+
+	if (depth > 64)
+		return true;
+	while (fs_dir_next(fs, txn, dir, &cookie, &ino, name) == 0) {
+		if (!*budget)
+			return true;
+		(*budget)--;
+		if (fs_inode_get(fs, txn, ino, &in))
+			continue;
+		if ((in.flags & FS_F_IN_STORE) ||
+		    (in.type == FS_DIR &&
+		     below_in_store(fs, txn, ino, depth + 1, budget)))
+			return true;
+	}
+	return false;
+}
+
+struct kind_op {
+	struct conflict_op op;
+	bool kept; /* a directory with something below in the store */
+};
+
+static int kind_apply(struct db_txn *txn, void *arg)
+{
+	struct kind_op *k = arg;
+	struct fs *fs = k->op.fs;
+	char key[STORE_KEY_MAX + 2];
+	struct fs_inode in, dir;
+	size_t budget = 10000;
+	int rc = fs_inode_get(fs, txn, k->op.snap->ino, &in);
+
+	k->op.applied = k->kept = false; /* (a cluster commit may rerun) */
+	if (rc)
+		return rc == -ESTALE ? 0 : rc;
+	if ((rc = fs_obj_key(fs, txn, &in, key, sizeof(key))))
+		return rc;
+	if (strcmp(key, k->op.key) || (in.flags & FS_F_IN_STORE))
+		return 0; /* moved or uploaded meanwhile: as it is now */
+	in.flags &= ~(uint32_t)FS_F_MADE_AWAY;
+	if (in.type == FS_DIR && below_in_store(fs, txn, in.ino, 0, &budget)) {
+		k->kept = true;
+		return fs_inode_put(fs, txn, &in);
+	}
+	if ((rc = fs_inode_get(fs, txn, in.parent, &dir)) ||
+	    (rc = move_aside(&k->op, txn, &dir, &in)))
+		return rc;
+	in.ctime = fs_now_ns();
+	if ((rc = fs_inode_put(fs, txn, &in)))
+		return rc;
+	k->op.parent = in.parent;
+	k->op.applied = true;
+	return 0;
+}
+
+/* See fs_int.h. */
+int fs_conflict_kind(struct fs *fs, const struct fs_inode *snap,
+		     const char *key)
+{
+	struct kind_op k = { .op = { .fs = fs,
+				     .snap = snap,
+				     .key = key,
+				     .kind = CONFLICT_ASIDE } };
+	int rc = db_write(fs->db, kind_apply, &k);
+
+	if (rc)
+		return rc;
+	if (k.kept) {
+		log_warn("fs: %s: another writer made a file of this name "
+			 "while the store was away, and our directory has "
+			 "objects in the store already: both stay, the "
+			 "directory is shown",
+			 key);
+		return 1;
+	}
+	if (!k.op.applied)
+		return 0;
+	metrics_inc(MET_CONFLICTS_ASIDE);
+	log_warn("fs: %s was made %s by someone else while the store was "
+		 "away, and here %s: theirs stays, ours goes to %s in the "
+		 "same directory",
+		 key, snap->type == FS_DIR ? "a file" : "a directory",
+		 snap->type == FS_DIR ? "a directory" : "a file", k.op.aside);
+	fs_revalidate(fs, NULL, k.op.parent, true, fs_done_nothing, NULL);
+	return 0;
+}

@@ -53,6 +53,11 @@ enum {
 	FS_F_MARKER = 1u << 3, /* dirs: a "dir/" marker object exists */
 	FS_F_EXCL = 1u << 4,   /* verf holds an exclusive-create verifier */
 	FS_F_DIRTY_LINKS = 1u << 5, /* a name (links.c) lacks its object */
+	/* Made while the store was away, not uploaded yet: its first upload
+	 * looks for another writer's object of the other kind at its name
+	 * (a file where we made a directory, or keys under a name we made a
+	 * file of; syncer.c other_kind). */
+	FS_F_MADE_AWAY = 1u << 6,
 };
 #define FS_F_DIRTY (FS_F_DIRTY_DATA | FS_F_DIRTY_META | FS_F_DIRTY_LINKS)
 
@@ -193,6 +198,19 @@ struct fs {
  */
 int fs_conflict(struct fs *fs, const struct fs_inode *snap, const char *key,
 		uint64_t size, int why);
+/*
+ * conflict.c: snap (of key) was made while the store was away, and
+ * another writer made its name the other kind meanwhile (a file where
+ * snap is a directory, a directory where it is a file).  Theirs stays;
+ * ours moves to NAME.conflict-<node>-<time>, logged and counted, and is
+ * uploaded there; the directory is listed again.  A directory of ours
+ * with anything below it in the store already stays where it is (both
+ * kept: the listing shows the directory): 1.  0 when moved, or the
+ * error that leaves the upload to be tried again.  Under sync_lock.
+ */
+int fs_conflict_kind(struct fs *fs, const struct fs_inode *snap,
+		     const char *key);
+
 /*
  * conflict.c: the COPY p (a renamed file's object to its new key) found
  * another writer's object at p->dst.  Theirs stays; if p->dst is still

@@ -136,6 +136,8 @@ static void new_inode(struct create_op *op, const struct fs_inode *dir,
 	}
 	if (sa->mask & FS_SET_MODE)
 		in->mode = sa->mode & 07777;
+	if (store_down(op->fs->store))
+		in->flags |= FS_F_MADE_AWAY;
 }
 
 static int create_apply(struct db_txn *txn, void *p)

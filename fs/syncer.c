@@ -1028,6 +1028,7 @@ static int upload_commit_apply(struct db_txn *txn, void *arg)
 	}
 	if (it->in.ino != FS_ROOT_INO) {
 		in.flags |= FS_F_IN_STORE;
+		in.flags &= ~(uint32_t)FS_F_MADE_AWAY;
 		if (in.type == FS_DIR)
 			in.flags |= FS_F_MARKER;
 		in.synced_ms = fs_now_ms();
@@ -1293,6 +1294,38 @@ static bool own_earlier(struct fs *fs, struct sync_item *it)
 	return true;
 }
 
+/*
+ * A name made while the store was away (FS_F_MADE_AWAY), before its
+ * first upload: did another writer make it the other kind meanwhile?
+ * For a directory ("d/"), an object "d"; for anything else ("f"), keys
+ * under "f/".  -EEXIST if so, 0 if not, or the store's error.
+ */
+static int other_kind(struct fs *fs, const struct sync_item *it)
+{
+	char k[STORE_KEY_MAX + 2];
+	size_t n = strlen(it->key);
+	struct store_page page = { 0 };
+	struct store_info info;
+	int rc;
+
+	if (!n || n > STORE_KEY_MAX - 1)
+		return 0;
+	memcpy(k, it->key, n + 1);
+	if (it->in.type == FS_DIR) {
+		if (k[n - 1] == '/')
+			k[n - 1] = '\0';
+		rc = store_head(fs->store, k, &info);
+		return rc == -ENOENT ? 0 : rc ? rc : -EEXIST;
+	}
+	k[n] = '/';
+	k[n + 1] = '\0';
+	rc = store_list(fs->store, k, '/', NULL, 1, &page);
+	if (!rc && (page.nentries || page.nprefixes))
+		rc = -EEXIST;
+	store_page_free(&page);
+	return rc;
+}
+
 static int sync_item(struct fs *fs, struct sync_item *it)
 {
 	struct store_info info = { 0 };
@@ -1308,6 +1341,14 @@ static int sync_item(struct fs *fs, struct sync_item *it)
 		return -EAGAIN;
 	if (it->in.ino != FS_ROOT_INO) /* the root has no object */
 		rc = item_base_refresh(fs, it);
+	if (!rc && (it->in.flags & FS_F_MADE_AWAY) &&
+	    !(it->in.flags & FS_F_IN_STORE) &&
+	    (rc = other_kind(fs, it)) == -EEXIST) {
+		rc = fs_conflict_kind(fs, &it->in, it->key);
+		if (rc <= 0)
+			return rc; /* moved aside: the next pass uploads it */
+		rc = 0;
+	}
 	if (!rc && it->in.ino != FS_ROOT_INO && uploading)
 		rc = upload(fs, it, &info);
 	else if (!rc)

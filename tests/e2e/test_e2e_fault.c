@@ -825,9 +825,29 @@ static void test_new_names(void)
 		quick("RENAME old2.txt clash2.txt (store away)", res.status,
 		      NFS3_OK, t0);
 	}
-	/* Another writer, who still reaches the store, makes two of them. */
+	/* A file and a directory, which the other writer makes the other
+	 * kind. */
+	{
+		MKDIR3args a = { .where = { E.root, "df" },
+				 .attributes = e2e_sattr_mode(0755) };
+		MKDIR3res res;
+		nfs_fh3 ff, fdf;
+
+		ff = make_file(&E.root, "fd", GUARDED);
+		write_commit(&ff, "fd", "our file", 8, &jukes);
+		E2E_RPC(E.r, e2e_nfs3_mkdir(E.r, &a, &res));
+		E2E_REQUIRE(res.status == NFS3_OK, "MKDIR df");
+		fdf = e2e_fh_dup(
+			E.r, &res.MKDIR3res_u.resok.obj.post_op_fh3_u.handle);
+		ff = make_file(&fdf, "in", GUARDED);
+		write_commit(&ff, "df/in", "in our dir", 10, &jukes);
+	}
+	/* Another writer, who still reaches the store, makes four of them. */
 	E2E_REQUIRE(direct_put("clash.txt", "theirs") == 200, "their PUT");
 	E2E_REQUIRE(direct_put("clash2.txt", "theirs too") == 200, "their PUT");
+	E2E_REQUIRE(direct_put("fd/theirs", "their dir's file") == 200,
+		    "their PUT");
+	E2E_REQUIRE(direct_put("df", "their file") == 200, "their PUT");
 
 	/* Back. */
 	set_mode("pass");
@@ -851,10 +871,11 @@ static void test_new_names(void)
 				     "(%*u ms): %lu names made while it was "
 				     "away, %lu of",
 				     &names, &conflicts);
-		E2E_CHECK(conflicts == 2, "the log says %lu conflicts, want 2",
+		E2E_CHECK(conflicts == 4, "the log says %lu conflicts, want 4",
 			  conflicts);
-		/* new, clash, excl, nd, in, sym, fifo, hard, two renames */
-		E2E_CHECK(names >= 10, "the log says %lu names were made",
+		/* new, clash, excl, nd, in, sym, fifo, hard, two renames,
+		 * fd, df, df/in */
+		E2E_CHECK(names >= 13, "the log says %lu names were made",
 			  names);
 		fprintf(stderr, "  [the outage made %lu names]\n", names);
 		free(log);
@@ -899,6 +920,39 @@ static void test_new_names(void)
 		E2E_CHECK(st == 200 && !strcmp(body, old2_body),
 			  "%s: %d %s, want the renamed file's bytes", key, st,
 			  body);
+	}
+	/* The other kind: theirs at the name, ours beside it. */
+	st = direct_get("fd/theirs", buf, sizeof(buf));
+	E2E_CHECK(st == 200 && !strcmp(buf, "their dir's file"),
+		  "fd/theirs: %d %s", st, buf);
+	st = direct_get("df", buf, sizeof(buf));
+	E2E_CHECK(st == 200 && !strcmp(buf, "their file"), "df: %d %s", st,
+		  buf);
+	E2E_CHECK(direct_get("fd", buf, sizeof(buf)) == 404,
+		  "our file fd was uploaded at their directory's name");
+	E2E_CHECK(direct_get("df/in", buf, sizeof(buf)) == 404,
+		  "our df/in went under their file's name");
+	st = direct_find("fd.conflict-", key, sizeof(key));
+	E2E_CHECK(st == 0, "our file fd is not beside their directory");
+	if (!st) {
+		const char *slash = strrchr(key, '/');
+
+		st = direct_get(slash ? slash + 1 : key, buf, sizeof(buf));
+		E2E_CHECK(st == 200 && !strcmp(buf, "our file"), "%s: %d %s",
+			  key, st, buf);
+	}
+	st = direct_find("df.conflict-", key, sizeof(key));
+	E2E_CHECK(st == 0, "our directory df is not beside their file");
+	if (!st) {
+		/* PREFIX/df.conflict-NODE-TIME/ (its marker) or .../in */
+		char *dc = strstr(key, "df.conflict-"), *e, path[600];
+
+		if ((e = strchr(dc, '/')))
+			*e = '\0';
+		snprintf(path, sizeof(path), "%s/in", dc);
+		st = direct_get(path, buf, sizeof(buf));
+		E2E_CHECK(st == 200 && !strcmp(buf, "in our dir"), "%s: %d %s",
+			  path, st, buf);
 	}
 	/* Through NFS: theirs at the name. */
 	t0 = e2e_now_ms();
