@@ -1490,14 +1490,11 @@ static void outage_check(struct fs *fs, uint64_t conflicts0)
 		 ds.files, ds.bytes, ds.pending, fs->outage.names);
 }
 
-/* After a pass that went well (under sync_lock): an outage's replay is
- * done once nothing waits. */
+/* A pass found nothing to do (under sync_lock): an outage's replay, if
+ * one is under way, is done. */
 static void outage_replayed(struct fs *fs)
 {
-	struct fs_dirty_stat ds;
-
-	if (!fs->outage.replaying || fs_dirty_stat(fs, &ds) || ds.files ||
-	    ds.pending)
+	if (!fs->outage.replaying)
 		return;
 	pthread_mutex_lock(&fs->outage_lock);
 	fs->outage.replaying = false;
@@ -1555,6 +1552,8 @@ static int sync_pass(struct fs *fs, bool flushing, const struct sync_only *only,
 	rc = snap_take(fs, &s);
 	if (rc)
 		return rc;
+	if (!only && !s.npend && !s.nitems)
+		outage_replayed(fs);
 	for (size_t i = 0; i < s.npend; i++) {
 		const struct fs_pending *pd = &s.pend[i];
 		const char *what = pd->op == FS_PEND_DEL ? "delete" : "copy";
@@ -1631,8 +1630,6 @@ static int sync_pass(struct fs *fs, bool flushing, const struct sync_only *only,
 	*progress = atomic_load(&run.progress);
 	rc = atomic_load(&run.first);
 	outage_check(fs, conflicts0);
-	if (!rc && !only)
-		outage_replayed(fs);
 	return rc;
 }
 
@@ -1654,7 +1651,6 @@ static void *syncer_main(void *p)
 	while (!fs->sync_stop) {
 		struct timespec ts;
 		bool down = store_down(fs->store);
-
 		uint32_t wait = down ? SYNC_PROBE_MS : period + fs->backoff_ms;
 		bool progress;
 

@@ -1462,9 +1462,11 @@ static int pf_write(struct e2e_rpc *r, const nfs_fh3 *fh, const char *data,
  * standby, the gateways given both (target_session_attrs=read-write).
  * A client of A creates files and writes each FILE_SYNC, one after the
  * other; the primary is killed and the standby promoted.  The client
- * sees JUKEBOX in the gap and no other error, the gateways reconnect by
+ * sees JUKEBOX or a wait in the gap and no other error, the gateways reconnect by
  * themselves, and every file it was answered for is on B with its
- * bytes.
+ * bytes.  (A commit in flight at the kill may also ride the failover
+ * out: its connection lost, it asks the new primary whether it landed,
+ * and the client only waits.)
  */
 static void test_pg_failover(void)
 {
@@ -1525,7 +1527,10 @@ static void test_pg_failover(void)
 		"  [%d files created and written, %d JUKEBOX replies; "
 		"the longest wait for one: %llu ms]\n",
 		n, jukebox, (unsigned long long)gap);
-	E2E_CHECK(jukebox > 0, "the failover was not noticed (no JUKEBOX)");
+	/* It happened under the load: clients waited (JUKEBOX, or a commit
+	 * that rode it out by asking the new primary whether it landed). */
+	E2E_CHECK(jukebox > 0 || gap >= 300,
+		  "the failover was not noticed (no JUKEBOX, no wait)");
 	/* Every one on B, with its bytes (B's replica may lag a moment). */
 	int missing = 0;
 
