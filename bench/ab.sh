@@ -10,7 +10,9 @@
 # --threads 2, its own state) on 127.0.0.1 and runs every item against
 # it; the build that goes first alternates from round to round (this
 # VM's figures drift between rounds).  Prints the median of each item
-# per build, B/A, and the spread of the rounds.  Client and gateway share
+# per build, B/A, and the spread of the rounds, and the gateway's CPU
+# time per operation (from /proc: the figure the VM's drift distorts
+# least).  Client and gateway share
 # the machine's CPUs.  Makes no assertions.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -44,6 +46,9 @@ cleanup() {
 trap cleanup EXIT
 
 RES=$WORK/results.tsv
+HZ=$(getconf CLK_TCK)
+# The gateway's CPU time so far (user + system, clock ticks).
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 : >"$RES"
 # run_one LABEL BINARY ROUND: a fresh gateway, every item, stopped.
 run_one() {
@@ -63,10 +68,12 @@ run_one() {
 	for item in ${ITEMS//,/ }; do
 		q=64
 		case $item in *-4k|*-1m) q=32 ;; esac
+		c0=$(cpu_ticks "$GWPID")
 		"$BENCH" -p "$THREADS" -q "$q" --duration "$DURATION" \
 			--io-file-size 64M --items "$item" --json "$url" >"$d/$item.json"
+		c1=$(cpu_ticks "$GWPID")
 		v=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["items"][0]["value"])' "$d/$item.json")
-		printf '%s\t%s\t%s\t%s\n' "$1" "$item" "$3" "$v" >>"$RES"
+		printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$item" "$3" "$v" "$((c1 - c0))" >>"$RES"
 	done
 	kill "$GWPID"; wait "$GWPID" 2>/dev/null || true; GWPID=
 }
@@ -80,17 +87,23 @@ for r in $(seq "$ROUNDS"); do
 	echo "ab.sh: round $r of $ROUNDS done" >&2
 done
 
-python3 - "$RES" "$A" "$B" <<'EOF'
+python3 - "$RES" "$A" "$B" "$HZ" "$DURATION" <<'EOF'
 import sys, statistics, collections
 rows = [l.rstrip('\n').split('\t') for l in open(sys.argv[1]) if l.strip()]
-v = collections.OrderedDict()
-for who, item, rnd, val in rows:
+hz, dur = float(sys.argv[4]), float(sys.argv[5])
+v, cpu = collections.OrderedDict(), collections.OrderedDict()
+for who, item, rnd, val, ticks in rows:
     v.setdefault(item, {}).setdefault(who, []).append(float(val))
+    # the gateway's CPU microseconds per operation (per MiB for -1m)
+    cpu.setdefault(item, {}).setdefault(who, []).append(
+        float(ticks) / hz * 1e6 / max(float(val) * dur, 1e-9))
 print(f"A = {sys.argv[2]}\nB = {sys.argv[3]}")
-print('| item | A median | B median | B/A | A rounds | B rounds |')
-print('|---|---:|---:|---:|---|---|')
+print('| item | A median | B median | B/A | A rounds | B rounds | gateway CPU us/op A | B | B/A |')
+print('|---|---:|---:|---:|---|---|---:|---:|---:|')
 for item, d in v.items():
     a, b = statistics.median(d['A']), statistics.median(d['B'])
+    ca, cb = statistics.median(cpu[item]['A']), statistics.median(cpu[item]['B'])
     fmt = lambda xs: ', '.join(f'{x:,.0f}' for x in xs)
-    print(f"| {item} | {a:,.0f} | {b:,.0f} | {b / a:.2f} | {fmt(d['A'])} | {fmt(d['B'])} |")
+    print(f"| {item} | {a:,.0f} | {b:,.0f} | {b / a:.2f} | {fmt(d['A'])} | {fmt(d['B'])} "
+          f"| {ca:.2f} | {cb:.2f} | {cb / ca:.2f} |")
 EOF
