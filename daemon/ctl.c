@@ -169,10 +169,9 @@ int ctl_send(const char *path, const char *cmd, FILE **in)
 	return 0;
 }
 
-/* Send cmd, print the answer.  0 ok, 1 err, 2 no answer. */
-static int run(const char *path, const char *cmd)
+/* See ctl.h. */
+int ctl_ask(const char *path, const char *cmd, ctl_line_fn fn, void *ctx)
 {
-	bool tty = isatty(STDERR_FILENO), bar = false;
 	char *line = NULL;
 	size_t cap = 0;
 	int rc = 2;
@@ -182,31 +181,56 @@ static int run(const char *path, const char *cmd)
 		return 2;
 	while (getline(&line, &cap, in) > 0) {
 		line[strcspn(line, "\n")] = '\0';
-		if (!strncmp(line, "progress ", 9)) {
-			show_progress(line, tty);
-			bar = tty;
-			continue;
-		}
-		if (bar) {
-			fputc('\n', stderr);
-			bar = false;
-		}
-		if (!strncmp(line, "> ", 2)) {
-			puts(line + 2);
-		} else if (!strcmp(line, "ok")) {
+		if (!strcmp(line, "ok")) {
 			rc = 0;
 			break;
-		} else if (!strncmp(line, "err ", 4)) {
+		}
+		if (!strncmp(line, "err ", 4)) {
+			fn(ctx, NULL);
 			fprintf(stderr, "mapfs-gw ctl: %s\n", line + 4);
 			rc = 1;
 			break;
 		}
+		fn(ctx, line);
 	}
 	if (rc == 2)
 		fprintf(stderr,
 			"mapfs-gw ctl: the gateway closed the connection\n");
 	free(line);
 	fclose(in);
+	return rc;
+}
+
+struct printer {
+	bool tty, bar;
+};
+
+/* A line of the answer on the terminal (NULL: an error follows). */
+static void print_line(void *ctx, const char *line)
+{
+	struct printer *p = ctx;
+
+	if (line && !strncmp(line, "progress ", 9)) {
+		show_progress(line, p->tty);
+		p->bar = p->tty;
+		return;
+	}
+	if (p->bar) {
+		fputc('\n', stderr);
+		p->bar = false;
+	}
+	if (line && !strncmp(line, "> ", 2))
+		puts(line + 2);
+}
+
+/* Send cmd, print the answer.  0 ok, 1 err, 2 no answer. */
+static int run(const char *path, const char *cmd)
+{
+	struct printer p = { isatty(STDERR_FILENO), false };
+	int rc = ctl_ask(path, cmd, print_line, &p);
+
+	if (p.bar)
+		fputc('\n', stderr);
 	return rc;
 }
 

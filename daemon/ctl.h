@@ -23,6 +23,14 @@ int ctl_main(int argc, char **argv);
 int ctl_send(const char *path, const char *cmd, FILE **in);
 
 /*
+ * Send cmd and read its answer to the end: fn(ctx, line) for each line
+ * before the last ("> ..." and "progress ..."), fn(ctx, NULL) before an
+ * error is printed.  0 ok, 1 the gateway's error (printed), 2 no answer.
+ */
+typedef void (*ctl_line_fn)(void *ctx, const char *line);
+int ctl_ask(const char *path, const char *cmd, ctl_line_fn fn, void *ctx);
+
+/*
  * ctl_stats.c: `ctl stats [--interval S] [--count N]`, a live view of
  * the gateway at path: a line of rates each interval (argv holds the
  * options after "stats").  The exit status, as ctl_main's.

@@ -36,70 +36,66 @@ struct snap {
 	size_t n;
 };
 
+struct parse {
+	struct snap *s;
+	bool bad;
+};
+
+/* One line of the gateway's answer to stats into the snapshot. */
+static void parse_line(void *ctx, const char *line)
+{
+	struct parse *p = ctx;
+	struct snap *s = p->s;
+	struct gw *me = &s->gw[0];
+	const char *l;
+	char name[64];
+	unsigned node;
+	uint64_t a, b;
+	int off = 0;
+
+	if (!line || strncmp(line, "> ", 2))
+		return;
+	l = line + 2;
+	if (!strncmp(l, "live ", 5)) {
+		p->bad |= metrics_live_parse(l + 5, &me->l) != 0;
+	} else if (sscanf(l, "peer %u %63s %n", &node, name, &off) == 2 &&
+		   off > 0) {
+		struct gw *g = node == me->node ? me : &s->gw[s->n];
+
+		if (g != me && s->n == PEERS_MAX)
+			return;
+		snprintf(g->name, sizeof(g->name), "%s", name);
+		if (g == me)
+			return; /* (its own figures are fresher) */
+		g->node = node;
+		if (!metrics_live_parse(l + off, &g->l))
+			s->n++;
+	} else if (sscanf(l, "dirty %" SCNu64 " %" SCNu64, &a, &b) == 2) {
+		me->dirty = a;
+		me->limit = b;
+	} else {
+		(void)(sscanf(l, "uploads %" SCNu64, &me->uploads) == 1 ||
+		       sscanf(l, "node %u", &me->node) == 1 ||
+		       sscanf(l, "store %7s", me->store) == 1);
+	}
+}
+
 /* One snapshot from the gateway: 0, or ctl's exit status.  gw[0] is the
  * gateway asked, then the others of its cluster. */
 static int take(const char *path, struct snap *s)
 {
-	char *line = NULL, name[64];
-	struct gw *me = &s->gw[0];
-	size_t cap = 0;
-	int rc = 2, off;
-	unsigned node;
-	FILE *in;
+	struct parse p = { s, false };
+	int rc;
 
 	memset(s, 0, sizeof(*s));
 	s->n = 1;
-	me->local = true;
-	if (ctl_send(path, "stats", &in))
-		return 2;
-	while (getline(&line, &cap, in) > 0) {
-		const char *l = line + 2;
-		uint64_t a, b;
-
-		line[strcspn(line, "\n")] = '\0';
-		if (!strcmp(line, "ok")) {
-			rc = 0;
-			break;
-		}
-		if (!strncmp(line, "err ", 4)) {
-			fprintf(stderr, "mapfs-gw ctl: %s\n", line + 4);
-			rc = 1;
-			break;
-		}
-		if (strncmp(line, "> ", 2))
-			continue;
-		if (!strncmp(l, "live ", 5)) {
-			if (metrics_live_parse(l + 5, &me->l))
-				rc = 1;
-		} else if (sscanf(l, "peer %u %63s %n", &node, name, &off) ==
-				   2 &&
-			   off > 0) {
-			struct gw *g = node == me->node ? me : &s->gw[s->n];
-
-			if (g != me && s->n == PEERS_MAX)
-				continue;
-			snprintf(g->name, sizeof(g->name), "%s", name);
-			if (g == me)
-				continue; /* (its own figures are fresher) */
-			g->node = node;
-			if (!metrics_live_parse(l + off, &g->l))
-				s->n++;
-		} else if (sscanf(l, "dirty %" SCNu64 " %" SCNu64, &a, &b) ==
-			   2) {
-			me->dirty = a;
-			me->limit = b;
-		} else {
-			(void)(sscanf(l, "uploads %" SCNu64, &me->uploads) ==
-				       1 ||
-			       sscanf(l, "node %u", &me->node) == 1 ||
-			       sscanf(l, "store %7s", me->store) == 1);
-		}
+	s->gw[0].local = true;
+	rc = ctl_ask(path, "stats", parse_line, &p);
+	if (!rc && p.bad) {
+		fprintf(stderr, "mapfs-gw ctl: a stats answer not understood "
+				"(a gateway of another version?)\n");
+		rc = 1;
 	}
-	if (rc == 2)
-		fprintf(stderr,
-			"mapfs-gw ctl: the gateway closed the connection\n");
-	free(line);
-	fclose(in);
 	return rc;
 }
 
