@@ -1,7 +1,8 @@
 /*
- * db/pg_int.h - the cluster engine (pg.c, pgsvc.c): the cluster's records
- * in PostgreSQL over libpq.  It knows nothing of LMDB: it takes and gives
- * records (table names, keys, values, versions) and snapshots.
+ * db/pg_int.h - the cluster engine (pg.c, pg_schema.c, pg_commit.c,
+ * pg_log.c, pgsvc.c): the cluster's records in PostgreSQL over libpq.
+ * It knows nothing of LMDB: it takes and gives records (table names,
+ * keys, values, versions) and snapshots.
  *
  * A commit (db_pg_commit) runs on a connection of its own (struct
  * db_pg_conn; a node has several, so several commits are in flight at
@@ -50,7 +51,7 @@ const char *db_pg_cluster_id(const struct db_pg *pg);
 /* This process's own id in the log: its commits the follower skips. */
 uint32_t db_pg_instance_id(const struct db_pg *pg);
 
-/* ---- commits (pg.c) ---- */
+/* ---- commits (pg_commit.c) ---- */
 
 /* A connection for commits, connected now (0, -EAGAIN: not reachable). */
 int db_pg_conn_open(struct db_pg *pg, struct db_pg_conn **out);
@@ -82,7 +83,7 @@ void db_pg_commit_abandon(struct db_pg *pg);
 /* Whether the last commit got an answer (status). */
 bool db_pg_up(struct db_pg *pg);
 
-/* ---- the log (pg.c) ---- */
+/* ---- the log (pg_log.c) ---- */
 
 /*
  * Read the commits that `from` did not see (but this instance's own),
@@ -155,7 +156,7 @@ int db_pg_migrate(const struct db_cluster_opts *o, const void *key, size_t klen,
 			      void *pctx),
 		  void *ctx, char *cluster_id);
 
-/* ---- what pg.c shares with pgsvc.c ---- */
+/* ---- what pg.c and the others share with pgsvc.c ---- */
 
 /* A connection and when it was last tried. */
 struct pgc {

@@ -4,7 +4,7 @@
  * blocks, secrets, messages between nodes, notes a node leaves for
  * whoever outlives it, NLM locks, and growing a gateway into a cluster.
  *
- * Schema (pg.c creates it):
+ * Schema (pg_schema.c creates it):
  *   mapfs_counters name -> next: the inode numbers
  *   mapfs_secrets  name -> value: the handle key
  *   mapfs_locks    ino -> state: a file's NLM locks, requests, shares
