@@ -139,4 +139,16 @@ void fs_early_sweep(struct fs *fs, const struct sync_item *items, size_t n);
 /* Abort every early upload (the syncer stops). */
 void fs_early_stop(struct fs *fs);
 
+/*
+ * outage.c, under sync_lock: fs_outage_check() at the start and the end
+ * of every pass (an outage that ended since the last look is said, with
+ * conflicts0 the conflicts counter before its changes went up);
+ * fs_outage_replayed() when a pass finds nothing to do (the replay of an
+ * outage, if one is under way, is done); fs_conflicts_now() the
+ * conflicts counted so far, all outcomes.
+ */
+void fs_outage_check(struct fs *fs, uint64_t conflicts0);
+void fs_outage_replayed(struct fs *fs);
+uint64_t fs_conflicts_now(void);
+
 #endif
