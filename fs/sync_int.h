@@ -139,6 +139,21 @@ void fs_early_sweep(struct fs *fs, const struct sync_item *items, size_t n);
 /* Abort every early upload (the syncer stops). */
 void fs_early_stop(struct fs *fs);
 
+/* sync_pending.c: run one queued store record (a DEL or a COPY) and drop
+ * it once the store confirmed it.  0, or the error that keeps it (and
+ * all after it) queued. */
+int sync_run_pending(struct fs *fs, const struct fs_pending *p);
+
+/*
+ * sync_mpu.c: upload fd (size bytes, it's data) to it->key as a
+ * multipart upload, completed on cond; and, once at start, abort the
+ * uploads a crash left behind.
+ */
+int sync_put_multipart(struct fs *fs, const struct sync_item *it, int fd,
+		       uint64_t size, const struct store_meta *meta,
+		       const struct store_cond *cond, struct store_info *out);
+void sync_mpu_recover(struct fs *fs);
+
 /*
  * outage.c, under sync_lock: fs_outage_check() at the start and the end
  * of every pass (an outage that ended since the last look is said, with
