@@ -16,17 +16,11 @@
 #include "metrics/metrics.h"
 #include "s3/store.h"
 
-struct peers {
-	struct admin *a;
-	int fd;
-};
-
+/* One gateway of the cluster, to the client on the socket *ctx. */
 static void peer_line(void *ctx, uint32_t node, const char *name,
 		      const char *live)
 {
-	struct peers *p = ctx;
-
-	admin_send(p->fd, "> peer %u %s %s", node, name, live);
+	admin_send(*(int *)ctx, "> peer %u %s %s", node, name, live);
 }
 
 /* See admin_int.h. */
@@ -35,7 +29,6 @@ void admin_cmd_stats(struct admin *a, int fd)
 	char text[METRICS_LIVE_TEXT];
 	struct metrics_live l;
 	uint64_t dirty, limit;
-	struct peers p = { a, fd };
 
 	if (metrics_live(&l)) {
 		admin_send(fd, "err out of memory");
@@ -51,6 +44,6 @@ void admin_cmd_stats(struct admin *a, int fd)
 		   a->ctx.store && store_down(a->ctx.store) ? "down" : "up");
 	/* The gateways of a cluster (one round trip; none if it fails). */
 	if (a->ctx.db && db_clustered(a->ctx.db))
-		(void)db_cluster_peers_live(a->ctx.db, peer_line, &p);
+		(void)db_cluster_peers_live(a->ctx.db, peer_line, &fd);
 	admin_send(fd, "ok");
 }
