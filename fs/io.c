@@ -28,6 +28,8 @@
 #define FS_FILE_MAX (5ull << 40)
 /* Fetches of one request before it answers JUKEBOX (eviction races). */
 #define FS_IO_TRIES 4
+/* A -ESTALE with the record unchanged: fetched again, pinned, so often. */
+#define FS_IO_STALE_AGAIN 2
 
 struct io_op {
 	struct fs *fs;
@@ -46,6 +48,7 @@ struct io_op {
 	uint64_t etag_hash; /* of the record's ETag when the op began */
 	bool was_dirty, marked;
 	bool kill_setid;     /* a WRITE that must take set-id away first */
+	uint8_t stale_again; /* -ESTALE fetches again, the record unchanged */
 	uint64_t mark_epoch; /* the cache's clean epoch the mark saw */
 	size_t *nread;
 	bool *eof;
@@ -328,13 +331,21 @@ static bool io_pin_moved(struct io_op *op)
 /*
  * A fetch met another version of the object than the one it pinned: if
  * the record moved on meanwhile (an upload, a listing), fetch again, of
- * the new one.  True when it did.
+ * the new one.  If it did not, the GET that failed may still not have
+ * been about our version: the chunks were being fetched for another
+ * waiter pinned to an older one (the syncer reading a file's chunks never
+ * local from an older snapshot of the record), whose pin the cache entry
+ * held; fetched again, pinned to ours, they come.  So that is tried
+ * FS_IO_STALE_AGAIN times; a real replacement by another writer fails
+ * each time.  True when it fetches again.
  */
 static bool io_refetch_stale(struct io_op *op, long res, bool for_write,
 			     cache_done_fn done)
 {
-	if (res != -ESTALE || op->tries >= FS_IO_TRIES ||
-	    (!io_refetch(op) && !io_pin_moved(op)))
+	if (res != -ESTALE || op->tries >= FS_IO_TRIES)
+		return false;
+	if (!io_refetch(op) && !io_pin_moved(op) &&
+	    op->stale_again++ >= FS_IO_STALE_AGAIN)
 		return false;
 	op->tries++;
 	io_fetch(op, for_write, done);
