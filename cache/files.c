@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cache_int.h"
+#include "metrics/metrics.h"
 
 void cache_name(uint64_t ino, char buf[CACHE_NAME_MAX])
 {
@@ -47,11 +48,13 @@ int cache_sync_blocking(struct cache *c, struct cache_fd *f)
 {
 	uint64_t snap;
 
+	metrics_inc(MET_FLUSH_FILE);
 	if (fdatasync(f->fd) < 0)
 		return -errno;
 	if (!cache_dir_needs_sync(c, f->ino))
 		return 0;
 	snap = cache_dir_snapshot(c, f->ino);
+	metrics_inc(MET_FLUSH_DIR);
 	if (fsync(cache_dirfd(c, f->ino)) < 0)
 		return -errno;
 	cache_dir_synced(c, f->ino, snap);

@@ -100,7 +100,9 @@ static void prep_fsyncs(struct cache_req *r, struct io_uring_sqe *prev)
 	sqe = io_uring_get_sqe(&r->l->ring);
 	io_uring_prep_fsync(sqe, r->f->fd, IORING_FSYNC_DATASYNC);
 	io_uring_sqe_set_data64(sqe, (uintptr_t)r | TAG_FSYNC);
+	metrics_inc(MET_FLUSH_FILE);
 	if (r->dir) {
+		metrics_inc(MET_FLUSH_DIR);
 		sqe->flags |= IOSQE_IO_LINK;
 		sqe = io_uring_get_sqe(&r->l->ring);
 		io_uring_prep_fsync(sqe, cache_dirfd(r->c, r->f->ino), 0);

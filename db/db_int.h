@@ -66,6 +66,7 @@ struct db_txn {
 	MDB_txn *mdb;
 	struct db *db;
 	const struct db_obs *obs; /* write txns the writer watches, else NULL */
+	bool nested;              /* a write txn inside another */
 };
 
 struct db_writer;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "lmdb_int.h"
+#include "metrics/metrics.h"
 
 _Static_assert(sizeof(struct db_val) == sizeof(MDB_val) &&
 		       offsetof(struct db_val, size) ==
@@ -195,7 +196,9 @@ int db_table_open(struct db *db, const char *name, unsigned flags,
 int db_txn_begin(struct db *db, struct db_txn *parent, const struct db_obs *obs,
 		 struct db_txn *out)
 {
-	*out = (struct db_txn){ .db = db, .obs = obs };
+	*out = (struct db_txn){ .db = db,
+				.obs = obs,
+				.nested = parent != NULL };
 	return db_err(mdb_txn_begin(db->env, parent ? parent->mdb : NULL, 0,
 				    &out->mdb));
 }
@@ -204,6 +207,9 @@ int db_txn_commit(struct db_txn *t)
 {
 	int rc = db_err(mdb_txn_commit(t->mdb));
 
+	/* A top-level commit flushes its pages, then its meta page. */
+	if (!t->nested)
+		metrics_add(MET_FLUSH_DB, 2);
 	t->mdb = NULL;
 	return rc;
 }

@@ -113,7 +113,62 @@ static int snap_pend(void *arg, const struct fs_pending *p)
 	return s->npend == SYNC_BATCH;
 }
 
-static int snap_take(struct fs *fs, struct sync_snap *s)
+/* Which dirty inodes a pass takes: NULL all (that are due); else the n
+ * in inos (ascending), at once (clients wait for them); n 0: none. */
+struct sync_only {
+	const uint64_t *inos;
+	size_t n;
+};
+
+static bool only_has(const struct sync_only *o, uint64_t ino)
+{
+	size_t lo = 0, hi = o->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (o->inos[mid] == ino)
+			return true;
+		if (o->inos[mid] < ino)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/* Add ino to s->items if it is still there (with its key and cache
+ * stats); a removed inode is skipped. */
+static int snap_item(struct fs *fs, struct db_txn *txn, struct sync_snap *s,
+		     uint64_t ino)
+{
+	struct sync_item *it = &s->items[s->nitems];
+	int rc = fs_inode_get(fs, txn, ino, &it->in);
+
+	if (rc == -ESTALE)
+		return 0; /* removed: its work entry went with it */
+	if (!rc && ino != FS_ROOT_INO)
+		rc = fs_obj_key(fs, txn, &it->in, it->key, sizeof(it->key));
+	if (rc)
+		return rc;
+	it->quiet_since = it->in.ctime;
+	if (it->in.type == FS_REG && cache_stat(fs->cache, ino, &it->cs) == 0) {
+		it->have_cs = true;
+		if (fs_ts_to_ns(&it->cs.ctime) > it->quiet_since)
+			it->quiet_since = fs_ts_to_ns(&it->cs.ctime);
+	}
+	s->nitems++;
+	return 0;
+}
+
+/*
+ * The pending records and the dirty inodes of one read snapshot, up to
+ * SYNC_BATCH of each: the first ones of the work table, or (only) the
+ * inodes asked for that are dirty, wherever they are in it (a pass for
+ * a client's COMMIT must not depend on how many others are dirty).
+ */
+static int snap_take(struct fs *fs, struct sync_snap *s,
+		     const struct sync_only *only)
 {
 	struct db_cursor *cur = NULL;
 	struct db_txn *txn;
@@ -133,10 +188,20 @@ static int snap_take(struct fs *fs, struct sync_snap *s)
 	rc = fs_pending_each(fs, txn, snap_pend, s);
 	if (rc == 1)
 		rc = 0; /* a batch is full */
-	if (!rc)
+	for (size_t i = 0; only && !rc && i < only->n && s->nitems < SYNC_BATCH;
+	     i++) {
+		uint64_t ino = only->inos[i];
+
+		k = (struct db_val){ sizeof(ino), &ino };
+		rc = db_get(txn, fs->dbi_work, &k, &v);
+		rc = rc == -ENOENT ? 0 /* clean */
+		     : rc          ? rc
+				   : snap_item(fs, txn, s, ino);
+	}
+	if (!rc && !only)
 		rc = db_cursor_open(txn, fs->dbi_work, &cur);
-	for (int op = DB_FIRST; !rc && s->nitems < SYNC_BATCH; op = DB_NEXT) {
-		struct sync_item *it = &s->items[s->nitems];
+	for (int op = DB_FIRST; cur && !rc && s->nitems < SYNC_BATCH;
+	     op = DB_NEXT) {
 		uint64_t ino;
 		int mrc = db_cursor_get(cur, &k, &v, op);
 
@@ -145,24 +210,7 @@ static int snap_take(struct fs *fs, struct sync_snap *s)
 			break;
 		}
 		memcpy(&ino, k.data, sizeof(ino));
-		rc = fs_inode_get(fs, txn, ino, &it->in);
-		if (rc == -ESTALE) {
-			rc = 0; /* removed: its work entry went with it */
-			continue;
-		}
-		if (!rc && ino != FS_ROOT_INO)
-			rc = fs_obj_key(fs, txn, &it->in, it->key,
-					sizeof(it->key));
-		if (rc)
-			break;
-		it->quiet_since = it->in.ctime;
-		if (it->in.type == FS_REG &&
-		    cache_stat(fs->cache, ino, &it->cs) == 0) {
-			it->have_cs = true;
-			if (fs_ts_to_ns(&it->cs.ctime) > it->quiet_since)
-				it->quiet_since = fs_ts_to_ns(&it->cs.ctime);
-		}
-		s->nitems++;
+		rc = snap_item(fs, txn, s, ino);
 	}
 	if (cur)
 		db_cursor_close(cur);
@@ -870,30 +918,6 @@ static void run_one(void *p, size_t i)
 	item_run(run, &run->items[i]);
 }
 
-/* Which dirty inodes a pass takes: NULL all (that are due); else the n
- * in inos (ascending), at once (clients wait for them); n 0: none. */
-struct sync_only {
-	const uint64_t *inos;
-	size_t n;
-};
-
-static bool only_has(const struct sync_only *o, uint64_t ino)
-{
-	size_t lo = 0, hi = o->n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (o->inos[mid] == ino)
-			return true;
-		if (o->inos[mid] < ino)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return false;
-}
-
 /* See fs.h. */
 unsigned fs_uploads_in_flight(struct fs *fs)
 {
@@ -921,7 +945,7 @@ static int sync_pass(struct fs *fs, bool flushing, const struct sync_only *only,
 	uint64_t conflicts0 = fs_conflicts_now();
 
 	fs_outage_check(fs, conflicts0);
-	rc = snap_take(fs, &s);
+	rc = snap_take(fs, &s, only);
 	if (rc)
 		return rc;
 	if (!only && !s.npend && !s.nitems)

@@ -75,6 +75,12 @@
 	  "LMDB write transactions committed (each one group, made durable)")  \
 	X(DB_CHANGES, "mapfs_db_changes_total", "",                            \
 	  "Namespace and journal changes applied in those transactions")       \
+	X(FLUSH_FILE, "mapfs_disk_flushes_total", "kind=\"file\"",             \
+	  "Flushes asked of the disk, by kind: a cache file's fdatasync "      \
+	  "(file), a cache directory's fsync (dir), an LMDB commit's two "     \
+	  "(db: its pages, then its meta page)")                               \
+	X(FLUSH_DIR, "mapfs_disk_flushes_total", "kind=\"dir\"", "")           \
+	X(FLUSH_DB, "mapfs_disk_flushes_total", "kind=\"db\"", "")             \
 	X(CLUSTER_COMMITS, "mapfs_cluster_commits_total", "",                  \
 	  "Groups of changes committed in the cluster database")               \
 	X(CLUSTER_COMMIT_US, "mapfs_cluster_commit_microseconds_total", "",    \

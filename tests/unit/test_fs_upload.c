@@ -485,6 +485,35 @@ static void test_strict_commit(void)
 }
 
 /*
+ * --strict-commit with many other files dirty: a pass used to look at the
+ * first 256 of them only (by inode number), so a COMMIT of a file made
+ * after 300 others still dirty never saw its upload and answered -EAGAIN
+ * (JUKEBOX) after its tries, however long the client retried.
+ */
+static void test_strict_commit_many_dirty(void)
+{
+	struct store_info info;
+	char name[32];
+	uint64_t ino;
+
+	strict = true;
+	fx_open(0);
+	strict = false;
+	for (int i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "dirty%03d", i);
+		CU_ASSERT_FATAL(do_create(name, &ino) == 0);
+		CU_ASSERT_FATAL(do_write(ino, 0, name, strlen(name)) == 0);
+	}
+	CU_ASSERT_FATAL(do_create("last", &ino) == 0);
+	CU_ASSERT_FATAL(do_write(ino, 0, "committed", 9) == 0);
+	CU_ASSERT(do_commit(ino) == 0);
+	CU_ASSERT(store_head(inner, "last", &info) == 0 && info.size == 9);
+	/* The others wait for their own COMMIT (the hour's delay). */
+	CU_ASSERT(store_head(inner, "dirty000", &info) == -ENOENT);
+	fx_close();
+}
+
+/*
  * The store unreachable: changes land in the cache and the journal (only
  * a stable write that needs the store waits) and go up once it is back.
  * (Before issue 17, WRITE and CREATE answered -EAGAIN the whole outage.)
@@ -866,6 +895,8 @@ int main(void)
 	CU_add_test(s, "mpu_recover", test_mpu_recover);
 	CU_add_test(s, "mpu_lost_create", test_mpu_lost_create);
 	CU_add_test(s, "strict_commit", test_strict_commit);
+	CU_add_test(s, "strict_commit_many_dirty",
+		    test_strict_commit_many_dirty);
 	CU_add_test(s, "store_down", test_store_down);
 	CU_add_test(s, "store_down_probe", test_store_down_probe);
 	CU_add_test(s, "rename_partial", test_rename_partial);
