@@ -100,6 +100,8 @@ struct fs_job {
 
 #define FS_WORKERS 2
 #define FS_RELIST_SLOTS 64 /* event listings queued, one per directory */
+/* strict.c: passes in flight, one uploading while one commits. */
+#define FS_STRICT_THREADS 4
 
 struct fs {
 	struct fs_opts opts;
@@ -149,10 +151,16 @@ struct fs {
 	pthread_cond_t strict_wake;
 	struct strict_req *strict_head;
 	bool strict_stop, strict_started;
-	pthread_t strict_thread;
+	pthread_t strict_threads[FS_STRICT_THREADS];
+	int nstrict;
 	uint32_t backoff_ms;
 	pthread_t syncer;
 	_Atomic unsigned uploads_busy; /* files going up now (item_run) */
+	/* Files uploaded by a strict pass whose commit is on the way
+	 * (syncer.c: no pass takes them meanwhile), under commit_lock. */
+	pthread_mutex_t commit_lock;
+	uint64_t *committing;
+	size_t ncommitting, committing_cap;
 	/* Store outages (syncer.c): how many ended that a pass has seen,
 	 * the names counter then, when the last one ended and the
 	 * conflicts counter then (under sync_lock), and its figures (also

@@ -2,15 +2,18 @@
  * fs/strict.c - COMMITs and stable WRITEs that reply only once the file
  * is in the store (--strict-commit, the cluster's default): many at once.
  *
- * A client waiting for its file joins the queue (fs_sync_async) and one
- * thread serves it: every file asked for since its last pass goes up in
- * the next pass together (the syncer's uploads in parallel, as many as
- * the store takes, their records committed in the same group commits),
+ * A client waiting for its file joins the queue (fs_sync_async) and a
+ * thread serves it: every file asked for since the last pass began goes
+ * up in the next pass together (the syncer's uploads in parallel, as many
+ * as the store takes, their records committed in the same group commits),
  * instead of one pass per file, one file after the other, on the fs
  * workers (before: sixteen clients' COMMITs took sixteen round trips of
- * the store and of the cluster's database in turn).  A file written again
- * during its upload stays in the queue for the next pass; one that keeps
- * changing, or a store error, answers -EAGAIN (the client retries).
+ * the store and of the cluster's database in turn).  FS_STRICT_THREADS
+ * threads take turns: a pass holds the syncer's lock only for its store
+ * half (syncer.c, sync_pass with later), so the next pass uploads while
+ * this one's records are committed.  A file written again during its
+ * upload stays in the queue for the next pass; one that keeps changing,
+ * or a store error, answers -EAGAIN (the client retries).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -61,28 +64,65 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* One pass for every file of reqs; each answered, or kept in *again. */
-static void strict_pass(struct fs *fs, struct strict_req *reqs,
-			struct strict_req **again)
-{
-	size_t n = 0, k = 0;
+/* A pass's files: taken when the pass holds the syncer's lock. */
+struct strict_take {
+	struct fs *fs;
+	struct strict_req *reqs; /* this thread's to send again, then all */
 	uint64_t *inos;
+	int rc; /* no pass: -ENOMEM, or -EAGAIN with the store known down */
+};
+
+/* fs_sync_taken's take: every request queued so far joins this pass. */
+static size_t strict_take(void *p, const uint64_t **out)
+{
+	struct strict_take *t = p;
+	struct fs *fs = t->fs;
+	size_t n = 0, k = 0;
+
+	pthread_mutex_lock(&fs->strict_lock);
+	while (fs->strict_head) {
+		struct strict_req *r = fs->strict_head;
+
+		fs->strict_head = r->next;
+		r->next = t->reqs;
+		t->reqs = r;
+	}
+	pthread_mutex_unlock(&fs->strict_lock);
+	for (struct strict_req *r = t->reqs; r; r = r->next)
+		n++;
+	if (!n)
+		return 0;
+	/* Known down: the COMMITs are retried, not held for the store's
+	 * retries (the probe tells when it is back). */
+	t->inos = malloc(n * sizeof(*t->inos));
+	t->rc = !t->inos ? -ENOMEM : store_down(fs->store) ? -EAGAIN : 0;
+	if (t->rc)
+		return 0;
+	for (struct strict_req *r = t->reqs; r; r = r->next)
+		t->inos[k++] = r->ino;
+	qsort(t->inos, n, sizeof(*t->inos), cmp_u64);
+	*out = t->inos;
+	return n;
+}
+
+/*
+ * One pass for the files asked for until it holds the syncer's lock (and
+ * *again, this thread's written again during their last upload); each
+ * answered, or kept in *again.
+ */
+static void strict_pass(struct fs *fs, struct strict_req **again)
+{
+	struct strict_take t = { .fs = fs, .reqs = *again };
 	bool progress;
 	int rc;
 
-	for (struct strict_req *r = reqs; r; r = r->next)
-		n++;
-	inos = malloc(n * sizeof(*inos));
-	/* Known down: the COMMITs are retried, not held for the store's
-	 * retries (the probe tells when it is back). */
-	rc = !inos ? -ENOMEM : store_down(fs->store) ? -EAGAIN : 0;
-	if (!rc) {
-		for (struct strict_req *r = reqs; r; r = r->next)
-			inos[k++] = r->ino;
-		qsort(inos, n, sizeof(*inos), cmp_u64);
-		rc = fs_sync_some(fs, inos, n, &progress);
-	}
-	free(inos);
+	*again = NULL;
+	rc = fs_sync_taken(fs, strict_take, &t, &progress);
+	free(t.inos);
+	if (!rc)
+		rc = t.rc;
+	struct strict_req *reqs = t.reqs;
+
 	while (reqs) {
 		struct strict_req *r = reqs;
 
@@ -126,20 +166,12 @@ static void *strict_main(void *p)
 						       &fs->strict_lock, &ts);
 			}
 		}
-		struct strict_req *reqs = fs->strict_head;
+		bool work = fs->strict_head || again;
 
-		fs->strict_head = NULL;
 		pthread_mutex_unlock(&fs->strict_lock);
 		/* The ones written again go with the new ones. */
-		while (again) {
-			struct strict_req *r = again;
-
-			again = r->next;
-			r->next = reqs;
-			reqs = r;
-		}
-		if (reqs)
-			strict_pass(fs, reqs, &again);
+		if (work)
+			strict_pass(fs, &again);
 		pthread_mutex_lock(&fs->strict_lock);
 		if (fs->strict_stop && !fs->strict_head && !again)
 			break;
@@ -184,8 +216,15 @@ int fs_strict_start(struct fs *fs)
 
 	pthread_mutex_init(&fs->strict_lock, NULL);
 	pthread_cond_init(&fs->strict_wake, NULL);
-	rc = -pthread_create(&fs->strict_thread, NULL, strict_main, fs);
-	if (rc) {
+	fs->nstrict = 0;
+	for (int i = 0; i < FS_STRICT_THREADS; i++) {
+		rc = -pthread_create(&fs->strict_threads[i], NULL, strict_main,
+				     fs);
+		if (rc)
+			break;
+		fs->nstrict++;
+	}
+	if (!fs->nstrict) {
 		pthread_cond_destroy(&fs->strict_wake);
 		pthread_mutex_destroy(&fs->strict_lock);
 		return rc;
@@ -201,9 +240,10 @@ void fs_strict_stop(struct fs *fs)
 		return;
 	pthread_mutex_lock(&fs->strict_lock);
 	fs->strict_stop = true;
-	pthread_cond_signal(&fs->strict_wake);
+	pthread_cond_broadcast(&fs->strict_wake);
 	pthread_mutex_unlock(&fs->strict_lock);
-	pthread_join(fs->strict_thread, NULL);
+	for (int i = 0; i < fs->nstrict; i++)
+		pthread_join(fs->strict_threads[i], NULL);
 	pthread_cond_destroy(&fs->strict_wake);
 	pthread_mutex_destroy(&fs->strict_lock);
 	fs->strict_started = false;

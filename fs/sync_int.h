@@ -37,6 +37,20 @@ struct sync_item {
  */
 int fs_sync_some(struct fs *fs, const uint64_t *inos, size_t n, bool *progress);
 
+/*
+ * strict.c's pass: take(ctx, &inos) runs once sync_lock is held and hands
+ * over the dirty inodes to send (ascending, the caller's memory; 0: no
+ * pass), so that every file asked for while the last pass held the lock
+ * goes in this one.  Their uploads run under sync_lock; their records are
+ * committed after it is let go, while the next pass uploads (the store
+ * still sees one pass at a time, in order).  A file whose commit is still
+ * on the way is left out (the caller sees it dirty and asks again).
+ * *progress and the first error as fs_sync_some's.
+ */
+int fs_sync_taken(struct fs *fs,
+		  size_t (*take)(void *ctx, const uint64_t **inos), void *ctx,
+		  bool *progress);
+
 /* The metadata the object of it gets (mode, owner, mtime, link id). */
 void sync_meta_of(const struct fs *fs, const struct sync_item *it,
 		  struct store_meta *m);

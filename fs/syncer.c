@@ -137,6 +137,72 @@ static bool only_has(const struct sync_only *o, uint64_t ino)
 	return false;
 }
 
+static int cmp_ino(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Files a strict pass uploaded whose records are being committed (with
+ * sync_lock let go, so that the next pass's uploads overlap those
+ * commits): no pass takes them until their commit is done, or it would
+ * upload them again from a record that does not know the first upload.
+ * Added under sync_lock; a snapshot (under sync_lock too) reads the set
+ * before its txn begins, so a file not in it has its commit in the
+ * snapshot.
+ */
+static int committing_add(struct fs *fs, uint64_t ino)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->commit_lock);
+	if (fs->ncommitting == fs->committing_cap) {
+		size_t cap = fs->committing_cap ? 2 * fs->committing_cap : 64;
+		uint64_t *v = realloc(fs->committing, cap * sizeof(*v));
+
+		if (v) {
+			fs->committing = v;
+			fs->committing_cap = cap;
+		} else {
+			rc = -ENOMEM;
+		}
+	}
+	if (!rc)
+		fs->committing[fs->ncommitting++] = ino;
+	pthread_mutex_unlock(&fs->commit_lock);
+	return rc;
+}
+
+static void committing_del(struct fs *fs, uint64_t ino)
+{
+	pthread_mutex_lock(&fs->commit_lock);
+	for (size_t i = 0; i < fs->ncommitting; i++)
+		if (fs->committing[i] == ino) {
+			fs->committing[i] = fs->committing[--fs->ncommitting];
+			break;
+		}
+	pthread_mutex_unlock(&fs->commit_lock);
+}
+
+/* A sorted copy of the set, for a snapshot (NULL, *n 0: empty). */
+static uint64_t *committing_copy(struct fs *fs, size_t *n)
+{
+	uint64_t *v = NULL;
+
+	pthread_mutex_lock(&fs->commit_lock);
+	*n = 0;
+	if (fs->ncommitting && (v = malloc(fs->ncommitting * sizeof(*v)))) {
+		memcpy(v, fs->committing, fs->ncommitting * sizeof(*v));
+		*n = fs->ncommitting;
+	}
+	pthread_mutex_unlock(&fs->commit_lock);
+	if (*n > 1)
+		qsort(v, *n, sizeof(*v), cmp_ino);
+	return v;
+}
+
 /* Add ino to s->items if it is still there (with its key and cache
  * stats); a removed inode is skipped. */
 static int snap_item(struct fs *fs, struct db_txn *txn, struct sync_snap *s,
@@ -173,6 +239,7 @@ static int snap_take(struct fs *fs, struct sync_snap *s,
 	struct db_cursor *cur = NULL;
 	struct db_txn *txn;
 	struct db_val k, v;
+	struct sync_only busy;
 	int rc;
 
 	memset(s, 0, sizeof(*s));
@@ -182,9 +249,13 @@ static int snap_take(struct fs *fs, struct sync_snap *s,
 		snap_free(s);
 		return -ENOMEM;
 	}
+	busy.inos = committing_copy(fs, &busy.n);
 	rc = db_read_begin(fs->db, &txn);
-	if (rc)
+	if (rc) {
+		free((void *)busy.inos);
+		snap_free(s);
 		return rc;
+	}
 	rc = fs_pending_each(fs, txn, snap_pend, s);
 	if (rc == 1)
 		rc = 0; /* a batch is full */
@@ -192,6 +263,8 @@ static int snap_take(struct fs *fs, struct sync_snap *s,
 	     i++) {
 		uint64_t ino = only->inos[i];
 
+		if (only_has(&busy, ino))
+			continue; /* its commit is on the way */
 		k = (struct db_val){ sizeof(ino), &ino };
 		rc = db_get(txn, fs->dbi_work, &k, &v);
 		rc = rc == -ENOENT ? 0 /* clean */
@@ -210,11 +283,13 @@ static int snap_take(struct fs *fs, struct sync_snap *s,
 			break;
 		}
 		memcpy(&ino, k.data, sizeof(ino));
-		rc = snap_item(fs, txn, s, ino);
+		if (!only_has(&busy, ino))
+			rc = snap_item(fs, txn, s, ino);
 	}
 	if (cur)
 		db_cursor_close(cur);
 	db_read_end(fs->db, txn);
+	free((void *)busy.inos);
 	if (rc)
 		snap_free(s);
 	return rc;
@@ -456,6 +531,7 @@ struct upload_commit {
 	struct store_info *info;
 	struct link_copy *links; /* made: their records learn it */
 	size_t nlinks;
+	uint64_t t0; /* ms, when its sync began */
 };
 
 /* The links copied (uc->links) are in the store: say so in their records. */
@@ -821,11 +897,16 @@ static int other_kind(struct fs *fs, const struct sync_item *it)
 	return rc;
 }
 
-static int sync_item(struct fs *fs, struct sync_item *it)
+/*
+ * The store's part of an item's sync: its upload (or its conflict
+ * settled) and its links' copies.  0: uc is ready for item_commit (which
+ * frees what it holds); 1: done, nothing to commit; or an error (uc
+ * holds nothing then).
+ */
+static int item_store(struct fs *fs, struct sync_item *it,
+		      struct upload_commit *uc)
 {
-	struct store_info info = { 0 };
-	struct upload_commit uc = { .fs = fs, .it = it, .info = &info };
-	uint64_t t0 = fs_now_ms();
+	struct store_info *info = uc->info;
 	/* Data or attributes to send; else only names to make (LINK). */
 	bool uploading = (it->in.flags & (FS_F_DIRTY_DATA | FS_F_DIRTY_META)) ||
 			 !(it->in.flags & FS_F_IN_STORE);
@@ -840,33 +921,49 @@ static int sync_item(struct fs *fs, struct sync_item *it)
 	    !(it->in.flags & FS_F_IN_STORE) &&
 	    (rc = other_kind(fs, it)) == -EEXIST) {
 		rc = fs_conflict_kind(fs, &it->in, it->key);
-		if (rc <= 0)
-			return rc; /* moved aside: the next pass uploads it */
+		if (rc < 0)
+			return rc;
+		if (rc == 0)
+			return 1; /* moved aside: the next pass uploads it */
 		rc = 0;
 	}
 	if (!rc && it->in.ino != FS_ROOT_INO && uploading)
-		rc = upload(fs, it, &info);
+		rc = upload(fs, it, info);
 	else if (!rc)
-		snprintf(info.etag, sizeof(info.etag), "%s", it->in.etag);
+		snprintf(info->etag, sizeof(info->etag), "%s", it->in.etag);
 	if (rc == -ESTALE && own_earlier(fs, it))
-		rc = upload(fs, it, &info);
+		rc = upload(fs, it, info);
 	/* Someone else wrote (or deleted) the key meanwhile. */
-	if (rc == -ESTALE || (rc == -ENOENT && (it->in.flags & FS_F_IN_STORE)))
-		return it->in.type != FS_DIR && it->in.nlink > 1
-			       ? first_split(fs, it, rc)
-			       : fs_conflict(fs, &it->in, it->key,
-					     item_size(it), rc);
-	if (!rc && it->in.type != FS_DIR && it->in.ino != FS_ROOT_INO)
-		rc = links_copy(fs, it, uploading, &uc);
-	if (!rc) {
-		log_debug("fs: uploaded %s (%" PRIu64 " bytes) in %" PRIu64
-			  " ms",
-			  it->key, info.size, fs_now_ms() - t0);
-		rc = db_write(fs->db, upload_commit_apply, &uc);
+	if (rc == -ESTALE ||
+	    (rc == -ENOENT && (it->in.flags & FS_F_IN_STORE))) {
+		rc = it->in.type != FS_DIR && it->in.nlink > 1
+			     ? first_split(fs, it, rc)
+			     : fs_conflict(fs, &it->in, it->key, item_size(it),
+					   rc);
+		return rc ? rc : 1;
 	}
-	if (!rc)
-		fs_early_forget(fs, it->in.ino);
-	free(uc.links);
+	if (!rc && it->in.type != FS_DIR && it->in.ino != FS_ROOT_INO)
+		rc = links_copy(fs, it, uploading, uc);
+	if (rc) {
+		free(uc->links);
+		uc->links = NULL;
+		return rc;
+	}
+	/* Up in full: an upload of its first parts is of no use now. */
+	fs_early_forget(fs, it->in.ino);
+	return 0;
+}
+
+/* The record's part: the item is in the store as uc says. */
+static int item_commit(struct fs *fs, struct upload_commit *uc)
+{
+	int rc;
+
+	log_debug("fs: uploaded %s (%" PRIu64 " bytes) in %" PRIu64 " ms",
+		  uc->it->key, uc->info->size, fs_now_ms() - uc->t0);
+	rc = db_write(fs->db, upload_commit_apply, uc);
+	free(uc->links);
+	uc->links = NULL;
 	return rc;
 }
 
@@ -878,22 +975,36 @@ static int sync_item(struct fs *fs, struct sync_item *it)
  * Uploads of one snapshot are of distinct keys, so their order does not
  * matter; the pending records (deletes, copies) all ran before.
  */
+/* An item's sync between item_store() and item_commit(). */
+struct item_state {
+	struct store_info info;
+	struct upload_commit uc;
+	bool staged; /* uploaded; its commit comes after sync_lock */
+};
+
 struct sync_run {
 	struct fs *fs;
 	struct sync_item *items;
 	size_t n;
+	/* A strict pass's (sync_pass with later): items[0, n) are committed
+	 * once sync_lock is let go, st[i] holding what item i's commit
+	 * needs; NULL: each item is committed in its turn. */
+	struct item_state *st;
 	atomic_int first;     /* the first transient error */
 	atomic_bool progress; /* something was uploaded */
 };
 
-static void item_run(struct sync_run *run, struct sync_item *it)
+/* A pass's second half (strict.c's passes): its snapshot and run. */
+struct sync_later {
+	struct sync_snap s;
+	struct sync_run run;
+	size_t par;
+};
+
+static void item_result(struct sync_run *run, struct sync_item *it, int rc)
 {
 	struct fs *fs = run->fs;
-	int rc, zero = 0;
-
-	atomic_fetch_add(&fs->uploads_busy, 1);
-	rc = sync_item(fs, it);
-	atomic_fetch_sub(&fs->uploads_busy, 1);
+	int zero = 0;
 
 	if (rc == -ENODATA)
 		return; /* its cache file is being set up: later */
@@ -911,11 +1022,49 @@ static void item_run(struct sync_run *run, struct sync_item *it)
 	atomic_store(&run->progress, true);
 }
 
+/* Item i of run (i >= run->n: a big one, alone, after them). */
+static void item_run(struct sync_run *run, size_t i)
+{
+	struct fs *fs = run->fs;
+	struct sync_item *it = &run->items[i];
+	struct item_state one, *st = run->st && i < run->n ? &run->st[i] : &one;
+	int rc;
+
+	st->info = (struct store_info){ 0 };
+	st->uc = (struct upload_commit){
+		.fs = fs, .it = it, .info = &st->info, .t0 = fs_now_ms()
+	};
+	atomic_fetch_add(&fs->uploads_busy, 1);
+	rc = item_store(fs, it, &st->uc);
+	atomic_fetch_sub(&fs->uploads_busy, 1);
+	if (!rc && st != &one && !committing_add(fs, it->in.ino)) {
+		st->staged = true;
+		return;
+	}
+	if (!rc)
+		rc = item_commit(fs, &st->uc);
+	else if (rc == 1)
+		rc = 0;
+	item_result(run, it, rc);
+}
+
 static void run_one(void *p, size_t i)
 {
-	struct sync_run *run = p;
+	item_run(p, i);
+}
 
-	item_run(run, &run->items[i]);
+/* A strict pass's second half: item i's commit, if it waits for it. */
+static void commit_one(void *p, size_t i)
+{
+	struct sync_run *run = p;
+	struct item_state *st = &run->st[i];
+	int rc;
+
+	if (!st->staged)
+		return;
+	rc = item_commit(run->fs, &st->uc);
+	committing_del(run->fs, run->items[i].in.ino);
+	item_result(run, &run->items[i], rc);
 }
 
 /* See fs.h. */
@@ -929,11 +1078,19 @@ unsigned fs_uploads_in_flight(struct fs *fs)
  * all run first).  *progress tells whether anything was done.  Returns
  * the first store or database error (the work stays queued).
  */
+/*
+ * One pass (under sync_lock).  With later (a strict pass of strict.c's,
+ * only set): the small files are uploaded but not committed; later holds
+ * what sync_pass_finish() commits once sync_lock is let go, so that the
+ * next pass's uploads overlap this pass's commits in the database (the
+ * store still sees one pass's writes at a time, in order).  The return
+ * and *progress are then sync_pass_finish()'s.
+ */
 static int sync_pass(struct fs *fs, bool flushing, const struct sync_only *only,
-		     bool *progress)
+		     bool *progress, struct sync_later *later)
 {
 	int64_t delay = (int64_t)(flushing ? 0 : fs->opts.upload_delay_ms);
-	struct sync_snap s;
+	struct sync_snap snap, *sp = later ? &later->s : &snap;
 	int rc;
 
 	*progress = false;
@@ -945,13 +1102,13 @@ static int sync_pass(struct fs *fs, bool flushing, const struct sync_only *only,
 	uint64_t conflicts0 = fs_conflicts_now();
 
 	fs_outage_check(fs, conflicts0);
-	rc = snap_take(fs, &s, only);
+	rc = snap_take(fs, sp, only);
 	if (rc)
 		return rc;
-	if (!only && !s.npend && !s.nitems)
+	if (!only && !sp->npend && !sp->nitems)
 		fs_outage_replayed(fs);
-	for (size_t i = 0; i < s.npend; i++) {
-		const struct fs_pending *pd = &s.pend[i];
+	for (size_t i = 0; i < sp->npend; i++) {
+		const struct fs_pending *pd = &sp->pend[i];
 		const char *what = pd->op == FS_PEND_DEL ? "delete" : "copy";
 
 		rc = fs_fail_wait(fs, pd->src) ? -EAGAIN
@@ -962,7 +1119,7 @@ static int sync_pass(struct fs *fs, bool flushing, const struct sync_only *only,
 				  strerror(-rc));
 			if (!fs_err_transient(rc))
 				fs_fail_note(fs, what, pd->src, rc);
-			snap_free(&s);
+			snap_free(sp);
 			return rc;
 		}
 		fs_fail_clear(fs, pd->src);
@@ -977,14 +1134,15 @@ static int sync_pass(struct fs *fs, bool flushing, const struct sync_only *only,
 	if (fs->opts.max_dirty && u.dirty >= fs->opts.max_dirty / 2 &&
 	    !waited_for)
 		delay = SYNC_MIN_QUIET_MS;
-	struct sync_run run = { .fs = fs };
+	struct sync_run one = { .fs = fs }, *run = later ? &later->run : &one;
 	size_t nsmall = 0;
 
-	atomic_init(&run.first, 0);
-	atomic_init(&run.progress, false);
+	*run = (struct sync_run){ .fs = fs };
+	atomic_init(&run->first, 0);
+	atomic_init(&run->progress, false);
 	/* Due ones: the small first (to run in parallel), then the big. */
-	for (size_t i = 0; i < s.nitems; i++) {
-		struct sync_item *it = &s.items[i];
+	for (size_t i = 0; i < sp->nitems; i++) {
+		struct sync_item *it = &sp->items[i];
 
 		it->due = false;
 		if ((only && !only_has(only, it->in.ino)) ||
@@ -997,14 +1155,16 @@ static int sync_pass(struct fs *fs, bool flushing, const struct sync_only *only,
 			continue;
 		it->due = true;
 		if (item_size(it) <= SYNC_SMALL_MAX) {
-			struct sync_item tmp = s.items[nsmall];
+			struct sync_item tmp = sp->items[nsmall];
 
-			s.items[nsmall++] = *it;
+			sp->items[nsmall++] = *it;
 			*it = tmp;
 		}
 	}
-	run.items = s.items;
-	run.n = nsmall;
+	run->items = sp->items;
+	run->n = nsmall;
+	if (later && nsmall)
+		run->st = calloc(nsmall, sizeof(*run->st)); /* NULL: in turn */
 	/* Files clients wait for go up together whatever the store likes
 	 * best alone: each upload's commit is a round trip of the database
 	 * in a cluster, and the store's flushes are shared too. */
@@ -1013,21 +1173,44 @@ static int sync_pass(struct fs *fs, bool flushing, const struct sync_only *only,
 	if (waited_for && par < only->n)
 		par = only->n < FS_PARALLEL_MAX ? (unsigned)only->n
 						: FS_PARALLEL_MAX;
-	fs_each_parallel(run.n, par, run_one, &run);
-	for (size_t i = nsmall; i < s.nitems; i++)
-		if (s.items[i].due)
-			item_run(&run, &s.items[i]);
+	fs_each_parallel(run->n, par, run_one, run);
+	for (size_t i = nsmall; i < sp->nitems; i++)
+		if (sp->items[i].due)
+			item_run(run, i);
 	/* Big files still being written: their complete parts go now. */
-	for (size_t i = 0; !only && i < s.nitems; i++)
-		if (!s.items[i].due)
-			fs_early_step(fs, &s.items[i]);
-	if (!only && s.nitems < SYNC_BATCH)
-		fs_early_sweep(fs, s.items, s.nitems);
-	snap_free(&s);
-	*progress = atomic_load(&run.progress);
-	rc = atomic_load(&run.first);
+	for (size_t i = 0; !only && i < sp->nitems; i++)
+		if (!sp->items[i].due)
+			fs_early_step(fs, &sp->items[i]);
+	if (!only && sp->nitems < SYNC_BATCH)
+		fs_early_sweep(fs, sp->items, sp->nitems);
 	fs_outage_check(fs, conflicts0);
-	return rc;
+	if (later) {
+		/* The pending records' progress counts too. */
+		if (*progress)
+			atomic_store(&run->progress, true);
+		later->par = par;
+		return 0;
+	}
+	snap_free(sp);
+	*progress = atomic_load(&run->progress);
+	return atomic_load(&run->first);
+}
+
+/*
+ * A strict pass's second half, sync_lock let go: the commits of the files
+ * it uploaded, in parallel (they share the db writer's group commits and,
+ * in a cluster, go to PostgreSQL together).  Frees what later holds.
+ */
+static int sync_pass_finish(struct sync_later *later, bool *progress)
+{
+	struct sync_run *run = &later->run;
+
+	if (run->st)
+		fs_each_parallel(run->n, later->par, commit_one, run);
+	free(run->st);
+	snap_free(&later->s);
+	*progress = atomic_load(&run->progress);
+	return atomic_load(&run->first);
 }
 
 static void *syncer_main(void *p)
@@ -1071,7 +1254,7 @@ static void *syncer_main(void *p)
 			continue;
 		}
 		pthread_mutex_lock(&fs->sync_lock);
-		int rc = sync_pass(fs, false, NULL, &progress);
+		int rc = sync_pass(fs, false, NULL, &progress, NULL);
 
 		pthread_mutex_unlock(&fs->sync_lock);
 		pthread_mutex_lock(&fs->sync_wlock);
@@ -1094,6 +1277,7 @@ int fs_syncer_start(struct fs *fs)
 
 	pthread_mutex_init(&fs->sync_lock, NULL);
 	pthread_mutex_init(&fs->sync_wlock, NULL);
+	pthread_mutex_init(&fs->commit_lock, NULL);
 	pthread_mutex_init(&fs->early_lock, NULL);
 	pthread_mutex_init(&fs->outage_lock, NULL);
 	pthread_cond_init(&fs->sync_wake, NULL);
@@ -1104,6 +1288,7 @@ int fs_syncer_start(struct fs *fs)
 		pthread_cond_destroy(&fs->sync_wake);
 		pthread_mutex_destroy(&fs->sync_wlock);
 		pthread_mutex_destroy(&fs->sync_lock);
+		pthread_mutex_destroy(&fs->commit_lock);
 		return rc;
 	}
 	fs->sync_started = true;
@@ -1139,6 +1324,10 @@ void fs_syncer_stop(struct fs *fs)
 	pthread_cond_destroy(&fs->sync_wake);
 	pthread_mutex_destroy(&fs->sync_wlock);
 	pthread_mutex_destroy(&fs->sync_lock);
+	pthread_mutex_destroy(&fs->commit_lock);
+	free(fs->committing);
+	fs->committing = NULL;
+	fs->ncommitting = fs->committing_cap = 0;
 	fs->sync_started = false;
 }
 
@@ -1158,7 +1347,7 @@ int fs_flush(struct fs *fs)
 		rc = work_left(fs, &left);
 		if (rc || left == 0)
 			break;
-		rc = sync_pass(fs, true, NULL, &progress);
+		rc = sync_pass(fs, true, NULL, &progress, NULL);
 		if (rc) {
 			if (++failures > SYNC_FLUSH_RETRIES)
 				break;
@@ -1190,13 +1379,33 @@ int fs_sync_pending(struct fs *fs)
 }
 
 /* See sync_int.h. */
+int fs_sync_taken(struct fs *fs,
+		  size_t (*take)(void *ctx, const uint64_t **inos), void *ctx,
+		  bool *progress)
+{
+	struct sync_only only = { NULL, 0 };
+	struct sync_later later;
+	int rc = 0;
+
+	*progress = false;
+	pthread_mutex_lock(&fs->sync_lock);
+	only.n = take(ctx, &only.inos);
+	if (only.n)
+		rc = sync_pass(fs, true, &only, progress, &later);
+	pthread_mutex_unlock(&fs->sync_lock);
+	if (only.n && !rc)
+		rc = sync_pass_finish(&later, progress);
+	return rc;
+}
+
+/* See sync_int.h. */
 int fs_sync_some(struct fs *fs, const uint64_t *inos, size_t n, bool *progress)
 {
 	struct sync_only only = { inos, n };
 	int rc;
 
 	pthread_mutex_lock(&fs->sync_lock);
-	rc = sync_pass(fs, true, &only, progress);
+	rc = sync_pass(fs, true, &only, progress, NULL);
 	pthread_mutex_unlock(&fs->sync_lock);
 	return rc;
 }

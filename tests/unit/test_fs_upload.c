@@ -514,6 +514,65 @@ static void test_strict_commit_many_dirty(void)
 }
 
 /*
+ * --strict-commit from many clients at once: one pass uploads while the
+ * one before commits its records (a file whose commit is on the way is
+ * left to the next pass).  Each thread rewrites its own file and
+ * COMMITs it, over and over: every COMMIT that answers 0 finds its bytes
+ * in the store.
+ */
+#define SC_THREADS 8
+#define SC_ROUNDS 15
+
+struct sc_arg {
+	int id;
+	uint64_t ino;
+	int bad;
+};
+
+static void *sc_thread(void *p)
+{
+	struct sc_arg *a = p;
+	char key[32], want[64], got[64];
+
+	snprintf(key, sizeof(key), "sc%d", a->id);
+	for (int r = 0; r < SC_ROUNDS; r++) {
+		size_t n = (size_t)snprintf(want, sizeof(want),
+					    "file %d, round %02d", a->id, r);
+		size_t g = 0;
+
+		if (do_write(a->ino, 0, want, n) || do_commit(a->ino) ||
+		    store_get(inner, key, 0, sizeof(got), got, &g) || g != n ||
+		    memcmp(got, want, n))
+			a->bad++;
+	}
+	return NULL;
+}
+
+static void test_strict_commit_parallel(void)
+{
+	struct sc_arg args[SC_THREADS];
+	pthread_t t[SC_THREADS];
+	char name[32];
+
+	strict = true;
+	fx_open(0);
+	strict = false;
+	for (int i = 0; i < SC_THREADS; i++) {
+		args[i] = (struct sc_arg){ .id = i };
+		snprintf(name, sizeof(name), "sc%d", i);
+		CU_ASSERT_FATAL(do_create(name, &args[i].ino) == 0);
+	}
+	for (int i = 0; i < SC_THREADS; i++)
+		CU_ASSERT_FATAL(
+			pthread_create(&t[i], NULL, sc_thread, &args[i]) == 0);
+	for (int i = 0; i < SC_THREADS; i++) {
+		pthread_join(t[i], NULL);
+		CU_ASSERT(args[i].bad == 0);
+	}
+	fx_close();
+}
+
+/*
  * The store unreachable: changes land in the cache and the journal (only
  * a stable write that needs the store waits) and go up once it is back.
  * (Before issue 17, WRITE and CREATE answered -EAGAIN the whole outage.)
@@ -897,6 +956,7 @@ int main(void)
 	CU_add_test(s, "strict_commit", test_strict_commit);
 	CU_add_test(s, "strict_commit_many_dirty",
 		    test_strict_commit_many_dirty);
+	CU_add_test(s, "strict_commit_parallel", test_strict_commit_parallel);
 	CU_add_test(s, "store_down", test_store_down);
 	CU_add_test(s, "store_down_probe", test_store_down_probe);
 	CU_add_test(s, "rename_partial", test_rename_partial);
