@@ -1,8 +1,9 @@
 /*
- * fs/sync_int.h - what the syncer (syncer.c) shares with the uploads it
- * starts early (early.c) and the passes clients wait for (strict.c).
- * Private to fs/; all of it runs under fs->sync_lock, on the syncer's
- * thread, a flush's or strict.c's.
+ * fs/sync_int.h - what the syncer (syncer.c) shares with one file's trip
+ * to the store (sync_item.c), the uploads it starts early (early.c) and
+ * the passes clients wait for (strict.c).  Private to fs/; all of it runs
+ * under fs->sync_lock, on the syncer's thread, a flush's or strict.c's,
+ * but for sync_item_commit().
  */
 #ifndef MAPFS_FS_SYNC_INT_H
 #define MAPFS_FS_SYNC_INT_H
@@ -50,6 +51,38 @@ int fs_sync_some(struct fs *fs, const uint64_t *inos, size_t n, bool *progress);
 int fs_sync_taken(struct fs *fs,
 		  size_t (*take)(void *ctx, const uint64_t **inos), void *ctx,
 		  bool *progress);
+
+/* Uploads of files up to SYNC_SMALL_MAX run many at once, as many as
+ * the store takes (store_put_parallel, at most FS_PARALLEL_MAX); bigger
+ * ones one at a time (each is a multipart upload with its own threads). */
+#define SYNC_SMALL_MAX (8ull << 20)
+
+/* The bytes an upload of it sends (the cache file's, when dirty). */
+uint64_t sync_item_size(const struct sync_item *it);
+
+/* sync_item.c: what one item's commit needs, from its store half. */
+struct upload_commit {
+	struct fs *fs;
+	struct sync_item *it;
+	struct store_info *info;
+	struct link_copy *links; /* made: their records learn it */
+	size_t nlinks;
+	uint64_t t0; /* ms, when its sync began */
+};
+
+/*
+ * sync_item.c: the store's half of it's sync (under sync_lock): its
+ * upload (or its conflict settled) and its links' copies.  0: uc (fs, it,
+ * info and t0 set by the caller) is ready for sync_item_commit, which
+ * frees what it holds; 1: done, nothing to commit; or an error (uc holds
+ * nothing then).
+ */
+int sync_item_store(struct fs *fs, struct sync_item *it,
+		    struct upload_commit *uc);
+
+/* The record's half: it is in the store as uc says (its commit; needs no
+ * sync_lock).  0 or -errno. */
+int sync_item_commit(struct fs *fs, struct upload_commit *uc);
 
 /* The metadata the object of it gets (mode, owner, mtime, link id). */
 void sync_meta_of(const struct fs *fs, const struct sync_item *it,
