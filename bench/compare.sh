@@ -344,7 +344,8 @@ limits() {
 
 # ---------------------------------------------------------------- mapfs vs ganesha
 # Item groups: one mapfs-bench run each, at the depths of the issue's table.
-GROUPS_=(io4k meta small big)
+# (COMPARE_GROUPS="small meta" runs only those.)
+read -r -a GROUPS_ <<<"${COMPARE_GROUPS:-io4k meta small big}"
 group_args() {
 	case $1 in
 	io4k) echo "-q 32 --items rand-read-4k,rand-write-4k --io-file-size $IOFILE" ;;
