@@ -13,8 +13,10 @@
  * under its own mutex (taken inside a shard's, never around one).  A
  * request that would add to a host at its bound is refused before
  * anything changes; releases are never refused.
+ *
+ * One file's state as bytes, for a cluster's database, is lock_bytes.c's.
  */
-#include "lock.h"
+#include "lock_priv.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -22,81 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-
-#define SHARD_BUCKETS 256
-#define HOST_BUCKETS 1024
-
-struct nlm_table;
-
-/* What one host holds: the references of its kept owners. */
-struct hostc {
-	struct hostc *next;
-	struct nlm_table *t;
-	struct nlm_host host;
-	size_t n; /* under t->hosts_mu */
-};
-
-/* A kept owner, shared by the locks, requests and shares it made. */
-struct own {
-	unsigned refs; /* under the shard's mutex */
-	struct hostc *hc;
-	int32_t svid;
-	uint32_t ohlen;
-	char *caller; /* points into data, after the oh bytes */
-	uint8_t data[];
-};
-
-struct lk {
-	struct lk *next;
-	struct own *own;
-	uint64_t start, end; /* inclusive; end UINT64_MAX: to EOF */
-	bool excl;
-};
-
-struct waiter {
-	struct waiter *next;
-	struct own *own;
-	uint64_t start, end;
-	uint64_t off, len; /* as asked, for the grant callback */
-	bool excl;
-	void *arg;
-};
-
-struct shr {
-	struct shr *next;
-	struct own *own;
-	unsigned access, deny;
-};
-
-struct file {
-	struct file *next;
-	uint64_t ino;
-	struct lk *locks;
-	struct waiter *waiters; /* FIFO: the oldest first */
-	struct shr *shares;
-};
-
-struct shard {
-	pthread_mutex_t mu;
-	struct file *buckets[SHARD_BUCKETS];
-};
-
-struct nlm_table {
-	struct nlm_table_ops ops;
-	size_t host_max;
-	pthread_mutex_t hosts_mu;
-	struct hostc *hosts[HOST_BUCKETS];
-	unsigned nshards;
-	struct shard shards[];
-};
-
-/* Callbacks collected under a shard's mutex, run after it is released. */
-struct pending {
-	struct waiter *granted; /* in grant order */
-	struct waiter **granted_tail;
-	struct waiter *dropped;
-	uint64_t ino; /* of the granted ones (one file per call) */
-};
 
 static uint64_t ino_mix(uint64_t x)
 {
@@ -106,7 +33,7 @@ static uint64_t ino_mix(uint64_t x)
 	return x;
 }
 
-static struct shard *shard_of(struct nlm_table *t, uint64_t ino)
+struct shard *lk_shard_of(struct nlm_table *t, uint64_t ino)
 {
 	return &t->shards[ino_mix(ino) & (t->nshards - 1)];
 }
@@ -223,7 +150,7 @@ static int host_room(struct nlm_table *t, const struct nlm_owner *w)
 	return nlm_table_host_count(t, &w->host) >= t->host_max ? -ENOLCK : 0;
 }
 
-static bool own_is(const struct own *o, const struct nlm_owner *w)
+bool lk_own_is(const struct own *o, const struct nlm_owner *w)
 {
 	return o->svid == w->svid && o->ohlen == w->ohlen &&
 	       host_eq(&o->hc->host, &w->host) &&
@@ -239,7 +166,7 @@ static bool own_same_share(const struct own *o, const struct nlm_owner *w)
 	       !strcmp(o->caller, w->caller);
 }
 
-static struct own *own_new(struct nlm_table *t, const struct nlm_owner *w)
+struct own *lk_own_new(struct nlm_table *t, const struct nlm_owner *w)
 {
 	size_t clen = strlen(w->caller);
 	struct own *o = malloc(sizeof(*o) + w->ohlen + clen + 1);
@@ -261,13 +188,13 @@ static struct own *own_new(struct nlm_table *t, const struct nlm_owner *w)
 }
 
 /* One more reference to o (under its shard's mutex). */
-static void own_ref(struct own *o)
+void lk_own_ref(struct own *o)
 {
 	o->refs++;
 	host_charge(o->hc->t, &o->hc->host);
 }
 
-static void own_put(struct own *o)
+void lk_own_put(struct own *o)
 {
 	host_release(o->hc);
 	if (!--o->refs)
@@ -287,7 +214,7 @@ static void desc_of(const struct own *o, bool excl, uint64_t off, uint64_t len,
 				    .len = len };
 }
 
-static struct file *file_find(struct shard *s, uint64_t ino)
+struct file *lk_file_find(struct shard *s, uint64_t ino)
 {
 	for (struct file *f = *bucket_of(s, ino); f; f = f->next)
 		if (f->ino == ino)
@@ -295,9 +222,9 @@ static struct file *file_find(struct shard *s, uint64_t ino)
 	return NULL;
 }
 
-static struct file *file_get(struct shard *s, uint64_t ino)
+struct file *lk_file_get(struct shard *s, uint64_t ino)
 {
-	struct file *f = file_find(s, ino), **b;
+	struct file *f = lk_file_find(s, ino), **b;
 
 	if (f)
 		return f;
@@ -312,7 +239,7 @@ static struct file *file_get(struct shard *s, uint64_t ino)
 }
 
 /* Free f if nothing is left on it. */
-static void file_trim(struct shard *s, struct file *f)
+void lk_file_trim(struct shard *s, struct file *f)
 {
 	struct file **pp;
 
@@ -331,7 +258,8 @@ static const struct lk *conflict_find(const struct file *f,
 {
 	for (const struct lk *l = f->locks; l; l = l->next)
 		if ((excl || l->excl) &&
-		    overlap(start, end, l->start, l->end) && !own_is(l->own, w))
+		    overlap(start, end, l->start, l->end) &&
+		    !lk_own_is(l->own, w))
 			return l;
 	return NULL;
 }
@@ -369,7 +297,7 @@ static bool range_remove(struct file *f, const struct own *o, uint64_t start,
 			*spare = NULL;
 			*tail = *l;
 			tail->start = end + 1;
-			own_ref(tail->own);
+			lk_own_ref(tail->own);
 			l->end = start - 1;
 			l->next = tail;
 			pp = &tail->next;
@@ -381,7 +309,7 @@ static bool range_remove(struct file *f, const struct own *o, uint64_t start,
 			pp = &l->next;
 		} else {
 			*pp = l->next;
-			own_put(l->own);
+			lk_own_put(l->own);
 			free(l);
 		}
 	}
@@ -392,13 +320,13 @@ static bool range_remove(struct file *f, const struct own *o, uint64_t start,
  * The same kept owner as w on f, if any lock, request or share of f has
  * it, so that one owner is one struct own per file.
  */
-static struct own *own_on_file(const struct file *f, const struct nlm_owner *w)
+struct own *lk_own_on_file(const struct file *f, const struct nlm_owner *w)
 {
 	for (struct lk *l = f->locks; l; l = l->next)
-		if (own_is(l->own, w))
+		if (lk_own_is(l->own, w))
 			return l->own;
 	for (struct waiter *q = f->waiters; q; q = q->next)
-		if (own_is(q->own, w))
+		if (lk_own_is(q->own, w))
 			return q->own;
 	return NULL;
 }
@@ -430,10 +358,10 @@ static void lock_install(struct file *f, struct own *o, uint64_t start,
 		if (l->end > end)
 			end = l->end;
 		*pp = l->next;
-		own_put(l->own);
+		lk_own_put(l->own);
 		free(l);
 	}
-	own_ref(o);
+	lk_own_ref(o);
 	*new = (struct lk){ .next = f->locks,
 			    .own = o,
 			    .start = start,
@@ -499,7 +427,7 @@ static void pending_run(struct nlm_table *t, struct shard *s, struct pending *p)
 		t->ops.grant(t->ops.ctx, p->ino, &d, w->arg);
 		/* The owner may be shared with the lock just installed. */
 		pthread_mutex_lock(&s->mu);
-		own_put(w->own);
+		lk_own_put(w->own);
 		pthread_mutex_unlock(&s->mu);
 		free(w);
 	}
@@ -507,7 +435,7 @@ static void pending_run(struct nlm_table *t, struct shard *s, struct pending *p)
 		next = w->next;
 		t->ops.drop(t->ops.ctx, w->arg);
 		pthread_mutex_lock(&s->mu);
-		own_put(w->own);
+		lk_own_put(w->own);
 		pthread_mutex_unlock(&s->mu);
 		free(w);
 	}
@@ -547,7 +475,7 @@ void nlm_table_free(struct nlm_table *t)
 					struct lk *l = f->locks;
 
 					f->locks = l->next;
-					own_put(l->own);
+					lk_own_put(l->own);
 					free(l);
 				}
 				while (f->waiters) {
@@ -555,14 +483,14 @@ void nlm_table_free(struct nlm_table *t)
 
 					f->waiters = w->next;
 					t->ops.drop(t->ops.ctx, w->arg);
-					own_put(w->own);
+					lk_own_put(w->own);
 					free(w);
 				}
 				while (f->shares) {
 					struct shr *h = f->shares;
 
 					f->shares = h->next;
-					own_put(h->own);
+					lk_own_put(h->own);
 					free(h);
 				}
 				free(f);
@@ -577,7 +505,7 @@ void nlm_table_free(struct nlm_table *t)
 int nlm_table_test(struct nlm_table *t, uint64_t ino,
 		   const struct nlm_lockdesc *lk, struct nlm_holder *conflict)
 {
-	struct shard *s = shard_of(t, ino);
+	struct shard *s = lk_shard_of(t, ino);
 	const struct lk *l = NULL;
 	uint64_t start, end;
 	struct file *f;
@@ -585,7 +513,7 @@ int nlm_table_test(struct nlm_table *t, uint64_t ino,
 	if (range_of(lk->off, lk->len, &start, &end))
 		return -EINVAL;
 	pthread_mutex_lock(&s->mu);
-	f = file_find(s, ino);
+	f = lk_file_find(s, ino);
 	if (f)
 		l = conflict_find(f, &lk->owner, start, end, lk->excl);
 	if (l && conflict)
@@ -604,15 +532,15 @@ static int waiter_queue(struct nlm_table *t, struct file *f,
 
 	for (pp = &f->waiters; (w = *pp); pp = &w->next)
 		if (w->start == start && w->end == end && w->excl == lk->excl &&
-		    own_is(w->own, &lk->owner))
+		    lk_own_is(w->own, &lk->owner))
 			return -EALREADY;
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
-	o = own_on_file(f, &lk->owner);
+	o = lk_own_on_file(f, &lk->owner);
 	if (o)
-		own_ref(o);
-	else if (!(o = own_new(t, &lk->owner))) {
+		lk_own_ref(o);
+	else if (!(o = lk_own_new(t, &lk->owner))) {
 		free(w);
 		return -ENOMEM;
 	}
@@ -630,7 +558,7 @@ static int waiter_queue(struct nlm_table *t, struct file *f,
 int nlm_table_lock(struct nlm_table *t, uint64_t ino,
 		   const struct nlm_lockdesc *lk, void *block_arg)
 {
-	struct shard *s = shard_of(t, ino);
+	struct shard *s = lk_shard_of(t, ino);
 	struct lk *new = NULL, *spare = NULL;
 	struct pending p;
 	uint64_t start, end;
@@ -642,7 +570,7 @@ int nlm_table_lock(struct nlm_table *t, uint64_t ino,
 		return -EINVAL;
 	pending_init(&p);
 	pthread_mutex_lock(&s->mu);
-	f = file_get(s, ino);
+	f = lk_file_get(s, ino);
 	if (!f) {
 		rc = -ENOMEM;
 		goto out_unlock;
@@ -656,25 +584,25 @@ int nlm_table_lock(struct nlm_table *t, uint64_t ino,
 	}
 	new = malloc(sizeof(*new));
 	spare = malloc(sizeof(*spare));
-	o = own_on_file(f, &lk->owner);
+	o = lk_own_on_file(f, &lk->owner);
 	if (o)
-		own_ref(o);
+		lk_own_ref(o);
 	else
-		o = own_new(t, &lk->owner);
+		o = lk_own_new(t, &lk->owner);
 	if (!new || !spare || !o) {
 		free(new);
 		if (o)
-			own_put(o);
+			lk_own_put(o);
 		rc = -ENOMEM;
 		goto out_trim;
 	}
 	lock_install(f, o, start, end, lk->excl, new, &spare);
-	own_put(o);
+	lk_own_put(o);
 	/* A downgrade (exclusive to shared) may let others' requests in. */
 	waiters_wake(f, &p);
 	rc = 0;
 out_trim:
-	file_trim(s, f);
+	lk_file_trim(s, f);
 out_unlock:
 	pthread_mutex_unlock(&s->mu);
 	free(spare);
@@ -685,7 +613,7 @@ out_unlock:
 int nlm_table_unlock(struct nlm_table *t, uint64_t ino,
 		     const struct nlm_lockdesc *lk)
 {
-	struct shard *s = shard_of(t, ino);
+	struct shard *s = lk_shard_of(t, ino);
 	struct lk *spare;
 	struct pending p;
 	uint64_t start, end;
@@ -699,11 +627,11 @@ int nlm_table_unlock(struct nlm_table *t, uint64_t ino,
 		return -ENOMEM;
 	pending_init(&p);
 	pthread_mutex_lock(&s->mu);
-	f = file_find(s, ino);
-	if (f && (o = own_on_file(f, &lk->owner)) &&
+	f = lk_file_find(s, ino);
+	if (f && (o = lk_own_on_file(f, &lk->owner)) &&
 	    range_remove(f, o, start, end, &spare)) {
 		waiters_wake(f, &p);
-		file_trim(s, f);
+		lk_file_trim(s, f);
 	}
 	pthread_mutex_unlock(&s->mu);
 	free(spare);
@@ -714,7 +642,7 @@ int nlm_table_unlock(struct nlm_table *t, uint64_t ino,
 int nlm_table_cancel(struct nlm_table *t, uint64_t ino,
 		     const struct nlm_lockdesc *lk)
 {
-	struct shard *s = shard_of(t, ino);
+	struct shard *s = lk_shard_of(t, ino);
 	struct waiter **pp, *w = NULL;
 	struct pending p;
 	uint64_t start, end;
@@ -724,16 +652,16 @@ int nlm_table_cancel(struct nlm_table *t, uint64_t ino,
 		return -EINVAL;
 	pending_init(&p);
 	pthread_mutex_lock(&s->mu);
-	f = file_find(s, ino);
+	f = lk_file_find(s, ino);
 	for (pp = f ? &f->waiters : NULL; pp && (w = *pp); pp = &w->next)
 		if (w->start == start && w->end == end && w->excl == lk->excl &&
-		    own_is(w->own, &lk->owner))
+		    lk_own_is(w->own, &lk->owner))
 			break;
 	if (w) {
 		*pp = w->next;
 		w->next = NULL;
 		p.dropped = w;
-		file_trim(s, f);
+		lk_file_trim(s, f);
 	}
 	pthread_mutex_unlock(&s->mu);
 	pending_run(t, s, &p);
@@ -744,13 +672,13 @@ int nlm_table_share(struct nlm_table *t, uint64_t ino,
 		    const struct nlm_owner *owner, unsigned access,
 		    unsigned deny)
 {
-	struct shard *s = shard_of(t, ino);
+	struct shard *s = lk_shard_of(t, ino);
 	struct shr *h, *mine = NULL;
 	struct file *f;
 	int rc = 0;
 
 	pthread_mutex_lock(&s->mu);
-	f = file_get(s, ino);
+	f = lk_file_get(s, ino);
 	if (!f) {
 		rc = -ENOMEM;
 		goto out_unlock;
@@ -769,7 +697,7 @@ int nlm_table_share(struct nlm_table *t, uint64_t ino,
 	}
 	if (!mine) {
 		mine = calloc(1, sizeof(*mine));
-		if (!mine || !(mine->own = own_new(t, owner))) {
+		if (!mine || !(mine->own = lk_own_new(t, owner))) {
 			free(mine);
 			rc = -ENOMEM;
 			goto out_trim;
@@ -780,7 +708,7 @@ int nlm_table_share(struct nlm_table *t, uint64_t ino,
 	mine->access = access;
 	mine->deny = deny;
 out_trim:
-	file_trim(s, f);
+	lk_file_trim(s, f);
 out_unlock:
 	pthread_mutex_unlock(&s->mu);
 	return rc;
@@ -789,23 +717,23 @@ out_unlock:
 void nlm_table_unshare(struct nlm_table *t, uint64_t ino,
 		       const struct nlm_owner *owner)
 {
-	struct shard *s = shard_of(t, ino);
+	struct shard *s = lk_shard_of(t, ino);
 	struct shr **pp, *h;
 	struct file *f;
 
 	pthread_mutex_lock(&s->mu);
-	f = file_find(s, ino);
+	f = lk_file_find(s, ino);
 	for (pp = f ? &f->shares : NULL; pp && (h = *pp);) {
 		if (!own_same_share(h->own, owner)) {
 			pp = &h->next;
 			continue;
 		}
 		*pp = h->next;
-		own_put(h->own);
+		lk_own_put(h->own);
 		free(h);
 	}
 	if (f)
-		file_trim(s, f);
+		lk_file_trim(s, f);
 	pthread_mutex_unlock(&s->mu);
 }
 
@@ -832,7 +760,7 @@ static size_t file_free_caller(struct file *f, const char *caller,
 			continue;
 		}
 		*lp = l->next;
-		own_put(l->own);
+		lk_own_put(l->own);
 		free(l);
 		n++;
 	}
@@ -852,7 +780,7 @@ static size_t file_free_caller(struct file *f, const char *caller,
 			continue;
 		}
 		*hp = h->next;
-		own_put(h->own);
+		lk_own_put(h->own);
 		free(h);
 		n++;
 	}
@@ -883,7 +811,7 @@ size_t nlm_table_free_all(struct nlm_table *t, const char *caller,
 					continue;
 				n += k;
 				waiters_wake(f, &p);
-				file_trim(s, f);
+				lk_file_trim(s, f);
 				pthread_mutex_unlock(&s->mu);
 				pending_run(t, s, &p);
 				pthread_mutex_lock(&s->mu);
@@ -923,235 +851,6 @@ void nlm_table_count(struct nlm_table *t, size_t *locks, size_t *waiters,
 		*waiters = nw;
 	if (shares)
 		*shares = ns;
-}
-
-/* ---- one file's state as bytes (a cluster keeps it in its database) ---- */
-
-/*
- * Format (native byte order, as every record of a cluster): per lock,
- * request and share, a kind byte ('L', 'W', 'S'), the owner (host 16,
- * svid 4, ohlen 4, oh, callerlen 2, caller) and then a lock's start, end,
- * excl; a request's start, end, off, len, excl, arglen 4, arg; a share's
- * access, deny.  Locks, requests (in queue order) and shares, in order.
- */
-struct wbuf {
-	unsigned char *p;
-	size_t len, cap;
-	bool bad;
-};
-
-static void wb_add(struct wbuf *b, const void *d, size_t n)
-{
-	if (b->bad)
-		return;
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 256;
-		unsigned char *q;
-
-		while (cap < b->len + n)
-			cap *= 2;
-		q = realloc(b->p, cap);
-		if (!q) {
-			b->bad = true;
-			return;
-		}
-		b->p = q;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, d, n);
-	b->len += n;
-}
-
-static void wb_owner(struct wbuf *b, const struct own *o)
-{
-	uint16_t cl = (uint16_t)strlen(o->caller);
-
-	wb_add(b, o->hc->host.addr, 16);
-	wb_add(b, &o->svid, 4);
-	wb_add(b, &o->ohlen, 4);
-	wb_add(b, o->data, o->ohlen);
-	wb_add(b, &cl, 2);
-	wb_add(b, o->caller, cl);
-}
-
-int nlm_table_export(struct nlm_table *t, uint64_t ino,
-		     size_t (*arg_save)(void *arg, void *buf, size_t cap),
-		     void **out, size_t *len)
-{
-	struct shard *s = shard_of(t, ino);
-	struct wbuf b = { 0 };
-	unsigned char abuf[NLM_ARG_MAX];
-	struct file *f;
-
-	pthread_mutex_lock(&s->mu);
-	f = file_find(s, ino);
-	for (struct lk *l = f ? f->locks : NULL; l; l = l->next) {
-		uint8_t x = l->excl;
-
-		wb_add(&b, "L", 1);
-		wb_owner(&b, l->own);
-		wb_add(&b, &l->start, 8);
-		wb_add(&b, &l->end, 8);
-		wb_add(&b, &x, 1);
-	}
-	for (struct waiter *w = f ? f->waiters : NULL; w; w = w->next) {
-		uint8_t x = w->excl;
-		uint32_t al = (uint32_t)arg_save(w->arg, abuf, sizeof(abuf));
-
-		wb_add(&b, "W", 1);
-		wb_owner(&b, w->own);
-		wb_add(&b, &w->start, 8);
-		wb_add(&b, &w->end, 8);
-		wb_add(&b, &w->off, 8);
-		wb_add(&b, &w->len, 8);
-		wb_add(&b, &x, 1);
-		wb_add(&b, &al, 4);
-		wb_add(&b, abuf, al);
-	}
-	for (struct shr *h = f ? f->shares : NULL; h; h = h->next) {
-		wb_add(&b, "S", 1);
-		wb_owner(&b, h->own);
-		wb_add(&b, &h->access, 4);
-		wb_add(&b, &h->deny, 4);
-	}
-	pthread_mutex_unlock(&s->mu);
-	if (b.bad) {
-		free(b.p);
-		return -ENOMEM;
-	}
-	*out = b.p;
-	*len = b.len;
-	return 0;
-}
-
-struct rbuf {
-	const unsigned char *p, *end;
-};
-
-static bool rb_get(struct rbuf *r, void *d, size_t n)
-{
-	if ((size_t)(r->end - r->p) < n)
-		return false;
-	memcpy(d, r->p, n);
-	r->p += n;
-	return true;
-}
-
-/* An owner from r, kept on f (one struct own per owner and file). */
-static struct own *rb_owner(struct nlm_table *t, struct file *f, struct rbuf *r)
-{
-	struct nlm_owner w = { 0 };
-	char caller[NLM_CALLER_MAX + 1];
-	uint8_t oh[NLM_OH_MAX];
-	uint16_t cl;
-	struct own *o;
-
-	if (!rb_get(r, w.host.addr, 16) || !rb_get(r, &w.svid, 4) ||
-	    !rb_get(r, &w.ohlen, 4) || w.ohlen > NLM_OH_MAX ||
-	    !rb_get(r, oh, w.ohlen) || !rb_get(r, &cl, 2) ||
-	    cl > NLM_CALLER_MAX || !rb_get(r, caller, cl))
-		return NULL;
-	caller[cl] = '\0';
-	w.oh = oh;
-	w.caller = caller;
-	o = own_on_file(f, &w);
-	for (struct shr *h = f->shares; !o && h; h = h->next)
-		if (own_is(h->own, &w))
-			o = h->own;
-	if (o) {
-		own_ref(o);
-		return o;
-	}
-	return own_new(t, &w);
-}
-
-int nlm_table_import(struct nlm_table *t, uint64_t ino, const void *p,
-		     size_t len, void *(*arg_load)(const void *p, size_t len))
-{
-	struct shard *s = shard_of(t, ino);
-	struct rbuf r = { p, (const unsigned char *)p + len };
-	struct lk **lt;
-	struct waiter **wt;
-	struct shr **st;
-	struct file *f;
-	int rc = 0;
-
-	pthread_mutex_lock(&s->mu);
-	f = file_get(s, ino);
-	if (!f) {
-		pthread_mutex_unlock(&s->mu);
-		return -ENOMEM;
-	}
-	for (lt = &f->locks; *lt; lt = &(*lt)->next)
-		;
-	for (wt = &f->waiters; *wt; wt = &(*wt)->next)
-		;
-	for (st = &f->shares; *st; st = &(*st)->next)
-		;
-	while (!rc && r.p < r.end) {
-		char kind = (char)*r.p++;
-		struct own *o = rb_owner(t, f, &r);
-		uint8_t x;
-
-		if (!o) {
-			rc = -EIO;
-			break;
-		}
-		if (kind == 'L') {
-			struct lk *l = calloc(1, sizeof(*l));
-
-			if (!l || !rb_get(&r, &l->start, 8) ||
-			    !rb_get(&r, &l->end, 8) || !rb_get(&r, &x, 1)) {
-				free(l);
-				own_put(o);
-				rc = l ? -EIO : -ENOMEM;
-				break;
-			}
-			l->own = o;
-			l->excl = x;
-			*lt = l;
-			lt = &l->next;
-		} else if (kind == 'W') {
-			struct waiter *w = calloc(1, sizeof(*w));
-			uint32_t al;
-
-			if (!w || !rb_get(&r, &w->start, 8) ||
-			    !rb_get(&r, &w->end, 8) ||
-			    !rb_get(&r, &w->off, 8) ||
-			    !rb_get(&r, &w->len, 8) || !rb_get(&r, &x, 1) ||
-			    !rb_get(&r, &al, 4) || (size_t)(r.end - r.p) < al) {
-				free(w);
-				own_put(o);
-				rc = w ? -EIO : -ENOMEM;
-				break;
-			}
-			w->arg = arg_load(r.p, al);
-			r.p += al;
-			w->own = o;
-			w->excl = x;
-			*wt = w;
-			wt = &w->next;
-		} else if (kind == 'S') {
-			struct shr *h = calloc(1, sizeof(*h));
-
-			if (!h || !rb_get(&r, &h->access, 4) ||
-			    !rb_get(&r, &h->deny, 4)) {
-				free(h);
-				own_put(o);
-				rc = h ? -EIO : -ENOMEM;
-				break;
-			}
-			h->own = o;
-			*st = h;
-			st = &h->next;
-		} else {
-			own_put(o);
-			rc = -EIO;
-		}
-	}
-	file_trim(s, f);
-	pthread_mutex_unlock(&s->mu);
-	return rc;
 }
 
 size_t nlm_table_hosts(struct nlm_table *t, struct nlm_host_count *out,
