@@ -329,6 +329,25 @@ void rpc_call_complete(struct rpc_call *call);
 /* dispatch.c: free the loop's cached call structs (loop stopped). */
 void rpc_call_cache_free(struct rpc_loop *loop);
 
+/* Bytes a loop reads from a socket at once (server.c, sock.c). */
+#define RPC_RBUF_SIZE (64u << 10)
+
+/* sock.c: Close c: its socket, its queued output, its place in the loop's list
+ * (its last reference may go with it). */
+void rpc_sock_close(struct rpc_conn *c);
+
+/* sock.c: Parse the bytes parked while c could not take more calls. */
+void rpc_sock_drain_pend(struct rpc_conn *c);
+
+/* sock.c: What epoll said of c's socket: errors, room to write, bytes to read. */
+void rpc_sock_event(struct rpc_conn *c, uint32_t events);
+
+/* sock.c: Write as much queued output as the socket takes. */
+void rpc_sock_flush(struct rpc_conn *c);
+
+/* sock.c: Read the socket iff the conn may take calls and nothing is parked. */
+void rpc_sock_update_in(struct rpc_conn *c);
+
 /* conn.c: queue a reply on conn (loop thread; takes ob). */
 void rpc_conn_queue(struct rpc_conn *conn, struct rpc_outbuf *ob);
 
