@@ -206,8 +206,9 @@ static int edit_commit(struct edit *e)
 	if (!rc) {
 		/* Committed: now the granted requests hold their locks. */
 		for (struct grant *g = e->granted; g; g = g->next) {
-			nlm_block_granted(e->n, e->ino, &g->lk, g->arg);
-			g->arg = NULL; /* nlm_block_granted took it */
+			e->n->blocked.grant(e->n->blocked.ctx, e->ino, &g->lk,
+					    g->arg);
+			g->arg = NULL; /* the completion took it */
 		}
 	}
 	grants_free(e->granted);

@@ -48,6 +48,7 @@ int nlm_open(const struct nlm_opts *opts, struct nlm **out)
 	    (rc = nsm_state_bump(n)))
 		goto fail;
 	ops.ctx = n;
+	n->blocked = ops;
 	if ((rc = nlm_table_new(NLM_SHARD_BITS, opts->host_max, &ops,
 				&n->table)))
 		goto fail;

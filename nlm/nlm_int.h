@@ -45,6 +45,10 @@ struct nlm {
 	struct nlm_table *table; /* alone; a cluster's is in the database */
 	struct nlm_cb *cb;
 	struct nlm_pool *pool; /* a cluster's: calls that wait for it */
+	/* The completions of a blocked request, the procedures' (set by
+	 * nlm.c): granted, or dropped.  The tables below (lock.c's alone,
+	 * cluster.c's in a database) reach nlm4_proc.c only through these. */
+	struct nlm_table_ops blocked;
 
 	/* Hosts recorded in STATE/nsm/clients (so each is written once). */
 	pthread_mutex_t clients_lock;

@@ -90,6 +90,21 @@ for f in "$ROOT"/cache/*.c; do
 		fi
 	done < <(grep -no '^#include "[a-z0-9_]*_int.h"' "$f" | sed 's|:#include "\(.*\)_int.h"|:\1|')
 done
-[ $bad = 0 ] && echo "arrows: every include and every library link follows the rooms' arrows, and cache/ its layers"
+# Inside db/ and nlm/: a file calls no function that a file after it in
+# the block after "ROOM layers:" defines (tests/layer_calls.py), and
+# every file of the room is in the block.
+for room in db nlm; do
+	rl=$(awk -v want="$room layers:" 'index($0, want) { f = 1; next }
+		f == 1 && /^```/ { f = 2; next }
+		f == 2 && /^```/ { exit }
+		f == 2 && NF { print }' "$DOC")
+	[ -n "$rl" ] || { echo "arrows.sh: no $room layers block in $DOC" >&2; exit 2; }
+	for f in "$ROOT/$room"/*.c; do
+		x=$(basename "$f" .c)
+		[[ " $(echo $rl) " == *" $x "* ]] || { echo "arrows: $room/$x.c is no layer of $DOC"; bad=1; }
+	done
+	python3 "$ROOT/tests/layer_calls.py" "$ROOT/$room" "$(echo $rl)" || bad=1
+done
+[ $bad = 0 ] && echo "arrows: every include and every library link follows the rooms' arrows; cache/ (by includes), db/ and nlm/ (by calls) their layers"
 exit $bad
 
