@@ -350,7 +350,7 @@ group_args() {
 	case $1 in
 	io4k) echo "-q 32 --items rand-read-4k,rand-write-4k --io-file-size $IOFILE" ;;
 	meta) echo "-q 64 --items getattr,lookup,access,null" ;;
-	small) echo "-q 16 --items write-small,read-small,stat --small-file-count $SMALLN" ;;
+	small) echo "-q 16 --items write-small,read-small,stat,remove --small-file-count $SMALLN" ;;
 	big) echo "-q 16 --items write-big,read-big,seq-read-1m,seq-write-1m --big-file-size $BIG --io-file-size $IOFILE" ;;
 	esac
 }
@@ -602,7 +602,8 @@ print(open(machine).read().rstrip())
 print(f"rounds: {rounds}; {params}\n")
 labels = [("write-big", "Write big file"), ("read-big", "Read big file"),
           ("write-small", "Write small file"), ("read-small", "Read small file"),
-          ("stat", "Stat file"), ("rand-read-4k", "Random read 4K qd32"),
+          ("stat", "Stat file"), ("remove", "Remove small file, 1 at a time"),
+          ("rand-read-4k", "Random read 4K qd32"),
           ("rand-write-4k", "Random write 4K qd32"), ("seq-read-1m", "Seq read 1M"),
           ("seq-write-1m", "Seq write 1M"), ("getattr", "GETATTR qd64"),
           ("lookup", "LOOKUP qd64"), ("access", "ACCESS qd64"), ("null", "NULL qd64")]

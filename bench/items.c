@@ -726,6 +726,37 @@ static int run_create(struct worker *w)
 	return small_run(w, SMALL_CREATE);
 }
 
+/*
+ * The remove item is rm -rf of a tree of small files from one client:
+ * --small-file-count files of --small-file-size (written untimed), then
+ * removed one at a time, each REMOVE waiting for the one before.
+ */
+static int prep_remove(struct worker *w)
+{
+	return w->have_small ? 0 : small_run(w, SMALL_WRITE);
+}
+
+static int run_remove(struct worker *w)
+{
+	char name[32];
+	w->res.start_ns = bench_now_ns();
+	for (uint64_t i = 0; i < w->cfg->small_file_count; i++) {
+		uint64_t t0 = bench_now_ns();
+		small_name(name, sizeof(name), (uint32_t)i);
+		if (conn_remove(&w->conn, &w->dir, name, 0) < 0)
+			return -1;
+		hist_record(&w->res.hist, bench_now_ns() - t0);
+		w->res.files++;
+		w->res.ops++;
+		atomic_fetch_add(&w->progress, 1);
+	}
+	w->res.end_ns = bench_now_ns();
+	/* Gone: neither a later item nor the cleanup looks for them. */
+	w->have_small = 0;
+	w->tried_small = 0;
+	return 0;
+}
+
 /* The readdir item lists a directory of --small-file-count empty files. */
 static int prep_readdir(struct worker *w)
 {
@@ -823,6 +854,9 @@ const struct item bench_items[] = {
 	  PROGRESS_TIME, "WRITE", prep_io, run_rand_write_1m },
 	{ "create", "Create file", VALUE_FILES, COST_MS_PER_FILE,
 	  PROGRESS_FILES, "file (CREATE)", prep_none, run_create },
+	{ "remove", "Remove small file", VALUE_FILES, COST_MS_PER_FILE,
+	  PROGRESS_FILES, "file (REMOVE, one at a time)", prep_remove,
+	  run_remove },
 	{ "readdir", "Readdir", VALUE_FILES, COST_MS_PER_FILE, PROGRESS_FILES,
 	  "the whole directory (READDIRPLUS, 64 KiB pages)", prep_readdir,
 	  run_readdir },
