@@ -92,8 +92,9 @@ static struct db_op *take_group(struct db_writer *w)
  * moment behind them wait for those, halves ever after.  Alone (up to
  * DB_LINGER_ALONE_US, about a client's round trip here) a commit is two
  * flushes of the disk: a small file's CREATE, its WRITE's journal records
- * and its COMMIT's wait share them with the other clients' (measured:
- * LMDB commits per small file 2.3 -> 1.2, bench/RESULTS.md).  A writer
+ * and its COMMIT's wait share them (measured with one client: LMDB
+ * commits per small file 1.86 -> 1.02, per REMOVE 2 -> 1;
+ * bench/RESULTS.md).  A writer
  * with nothing else to do loses nothing by it.
  */
 static void linger(struct db_writer *w)
