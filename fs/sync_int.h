@@ -84,12 +84,14 @@ int sync_item_store(struct fs *fs, struct sync_item *it,
  * sync_lock).  0 or -errno. */
 int sync_item_commit(struct fs *fs, struct upload_commit *uc);
 
-/* The metadata the object of it gets (mode, owner, mtime, link id). */
+/* sync_data.c: the metadata the object of it gets (mode, owner, mtime,
+ * link id). */
 void sync_meta_of(const struct fs *fs, const struct sync_item *it,
 		  struct store_meta *m);
 
 /*
- * Make [off, off + len) of the item's cache file local for an upload that
+ * sync_data.c: make [off, off + len) of the item's cache file local for an
+ * upload that
  * reads it from there, and keep it so (*pin, for cache_unpin) until the
  * read is done: a chunk evicted meanwhile would go up as zeros, over the
  * only other copy of its bytes.

@@ -22,7 +22,9 @@ bad = 0
 for i, x in enumerate(layers):
     for y in layers[i + 1:]:
         for fn in sorted(defs.get(y, ())):
-            if re.search(r'\b' + fn + r'\b', src[x]):
+            # A struct, enum or union of the same name is not a call.
+            if re.search(r'(?<!struct )(?<!enum )(?<!union )\b' + fn + r'\b',
+                         src[x]):
                 print(f"arrows: {name}/{x}.c uses {fn} of {name}/{y}.c, "
                       "a layer above it")
                 bad = 1
