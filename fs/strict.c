@@ -57,13 +57,6 @@ static bool inode_dirty(struct fs *fs, uint64_t ino)
 	return dirty;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* A pass's files: taken when the pass holds the syncer's lock. */
 struct strict_take {
 	struct fs *fs;
@@ -73,7 +66,7 @@ struct strict_take {
 };
 
 /* fs_sync_taken's take: every request queued so far joins this pass. */
-static size_t strict_take(void *p, const uint64_t **out)
+static size_t strict_take(void *p, uint64_t **out)
 {
 	struct strict_take *t = p;
 	struct fs *fs = t->fs;
@@ -100,7 +93,6 @@ static size_t strict_take(void *p, const uint64_t **out)
 		return 0;
 	for (struct strict_req *r = t->reqs; r; r = r->next)
 		t->inos[k++] = r->ino;
-	qsort(t->inos, n, sizeof(*t->inos), cmp_u64);
 	*out = t->inos;
 	return n;
 }

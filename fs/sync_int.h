@@ -31,26 +31,18 @@ struct sync_item {
 };
 
 /*
- * One pass for the n dirty inodes inos[] (ascending) alone, at once,
- * after the pending records (n 0: those alone); takes sync_lock.
- * *progress: whether it did anything.  The first store or database
- * error (the work stays queued).  For strict.c.
- */
-int fs_sync_some(struct fs *fs, const uint64_t *inos, size_t n, bool *progress);
-
-/*
  * strict.c's pass: take(ctx, &inos) runs once sync_lock is held and hands
- * over the dirty inodes to send (ascending, the caller's memory; 0: no
+ * over the dirty inodes to send (the caller's memory, sorted here; 0: no
  * pass), so that every file asked for while the last pass held the lock
  * goes in this one.  Their uploads run under sync_lock; their records are
  * committed after it is let go, while the next pass uploads (the store
  * still sees one pass at a time, in order).  A file whose commit is still
  * on the way is left out (the caller sees it dirty and asks again).
- * *progress and the first error as fs_sync_some's.
+ * *progress: whether it did anything; the first store or database error
+ * (the work stays queued).
  */
-int fs_sync_taken(struct fs *fs,
-		  size_t (*take)(void *ctx, const uint64_t **inos), void *ctx,
-		  bool *progress);
+int fs_sync_taken(struct fs *fs, size_t (*take)(void *ctx, uint64_t **inos),
+		  void *ctx, bool *progress);
 
 /* Uploads of files up to SYNC_SMALL_MAX run many at once, as many as
  * the store takes (store_put_parallel, at most FS_PARALLEL_MAX); bigger

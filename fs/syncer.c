@@ -691,40 +691,36 @@ int fs_sync_pending(struct fs *fs)
 	bool progress = true;
 	int rc = 0;
 
+	struct sync_only none = { NULL, 0 };
+
 	/* Passes for no inode at all: the pending records alone. */
-	for (int i = 0; i < SYNC_INODE_TRIES && progress && !rc; i++)
-		rc = fs_sync_some(fs, NULL, 0, &progress);
+	for (int i = 0; i < SYNC_INODE_TRIES && progress && !rc; i++) {
+		pthread_mutex_lock(&fs->sync_lock);
+		rc = sync_pass(fs, true, &none, &progress, NULL);
+		pthread_mutex_unlock(&fs->sync_lock);
+	}
 	return rc;
 }
 
 /* See sync_int.h. */
-int fs_sync_taken(struct fs *fs,
-		  size_t (*take)(void *ctx, const uint64_t **inos), void *ctx,
-		  bool *progress)
+int fs_sync_taken(struct fs *fs, size_t (*take)(void *ctx, uint64_t **inos),
+		  void *ctx, bool *progress)
 {
 	struct sync_only only = { NULL, 0 };
 	struct sync_later later;
+	uint64_t *inos = NULL;
 	int rc = 0;
 
 	*progress = false;
 	pthread_mutex_lock(&fs->sync_lock);
-	only.n = take(ctx, &only.inos);
+	only.n = take(ctx, &inos);
+	if (only.n > 1)
+		qsort(inos, only.n, sizeof(*inos), cmp_ino); /* only_has */
+	only.inos = inos;
 	if (only.n)
 		rc = sync_pass(fs, true, &only, progress, &later);
 	pthread_mutex_unlock(&fs->sync_lock);
 	if (only.n && !rc)
 		rc = sync_pass_finish(&later, progress);
-	return rc;
-}
-
-/* See sync_int.h. */
-int fs_sync_some(struct fs *fs, const uint64_t *inos, size_t n, bool *progress)
-{
-	struct sync_only only = { inos, n };
-	int rc;
-
-	pthread_mutex_lock(&fs->sync_lock);
-	rc = sync_pass(fs, true, &only, progress, NULL);
-	pthread_mutex_unlock(&fs->sync_lock);
 	return rc;
 }
