@@ -144,28 +144,31 @@ static void *writer_main(void *p)
 		if (!w->rep && (answered || w->ready)) {
 			/* cannot happen: answers come only while attached */
 		}
+		struct db_op *group;
+
 		if (w->rep || answered) {
+			/* One step: the answers, then the group on top of
+			 * them, in one local transaction. */
 			pthread_mutex_unlock(&w->lock);
 			writer_cluster_step(w, answered, poked);
 			pthread_mutex_lock(&w->lock);
-		}
-		linger(w);
-		struct db_op *group = take_group(w);
-
-		if (!group) {
-			if (w->stopping && !w->ninflight && !w->ready &&
-			    !w->answered && !w->again)
-				break;
-			continue;
-		}
-		struct db_replica *rep = w->rep;
-
-		pthread_mutex_unlock(&w->lock);
-		if (rep)
+			group = take_group(w);
+			pthread_mutex_unlock(&w->lock);
 			writer_cluster_run(w, group);
-		else
-			run_alone(w, group);
-		pthread_mutex_lock(&w->lock);
+			pthread_mutex_lock(&w->lock);
+			linger(w);
+		} else {
+			linger(w);
+			group = take_group(w);
+			if (group) {
+				pthread_mutex_unlock(&w->lock);
+				run_alone(w, group);
+				pthread_mutex_lock(&w->lock);
+			}
+		}
+		if (!w->head && w->stopping && !w->ninflight && !w->ready &&
+		    !w->answered && !w->again)
+			break;
 	}
 	pthread_mutex_unlock(&w->lock);
 	return NULL;

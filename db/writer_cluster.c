@@ -16,7 +16,9 @@
  * change the cluster may still refuse), and so does a batch of the
  * follower's.  Once the cluster took it, its writes are made here again,
  * exactly as the change made them, in the next local transaction (one
- * fsync for every answer of that moment), with the commit's version.  A
+ * fsync for every answer of that moment), with the commit's version; the
+ * next group runs on top of them in that transaction and its commits
+ * leave before it flushes (writer_cluster_run).  A
  * commit that met a newer record runs again once the follower applied what
  * made it stale; one the cluster did not take answers -EAGAIN for the
  * changes that wrote shared records, and the others run again.
@@ -494,7 +496,14 @@ static void batches_send(struct db_writer *w, int rc)
 	free(shared);
 }
 
-void writer_cluster_run(struct db_writer *w, struct db_op *ops)
+/*
+ * Run a group in a child of p (the step's local transaction, holding the
+ * answers written there first), learn its sets and send them.  A group
+ * without a shared write is committed into p: its changes go to *local,
+ * answered once p is durable.
+ */
+static void group_run(struct db_writer *w, struct db_txn *p,
+		      struct db_op *ops, struct db_op **local)
 {
 	struct group *g = &w->g;
 	struct db_op *failed = NULL, **ft = &failed;
@@ -514,7 +523,7 @@ void writer_cluster_run(struct db_writer *w, struct db_op *ops)
 		g->vbuf = v;
 		g->vcap = db_replica_val_max(w->rep);
 	}
-	rc = db_txn_begin(w->db, NULL, NULL, &txn);
+	rc = db_txn_begin(w->db, p, NULL, &txn);
 	if (rc) {
 		ops_done(ops, rc);
 		return;
@@ -546,11 +555,17 @@ void writer_cluster_run(struct db_writer *w, struct db_op *ops)
 		}
 	}
 	if (!shared) {
-		/* Nothing for the cluster: this transaction is the commit. */
+		/* Nothing for the cluster: p's commit is this group's. */
 		rc = db_txn_commit(&txn);
-		metrics_inc(MET_DB_COMMITS);
-		for (size_t i = 0; i < g->n; i++)
-			op_done(g->ops[i], rc ? rc : g->ops[i]->err);
+		for (size_t i = 0; i < g->n; i++) {
+			struct db_op *op = g->ops[i];
+
+			if (rc)
+				op->err = rc;
+			op->next = NULL;
+			*local = op;
+			local = &op->next;
+		}
 		ops_done(failed, 0);
 		return;
 	}
@@ -667,17 +682,20 @@ static void rkey_check(void *ctx, unsigned tbl, const void *key, size_t klen)
 }
 
 /*
- * One local transaction for what is ready: the sets written at once, the
- * commits the cluster took (their writes made again, with the commit's
- * version), and the follower's batches no commit in flight holds a key
- * of (in their order).
+ * Write into txn what is ready: the sets written at once, the commits the
+ * cluster took (their writes made again, with the commit's version), and
+ * the follower's batches no commit in flight holds a key of (in their
+ * order).  They are taken off the writer into *readyp and *remotep, to be
+ * answered by local_done() once txn commits, whatever rc says (txn NULL:
+ * only taken, to be answered with an error).
  */
-static void commit_local(struct db_writer *w)
+static int local_write(struct db_writer *w, struct db_txn *txn,
+		       struct wbatch **readyp,
+		       struct db_remote_batch **remotep)
 {
 	struct wbatch *ready = w->ready;
 	struct db_remote_batch *remote = NULL, **rt = &remote;
-	struct db_txn txn;
-	int rc;
+	int rc = 0;
 
 	while (w->remote) {
 		struct rkey r = { w, false };
@@ -697,43 +715,40 @@ static void commit_local(struct db_writer *w)
 	}
 	if (!w->remote)
 		w->remote_tail = &w->remote;
-	if (!ready && !remote)
-		return;
 	w->ready = NULL;
 	w->ready_tail = &w->ready;
-	rc = db_txn_begin(w->db, NULL, NULL, &txn);
+	*readyp = ready;
+	*remotep = remote;
+	if (!txn)
+		return 0;
 	for (struct wbatch *b = ready; !rc && b; b = b->next) {
 		for (size_t i = 0; !rc && i < b->ncaps; i++) {
 			const struct capw *c = &b->caps[i];
 			struct db_val k = { c->klen, b->a.p + c->koff },
 				      v = { c->vlen, b->a.p + c->voff };
 
-			rc = c->del ? db_raw_del(&txn, c->tbl, &k)
-				    : db_raw_put(&txn, c->tbl, &k, &v, 0);
+			rc = c->del ? db_raw_del(txn, c->tbl, &k)
+				    : db_raw_put(txn, c->tbl, &k, &v, 0);
 			if (rc == -ENOENT) /* gone already: as asked */
 				rc = 0;
 		}
 		if (!rc && b->shared)
-			rc = db_replica_committed(w->rep, &txn, &b->c.track,
+			rc = db_replica_committed(w->rep, txn, &b->c.track,
 						  b->c.seq);
 	}
 	for (struct db_remote_batch *b = remote; !rc && b; b = b->next)
-		rc = db_replica_apply(w->rep, &txn, b);
-	if (rc) {
-		db_txn_abort(&txn);
-		log_error("db: writing committed changes failed (%d): they "
-			  "answer an error",
-			  rc);
-	} else {
-		rc = db_txn_commit(&txn); /* syncs */
-	}
-	metrics_inc(MET_DB_COMMITS);
+		rc = db_replica_apply(w->rep, txn, b);
+	return rc;
+}
+
+/* What local_write() took, answered with its transaction's result rc. */
+static void local_done(struct db_writer *w, int rc, struct wbatch *ready,
+		       struct db_remote_batch *remote)
+{
 	while (ready) {
 		struct wbatch *b = ready;
 
 		ready = b->next;
-		for (struct db_op *op = b->ops; op; op = op->next)
-			w->answers++;
 		ops_done(b->ops, rc);
 		b->ops = NULL;
 		batch_free(b);
@@ -764,7 +779,7 @@ static void swaits_check(struct db_writer *w)
 	}
 }
 
-/* The cluster's answers and batches: handled before the next group. */
+/* See writer_priv.h. */
 void writer_cluster_step(struct db_writer *w, struct wbatch *answered,
 			 bool poked)
 {
@@ -784,14 +799,73 @@ void writer_cluster_step(struct db_writer *w, struct wbatch *answered,
 			w->remote_tail = &b->next;
 		}
 	}
-	w->answers = 0;
-	commit_local(w);
-	swaits_check(w);
+	/* Their keys are free: what waited for them runs in this step. */
 	if (freed)
 		undefer(w);
-	if (w->answers) {
+}
+
+/*
+ * See writer_priv.h.  The order is what lets the cluster's commits follow
+ * each other without waiting for this disk: the answers are written into
+ * p first, the group runs on top of them and its commits leave for
+ * PostgreSQL (which holds what they build on already), and only then
+ * does p flush, while they are in flight.  Nothing is answered before p
+ * is durable.
+ */
+void writer_cluster_run(struct db_writer *w, struct db_op *ops)
+{
+	struct wbatch *ready = NULL;
+	struct db_remote_batch *remote = NULL;
+	struct db_op *local = NULL;
+	struct db_txn p;
+	size_t answers = 0;
+	int rc = db_txn_begin(w->db, NULL, NULL, &p);
+	int wrc = local_write(w, rc ? NULL : &p, &ready, &remote);
+
+	if (rc || wrc) {
+		if (!rc) {
+			db_txn_abort(&p);
+			rc = wrc;
+		}
+		if (ready || remote)
+			log_error("db: writing committed changes failed (%d): "
+				  "they answer an error",
+				  rc);
+		local_done(w, rc, ready, remote);
+		ready = NULL;
+		remote = NULL;
+		/* The group is not theirs: it runs in a transaction of its
+		 * own if one begins. */
+		if (wrc)
+			rc = db_txn_begin(w->db, NULL, NULL, &p);
+		if (rc) {
+			ops_done(ops, rc);
+			goto out;
+		}
+	}
+	if (ops)
+		group_run(w, &p, ops, &local);
+	if (ready || remote || local) {
+		rc = db_txn_commit(&p); /* syncs */
+		metrics_inc(MET_DB_COMMITS);
+		if (rc)
+			log_error("db: a local commit failed (%d): its changes "
+				  "answer an error",
+				  rc);
+	} else {
+		db_txn_abort(&p);
+	}
+	/* The linger waits for what the cluster's answers call out. */
+	for (struct wbatch *b = ready; b; b = b->next)
+		for (struct db_op *op = b->ops; op; op = op->next)
+			answers++;
+	local_done(w, rc, ready, remote);
+	ops_done(local, rc);
+out:
+	swaits_check(w);
+	if (answers) {
 		pthread_mutex_lock(&w->lock);
-		w->expect = w->nqueued + w->answers;
+		w->expect = w->nqueued + answers;
 		pthread_mutex_unlock(&w->lock);
 	}
 }

@@ -126,8 +126,7 @@ struct db_writer {
 	struct db_op *deferred, **deferred_tail;
 	struct swait *swaits;
 	struct db_remote_batch *remote, **remote_tail;
-	bool again;     /* something was left to write: no waiting */
-	size_t answers; /* changes answered by the last local commit */
+	bool again; /* something was left to write: no waiting */
 };
 
 /* Put ops (a list) back at the head of the queue, in their order. */
@@ -180,11 +179,13 @@ static inline void undefer(struct db_writer *w)
 /*
  * writer_cluster.c: the writer's work in a cluster, each on the writer
  * thread.  Init and fini around the thread (the observer; the group's
- * buffers).  run: a group's changes run, split into sets, the sets sent
- * as commits (or written at once).  step: the answers that came and the
- * follower's batches, written in one local transaction; the changes
- * that waited go again.  detach: leave the cluster once nothing is in
- * flight.
+ * buffers).  step: the answers that came are noted (their keys free, the
+ * changes that waited for them queued again) and the follower's batches
+ * taken.  run: one local transaction: what step found ready is written,
+ * then the group (ops, may be NULL) runs on top of it, split into sets,
+ * the sets sent as commits (or written at once); the transaction flushes
+ * while those commits are in flight, and what it holds is answered.
+ * detach: leave the cluster once nothing is in flight.
  */
 void writer_cluster_init(struct db_writer *w);
 void writer_cluster_fini(struct db_writer *w);
