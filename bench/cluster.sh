@@ -29,8 +29,9 @@
 #   - the visibility window again while --threads clients create at full
 #     rate on every gateway (pg2, pg3);
 #   - PostgreSQL alone: pgbench running the create commit of
-#     bench/pg_create.sql (one create's four records, mapfs_commit2) on
-#     as many connections as the gateways' committers (4 each).
+#     bench/pg_create.sql (one create's four records, mapfs_commit3) on
+#     as many connections as the gateways' committers (4 each), with
+#     their session settings.
 # Makes no assertions.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -47,13 +48,16 @@ while [ $# -gt 0 ]; do
 	--duration) DURATION=$2; shift ;;
 	--threads) THREADS=$2; shift ;;
 	--keep) KEEP=1 ;;
-	-h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,35p' "$0"; exit 0 ;;
 	*) echo "cluster.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
 done
 [ -x "$GW" ] && [ -x "$BENCH" ] || { echo "cluster.sh: build first (cmake --build build)" >&2; exit 1; }
 
+# A gateway's committers' session settings (db/pg_commit.c).
+COMMIT_SESSION="-c lock_timeout=1s -c enable_seqscan=off -c enable_hashjoin=off"
+COMMIT_SESSION+=" -c enable_mergejoin=off -c plan_cache_mode=force_generic_plan"
 WORK=$(mktemp -d /var/tmp/mapfs-cluster.XXXXXX)
 PIDS=()
 PGDIR=
@@ -206,7 +210,8 @@ EOF
 		# connections as their committers.
 		if [ -n "$meta" ]; then
 			c=$((4 * ${cfg#pg}))
-			tps=$(runuser -u "$(stat -c %U "$PGDIR")" -- /usr/lib/postgresql/15/bin/pgbench -n -M prepared \
+			tps=$(runuser -u "$(stat -c %U "$PGDIR")" -- env PGOPTIONS="$COMMIT_SESSION" \
+				/usr/lib/postgresql/15/bin/pgbench -n -M prepared \
 				-f "$HERE/pg_create.sql" -c $c -j $c -T "$DURATION" \
 				-h "$PGDIR" -p "$MAPFS_PG_PORT" -U mapfs "c${round}_$cfg" 2>/dev/null |
 				sed -n 's/^tps = \([0-9.]*\).*/\1/p')

@@ -20,7 +20,7 @@
  *   mapfs_counters name -> next: the inode numbers
  *   mapfs_secrets, mapfs_locks, mapfs_lock_hosts, mapfs_notes: pgsvc.c
  *
- * A commit is one call of mapfs_commit2(): it locks the records it
+ * A commit is one call of mapfs_commit3(): it locks the records it
  * writes (row locks, in one order: two commits of the same records wait
  * for each other, never deadlock), takes share locks on the ones it only
  * read (waiting briefly: a commit in flight on them makes this one

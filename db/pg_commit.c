@@ -1,5 +1,5 @@
 /*
- * db/pg_commit.c - commits: one call of mapfs_commit2() on a connection
+ * db/pg_commit.c - commits: one call of mapfs_commit3() on a connection
  * of the committer's own, with its token; a commit whose answer was lost
  * with its connection is asked about (did it land?) instead of being run
  * again; stale reads come back with a snapshot that shows them.
@@ -22,6 +22,18 @@
 
 /* ---- commits ----------------------------------------------------------- */
 
+/* A committer's session: what mapfs_commit3() needs, set once rather than
+ * on every call (pg_schema.c).  A lock wait over a second is a conflict
+ * (run again); index lookups only, planned once: a plan the statistics
+ * of a small table chose (a seq scan, hash or merge join) would read the
+ * whole table of records for every commit. */
+#define COMMIT_SESSION_SQL                                                     \
+	"SET lock_timeout = '1s';"                                             \
+	"SET enable_seqscan = off;"                                            \
+	"SET enable_hashjoin = off;"                                           \
+	"SET enable_mergejoin = off;"                                          \
+	"SET plan_cache_mode = force_generic_plan"
+
 int db_pg_conn_open(struct db_pg *pg, struct db_pg_conn **out)
 {
 	static atomic_uint next;
@@ -32,6 +44,7 @@ int db_pg_conn_open(struct db_pg *pg, struct db_pg_conn **out)
 	c->pg = pg;
 	snprintf(c->p.name, sizeof(c->p.name), "mapfs-gw %u.%u.%u", pg->node_id,
 		 pg->inst_id, atomic_fetch_add(&next, 1));
+	c->p.session = COMMIT_SESSION_SQL;
 	*out = c;
 	return db_pg_pgc_connect(pg, &c->p, true) == -EINVAL ? -EINVAL : 0;
 }
@@ -292,7 +305,7 @@ int db_pg_commit(struct db_pg_conn *dc, const struct db_track *t,
 	}
 	pid = PQbackendPID(c);
 	r = PQexecParams(c,
-			 "SELECT * FROM mapfs_commit2($1, $2, $3, $4, $5, $6,"
+			 "SELECT * FROM mapfs_commit3($1, $2, $3, $4, $5, $6,"
 			 " $7, $8, $9, $10)",
 			 10, NULL, vals, lens, fmts, 1);
 	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) >= 1) {

@@ -137,19 +137,26 @@ int db_pg_connect_url(const char *url, PGconn **out)
 }
 
 /* The name the connection gives itself (application_name): a commit
- * whose answer was lost finds its backend by it.  0 or -EIO. */
+ * whose answer was lost finds its backend by it; then its own session
+ * settings.  0 or -EIO. */
 static int pgc_name(struct pgc *p)
 {
 	char sql[96];
 	PGresult *r;
-	int rc;
+	int rc = 0;
 
-	if (!p->name[0])
-		return 0;
-	snprintf(sql, sizeof(sql), "SET application_name = '%s'", p->name);
-	r = PQexec(p->c, sql);
-	rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : -EIO;
-	PQclear(r);
+	if (p->name[0]) {
+		snprintf(sql, sizeof(sql), "SET application_name = '%s'",
+			 p->name);
+		r = PQexec(p->c, sql);
+		rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : -EIO;
+		PQclear(r);
+	}
+	if (!rc && p->session) {
+		r = PQexec(p->c, p->session);
+		rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : -EIO;
+		PQclear(r);
+	}
 	return rc;
 }
 

@@ -163,6 +163,7 @@ struct pgc {
 	PGconn *c;
 	uint64_t last_try_ms;
 	char name[64]; /* its application_name ("": PostgreSQL's default) */
+	const char *session; /* SQL run once connected (NULL: none) */
 };
 
 /* A live connection of p, reconnecting at most once a second. */

@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -822,6 +823,49 @@ static void test_db_read_only(void)
 		E2E_CHECK(e2e_gw_alive(&gw[i]), "%s died", names[i]);
 }
 
+/* How long test_record_locked's other session holds its locks. */
+#define HOLD_S 15
+
+/*
+ * Another session holds the records a change needs (an administrator's
+ * long transaction, a stuck client of the database): the commit gives up
+ * its lock wait after a second (the committers' lock_timeout) and runs
+ * again, and after a few tries the client gets JUKEBOX, long before the
+ * lock is let go, instead of a call that hangs as long as the lock is
+ * held.  Once it is let go the change goes through.
+ */
+static void test_record_locked(void)
+{
+	char cmd[1024];
+	uint64_t t0, took;
+	int st;
+
+	snprintf(cmd, sizeof(cmd),
+		 "psql -X -q '%s' -c \"BEGIN; SELECT count(*) FROM (SELECT 1"
+		 " FROM mapfs_records WHERE tbl = 'inodes' FOR UPDATE) l;"
+		 " SELECT pg_sleep(%d); COMMIT\" >/dev/null 2>&1 &",
+		 meta, HOLD_S);
+	E2E_REQUIRE(system(cmd) == 0, "start the session that holds locks");
+	sleep(1);
+	t0 = e2e_now_ms();
+	st = create(0, &root[0], "held", GUARDED, NULL);
+	took = e2e_now_ms() - t0;
+	E2E_CHECK(st == NFS3ERR_JUKEBOX || st == NFS3_OK,
+		  "CREATE behind a held lock: %s", e2e_nfsstat(st));
+	E2E_CHECK(took < (HOLD_S - 2) * 1000ull,
+		  "CREATE waited %" PRIu64 " ms behind a lock held %d s", took,
+		  HOLD_S);
+	t0 = e2e_now_ms();
+	while (e2e_now_ms() - t0 < (HOLD_S + 30) * 1000ull &&
+	       (st = create(0, &root[0], "held", GUARDED, NULL)) ==
+		       NFS3ERR_JUKEBOX)
+		usleep(200 * 1000);
+	E2E_CHECK(st == NFS3_OK || st == NFS3ERR_EXIST,
+		  "CREATE once the lock is let go: %s", e2e_nfsstat(st));
+	E2E_CHECK(wait_lookup(1, &root[1], "held", NFS3_OK) >= 0,
+		  "held not on B");
+}
+
 /* ---- locks across gateways ---- */
 
 /* The NLM port gateway i logged at its last start. */
@@ -1577,7 +1621,7 @@ struct breaker {
 
 /*
  * Break the connection of a commit in flight, b->times times: psql runs
- * a loop that waits for a gateway's backend running mapfs_commit2 and
+ * a loop that waits for a gateway's backend running mapfs_commit3 and
  * terminates it (the statistics snapshot cleared each time round).
  */
 static void *breaker_main(void *arg)
@@ -1592,7 +1636,7 @@ static void *breaker_main(void *arg)
 		 " LOOP PERFORM pg_stat_clear_snapshot();"
 		 " IF EXISTS (SELECT 1 FROM pg_stat_activity WHERE"
 		 " application_name LIKE 'mapfs-gw %%' AND state = 'active'"
-		 " AND query LIKE '%%mapfs_commit2%%'"
+		 " AND query LIKE '%%mapfs_commit3%%'"
 		 " AND pg_terminate_backend(pid)) THEN n := n + 1;"
 		 " PERFORM pg_sleep(0.02); END IF; END LOOP;"
 		 " IF n < %d THEN RAISE EXCEPTION 'only %% broken', n; END IF;"
@@ -2136,5 +2180,9 @@ int main(void)
 	CU_add_test(s, "locks across gateways", test_locks);
 	CU_add_test(s, "PostgreSQL down and back", test_db_outage);
 	CU_add_test(s, "PostgreSQL read-only and back", test_db_read_only);
+	/* About the engine, not the store: once, on the file store. */
+	if (!e2e_backend_is_s3())
+		CU_add_test(s, "a record locked by another session",
+			    test_record_locked);
 	return e2e_run_cunit();
 }
