@@ -26,13 +26,17 @@
  * on every call (pg_schema.c).  A lock wait over a second is a conflict
  * (run again); index lookups only, planned once: a plan the statistics
  * of a small table chose (a seq scan, hash or merge join) would read the
- * whole table of records for every commit. */
+ * whole table of records for every commit.  The call itself is prepared
+ * once too (parsing and planning it each time cost ~40 us a commit). */
 #define COMMIT_SESSION_SQL                                                     \
 	"SET lock_timeout = '1s';"                                             \
 	"SET enable_seqscan = off;"                                            \
 	"SET enable_hashjoin = off;"                                           \
 	"SET enable_mergejoin = off;"                                          \
-	"SET plan_cache_mode = force_generic_plan"
+	"SET plan_cache_mode = force_generic_plan;"                            \
+	"PREPARE mapfs_commit (int, int, bigint, text[], bytea[], bigint[],"   \
+	" text[], bytea[], bytea[], bigint[]) AS SELECT * FROM"                \
+	" mapfs_commit3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
 
 int db_pg_conn_open(struct db_pg *pg, struct db_pg_conn **out)
 {
@@ -304,10 +308,7 @@ int db_pg_commit(struct db_pg_conn *dc, const struct db_track *t,
 		fmts[i + 3] = 1;
 	}
 	pid = PQbackendPID(c);
-	r = PQexecParams(c,
-			 "SELECT * FROM mapfs_commit3($1, $2, $3, $4, $5, $6,"
-			 " $7, $8, $9, $10)",
-			 10, NULL, vals, lens, fmts, 1);
+	r = PQexecPrepared(c, "mapfs_commit", 10, vals, lens, fmts, 1);
 	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) >= 1) {
 		if (!atomic_exchange(&pg->wr_up, true))
 			log_info("cluster: PostgreSQL answers again");
