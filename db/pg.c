@@ -445,6 +445,7 @@ void db_pg_notify_kick(struct db_pg *pg)
 /*
  * The notifier: one NOTIFY for every commit of this node that finished
  * before it is sent (commits that end while one is sent get the next),
+ * its payload this process's id in the log,
  * in a transaction that does not wait for the disk, on a connection of
  * its own: the commits do not wait for it, and it never holds
  * PostgreSQL's notification lock through a flush.
@@ -464,10 +465,18 @@ void *db_pg_notifier_main(void *arg)
 		PGconn *c = db_pgc_get(pg, &pg->ntf);
 
 		if (c) {
-			PGresult *r = PQexec(
-				c, "SELECT set_config('synchronous_commit',"
-				   " 'off', true), pg_notify('mapfs_log', '')");
+			/* The payload says whose commits: a follower does not
+			 * read the log for its own process's alone. */
+			char inst[16];
+			const char *p[1] = { inst };
+			PGresult *r;
 
+			snprintf(inst, sizeof(inst), "%u",
+				 db_pg_instance_id(pg));
+			r = PQexecParams(c,
+					 "SELECT set_config('synchronous_commit',"
+					 " 'off', true), pg_notify('mapfs_log', $1)",
+					 1, NULL, p, NULL, NULL, 0);
 			PQclear(r);
 		}
 		pthread_mutex_lock(&pg->n_lock);

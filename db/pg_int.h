@@ -107,11 +107,12 @@ int db_pg_snapshot(struct db_pg *pg,
 		   void *ctx, struct db_snap *at);
 
 /*
- * Wait up to timeout_ms for a change of the log (NOTIFY), a message (to
- * the sinks) or stop_fd readable; keeps the lease (its renewal publishes
- * applied_xmin, the oldest transaction whose commits this node may still
- * lack, for the pruning of the log).  Returns 1 when stop_fd is
- * readable, else 0.
+ * Wait up to timeout_ms for a change of the log by another process (a
+ * NOTIFY; this process's own do not end the wait) or stop_fd readable;
+ * meanwhile delivers messages (to the sinks) and keeps the lease (its
+ * renewal publishes applied_xmin, the oldest transaction whose commits
+ * this node may still lack, for the pruning of the log).  Returns 1 when
+ * stop_fd is readable, else 0.
  */
 int db_pg_wait(struct db_pg *pg, int stop_fd, int timeout_ms,
 	       uint64_t applied_xmin);

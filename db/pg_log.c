@@ -319,17 +319,24 @@ static void msg_deliver(struct db_pg *pg, const char *payload)
 		pg->sinks.message(pg->sinks.ctx, from, payload + n);
 }
 
-/* Handle the notifications libpq holds; how many there were. */
+/* Handle the notifications libpq holds; how many ask for a read of the
+ * log (not those of this process's own commits: its replica has them,
+ * and the next read, at the latest FOLLOW_POLL_MS on, moves past them). */
 static int notifies_drain(struct db_pg *pg, PGconn *c)
 {
 	PGnotify *nt;
 	int n = 0;
 
 	while ((nt = PQnotifies(c))) {
+		char *end;
+		unsigned long from = strtoul(nt->extra, &end, 10);
+
 		if (!strcmp(nt->relname, "mapfs_msg"))
 			msg_deliver(pg, nt->extra);
+		else if (!nt->extra[0] || *end ||
+			 from != db_pg_instance_id(pg))
+			n++; /* another's (or a gateway's that does not say) */
 		PQfreemem(nt);
-		n++;
 	}
 	return n;
 }
@@ -366,13 +373,21 @@ int db_pg_wait(struct db_pg *pg, int stop_fd, int timeout_ms,
 	if (nfds == 2 && pg->lease_next_ms < now + (uint64_t)wait)
 		wait = pg->lease_next_ms > now ? (int)(pg->lease_next_ms - now)
 					       : 0;
-	if (poll(pf, (nfds_t)nfds, wait) > 0) {
+	/* Until a NOTIFY that asks for a read (not this process's own), the
+	 * time, or stop_fd. */
+	for (uint64_t until = now + (uint64_t)wait;;) {
+		if (poll(pf, (nfds_t)nfds, wait) <= 0)
+			return 0;
 		if (pf[0].revents & POLLIN)
 			return 1;
-		if (nfds == 2 && (pf[1].revents & POLLIN)) {
-			PQconsumeInput(c);
-			notifies_drain(pg, c);
+		if (nfds == 2 && pf[1].revents) {
+			/* A connection gone: the read that follows says so. */
+			if (!PQconsumeInput(c) || notifies_drain(pg, c))
+				return 0;
 		}
+		now = db_pg_now_ms();
+		if (now >= until)
+			return 0;
+		wait = (int)(until - now);
 	}
-	return 0;
 }
