@@ -473,10 +473,11 @@ void *db_pg_notifier_main(void *arg)
 
 			snprintf(inst, sizeof(inst), "%u",
 				 db_pg_instance_id(pg));
-			r = PQexecParams(c,
-					 "SELECT set_config('synchronous_commit',"
-					 " 'off', true), pg_notify('mapfs_log', $1)",
-					 1, NULL, p, NULL, NULL, 0);
+			r = PQexecParams(
+				c,
+				"SELECT set_config('synchronous_commit',"
+				" 'off', true), pg_notify('mapfs_log', $1)",
+				1, NULL, p, NULL, NULL, 0);
 			PQclear(r);
 		}
 		pthread_mutex_lock(&pg->n_lock);

@@ -28,14 +28,14 @@
  * of a small table chose (a seq scan, hash or merge join) would read the
  * whole table of records for every commit.  The call itself is prepared
  * once too (parsing and planning it each time cost ~40 us a commit). */
-#define COMMIT_SESSION_SQL                                                     \
-	"SET lock_timeout = '1s';"                                             \
-	"SET enable_seqscan = off;"                                            \
-	"SET enable_hashjoin = off;"                                           \
-	"SET enable_mergejoin = off;"                                          \
-	"SET plan_cache_mode = force_generic_plan;"                            \
-	"PREPARE mapfs_commit (int, int, bigint, text[], bytea[], bigint[],"   \
-	" text[], bytea[], bytea[], bigint[]) AS SELECT * FROM"                \
+#define COMMIT_SESSION_SQL                                                   \
+	"SET lock_timeout = '1s';"                                           \
+	"SET enable_seqscan = off;"                                          \
+	"SET enable_hashjoin = off;"                                         \
+	"SET enable_mergejoin = off;"                                        \
+	"SET plan_cache_mode = force_generic_plan;"                          \
+	"PREPARE mapfs_commit (int, int, bigint, text[], bytea[], bigint[]," \
+	" text[], bytea[], bytea[], bigint[]) AS SELECT * FROM"              \
 	" mapfs_commit3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
 
 int db_pg_conn_open(struct db_pg *pg, struct db_pg_conn **out)

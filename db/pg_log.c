@@ -333,8 +333,7 @@ static int notifies_drain(struct db_pg *pg, PGconn *c)
 
 		if (!strcmp(nt->relname, "mapfs_msg"))
 			msg_deliver(pg, nt->extra);
-		else if (!nt->extra[0] || *end ||
-			 from != db_pg_instance_id(pg))
+		else if (!nt->extra[0] || *end || from != db_pg_instance_id(pg))
 			n++; /* another's (or a gateway's that does not say) */
 		PQfreemem(nt);
 	}

@@ -23,54 +23,56 @@
 /* ---- the schema ---------------------------------------------------------- */
 
 /* The commit's signature and its body: one for mapfs_commit2 and 3. */
-#define COMMIT_SIG                                                            \
-	"(p_node int, p_inst int,"                                            \
-	"    p_tok bigint, rt text[], rk bytea[], rv bigint[],"               \
-	"    wt text[], wk bytea[], wv bytea[], wx bigint[])"                 \
-	"  RETURNS TABLE (seq bigint, t text, k bytea, v bytea, ver bigint,"  \
-	"    snap text)"                                                      \
+#define COMMIT_SIG                                                           \
+	"(p_node int, p_inst int,"                                           \
+	"    p_tok bigint, rt text[], rk bytea[], rv bigint[],"              \
+	"    wt text[], wk bytea[], wv bytea[], wx bigint[])"                \
+	"  RETURNS TABLE (seq bigint, t text, k bytea, v bytea, ver bigint," \
+	"    snap text)"                                                     \
 	"  LANGUAGE plpgsql"
 
-#define COMMIT_BODY \
-	"#variable_conflict use_column\n" \
-	"DECLARE s bigint;" \
-	"BEGIN" \
-	"  PERFORM 1 FROM unnest(wt, wk) AS w(t, k)" \
-	"    JOIN mapfs_records m ON m.tbl = w.t AND m.k = w.k" \
-	"    ORDER BY w.t, w.k FOR UPDATE OF m;" \
-	"  IF cardinality(rt) > 0 THEN" \
-	"    PERFORM 1 FROM unnest(rt, rk) AS r(t, k)" \
-	"      JOIN mapfs_records m ON m.tbl = r.t AND m.k = r.k" \
-	"      ORDER BY r.t, r.k FOR SHARE OF m;" \
-	"  END IF;" \
-	"  RETURN QUERY" \
-	"    SELECT 0::bigint, x.t, x.k, m.v, coalesce(m.ver, 0)," \
-	"           pg_current_snapshot()::text" \
-	"      FROM (SELECT * FROM unnest(rt, rk, rv)" \
-	"            UNION ALL SELECT * FROM unnest(wt, wk, wx)) AS x(t, k, " \
-	"ver)" \
-	"      LEFT JOIN mapfs_records m ON m.tbl = x.t AND m.k = x.k" \
-	"     WHERE coalesce(m.ver, 0) <> x.ver;" \
-	"  IF FOUND THEN RETURN; END IF;" \
-	"  s := nextval('mapfs_seq');" \
-	"  IF array_position(wv, NULL) IS NOT NULL THEN" \
-	"    DELETE FROM mapfs_records m USING unnest(wt, wk, wv) AS w(t, k, v)" \
-	"     WHERE w.v IS NULL AND m.tbl = w.t AND m.k = w.k;" \
-	"  END IF;" \
-	"  IF EXISTS (SELECT 1 FROM unnest(wx) AS x WHERE x <> 0) THEN" \
-	"    UPDATE mapfs_records m SET v = w.v, ver = s" \
-	"      FROM unnest(wt, wk, wv, wx) AS w(t, k, v, x)" \
-	"     WHERE w.v IS NOT NULL AND w.x <> 0 AND m.tbl = w.t" \
-	"       AND m.k = w.k;" \
-	"  END IF;" \
-	"  INSERT INTO mapfs_records (tbl, k, v, ver)" \
-	"    SELECT w.t, w.k, w.v, s FROM unnest(wt, wk, wv, wx)" \
-	"      AS w(t, k, v, x) WHERE w.v IS NOT NULL AND w.x = 0" \
-	"     ORDER BY w.t, w.k;" \
-	"  INSERT INTO mapfs_log VALUES (s, pg_current_xact_id()::text::bigint," \
-	"    p_node, p_inst, p_tok, now(), wt, wk, wv);" \
-	"  RETURN QUERY SELECT s, NULL::text, NULL::bytea, NULL::bytea," \
-	"    NULL::bigint, NULL::text;" \
+#define COMMIT_BODY                                                            \
+	"#variable_conflict use_column\n"                                      \
+	"DECLARE s bigint;"                                                    \
+	"BEGIN"                                                                \
+	"  PERFORM 1 FROM unnest(wt, wk) AS w(t, k)"                           \
+	"    JOIN mapfs_records m ON m.tbl = w.t AND m.k = w.k"                \
+	"    ORDER BY w.t, w.k FOR UPDATE OF m;"                               \
+	"  IF cardinality(rt) > 0 THEN"                                        \
+	"    PERFORM 1 FROM unnest(rt, rk) AS r(t, k)"                         \
+	"      JOIN mapfs_records m ON m.tbl = r.t AND m.k = r.k"              \
+	"      ORDER BY r.t, r.k FOR SHARE OF m;"                              \
+	"  END IF;"                                                            \
+	"  RETURN QUERY"                                                       \
+	"    SELECT 0::bigint, x.t, x.k, m.v, coalesce(m.ver, 0),"             \
+	"           pg_current_snapshot()::text"                               \
+	"      FROM (SELECT * FROM unnest(rt, rk, rv)"                         \
+	"            UNION ALL SELECT * FROM unnest(wt, wk, wx)) AS x(t, k, "  \
+	"ver)"                                                                 \
+	"      LEFT JOIN mapfs_records m ON m.tbl = x.t AND m.k = x.k"         \
+	"     WHERE coalesce(m.ver, 0) <> x.ver;"                              \
+	"  IF FOUND THEN RETURN; END IF;"                                      \
+	"  s := nextval('mapfs_seq');"                                         \
+	"  IF array_position(wv, NULL) IS NOT NULL THEN"                       \
+	"    DELETE FROM mapfs_records m USING unnest(wt, wk, wv) AS w(t, k, " \
+	"v)"                                                                   \
+	"     WHERE w.v IS NULL AND m.tbl = w.t AND m.k = w.k;"                \
+	"  END IF;"                                                            \
+	"  IF EXISTS (SELECT 1 FROM unnest(wx) AS x WHERE x <> 0) THEN"        \
+	"    UPDATE mapfs_records m SET v = w.v, ver = s"                      \
+	"      FROM unnest(wt, wk, wv, wx) AS w(t, k, v, x)"                   \
+	"     WHERE w.v IS NOT NULL AND w.x <> 0 AND m.tbl = w.t"              \
+	"       AND m.k = w.k;"                                                \
+	"  END IF;"                                                            \
+	"  INSERT INTO mapfs_records (tbl, k, v, ver)"                         \
+	"    SELECT w.t, w.k, w.v, s FROM unnest(wt, wk, wv, wx)"              \
+	"      AS w(t, k, v, x) WHERE w.v IS NOT NULL AND w.x = 0"             \
+	"     ORDER BY w.t, w.k;"                                              \
+	"  INSERT INTO mapfs_log VALUES (s, "                                  \
+	"pg_current_xact_id()::text::bigint,"                                  \
+	"    p_node, p_inst, p_tok, now(), wt, wk, wv);"                       \
+	"  RETURN QUERY SELECT s, NULL::text, NULL::bytea, NULL::bytea,"       \
+	"    NULL::bigint, NULL::text;"                                        \
 	"END "
 
 static const char schema_sql[] =
@@ -144,7 +146,6 @@ static const char schema_sql[] =
 	"  SET enable_seqscan = off SET enable_hashjoin = off"
 	"  SET enable_mergejoin = off"
 	"  AS $f$" COMMIT_BODY "$f$;";
-
 
 int db_pg_schema(PGconn *c, const char *store_url, char *cluster_id)
 {

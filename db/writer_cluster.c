@@ -502,8 +502,8 @@ static void batches_send(struct db_writer *w, int rc)
  * without a shared write is committed into p: its changes go to *local,
  * answered once p is durable.
  */
-static void group_run(struct db_writer *w, struct db_txn *p,
-		      struct db_op *ops, struct db_op **local)
+static void group_run(struct db_writer *w, struct db_txn *p, struct db_op *ops,
+		      struct db_op **local)
 {
 	struct group *g = &w->g;
 	struct db_op *failed = NULL, **ft = &failed;
@@ -690,8 +690,7 @@ static void rkey_check(void *ctx, unsigned tbl, const void *key, size_t klen)
  * only taken, to be answered with an error).
  */
 static int local_write(struct db_writer *w, struct db_txn *txn,
-		       struct wbatch **readyp,
-		       struct db_remote_batch **remotep)
+		       struct wbatch **readyp, struct db_remote_batch **remotep)
 {
 	struct wbatch *ready = w->ready;
 	struct db_remote_batch *remote = NULL, **rt = &remote;
