@@ -66,6 +66,7 @@ static int remote_one(struct db_replica *rep, struct db_txn *txn,
 	if (rc && rc != -ENOENT)
 		return rc;
 	had = !rc;
+	rc = 0; /* a delete of a record not here is done already */
 	if (r->val) {
 		struct db_val sv = { r->vlen, (void *)r->val };
 
@@ -211,8 +212,32 @@ void db_replica_batch_keys(const struct db_remote_batch *b,
 void db_replica_set_wake(struct db_replica *rep, void (*wake)(void *ctx),
 			 void *ctx)
 {
+	bool queued;
+
+	/* The follower runs already: it reads the hook under f_lock, and a
+	 * batch it queued before there was one is announced now. */
+	pthread_mutex_lock(&rep->f_lock);
 	rep->wake = wake;
 	rep->wake_ctx = ctx;
+	queued = rep->rb_head != NULL;
+	pthread_mutex_unlock(&rep->f_lock);
+	if (wake && queued)
+		wake(ctx);
+}
+
+/* Tell the writer (its hook, if set) that the follower has something or
+ * moved. */
+static void wake_writer(struct db_replica *rep)
+{
+	void (*wake)(void *ctx);
+	void *ctx;
+
+	pthread_mutex_lock(&rep->f_lock);
+	wake = rep->wake;
+	ctx = rep->wake_ctx;
+	pthread_mutex_unlock(&rep->f_lock);
+	if (wake)
+		wake(ctx);
 }
 
 /* ---- the follower ---------------------------------------------------------- */
@@ -272,8 +297,7 @@ static int hand_over(struct db_replica *rep, struct db_remote_batch *b)
 	*rep->rb_tail = b;
 	rep->rb_tail = &b->next;
 	pthread_mutex_unlock(&rep->f_lock);
-	if (rep->wake)
-		rep->wake(rep->wake_ctx);
+	wake_writer(rep);
 	pthread_mutex_lock(&rep->f_lock);
 	while (!b->done && !rep->f_stop) {
 		/* A commit of this node's may hold keys b writes for a
@@ -402,8 +426,7 @@ static void cursor_set(struct db_replica *rep, struct db_snap *to)
 		snprintf(rep->cursor_text, sizeof(rep->cursor_text), "%s",
 			 text);
 	pthread_mutex_unlock(&rep->f_lock);
-	if (rep->wake)
-		rep->wake(rep->wake_ctx);
+	wake_writer(rep);
 }
 
 /* Load every record whole (a new replica, or one behind the log). */
