@@ -314,4 +314,14 @@ bool cache_is_local(struct cache *c, uint64_t ino);
 int cache_open_fd(struct cache *c, uint64_t ino, int *fd);
 void cache_close_fd(struct cache *c, uint64_t ino, int fd);
 
+/*
+ * Make ino's cache file (fd, from cache_open_fd) and its name durable:
+ * an upload calls it before its commit journals the chunks clean
+ * (cache_clean), so that a clean record never points at bytes a crash
+ * of this machine can lose (the store has them; a read would not fetch
+ * them again).  Blocks for the disk; cheap when a COMMIT synced it
+ * already.  0 or -errno.
+ */
+int cache_fd_durable(struct cache *c, uint64_t ino, int fd);
+
 #endif

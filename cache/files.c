@@ -44,19 +44,25 @@ void cache_dir_synced(struct cache *c, uint64_t ino, uint64_t snap)
 		;
 }
 
-int cache_sync_blocking(struct cache *c, struct cache_fd *f)
+/* See cache.h. */
+int cache_fd_durable(struct cache *c, uint64_t ino, int fd)
 {
 	uint64_t snap;
 
 	metrics_inc(MET_FLUSH_FILE);
-	if (fdatasync(f->fd) < 0)
+	if (fdatasync(fd) < 0)
 		return -errno;
-	if (!cache_dir_needs_sync(c, f->ino))
+	if (!cache_dir_needs_sync(c, ino))
 		return 0;
-	snap = cache_dir_snapshot(c, f->ino);
+	snap = cache_dir_snapshot(c, ino);
 	metrics_inc(MET_FLUSH_DIR);
-	if (fsync(cache_dirfd(c, f->ino)) < 0)
+	if (fsync(cache_dirfd(c, ino)) < 0)
 		return -errno;
-	cache_dir_synced(c, f->ino, snap);
+	cache_dir_synced(c, ino, snap);
 	return 0;
+}
+
+int cache_sync_blocking(struct cache *c, struct cache_fd *f)
+{
+	return cache_fd_durable(c, f->ino, f->fd);
 }

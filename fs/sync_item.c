@@ -156,6 +156,11 @@ static int upload(struct fs *fs, struct sync_item *it, struct store_info *out)
 		}
 	}
 out_close:
+	/* Its commit journals the cached chunks clean: their bytes must be
+	 * on this disk first (data written without a COMMIT may still be
+	 * in the page cache only). */
+	if (!rc)
+		rc = cache_fd_durable(fs->cache, it->in.ino, fd);
 	cache_close_fd(fs->cache, it->in.ino, fd);
 	return rc;
 }

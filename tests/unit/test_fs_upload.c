@@ -27,6 +27,7 @@
 #include "cache/cache.h"
 #include "db/db.h"
 #include "fs/fs.h"
+#include "metrics/metrics.h"
 #include "s3/store.h"
 #include "tests/lib/fake_store.h"
 #include "tests/lib/testlib.h"
@@ -481,6 +482,27 @@ static void test_strict_commit(void)
 	/* An UNSTABLE one waits for its COMMIT, as before. */
 	CU_ASSERT(do_write(ino2, 6, "+later", 6) == 0);
 	CU_ASSERT(store_head(inner, "fsync", &info) == 0 && info.size == 6);
+	fx_close();
+}
+
+/*
+ * An upload journals the file's cached chunks clean (a read then takes
+ * them from the cache file, not the store): the cache file's bytes must
+ * be on the disk first.  Written without a COMMIT they were in the page
+ * cache only, and a crash of the machine after the upload's commit left
+ * clean records over bytes it lost.  The upload now syncs the file (one
+ * file flush, and its name's directory) before it commits.
+ */
+static void test_upload_syncs_cache_file(void)
+{
+	uint64_t ino, flushes;
+
+	fx_open(0);
+	create_pattern("unsynced", 2, &ino);
+	flushes = metrics_get(MET_FLUSH_FILE);
+	CU_ASSERT(fs_flush(fs) == 0);
+	CU_ASSERT(store_matches("unsynced", 2, 0, 0, 0));
+	CU_ASSERT(metrics_get(MET_FLUSH_FILE) - flushes >= 1);
 	fx_close();
 }
 
@@ -953,6 +975,7 @@ int main(void)
 	CU_add_test(s, "max_dirty", test_max_dirty);
 	CU_add_test(s, "mpu_recover", test_mpu_recover);
 	CU_add_test(s, "mpu_lost_create", test_mpu_lost_create);
+	CU_add_test(s, "upload_syncs_cache_file", test_upload_syncs_cache_file);
 	CU_add_test(s, "strict_commit", test_strict_commit);
 	CU_add_test(s, "strict_commit_many_dirty",
 		    test_strict_commit_many_dirty);
