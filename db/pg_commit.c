@@ -204,7 +204,7 @@ static int commit_doubt(struct db_pg_conn *dc, int old_pid, uint64_t token,
 /* The commit's parameters: reads not written, and the writes with the
  * versions they replace. */
 static int commit_params(const struct db_track *t, const char *const *tnames,
-			 struct pbuf a[7])
+			 struct bytebuf a[7])
 {
 	size_t nr = 0;
 
@@ -268,7 +268,7 @@ int db_pg_commit(struct db_pg_conn *dc, const struct db_track *t,
 		 struct db_snap *stale)
 {
 	struct db_pg *pg = dc->pg;
-	struct pbuf a[7] = { { 0 } };
+	struct bytebuf a[7] = { { 0 } };
 	char node[16], inst[16], tok[32];
 	const char *vals[10];
 	int lens[10], fmts[10], pid;

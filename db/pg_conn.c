@@ -240,41 +240,19 @@ int db_pg_res_err(PGconn *c, PGresult *r, const char *what)
 
 /* ---- binary parameters and results ------------------------------------ */
 
-void db_pb_add(struct pbuf *b, const void *d, size_t n)
-{
-	if (b->bad)
-		return;
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 4096;
-		unsigned char *q;
-
-		while (cap < b->len + n)
-			cap *= 2;
-		q = realloc(b->p, cap);
-		if (!q) {
-			b->bad = true;
-			return;
-		}
-		b->p = q;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, d, n);
-	b->len += n;
-}
-
-void db_pb_u32(struct pbuf *b, uint32_t v)
+void db_pb_u32(struct bytebuf *b, uint32_t v)
 {
 	v = htonl(v);
-	db_pb_add(b, &v, 4);
+	bytebuf_add(b, &v, 4);
 }
 
-void db_pb_u64(struct pbuf *b, uint64_t v)
+void db_pb_u64(struct bytebuf *b, uint64_t v)
 {
 	db_pb_u32(b, (uint32_t)(v >> 32));
 	db_pb_u32(b, (uint32_t)v);
 }
 
-void db_pb_array(struct pbuf *b, uint32_t oid, size_t n)
+void db_pb_array(struct bytebuf *b, uint32_t oid, size_t n)
 {
 	db_pb_u32(b, 1); /* dimensions */
 	db_pb_u32(b, 1); /* has nulls (allowed) */
@@ -283,14 +261,14 @@ void db_pb_array(struct pbuf *b, uint32_t oid, size_t n)
 	db_pb_u32(b, 1); /* lower bound */
 }
 
-void db_pb_elem(struct pbuf *b, const void *d, size_t n)
+void db_pb_elem(struct bytebuf *b, const void *d, size_t n)
 {
 	if (!d) {
 		db_pb_u32(b, 0xffffffffu); /* NULL */
 		return;
 	}
 	db_pb_u32(b, (uint32_t)n);
-	db_pb_add(b, d, n);
+	bytebuf_add(b, d, n);
 }
 
 static uint64_t get_u64(const char *p)

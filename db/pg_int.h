@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/bytebuf.h"
 #include "snap_int.h"
 #include "track_int.h"
 
@@ -181,17 +182,12 @@ int db_pg_connect_url(const char *url, PGconn **out);
 int db_pg_schema(PGconn *c, const char *store_url, char *cluster_id);
 uint64_t db_pg_now_ms(void);
 
-/* Binary parameters: a buffer, an array header, an element. */
-struct pbuf {
-	unsigned char *p;
-	size_t len, cap;
-	bool bad;
-};
-void db_pb_add(struct pbuf *b, const void *d, size_t n);
-void db_pb_u32(struct pbuf *b, uint32_t v);
-void db_pb_u64(struct pbuf *b, uint64_t v);
-void db_pb_array(struct pbuf *b, uint32_t oid, size_t n);
-void db_pb_elem(struct pbuf *b, const void *d, size_t n);
+/* Binary parameters in a bytebuf (common/bytebuf.h): a value, an array
+ * header, an element. */
+void db_pb_u32(struct bytebuf *b, uint32_t v);
+void db_pb_u64(struct bytebuf *b, uint64_t v);
+void db_pb_array(struct bytebuf *b, uint32_t oid, size_t n);
+void db_pb_elem(struct bytebuf *b, const void *d, size_t n);
 uint64_t db_pg_col_u64(const PGresult *r, int i, int col);
 
 #define DB_OID_BYTEA 17

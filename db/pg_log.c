@@ -115,7 +115,7 @@ int db_pg_follow(struct db_pg *pg, const struct db_snap *from,
 		 int (*page)(void *ctx, const struct db_remote *recs, size_t n),
 		 void *ctx, struct db_snap *to, bool *behind)
 {
-	struct pbuf xip = { 0 };
+	struct bytebuf xip = { 0 };
 	struct pages pp = { 0 };
 	char xmax[32], inst[16], seq[32];
 	const char *vals[4];

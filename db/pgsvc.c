@@ -225,13 +225,13 @@ int db_pg_secret(struct db_pg *pg, const char *name, void *buf, size_t len)
 
 struct migrate {
 	PGconn *c;
-	struct pbuf a[3];
+	struct bytebuf a[3];
 	size_t n;
 };
 
 static int migrate_flush(struct migrate *m)
 {
-	struct pbuf h[3] = { { 0 } };
+	struct bytebuf h[3] = { { 0 } };
 	const char *vals[3];
 	int lens[3], fmts[3] = { 1, 1, 1 };
 	PGresult *r;
@@ -244,7 +244,7 @@ static int migrate_flush(struct migrate *m)
 	db_pb_array(&h[1], DB_OID_BYTEA, m->n);
 	db_pb_array(&h[2], DB_OID_BYTEA, m->n);
 	for (int i = 0; i < 3; i++) {
-		db_pb_add(&h[i], m->a[i].p, m->a[i].len);
+		bytebuf_add(&h[i], m->a[i].p, m->a[i].len);
 		if (h[i].bad || m->a[i].bad)
 			rc = -ENOMEM;
 		vals[i] = (const char *)h[i].p;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bytebuf.h"
 #include "lock_priv.h"
 
 /*
@@ -17,44 +18,16 @@
  * excl; a request's start, end, off, len, excl, arglen 4, arg; a share's
  * access, deny.  Locks, requests (in queue order) and shares, in order.
  */
-struct wbuf {
-	unsigned char *p;
-	size_t len, cap;
-	bool bad;
-};
-
-static void wb_add(struct wbuf *b, const void *d, size_t n)
-{
-	if (b->bad)
-		return;
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 256;
-		unsigned char *q;
-
-		while (cap < b->len + n)
-			cap *= 2;
-		q = realloc(b->p, cap);
-		if (!q) {
-			b->bad = true;
-			return;
-		}
-		b->p = q;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, d, n);
-	b->len += n;
-}
-
-static void wb_owner(struct wbuf *b, const struct own *o)
+static void wb_owner(struct bytebuf *b, const struct own *o)
 {
 	uint16_t cl = (uint16_t)strlen(o->caller);
 
-	wb_add(b, o->hc->host.addr, 16);
-	wb_add(b, &o->svid, 4);
-	wb_add(b, &o->ohlen, 4);
-	wb_add(b, o->data, o->ohlen);
-	wb_add(b, &cl, 2);
-	wb_add(b, o->caller, cl);
+	bytebuf_add(b, o->hc->host.addr, 16);
+	bytebuf_add(b, &o->svid, 4);
+	bytebuf_add(b, &o->ohlen, 4);
+	bytebuf_add(b, o->data, o->ohlen);
+	bytebuf_add(b, &cl, 2);
+	bytebuf_add(b, o->caller, cl);
 }
 
 int nlm_table_export(struct nlm_table *t, uint64_t ino,
@@ -62,7 +35,7 @@ int nlm_table_export(struct nlm_table *t, uint64_t ino,
 		     void **out, size_t *len)
 {
 	struct shard *s = lk_shard_of(t, ino);
-	struct wbuf b = { 0 };
+	struct bytebuf b = { 0 };
 	unsigned char abuf[NLM_ARG_MAX];
 	struct file *f;
 
@@ -71,31 +44,31 @@ int nlm_table_export(struct nlm_table *t, uint64_t ino,
 	for (struct lk *l = f ? f->locks : NULL; l; l = l->next) {
 		uint8_t x = l->excl;
 
-		wb_add(&b, "L", 1);
+		bytebuf_add(&b, "L", 1);
 		wb_owner(&b, l->own);
-		wb_add(&b, &l->start, 8);
-		wb_add(&b, &l->end, 8);
-		wb_add(&b, &x, 1);
+		bytebuf_add(&b, &l->start, 8);
+		bytebuf_add(&b, &l->end, 8);
+		bytebuf_add(&b, &x, 1);
 	}
 	for (struct waiter *w = f ? f->waiters : NULL; w; w = w->next) {
 		uint8_t x = w->excl;
 		uint32_t al = (uint32_t)arg_save(w->arg, abuf, sizeof(abuf));
 
-		wb_add(&b, "W", 1);
+		bytebuf_add(&b, "W", 1);
 		wb_owner(&b, w->own);
-		wb_add(&b, &w->start, 8);
-		wb_add(&b, &w->end, 8);
-		wb_add(&b, &w->off, 8);
-		wb_add(&b, &w->len, 8);
-		wb_add(&b, &x, 1);
-		wb_add(&b, &al, 4);
-		wb_add(&b, abuf, al);
+		bytebuf_add(&b, &w->start, 8);
+		bytebuf_add(&b, &w->end, 8);
+		bytebuf_add(&b, &w->off, 8);
+		bytebuf_add(&b, &w->len, 8);
+		bytebuf_add(&b, &x, 1);
+		bytebuf_add(&b, &al, 4);
+		bytebuf_add(&b, abuf, al);
 	}
 	for (struct shr *h = f ? f->shares : NULL; h; h = h->next) {
-		wb_add(&b, "S", 1);
+		bytebuf_add(&b, "S", 1);
 		wb_owner(&b, h->own);
-		wb_add(&b, &h->access, 4);
-		wb_add(&b, &h->deny, 4);
+		bytebuf_add(&b, &h->access, 4);
+		bytebuf_add(&b, &h->deny, 4);
 	}
 	pthread_mutex_unlock(&s->mu);
 	if (b.bad) {
