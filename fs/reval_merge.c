@@ -10,6 +10,7 @@
  * the last transaction only removing what vanished (reval_apply).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,11 @@
 
 /* HEADs of new files at once (as many as uploads of small files). */
 #define REVAL_HEADS_PARALLEL FS_PARALLEL_MAX
+
+/* How long an object this namespace stored for a file at another name is
+ * taken as on its way out (our_late_object): an upload's commit and the
+ * pass that deletes it take seconds; an S3 clock minutes off is allowed. */
+#define REVAL_LATE_GRACE_MS (10 * 60 * 1000)
 
 /*
  * A listed key no file name can stand for: skipped, never truncated or
@@ -421,6 +427,39 @@ static int reval_vanished(struct reval_op *op, struct db_txn *txn,
 }
 
 /* Items [from, to) into dir: known ones checked, unknown ones imported. */
+/*
+ * Is the object at key, a name nobody here knows, one that this namespace
+ * stored lately for some file (its write id names this namespace: it was
+ * HEADed, reval_head_new)?  Then it is that file's object at a name the
+ * file no longer has: an upload that was on the wire while the file was
+ * removed or renamed, whose commit queues its DEL (sync_item.c).  A
+ * listing between the two must not make it a new file (a removed file
+ * came back: found by test_e2e_cluster, a listing on one gateway while
+ * another's upload raced a REMOVE on a third).  Only for
+ * REVAL_LATE_GRACE_MS after it was stored: an older one is anyone's (an
+ * S3 copy of our object keeps our write id).
+ */
+static bool our_late_object(struct reval_op *op, const struct reval_item *it,
+			    const char *key)
+{
+	const struct store_info *info = it->info;
+	uint64_t nsid, ino, at_ms;
+
+	if (!info ||
+	    sscanf(info->meta.wid, "%*x-%" SCNx64 "-%" SCNx64 "-", &nsid,
+		   &ino) != 2 ||
+	    nsid != op->fs->nsid || info->last_modified_ns <= 0)
+		return false;
+	at_ms = (uint64_t)info->last_modified_ns / 1000000u;
+	if (at_ms + REVAL_LATE_GRACE_MS < op->list_start_ms)
+		return false;
+	log_debug("fs: object \"%s\" of file %" PRIu64 " is not a new file: "
+		  "stored for a name that file no longer has (its delete is "
+		  "queued)",
+		  key, ino);
+	return true;
+}
+
 static int merge_items(struct reval_op *op, struct db_txn *txn,
 		       struct fs_inode *dir, size_t from, size_t to)
 {
@@ -442,7 +481,8 @@ static int merge_items(struct reval_op *op, struct db_txn *txn,
 		} else if (rc == -ENOENT) {
 			rc = 0;
 			/* Ours, on its way out (removed or renamed away). */
-			if (!fs_keys_get(fs, txn, key, &owner))
+			if (!fs_keys_get(fs, txn, key, &owner) ||
+			    our_late_object(op, it, key))
 				continue;
 			rc = reval_import(op, txn, dir, it, key);
 			it->seen = true;

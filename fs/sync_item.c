@@ -258,9 +258,13 @@ static int upload_commit_apply(struct db_txn *txn, void *arg)
 	if (gone && it->in.ino == FS_ROOT_INO)
 		return -EIO;
 	if (it->in.ino != FS_ROOT_INO && (gone || strcmp(key, it->key))) {
-		/* Gone or moved since the snapshot: the object is stale. */
+		/* Gone or moved since the snapshot: the object is stale.  Its
+		 * key stays known as ours until the DEL ran (as a removed
+		 * file's does, unlink.c): no listing takes it for new. */
 		if (key_occupied(fs, txn, it->key))
 			return 0;
+		if ((rc = fs_keys_put(fs, txn, it->key, it->in.ino)))
+			return rc;
 		return fs_pending_add(fs, txn, FS_PEND_DEL, it->in.ino, it->key,
 				      NULL);
 	}

@@ -1303,6 +1303,71 @@ static void test_other_writer(void)
 }
 
 /*
+ * An object of a removed file that lands after the REMOVE (its upload
+ * was on the wire, on this gateway or another of a cluster; the upload's
+ * commit then queues its DELETE) is not a new file: once the directory is
+ * listed again the name stays absent.  Emulated here by putting the
+ * removed file's object back with its write id, as the late PUT would.
+ * Before the fix a listing made it a new file: a removed file came back
+ * (test_e2e_cluster, "removed on one, made again on another", in CI).
+ * An object another client puts with another namespace's write id is
+ * still a new file.
+ */
+static void test_late_upload(void)
+{
+	static const char body[] = "on the wire while it was removed\n";
+	static const char *const foreign[] = {
+		"x-amz-meta-mapfs-wid: "
+		"00000001-0123456789abcdef-5-0000000000000001",
+		NULL
+	};
+	char key[512], key2[512], wid[160], hdr[200], names[4096];
+	const char *const late[] = { hdr, NULL };
+	struct e2e_s3_resp r;
+	REMOVE3res rm;
+	nfs_fh3 f;
+
+	env_start(&E, "1");
+	f = create_file(E.r, &E.root, "late.txt", 0644);
+	E2E_STATUS("WRITE late.txt",
+		   write_commit(E.r, &f, 0, body, strlen(body)), NFS3_OK);
+	E2E_REQUIRE(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush");
+	e2e_s3_key(&E.gw, "late.txt", key, sizeof(key));
+	E2E_REQUIRE(s3_holds(key, body), "late.txt uploaded");
+	E2E_REQUIRE(e2e_s3_request("HEAD", key, NULL, NULL, 0, NULL, &r) == 0,
+		    "HEAD %s", key);
+	E2E_REQUIRE(e2e_s3_header(&r, "x-amz-meta-mapfs-wid", wid,
+				  sizeof(wid)) == 0,
+		    "%s: no x-amz-meta-mapfs-wid", key);
+	e2e_s3_resp_free(&r);
+	snprintf(hdr, sizeof(hdr), "x-amz-meta-mapfs-wid: %s", wid);
+
+	E2E_REQUIRE(!e2e_nfs3_remove(E.r, &E.root, "late.txt", &rm), "REMOVE");
+	E2E_STATUS("REMOVE late.txt", rm.status, NFS3_OK);
+	E2E_REQUIRE(gw_cmd(&E.gw, "flush", "", NULL, 0) == 0, "flush");
+	E2E_REQUIRE(s3_wait_status(key, 404) == 0, "late.txt deleted");
+	E2E_REQUIRE(s3_put(key, body, strlen(body), late) == 200,
+		    "PUT %s again with its write id", key);
+	/* Each LOOKUP past the TTL lists the directory again. */
+	for (int i = 0; i < 4; i++) {
+		usleep(1200 * 1000);
+		E2E_STATUS("LOOKUP late.txt after a listing",
+			   lookup(E.r, &E.root, "late.txt", NULL, NULL),
+			   NFS3ERR_NOENT);
+	}
+	E2E_STATUS("READDIR /",
+		   readdir_names(E.r, &E.root, names, sizeof(names)), NFS3_OK);
+	E2E_CHECK(!strstr(names, "/late.txt"), "late.txt is listed: %s", names);
+
+	e2e_s3_key(&E.gw, "other.txt", key2, sizeof(key2));
+	E2E_REQUIRE(s3_put(key2, body, strlen(body), foreign) == 200,
+		    "PUT %s with another namespace's write id", key2);
+	E2E_CHECK(lookup_until(E.r, &E.root, "other.txt", NFS3_OK, NULL) >= 0,
+		  "other.txt (another namespace's) not seen");
+	s3_delete(key);
+}
+
+/*
  * A reader across a replace never gets a mix: the object is replaced by
  * another client (same size, other bytes) after the gateway fetched its
  * first chunk; a READ of a later chunk answers NFS3ERR_STALE, never the
@@ -1984,6 +2049,8 @@ int main(void)
 		    test_other_writer);
 	CU_add_test(s, "a reader across a replace: ESTALE, never a mix",
 		    test_reader_pinned);
+	CU_add_test(s, "a removed file's late upload is not a new file",
+		    test_late_upload);
 	CU_add_test(s, "hard links: an object per name, split by others",
 		    test_hard_links);
 	CU_add_test(s, "a big file goes up while it is written",
