@@ -180,10 +180,11 @@ static void nodes_refresh(struct db_pg *pg, PGconn *c)
 	uint32_t *down, *fresh, *old;
 	size_t n, nfresh = 0;
 	PGresult *r;
+	uint64_t settle =
+		pg->o.lease_ms + 2 * RECONNECT_MIN_MS + DB_PG_FOLLOW_POLL_MS;
 
 	if (!pg->renewing_since_ms ||
-	    db_pg_now_ms() - pg->renewing_since_ms <
-		    pg->o.lease_ms + 2 * RECONNECT_MIN_MS + FOLLOW_POLL_MS)
+	    db_pg_now_ms() - pg->renewing_since_ms < settle)
 		return;
 	snprintf(me, sizeof(me), "%u", pg->node_id);
 	r = db_pg_exec_text(

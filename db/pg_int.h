@@ -107,6 +107,10 @@ int db_pg_snapshot(struct db_pg *pg,
 			       size_t n, bool first, bool last),
 		   void *ctx, struct db_snap *at);
 
+/* The follower reads the log at least this often, NOTIFY or not (the
+ * engine's lease and pruning count on it). */
+#define DB_PG_FOLLOW_POLL_MS 1000
+
 /*
  * Wait up to timeout_ms for a change of the log by another process (a
  * NOTIFY; this process's own do not end the wait) or stop_fd readable;

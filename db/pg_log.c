@@ -321,7 +321,8 @@ static void msg_deliver(struct db_pg *pg, const char *payload)
 
 /* Handle the notifications libpq holds; how many ask for a read of the
  * log (not those of this process's own commits: its replica has them,
- * and the next read, at the latest FOLLOW_POLL_MS on, moves past them). */
+ * and the next read, at the latest DB_PG_FOLLOW_POLL_MS on, moves past
+ * them). */
 static int notifies_drain(struct db_pg *pg, PGconn *c)
 {
 	PGnotify *nt;

@@ -20,7 +20,6 @@
 #define RECONNECT_MIN_MS 1000 /* between attempts of a connection */
 #define START_BACKOFF_MAX_MS 10000
 #define FOLLOW_PAGE 2000       /* records handed over at a time */
-#define FOLLOW_POLL_MS 1000    /* the log is read at least this often */
 #define DOUBT_WAIT_MAX_MS 2000 /* for a lost commit's backend to end */
 #define DOUBT_GIVEUP_MS 5000   /* to learn whether a lost commit landed */
 #define PRUNE_EVERY_MS 10000   /* how often a node prunes the log */

@@ -588,7 +588,7 @@ void *replica_follower_main(void *arg)
 		 * rare (a node away for longer than the log is kept). */
 		if (rc == -ESTALE)
 			rc = replica_load_all(rep);
-		wait = rc ? RETRY_MS : FOLLOW_POLL_MS;
+		wait = rc ? RETRY_MS : DB_PG_FOLLOW_POLL_MS;
 		if (!rc && db_pg_now_ms() >= tombs_next) {
 			uint64_t below;
 

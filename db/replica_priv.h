@@ -16,7 +16,6 @@
 #include "replica_int.h"
 
 #define COMMITTERS 4          /* commits of this node in flight at once */
-#define FOLLOW_POLL_MS 1000   /* the log is read at least this often */
 #define RETRY_MS 1000         /* after a failed read of the log */
 #define FOLLOW_GATHER_US 2000 /* a read of the log waits for more commits */
 #define TOMBS_EVERY_MS 60000  /* tombstones past the log dropped this often */
@@ -114,8 +113,8 @@ int replica_load_all(struct db_replica *rep);
 int replica_follow_once(struct db_replica *rep, bool direct);
 
 /* The follower thread (arg: the replica): reads the log as commits are
- * announced (or every FOLLOW_POLL_MS) and hands batches to the writer;
- * prunes tombstones now and then; ends at f_stop. */
+ * announced (or every DB_PG_FOLLOW_POLL_MS) and hands batches to the
+ * writer; prunes tombstones now and then; ends at f_stop. */
 void *replica_follower_main(void *arg);
 
 #endif
