@@ -299,7 +299,9 @@ void fs_rdev_from_dev(struct fs_inode *in, uint64_t dev);
 /* inode.c: records. */
 /* A record's bytes (from the "inodes" table) into *out.  0 or -EIO. */
 int fs_inode_decode(uint64_t ino, const struct db_val *v, struct fs_inode *out);
-/* How a cluster shares the "inodes" table (ctx: the struct fs). */
+/* How a cluster shares the "inodes" table: the records' part (project,
+ * merge); the reaction to another node's change (changed, ctx) is
+ * owner.c's, which fs_open adds. */
 extern const struct db_share_ops fs_inode_share;
 int fs_inode_get(struct fs *fs, struct db_txn *txn, uint64_t ino,
 		 struct fs_inode *out);
@@ -319,7 +321,11 @@ uint64_t fs_ino_alloc(struct fs *fs);
 /* A cluster's first block of inode numbers (fs_open).  0 or -errno. */
 int fs_ino_blocks_start(struct fs *fs);
 int fs_meta_init(struct fs *fs, struct db_txn *txn);
-/* Record the DIRTY flags in the work index too. */
+/*
+ * Record the DIRTY flags in in and in the work index.  Only the record:
+ * a file's caller took its ownership first (fs_owner_take, owner.c: in
+ * a cluster one node writes a file back), in the same txn.
+ */
 int fs_inode_mark(struct fs *fs, struct db_txn *txn, struct fs_inode *in,
 		  uint32_t dirty);
 /* Drop the inode from the work index if it is clean. */
@@ -590,6 +596,16 @@ void fs_owner_on_node_down(void *ctx, uint32_t node);
  * here) someone else's: drop this node's changes of it (never blocks).
  */
 void fs_owner_lost(struct fs *fs, const struct fs_inode *in);
+/*
+ * db_share_ops.changed of the "inodes" table (ctx: the struct fs; set by
+ * fs_open): what another node's change of an inode means here.  Cached
+ * data of a file another node uploaded anew or removed is dropped; a
+ * file this node owned and another took over is fs_owner_lost.  On the
+ * db writer, after the change is durable here.
+ */
+void fs_owner_inode_changed(void *ctx, db_table tbl, const struct db_val *key,
+			    const struct db_val *before,
+			    const struct db_val *after);
 
 /* syncer.c (it also starts and stops strict.c's thread) */
 int fs_syncer_start(struct fs *fs);

@@ -288,46 +288,9 @@ static int irec_merge(const struct db_val *shared, const struct db_val *local,
 	return 0;
 }
 
-/*
- * Another node changed or removed an inode: data this node cached of a
- * file that another node uploaded anew (or removed) is stale.  Runs on
- * the db writer after the change is durable here.
- */
-static void irec_changed(void *ctx, db_table tbl, const struct db_val *key,
-			 const struct db_val *before,
-			 const struct db_val *after)
-{
-	struct fs *fs = ctx;
-	struct fs_inode b, a;
-	uint64_t ino;
-
-	(void)tbl;
-	if (key->size != sizeof(ino) || !before)
-		return;
-	memcpy(&ino, key->data, sizeof(ino));
-	if (fs_inode_decode(ino, before, &b) || b.type != FS_REG)
-		return;
-	if (!after) {
-		cache_drop(fs->cache, ino);
-		return;
-	}
-	if (fs_inode_decode(ino, after, &a))
-		return;
-	/* Taken over while this node was cut off: its changes are void. */
-	if ((a.flags & FS_F_DIRTY) && b.owner &&
-	    b.owner == db_node_id(fs->db) && a.owner != b.owner) {
-		fs_owner_lost(fs, &a);
-		return;
-	}
-	if (!(a.flags & FS_F_DIRTY_DATA) &&
-	    (a.size != b.size || strcmp(a.etag, b.etag)))
-		cache_drop(fs->cache, ino);
-}
-
 const struct db_share_ops fs_inode_share = {
 	.project = irec_project,
 	.merge = irec_merge,
-	.changed = irec_changed,
 	.max = FS_IREC_MAX,
 };
 
@@ -473,10 +436,7 @@ int fs_inode_mark(struct fs *fs, struct db_txn *txn, struct fs_inode *in,
 {
 	uint64_t ino = in->ino;
 	struct db_val k = { sizeof(ino), &ino }, v = { 0, "" };
-	int rc;
 
-	if ((dirty & FS_F_DIRTY) && (rc = fs_owner_take(fs, in)))
-		return rc;
 	in->flags |= dirty & FS_F_DIRTY;
 	if (!(in->flags & FS_F_DIRTY))
 		return 0;

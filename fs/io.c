@@ -566,8 +566,10 @@ static int mark_dirty_apply(struct db_txn *txn, void *p)
 	/* DIRTY_DATA promises a cache entry: it may have gone (dropped). */
 	if (!cache_is_local(op->fs->cache, in.ino))
 		return -EAGAIN;
-	rc = fs_inode_mark(op->fs, txn, &in, FS_F_DIRTY_DATA);
-	return rc ? rc : fs_inode_put(op->fs, txn, &in);
+	if ((rc = fs_owner_take(op->fs, &in)) ||
+	    (rc = fs_inode_mark(op->fs, txn, &in, FS_F_DIRTY_DATA)))
+		return rc;
+	return fs_inode_put(op->fs, txn, &in);
 }
 
 static void mark_dirty_done(void *p, int err)
@@ -630,8 +632,10 @@ static int kill_setid_apply(struct db_txn *txn, void *p)
 		return rc;
 	fs_kill_setid(&in);
 	in.ctime = fs_now_ns();
-	rc = fs_inode_mark(op->fs, txn, &in, FS_F_DIRTY_META);
-	return rc ? rc : fs_inode_put(op->fs, txn, &in);
+	if ((rc = fs_owner_take(op->fs, &in)) ||
+	    (rc = fs_inode_mark(op->fs, txn, &in, FS_F_DIRTY_META)))
+		return rc;
+	return fs_inode_put(op->fs, txn, &in);
 }
 
 static void kill_setid_done(void *p, int err)

@@ -96,6 +96,7 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 	fs->key_max = store_key_max(store);
 	struct db_share_ops inodes = fs_inode_share;
 
+	inodes.changed = fs_owner_inode_changed;
 	inodes.ctx = fs;
 	pthread_mutex_init(&fs->fail_lock, NULL);
 	pthread_mutex_init(&fs->relist_lock, NULL);

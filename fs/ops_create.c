@@ -176,6 +176,7 @@ static int create_apply(struct db_txn *txn, void *p)
 	if (op->type == FS_DIR)
 		dir.nlink++;
 	if ((rc = fs_inode_put(fs, txn, &dir)) ||
+	    (rc = fs_owner_take(fs, &in)) ||
 	    (rc = fs_inode_mark(fs, txn, &in, in.flags)) ||
 	    (rc = fs_inode_put(fs, txn, &in)) ||
 	    (rc = fs_meta_note_ino(fs, txn, in.ino)))

@@ -90,7 +90,7 @@ static int link_apply(struct db_txn *txn, void *p)
 		return rc;
 	if (in.flags & FS_F_IN_STORE)
 		rc = fs_pending_add(fs, txn, FS_PEND_COPY, in.ino, from, to);
-	else
+	else if (!(rc = fs_owner_take(fs, &in)))
 		rc = fs_inode_mark(fs, txn, &in, FS_F_DIRTY_LINKS);
 	if (rc || (rc = fs_inode_put(fs, txn, &in)))
 		return rc;

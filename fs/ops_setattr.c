@@ -133,8 +133,8 @@ static int setattr_apply(struct db_txn *txn, void *p)
 		else
 			return -EAGAIN; /* dropped since made local: retry */
 	}
-	rc = fs_inode_mark(fs, txn, &in, dirty);
-	if (rc)
+	if ((rc = fs_owner_take(fs, &in)) ||
+	    (rc = fs_inode_mark(fs, txn, &in, dirty)))
 		return rc;
 	/* While dirty the cache file holds the mtime: it must get it too. */
 	op->cache_mtime = in.type == FS_REG && (in.flags & FS_F_DIRTY_DATA) &&

@@ -4,13 +4,15 @@
  * A regular file with changes not yet in the store belongs to one node,
  * its owner (fs_inode.owner, shared): only that node's cache holds the
  * changes, and only it uploads them.  The owner is set in the same commit
- * that makes the file dirty (fs_inode_mark: CREATE, the first WRITE or a
- * truncate or SETATTR of a clean file), so two nodes can never both make
- * it dirty: the second one's commit reads the first one's owner (or, if
- * its replica was behind, is refused as stale and runs again on the
- * fresh record) and answers -EAGAIN, which the client retries
- * (NFS3ERR_JUKEBOX), after asking the owner to upload the file now and let
- * it go.  The upload that leaves the file clean clears the owner.
+ * that makes the file dirty (fs_owner_take, which the operation calls
+ * right before fs_inode_mark: CREATE, the first WRITE or a truncate or
+ * SETATTR of a clean file, LINK, a conflict's copy), so two nodes can
+ * never both make it dirty: the second one's commit reads the first
+ * one's owner (or, if its replica was behind, is refused as stale and
+ * runs again on the fresh record) and answers -EAGAIN, which the client
+ * retries (NFS3ERR_JUKEBOX), after asking the owner to upload the file
+ * now and let it go.  The upload that leaves the file clean clears the
+ * owner.
  *
  * Directories and symlinks have no owner: their objects (a marker, a
  * target) carry no data another node could overwrite.  A node alone has
@@ -214,6 +216,37 @@ void fs_owner_lost(struct fs *fs, const struct fs_inode *in)
 	fs_defer(fs, lost_run, j);
 }
 
+void fs_owner_inode_changed(void *ctx, db_table tbl, const struct db_val *key,
+			    const struct db_val *before,
+			    const struct db_val *after)
+{
+	struct fs *fs = ctx;
+	struct fs_inode b, a;
+	uint64_t ino;
+
+	(void)tbl;
+	if (key->size != sizeof(ino) || !before)
+		return;
+	memcpy(&ino, key->data, sizeof(ino));
+	if (fs_inode_decode(ino, before, &b) || b.type != FS_REG)
+		return;
+	if (!after) {
+		cache_drop(fs->cache, ino);
+		return;
+	}
+	if (fs_inode_decode(ino, after, &a))
+		return;
+	/* Taken over while this node was cut off: its changes are void. */
+	if ((a.flags & FS_F_DIRTY) && b.owner &&
+	    b.owner == db_node_id(fs->db) && a.owner != b.owner) {
+		fs_owner_lost(fs, &a);
+		return;
+	}
+	if (!(a.flags & FS_F_DIRTY_DATA) &&
+	    (a.size != b.size || strcmp(a.etag, b.etag)))
+		cache_drop(fs->cache, ino);
+}
+
 /* ---- at start ----------------------------------------------------------- */
 
 struct reconcile {
@@ -329,6 +362,7 @@ static int adopt_apply(struct db_txn *txn, void *arg)
 		in.flags |= FS_F_IN_STORE;
 		in.synced_ms = fs_now_ms();
 		if ((rc = fs_keys_put(fs, txn, key, in.ino)) ||
+		    (rc = fs_owner_take(fs, &in)) ||
 		    (rc = fs_inode_mark(fs, txn, &in, FS_F_DIRTY_META)))
 			return rc;
 	} else {
@@ -337,7 +371,8 @@ static int adopt_apply(struct db_txn *txn, void *arg)
 		in.flags &= ~(uint32_t)FS_F_IN_STORE;
 		if (!a->zeros)
 			return -EAGAIN;
-		if ((rc = fs_inode_mark(fs, txn, &in, FS_F_DIRTY)))
+		if ((rc = fs_owner_take(fs, &in)) ||
+		    (rc = fs_inode_mark(fs, txn, &in, FS_F_DIRTY)))
 			return rc;
 	}
 	a->taken = true;

@@ -90,10 +90,11 @@ for f in "$ROOT"/cache/*.c; do
 		fi
 	done < <(grep -no '^#include "[a-z0-9_]*_int.h"' "$f" | sed 's|:#include "\(.*\)_int.h"|:\1|')
 done
-# Inside db/ and nlm/: a file calls no function that a file after it in
-# the block after "ROOM layers:" defines (tests/layer_calls.py), and
-# every file of the room is in the block.
-for room in db nlm; do
+# Inside db/, nlm/ and fs/: a file calls no function that a file after
+# it in the block after "ROOM layers:" defines (tests/layer_calls.py; a
+# knot "( A B )" is one layer), and every file of the room is in the
+# block.
+for room in db nlm fs; do
 	rl=$(awk -v want="$room layers:" 'index($0, want) { f = 1; next }
 		f == 1 && /^```/ { f = 2; next }
 		f == 2 && /^```/ { exit }
@@ -105,6 +106,6 @@ for room in db nlm; do
 	done
 	python3 "$ROOT/tests/layer_calls.py" "$ROOT/$room" "$(echo $rl)" || bad=1
 done
-[ $bad = 0 ] && echo "arrows: every include and every library link follows the rooms' arrows; cache/ (by includes), db/ and nlm/ (by calls) their layers"
+[ $bad = 0 ] && echo "arrows: every include and every library link follows the rooms' arrows; cache/ (by includes), db/, nlm/ and fs/ (by calls) their layers"
 exit $bad
 
