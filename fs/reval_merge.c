@@ -426,7 +426,6 @@ static int reval_vanished(struct reval_op *op, struct db_txn *txn,
 	}
 }
 
-/* Items [from, to) into dir: known ones checked, unknown ones imported. */
 /*
  * Is the object at key, a name nobody here knows, one that this namespace
  * stored lately for some file (its write id names this namespace: it was
@@ -460,6 +459,7 @@ static bool our_late_object(struct reval_op *op, const struct reval_item *it,
 	return true;
 }
 
+/* Items [from, to) into dir: known ones checked, unknown ones imported. */
 static int merge_items(struct reval_op *op, struct db_txn *txn,
 		       struct fs_inode *dir, size_t from, size_t to)
 {
