@@ -15,7 +15,6 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "cache/cache.h"
 #include "db/db.h"
 #include "fs_int.h"
 
