@@ -56,6 +56,11 @@
 #include "metrics/metrics.h"
 #include "pg_priv.h"
 
+/* The notifier's session: its one statement, prepared. */
+#define NOTIFY_SESSION_SQL                                  \
+	"PREPARE mapfs_notify (text) AS SELECT set_config(" \
+	" 'synchronous_commit', 'off', true), pg_notify('mapfs_log', $1)"
+
 /* ---- the node and its lease ---------------------------------------------- */
 
 static int node_register(struct db_pg *pg, PGconn *c, char *holder, size_t cap)
@@ -355,6 +360,8 @@ int db_pg_open(const struct db_cluster_opts *o, const char *instance,
 		goto fail;
 	}
 	atomic_store(&pg->wr_up, true);
+	pg->fol.session = db_pg_follow_session;
+	pg->ntf.session = NOTIFY_SESSION_SQL;
 	if ((rc = db_pg_pgc_connect(pg, &pg->fol, false))) {
 		rc = rc == -EAGAIN ? -EIO : rc;
 		goto fail;
@@ -474,11 +481,8 @@ void *db_pg_notifier_main(void *arg)
 
 			snprintf(inst, sizeof(inst), "%u",
 				 db_pg_instance_id(pg));
-			r = PQexecParams(
-				c,
-				"SELECT set_config('synchronous_commit',"
-				" 'off', true), pg_notify('mapfs_log', $1)",
-				1, NULL, p, NULL, NULL, 0);
+			r = PQexecPrepared(c, "mapfs_notify", 1, p, NULL, NULL,
+					   0);
 			PQclear(r);
 		}
 		pthread_mutex_lock(&pg->n_lock);

@@ -85,6 +85,8 @@ void db_pg_pgc_close(struct pgc *p);
 /* pg.c: renew the lease on the follower's connection c (and read who is
  * down). */
 void db_pg_lease_tick(struct db_pg *pg, PGconn *c, uint64_t applied_xmin);
+/* pg_log.c: the follower's session settings and its prepared read. */
+extern const char db_pg_follow_session[];
 /* pg.c: wake the followers soon (the notifier sends one NOTIFY). */
 void db_pg_notify_kick(struct db_pg *pg);
 void *db_pg_notifier_main(void *arg);
