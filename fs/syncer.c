@@ -602,6 +602,8 @@ int fs_syncer_start(struct fs *fs)
 	pthread_cond_init(&fs->sync_wake, NULL);
 	fs->early_cut = fs_early_cut(fs);
 	rc = -pthread_create(&fs->syncer, NULL, syncer_main, fs);
+	if (!rc)
+		pthread_setname_np(fs->syncer, "fs-syncer");
 	if (rc) {
 		pthread_mutex_destroy(&fs->early_lock);
 		pthread_cond_destroy(&fs->sync_wake);
@@ -714,8 +716,19 @@ int fs_sync_taken(struct fs *fs, size_t (*take)(void *ctx, uint64_t **inos),
 	*progress = false;
 	pthread_mutex_lock(&fs->sync_lock);
 	only.n = take(ctx, &inos);
-	if (only.n > 1)
+	if (only.n > 1) {
 		qsort(inos, only.n, sizeof(*inos), cmp_ino); /* only_has */
+		/* One item per file: two requests for one file (two COMMITs,
+		 * or a COMMIT and another node's request to let go) made two
+		 * uploads of it in parallel, the later PUT replacing the
+		 * object whose ETag the record kept. */
+		size_t k = 1;
+
+		for (size_t i = 1; i < only.n; i++)
+			if (inos[i] != inos[k - 1])
+				inos[k++] = inos[i];
+		only.n = k;
+	}
 	only.inos = inos;
 	if (only.n)
 		rc = sync_pass(fs, true, &only, progress, &later);

@@ -536,6 +536,49 @@ static void test_strict_commit_many_dirty(void)
 }
 
 /*
+ * --strict-commit, two COMMITs of one file taken by one pass (two clients,
+ * or in a cluster a client's COMMIT and another gateway's request that
+ * this one let go of the file): the pass made an upload of the file for
+ * each, in parallel, and the later PUT replaced the object whose ETag the
+ * record kept (the same write id passed its condition), so every reader
+ * after it found the store "changed under a fetch" and a WRITE answered
+ * STALE (test_e2e_cluster, "one writer per file", 2 runs in 12 under
+ * load).  One upload per file per pass.
+ */
+static void test_strict_commit_twice_one_pass(void)
+{
+	static struct fs_io io1, io2, io3; /* a room per call in flight */
+	struct wait w1 = WAIT_INIT, w2 = WAIT_INIT, w3 = WAIT_INIT;
+	struct fs_wcc wcc1, wcc2, wcc3;
+	struct store_info info;
+	uint64_t first, twice;
+
+	strict = true;
+	fx_open(0);
+	strict = false;
+	CU_ASSERT_FATAL(do_create("first", &first) == 0);
+	CU_ASSERT_FATAL(do_write(first, 0, "first", 5) == 0);
+	CU_ASSERT_FATAL(do_create("twice", &twice) == 0);
+	CU_ASSERT_FATAL(do_write(twice, 0, "twice", 5) == 0);
+	fake_store_counts_reset(fake);
+	/* A pass holds the syncer's lock while first's PUT is held; the two
+	 * COMMITs of twice queue meanwhile and the next pass takes both. */
+	fake_store_hold(fake, FAKE_PUT_FD, FAKE_HOLD_BEFORE);
+	fs_commit(fs, &io1, &ROOT, first, &wcc1, w_done, &w1);
+	CU_ASSERT(fake_store_held_wait(fake, FAKE_PUT_FD, 1, 20000));
+	fs_commit(fs, &io2, &ROOT, twice, &wcc2, w_done, &w2);
+	fs_commit(fs, &io3, &ROOT, twice, &wcc3, w_done, &w3);
+	usleep(100 * 1000); /* both queued, a thread waits for the lock */
+	fake_store_hold(fake, FAKE_PUT_FD, FAKE_HOLD_NONE);
+	CU_ASSERT(w_wait(&w1) == 0);
+	CU_ASSERT(w_wait(&w2) == 0);
+	CU_ASSERT(w_wait(&w3) == 0);
+	CU_ASSERT(store_head(inner, "twice", &info) == 0 && info.size == 5);
+	CU_ASSERT_EQUAL(count(FAKE_PUT_FD), 2); /* first's, twice's */
+	fx_close();
+}
+
+/*
  * --strict-commit from many clients at once: one pass uploads while the
  * one before commits its records (a file whose commit is on the way is
  * left to the next pass).  Each thread rewrites its own file and
@@ -979,6 +1022,8 @@ int main(void)
 	CU_add_test(s, "strict_commit", test_strict_commit);
 	CU_add_test(s, "strict_commit_many_dirty",
 		    test_strict_commit_many_dirty);
+	CU_add_test(s, "strict_commit_twice_one_pass",
+		    test_strict_commit_twice_one_pass);
 	CU_add_test(s, "strict_commit_parallel", test_strict_commit_parallel);
 	CU_add_test(s, "store_down", test_store_down);
 	CU_add_test(s, "store_down_probe", test_store_down_probe);
