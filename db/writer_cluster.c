@@ -45,26 +45,15 @@ static uint64_t key_hash(unsigned tbl, const void *key, size_t klen)
 	return h ? h : 1; /* 0 marks an empty slot */
 }
 
-static size_t buf_put(struct buf *b, const void *p, size_t n)
+/* n bytes of p appended to arena b: their offset, (size_t)-1 if b could
+ * not grow (it stays so: common/bytebuf.h). */
+static size_t arena_put(struct bytebuf *b, const void *p, size_t n)
 {
 	size_t off = b->len;
 
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 64 << 10;
-		unsigned char *q;
-
-		while (cap < b->len + n)
-			cap *= 2;
-		q = realloc(b->p, cap);
-		if (!q)
-			return (size_t)-1;
-		b->p = q;
-		b->cap = cap;
-	}
 	if (n)
-		memcpy(b->p + off, p, n);
-	b->len += n;
-	return off;
+		bytebuf_add(b, p, n);
+	return b->bad ? (size_t)-1 : off;
 }
 
 /* Room for one more element of size sz in *v (n used, *cap). */
@@ -88,10 +77,11 @@ static int grow(void *v, size_t n, size_t *cap, size_t sz)
 static int kv_put(struct group *g, const struct db_val *key,
 		  const struct db_val *val, size_t *koff, size_t *voff)
 {
-	*koff = buf_put(&g->a, key->data, key->size);
+	*koff = arena_put(&g->a, key->data, key->size);
 	if (*koff == (size_t)-1)
 		return -ENOMEM;
-	if (val && (*voff = buf_put(&g->a, val->data, val->size)) == (size_t)-1)
+	if (val &&
+	    (*voff = arena_put(&g->a, val->data, val->size)) == (size_t)-1)
 		return -ENOMEM;
 	return 0;
 }
@@ -375,8 +365,8 @@ static int batch_take(struct wbatch *b, const struct group *g, struct db_op *op)
 		b->caps = n;
 		n = &b->caps[b->ncaps];
 		*n = *c;
-		n->koff = buf_put(&b->a, g->a.p + c->koff, c->klen);
-		n->voff = buf_put(&b->a, g->a.p + c->voff, c->vlen);
+		n->koff = arena_put(&b->a, g->a.p + c->koff, c->klen);
+		n->voff = arena_put(&b->a, g->a.p + c->voff, c->vlen);
 		if (n->koff == (size_t)-1 || n->voff == (size_t)-1)
 			return -ENOMEM;
 		b->ncaps++;
@@ -513,6 +503,7 @@ static void group_run(struct db_writer *w, struct db_txn *p, struct db_op *ops,
 
 	g->n = g->nfp = g->nrecs = g->ncaps = 0;
 	g->a.len = 0;
+	g->a.bad = false;
 	if (g->vcap < db_replica_val_max(w->rep)) {
 		unsigned char *v = realloc(g->vbuf, db_replica_val_max(w->rep));
 

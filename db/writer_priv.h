@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "common/bytebuf.h"
 #include "lmdb_int.h"
 #include "metrics/metrics.h"
 #include "writer_int.h"
@@ -54,11 +55,6 @@ struct capw {
 	size_t koff, klen, voff, vlen;
 };
 
-struct buf {
-	unsigned char *p;
-	size_t len, cap;
-};
-
 /* Changes written here together: a set without a shared write (at once)
  * or a cluster commit's (once it has its answer). */
 struct wbatch {
@@ -68,7 +64,7 @@ struct wbatch {
 	struct db_op *ops; /* in the order they ran */
 	struct capw *caps;
 	size_t ncaps;
-	struct buf a;
+	struct bytebuf a; /* arena of keys and values (offsets) */
 	/* Its keys, while it is in flight: open addressing, h 0 = empty. */
 	struct fpk *locks;
 	size_t lcap;
@@ -95,7 +91,7 @@ struct group {
 	size_t nrecs, caprecs;
 	struct capw *caps;
 	size_t ncaps, capcaps;
-	struct buf a;
+	struct bytebuf a; /* arena of keys and values (offsets) */
 	unsigned char *vbuf;
 	size_t vcap;
 	int oom; /* a record could not be kept: the change fails */
@@ -108,7 +104,7 @@ struct db_writer {
 	pthread_cond_t wake, switched;
 	struct db_op *head, **tail;
 	size_t nqueued;
-	size_t expect; /* changes the last answers may call out (linger) */
+	size_t expect;     /* changes the last answers may call out (linger) */
 	bool stopping;
 	/* Under lock: the cluster to commit through, a switch asked for,
 	 * the commits answered, and whether the follower has something. */
