@@ -111,9 +111,11 @@ static void linger(struct db_writer *w)
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000L;
 	}
+	w->linger_for = expect;
 	while (w->nqueued < expect && !w->answered && !w->stopping &&
 	       pthread_cond_timedwait(&w->wake, &w->lock, &until) != ETIMEDOUT)
 		;
+	w->linger_for = 0;
 }
 
 static void *writer_main(void *p)
@@ -265,7 +267,9 @@ void db_submit(struct db *db, db_apply_fn apply, db_done_fn done, void *arg)
 	*w->tail = op;
 	w->tail = &op->next;
 	w->nqueued++;
-	pthread_cond_signal(&w->wake);
+	/* A lingering writer wakes once, when what it waits for is in. */
+	if (w->nqueued >= w->linger_for)
+		pthread_cond_signal(&w->wake);
 	pthread_mutex_unlock(&w->lock);
 }
 

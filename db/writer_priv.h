@@ -105,6 +105,7 @@ struct db_writer {
 	struct db_op *head, **tail;
 	size_t nqueued;
 	size_t expect;     /* changes the last answers may call out (linger) */
+	size_t linger_for; /* lingering until this many are queued (0: not) */
 	bool stopping;
 	/* Under lock: the cluster to commit through, a switch asked for,
 	 * the commits answered, and whether the follower has something. */
