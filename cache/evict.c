@@ -231,6 +231,7 @@ int cache_evict_start(struct cache *c)
 	if (rc)
 		return rc;
 	c->evict_started = true;
+	pthread_setname_np(c->evictor, "cache-evict");
 	return 0;
 }
 

@@ -532,6 +532,7 @@ int cache_fetch_init(struct cache *c)
 			free(wk->buf);
 			goto out_workers;
 		}
+		pthread_setname_np(wk->tid, "cache-fetch");
 		c->nworkers++;
 	}
 	return 0;

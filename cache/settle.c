@@ -189,8 +189,10 @@ int cache_settle_start(struct cache *c)
 	pthread_mutex_init(&c->settle_lock, NULL);
 	pthread_cond_init(&c->settle_cond, NULL);
 	rc = -pthread_create(&c->settler, NULL, settle_main, c);
-	if (!rc)
+	if (!rc) {
 		c->settle_started = true;
+		pthread_setname_np(c->settler, "cache-settle");
+	}
 	return rc;
 }
 

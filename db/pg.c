@@ -372,6 +372,7 @@ int db_pg_open(const struct db_cluster_opts *o, const char *instance,
 		goto fail;
 	}
 	pg->notifier_started = true;
+	pthread_setname_np(pg->notifier, "db-notify");
 	*out = pg;
 	return 0;
 fail:

@@ -189,11 +189,16 @@ static int start_threads(struct db_replica *rep)
 			free(cm);
 			return rc ? rc : -EAGAIN;
 		}
+		char name[16];
+
+		snprintf(name, sizeof(name), "db-commit-%d", i);
+		pthread_setname_np(rep->committers[i], name);
 		rep->ncommitters++;
 	}
 	if (pipe2(rep->stop_pipe, O_CLOEXEC) ||
 	    pthread_create(&rep->follower, NULL, replica_follower_main, rep))
 		return -EAGAIN;
+	pthread_setname_np(rep->follower, "db-follow");
 	rep->follower_started = true;
 	return 0;
 }

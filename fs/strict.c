@@ -214,6 +214,7 @@ int fs_strict_start(struct fs *fs)
 				     fs);
 		if (rc)
 			break;
+		pthread_setname_np(fs->strict_threads[i], "fs-strict");
 		fs->nstrict++;
 	}
 	if (!fs->nstrict) {

@@ -50,6 +50,7 @@ int fs_workers_start(struct fs *fs)
 			fs_workers_stop(fs);
 			return rc;
 		}
+		pthread_setname_np(fs->workers[fs->nworkers], "fs-worker");
 	}
 	return 0;
 }

@@ -350,6 +350,7 @@ static int lane_open(struct lane *l, int max)
 		pthread_mutex_destroy(&l->lock);
 		return err;
 	}
+	pthread_setname_np(l->thread, "s3-lane");
 	l->started = true;
 	return 0;
 }
