@@ -201,8 +201,6 @@ int db_writer_start(struct db *db)
 	pthread_cond_init(&w->wake, NULL);
 	pthread_cond_init(&w->switched, NULL);
 	rc = -pthread_create(&w->thread, NULL, writer_main, w);
-	if (!rc)
-		pthread_setname_np(w->thread, "db-writer");
 	if (rc) {
 		pthread_cond_destroy(&w->switched);
 		pthread_cond_destroy(&w->wake);
@@ -210,6 +208,7 @@ int db_writer_start(struct db *db)
 		free(w);
 		return rc;
 	}
+	pthread_setname_np(w->thread, "db-writer");
 	db->w = w;
 	return 0;
 }

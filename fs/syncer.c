@@ -602,8 +602,6 @@ int fs_syncer_start(struct fs *fs)
 	pthread_cond_init(&fs->sync_wake, NULL);
 	fs->early_cut = fs_early_cut(fs);
 	rc = -pthread_create(&fs->syncer, NULL, syncer_main, fs);
-	if (!rc)
-		pthread_setname_np(fs->syncer, "fs-syncer");
 	if (rc) {
 		pthread_mutex_destroy(&fs->early_lock);
 		pthread_cond_destroy(&fs->sync_wake);
@@ -612,6 +610,7 @@ int fs_syncer_start(struct fs *fs)
 		pthread_mutex_destroy(&fs->commit_lock);
 		return rc;
 	}
+	pthread_setname_np(fs->syncer, "fs-syncer");
 	fs->sync_started = true;
 	rc = fs_strict_start(fs);
 	if (rc)
