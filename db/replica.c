@@ -275,9 +275,14 @@ int db_replica_open(struct db *db, const struct db_cluster_opts *o,
 		rc = start_threads(rep);
 	if (rc)
 		goto fail;
+	/* The follower runs now and moves the cursor under f_lock. */
+	char at[sizeof(rep->cursor_text)];
+
+	pthread_mutex_lock(&rep->f_lock);
+	snprintf(at, sizeof(at), "%s", rep->cursor_text);
+	pthread_mutex_unlock(&rep->f_lock);
 	log_info("cluster: node %s (id %u) in cluster %.8s, at %s", o->node,
-		 db_pg_node_id(rep->pg), db_pg_cluster_id(rep->pg),
-		 rep->cursor_text);
+		 db_pg_node_id(rep->pg), db_pg_cluster_id(rep->pg), at);
 	*out = rep;
 	return 0;
 fail:
