@@ -4,6 +4,7 @@
 # create load, and what it cost, per create.
 #
 #   bench/cluster_profile.sh [--gateways N] [--files N] [--threads N]
+#                            [--statements]
 #
 # mapfs-bench creates --files files in each of --threads directories (16
 # in flight each, thread i on gateway i mod N).  Printed for the create
@@ -17,19 +18,24 @@
 #   - voluntary context switches by thread name (the gateways' threads are
 #     named: db-writer, db-commit-N, db-follow, db-notify, rpc-loop-N...;
 #     PostgreSQL's backends as postgres).
+# With --statements, PostgreSQL runs with pg_stat_statements (every
+# statement, those inside mapfs_commit3() too) and the ones that cost
+# the most during the create are listed: calls and microseconds of
+# execution per create, per call.
 # Makes no assertions; one run (compare builds with GW=, alternating).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 GW=${GW:-$ROOT/build/mapfs-gw}
 BENCH=${BENCH:-$ROOT/build/bench/mapfs-bench}
-N=3 FILES=2000 THREADS=3
+N=3 FILES=2000 THREADS=3 STATEMENTS=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--gateways) N=$2; shift ;;
 	--files) FILES=$2; shift ;;
 	--threads) THREADS=$2; shift ;;
-	-h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+	--statements) STATEMENTS=1 ;;
+	-h|--help) sed -n '2,26p' "$0"; exit 0 ;;
 	*) echo "cluster_profile.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -47,7 +53,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-env_text=$(MAPFS_PG_WATCH_PID=$$ "$ROOT/tests/pg/pg.sh" start)
+pg_opts=
+[ "$STATEMENTS" = 1 ] && pg_opts="-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"
+env_text=$(MAPFS_PG_WATCH_PID=$$ MAPFS_PG_OPTS="$pg_opts" "$ROOT/tests/pg/pg.sh" start)
 eval "$env_text"
 PGDIR=$MAPFS_PG_DIR
 meta=$("$ROOT/tests/pg/pg.sh" createdb "$PGDIR" profile)
@@ -111,14 +119,23 @@ xacts() {
 	echo "pg_xacts $(psql_val "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")"
 }
 
+[ "$STATEMENTS" = 1 ] && psql_val "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
+statements() {
+	[ "$STATEMENTS" = 1 ] || return 0
+	psql_val "SELECT calls, round(total_exec_time * 1000), regexp_replace(left(query, 90), '\s+', ' ', 'g')
+		FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
+}
+statements >"$WORK/st_before"
 xacts >"$WORK/before"
 counters >>"$WORK/before"
 "$BENCH" -p "$THREADS" -q 16 --small-file-count "$FILES" --keep --items create --json \
 	"${urls[@]}" >"$WORK/create.json"
 counters >"$WORK/after"
 xacts >>"$WORK/after"
+statements >"$WORK/st_after"
 
-python3 - "$WORK/before" "$WORK/after" "$WORK/create.json" "$N" "$(getconf CLK_TCK)" <<'EOF'
+python3 - "$WORK/before" "$WORK/after" "$WORK/create.json" "$N" "$(getconf CLK_TCK)" \
+	"$WORK/st_before" "$WORK/st_after" <<'EOF'
 import collections, json, sys
 def read(path):
     d = collections.Counter()
@@ -143,4 +160,23 @@ print("  voluntary context switches per create, by thread:")
 cs = sorted(((k[3:], v) for k, v in d.items() if k.startswith("cs:") and v > 0), key=lambda kv: -kv[1])
 for name, v in cs[:12]:
     print(f"    {name:16s} {v / n:6.2f}")
+def stmts(path):
+    d = {}
+    for line in open(path):
+        c, us, q = line.rstrip("\n").split("|", 2)
+        k = d.setdefault(q, [0, 0])
+        k[0] += int(c)
+        k[1] += int(us)
+    return d
+sa, sb = stmts(sys.argv[6]), stmts(sys.argv[7])
+rows = []
+for q, (c, us) in sb.items():
+    c0, us0 = sa.get(q, [0, 0])
+    if c - c0 > 0:
+        rows.append((us - us0, c - c0, q))
+if rows:
+    print("  PostgreSQL statements (pg_stat_statements, nested ones too), by time:")
+    print(f"    {'calls':>8s} {'us/create':>9s} {'us/call':>8s}  statement")
+    for us, c, q in sorted(rows, reverse=True)[:14]:
+        print(f"    {c:8,} {us / n:9.1f} {us / c:8.1f}  {q}")
 EOF

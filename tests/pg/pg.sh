@@ -15,6 +15,9 @@
 #                       MAPFS_PG_PAIR_URL (both hosts, read-write target)
 #   pg.sh promote SDIR  make the standby the primary
 #
+# MAPFS_PG_OPTS adds server options to a start (bench/cluster_profile.sh
+# --statements: "-c shared_preload_libraries=pg_stat_statements").
+#
 # Besides the superuser "mapfs" (trust), the role "mapfs_pw" must log in
 # with the password "right" (scram-sha-256): the wrong-password tests.
 #
@@ -94,7 +97,7 @@ start() {
 		fresh=1
 	fi
 	as_pg "$PGBIN/pg_ctl" -D "$dir/data" -w -t 60 -l "$dir/log" -o \
-		"-p $base -k $dir -c listen_addresses=127.0.0.1 -c max_connections=200 -c shared_buffers=64MB" \
+		"-p $base -k $dir -c listen_addresses=127.0.0.1 -c max_connections=200 -c shared_buffers=64MB ${MAPFS_PG_OPTS:-}" \
 		start >/dev/null 2>&1 || die "postgres did not start: $(tail -3 "$dir/log" | tr '\n' ' ')"
 	if [ $fresh = 1 ]; then
 		as_pg "$PGBIN/psql" -X -q -h "$dir" -p "$base" -U mapfs -d postgres \

@@ -486,6 +486,87 @@ static void test_two_nodes_increments(void)
 	node_close(&n[0]);
 }
 
+/* Claims of new records: a record created only if absent (-EEXIST
+ * otherwise), the same keys from both nodes at once, one in order and
+ * one in reverse.  Each key is created once, by the node it then names
+ * on both; the other node's claim answers -EEXIST (or -EAGAIN in a
+ * conflict storm), never OK as well. */
+struct claim {
+	db_table t;
+	uint64_t key, node;
+	int err;
+	struct tally *tally;
+};
+
+static int claim_apply(struct db_txn *txn, void *p)
+{
+	struct claim *c = p;
+	struct db_val k = { sizeof(c->key), &c->key },
+		      v = { sizeof(c->node), &c->node }, old;
+	int rc = db_get(txn, c->t, &k, &old);
+
+	if (!rc)
+		return -EEXIST;
+	return rc == -ENOENT ? db_put(txn, c->t, &k, &v, 0) : rc;
+}
+
+static void claim_done(void *p, int err)
+{
+	struct claim *c = p;
+	struct sub s = { .t = c->tally, .expect = err };
+
+	c->err = err;
+	sub_done(&s, err);
+}
+
+static void test_two_nodes_claims(void)
+{
+	enum { K = 300 };
+	struct node n[2] = { { 0 } };
+	struct claim *c = calloc(2 * K, sizeof(*c));
+	struct tally t = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+			   2 * K, 0, 0, 0 };
+	int made = 0, other = 0;
+
+	CU_ASSERT_FATAL(c != NULL);
+	CU_ASSERT_FATAL(node_open(&n[0], 1, false) == 0);
+	CU_ASSERT_FATAL(node_open(&n[1], 2, false) == 0);
+	for (int i = 0; i < K; i++) {
+		struct claim *a = &c[i], *b = &c[K + (K - 1 - i)];
+
+		*a = (struct claim){ n[0].t, 9000 + (uint64_t)i, 1, 0, &t };
+		*b = (struct claim){ n[1].t, 9000 + (uint64_t)(K - 1 - i), 2, 0,
+				     &t };
+		db_submit(n[0].db, claim_apply, claim_done, a);
+		db_submit(n[1].db, claim_apply, claim_done, b);
+	}
+	tally_wait(&t);
+	for (int i = 0; i < K; i++) {
+		struct claim *a = &c[i], *b = &c[K + i];
+		uint64_t want = !a->err ? 1 : !b->err ? 2 : 0, va = 0, vb = 0;
+
+		CU_ASSERT(a->err || b->err); /* never both */
+		CU_ASSERT(!a->err || a->err == -EEXIST || a->err == -EAGAIN);
+		CU_ASSERT(!b->err || b->err == -EEXIST || b->err == -EAGAIN);
+		if (want) {
+			made++;
+			CU_ASSERT(wait_val(&n[0], a->key, want) &&
+				  wait_val(&n[1], a->key, want));
+			/* and it stays: no second make lands late */
+			CU_ASSERT(get(&n[0], a->key, &va) == 0 && va == want);
+			CU_ASSERT(get(&n[1], a->key, &vb) == 0 && vb == want);
+		} else if (a->err == -EEXIST || b->err == -EEXIST) {
+			other++; /* one saw a record nobody says it made */
+		}
+	}
+	CU_ASSERT(other == 0);
+	printf("[%d of %d keys made; %d claims answered EEXIST or EAGAIN] ",
+	       made, K, t.failed);
+	node_close(&n[1]);
+	node_close(&n[0]);
+	free(c);
+}
+
 /* ---- the suites ------------------------------------------------------------ */
 
 static int alone_init(void)
@@ -529,6 +610,8 @@ int main(void)
 			    test_two_nodes_whole);
 		CU_add_test(s, "two nodes: concurrent increments sum exactly",
 			    test_two_nodes_increments);
+		CU_add_test(s, "two nodes: a new record is made once",
+			    test_two_nodes_claims);
 	}
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
