@@ -524,8 +524,12 @@ static void test_two_nodes_claims(void)
 	enum { K = 300 };
 	struct node n[2] = { { 0 } };
 	struct claim *c = calloc(2 * K, sizeof(*c));
-	struct tally t = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-			   2 * K, 0, 0, 0 };
+	struct tally t = { PTHREAD_MUTEX_INITIALIZER,
+			   PTHREAD_COND_INITIALIZER,
+			   2 * K,
+			   0,
+			   0,
+			   0 };
 	int made = 0, other = 0;
 
 	CU_ASSERT_FATAL(c != NULL);
