@@ -143,7 +143,10 @@ static int conflict_apply(struct db_txn *txn, void *arg)
 		return rc;
 	in.flags &= ~(uint32_t)FS_F_IN_STORE;
 	in.etag[0] = '\0';
-	if ((rc = fs_owner_take(fs, &in)) ||
+	/* This node's upload met the conflict, so the file is this node's
+	 * (or was taken over while it was cut off, and its changes here
+	 * are dropped: -EAGAIN, nothing to ask the taker). */
+	if ((rc = fs_owner_claim(fs, &in)) ||
 	    (rc = fs_inode_mark(fs, txn, &in,
 				in.type == FS_REG
 					? FS_F_DIRTY_DATA | FS_F_DIRTY_META

@@ -188,9 +188,9 @@ struct fs {
 	pthread_mutex_t fail_lock;
 	struct fs_fail *fails;
 
-	/* Cluster (owner.c): a takeover sweep is queued; fs_write_epoch;
-	 * no more jobs once closing.  pend_next: the next pending seq of
-	 * this node (pending.c; the db writer's). */
+	/* Cluster (takeover.c, owner.c): a takeover sweep is queued;
+	 * fs_write_epoch; no more jobs once closing.  pend_next: the next
+	 * pending seq of this node (pending.c; the db writer's). */
 	atomic_bool sweep_queued;
 	atomic_uint_fast64_t write_epoch;
 	atomic_bool running, closing; /* between workers up and fs_close */
@@ -323,7 +323,7 @@ int fs_ino_blocks_start(struct fs *fs);
 int fs_meta_init(struct fs *fs, struct db_txn *txn);
 /*
  * Record the DIRTY flags in in and in the work index.  Only the record:
- * a file's caller took its ownership first (fs_owner_take, owner.c: in
+ * a file's caller took its ownership first (fs_owner_take, takeover.c: in
  * a cluster one node writes a file back), in the same txn.
  */
 int fs_inode_mark(struct fs *fs, struct db_txn *txn, struct fs_inode *in,
@@ -567,14 +567,13 @@ bool fs_fail_wait(struct fs *fs, const char *key);
 void fs_fail_stat(struct fs *fs, struct fs_dirty_stat *out);
 void fs_fail_free(struct fs *fs);
 
-/* owner.c: one writer per file in a cluster. */
+/* owner.c: one writer per file in a cluster, the rules. */
 /*
  * in is about to become dirty here (in a change's txn): make this node
- * its owner, or -EAGAIN when another node owns it (asked to let go).
+ * its owner, or -EAGAIN when another node owns it (in->owner).  Asks
+ * nothing of that node: fs_owner_take does.
  */
-int fs_owner_take(struct fs *fs, struct fs_inode *in);
-/* Ask node owner to upload ino now and let it go (never blocks). */
-void fs_owner_ask(struct fs *fs, uint32_t owner, uint64_t ino);
+int fs_owner_claim(struct fs *fs, struct fs_inode *in);
 /* in is clean again here: it has no owner any more. */
 void fs_owner_release(struct fs *fs, struct fs_inode *in);
 /*
@@ -583,14 +582,6 @@ void fs_owner_release(struct fs *fs, struct fs_inode *in);
  * the two commits); one owned by another node is logged.  Blocks.
  */
 int fs_owner_reconcile(struct fs *fs);
-/* db_msg_fn for the messages of other nodes ("release INO"). */
-void fs_owner_on_message(void *ctx, uint32_t from, const char *msg);
-/*
- * Take over the files of nodes that are down (db_node_up false): soon,
- * on a worker (coalesced; never blocks).  Also db_node_fn's handler.
- */
-void fs_owner_sweep_kick(struct fs *fs);
-void fs_owner_on_node_down(void *ctx, uint32_t node);
 /*
  * Another node's change made in (this node's record after it, dirty
  * here) someone else's: drop this node's changes of it (never blocks).
@@ -607,7 +598,8 @@ void fs_owner_inode_changed(void *ctx, db_table tbl, const struct db_val *key,
 			    const struct db_val *before,
 			    const struct db_val *after);
 
-/* syncer.c (it also starts and stops strict.c's thread) */
+/* syncer.c: the write-back thread (fs_open starts it before strict.c's
+ * threads, fs_close stops it after them). */
 int fs_syncer_start(struct fs *fs);
 /* Run the pending records this node runs, now.  Blocks.  0 or -errno. */
 int fs_sync_pending(struct fs *fs);
@@ -628,8 +620,29 @@ void fs_syncer_stop(struct fs *fs);
 void fs_sync_async(struct fs *fs, uint64_t ino, fs_done_fn done, void *arg);
 /* fs_sync_async, waiting for it.  Blocks: worker threads only. */
 int fs_sync_inode(struct fs *fs, uint64_t ino);
-/* Its thread: with the syncer's (started after it, stopped before). */
+/* Its threads: started after the syncer's, stopped before (fs_open,
+ * fs_close). */
 int fs_strict_start(struct fs *fs);
 void fs_strict_stop(struct fs *fs);
+
+/* takeover.c: what this node does about other nodes' files (in a
+ * cluster; above write-back, whose uploads it asks for). */
+/*
+ * fs_owner_claim, and when another node owns in, ask it to let go
+ * (fs_owner_ask): -EAGAIN then, which the client retries.
+ */
+int fs_owner_take(struct fs *fs, struct fs_inode *in);
+/* Ask node owner to upload ino now and let it go, or, if it is dead,
+ * take its files over soon (never blocks). */
+void fs_owner_ask(struct fs *fs, uint32_t owner, uint64_t ino);
+/* db_msg_fn for the messages of other nodes ("release INO"): upload the
+ * file now (fs_sync_inode), on a worker. */
+void fs_owner_on_message(void *ctx, uint32_t from, const char *msg);
+/*
+ * Take over the files of nodes that are down (db_node_up false): soon,
+ * on a worker (coalesced; never blocks).  Also db_node_fn's handler.
+ */
+void fs_owner_sweep_kick(struct fs *fs);
+void fs_owner_on_node_down(void *ctx, uint32_t node);
 
 #endif

@@ -124,9 +124,16 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 	if (db_clustered(db) &&
 	    ((rc = fs_ino_blocks_start(fs)) || (rc = fs_owner_reconcile(fs))))
 		goto out_workers;
+	/* The strict path's threads run their files through the syncer:
+	 * started after it, stopped before it. */
 	rc = fs_syncer_start(fs);
 	if (rc)
 		goto out_workers;
+	rc = fs_strict_start(fs);
+	if (rc) {
+		fs_syncer_stop(fs);
+		goto out_workers;
+	}
 	atomic_store(&fs->running, true);
 	if (db_clustered(db)) {
 		/* Nodes dead before this one started, then each that dies. */
@@ -159,6 +166,7 @@ void fs_close(struct fs *fs, bool flush)
 	fs_workers_stop(fs);
 	if (flush)
 		fs_flush(fs);
+	fs_strict_stop(fs);
 	fs_syncer_stop(fs);
 	/* No other node's change reaches the hooks of a freed fs. */
 	db_stop(fs->db);

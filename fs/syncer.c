@@ -612,10 +612,7 @@ int fs_syncer_start(struct fs *fs)
 	}
 	pthread_setname_np(fs->syncer, "fs-syncer");
 	fs->sync_started = true;
-	rc = fs_strict_start(fs);
-	if (rc)
-		fs_syncer_stop(fs);
-	return rc;
+	return 0;
 }
 
 /* See fs_int.h. */
@@ -631,7 +628,6 @@ void fs_syncer_stop(struct fs *fs)
 {
 	if (!fs->sync_started)
 		return;
-	fs_strict_stop(fs);
 	pthread_mutex_lock(&fs->sync_wlock);
 	fs->sync_stop = true;
 	pthread_cond_signal(&fs->sync_wake);
