@@ -45,8 +45,14 @@ int fs_owner_claim(struct fs *fs, struct fs_inode *in)
 {
 	uint32_t me = db_node_id(fs->db);
 
-	if (!me || in->type != FS_REG || in->owner == me)
+	if (!me || in->type != FS_REG)
 		return 0;
+	/* The cluster says this node's, and nothing of it is dirty here:
+	 * the commit that made it so landed and this node's own did not
+	 * (it stopped in between).  Not changed here until the sweep has
+	 * taken it back (takeover.c), which drops what the cache holds. */
+	if (in->owner == me)
+		return in->flags & FS_F_DIRTY ? 0 : -EAGAIN;
 	if (!in->owner) {
 		in->owner = me;
 		return 0;

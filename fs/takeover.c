@@ -53,8 +53,9 @@ void fs_owner_ask(struct fs *fs, uint32_t owner, uint64_t ino)
 {
 	struct release_req *r;
 
-	/* A dead owner uploads nothing: its files are taken over. */
-	if (!db_node_up(fs->db, owner)) {
+	/* A dead owner uploads nothing: its files are taken over; nor
+	 * does this node a file it lost its change of (fs_owner_claim). */
+	if (owner == db_node_id(fs->db) || !db_node_up(fs->db, owner)) {
 		fs_owner_sweep_kick(fs);
 		return;
 	}
@@ -113,13 +114,28 @@ void fs_owner_on_message(void *ctx, uint32_t from, const char *msg)
 struct adopt {
 	struct fs *fs;
 	uint64_t ino;
-	uint32_t from; /* the dead owner */
+	uint32_t from; /* the dead owner, or this node (lost here) */
 	char key[STORE_KEY_MAX + 2];
 	int head; /* store_head's answer for key */
 	struct store_info info;
 	bool zeros; /* made a local file of zeros for it */
 	bool taken;
 };
+
+/*
+ * Whether in is a file to take over from its owner `from`: a regular file
+ * of a node that is down, or this node's with no change of it here (its
+ * last change here was lost: the cluster's commit landed, this node's own
+ * did not, as when it is killed between the two).
+ */
+static bool adoptable(struct fs *fs, const struct fs_inode *in, uint32_t from)
+{
+	if (in->type != FS_REG || !in->owner || in->owner != from)
+		return false;
+	if (from == db_node_id(fs->db))
+		return !(in->flags & FS_F_DIRTY);
+	return !db_node_up(fs->db, from);
+}
 
 static int adopt_apply(struct db_txn *txn, void *arg)
 {
@@ -132,9 +148,10 @@ static int adopt_apply(struct db_txn *txn, void *arg)
 	a->taken = false;
 	if (rc)
 		return rc == -ESTALE ? 0 : rc;
-	/* Taken already (or its node is back), or moved since the HEAD:
-	 * nothing here; a later sweep sees it again if need be. */
-	if (in.owner != a->from || db_node_up(fs->db, a->from) ||
+	/* Taken already (or its node is back, or, this node's, dirty
+	 * here), or moved since the HEAD: nothing here; a later sweep sees
+	 * it again if need be. */
+	if (!adoptable(fs, &in, a->from) ||
 	    fs_obj_key(fs, txn, &in, key, sizeof(key)) || strcmp(key, a->key))
 		return 0;
 	in.owner = 0;
@@ -175,6 +192,8 @@ static int adopt_one(struct fs *fs, uint64_t ino, uint32_t from)
 	if (rc)
 		return rc;
 	rc = fs_inode_get(fs, txn, ino, &in);
+	if (!rc && !adoptable(fs, &in, from))
+		rc = -ESTALE; /* nothing to do any more */
 	if (!rc && fs_pending_of(fs, txn, ino, NULL))
 		rc = -EAGAIN; /* its object is still on the move */
 	if (!rc)
@@ -205,7 +224,15 @@ static int adopt_one(struct fs *fs, uint64_t ino, uint32_t from)
 	rc = db_write(fs->db, adopt_apply, &a);
 	if (a.zeros && (rc || !a.taken))
 		cache_drop(fs->cache, ino);
-	if (!rc && a.taken) {
+	if (!rc && a.taken && from == db_node_id(fs->db)) {
+		log_warn("fs: took back %s: the cluster has this node's change "
+			 "of it and this node did not keep it (it stopped in "
+			 "between); %s",
+			 a.key,
+			 a.head == 0 ? "as in the store now"
+				     : "none of it had reached the store: "
+				       "zeros of its size go up");
+	} else if (!rc && a.taken) {
 		if (a.head == 0)
 			log_info(
 				"fs: took over %s from node %u (dead): %" PRIu64
@@ -221,10 +248,9 @@ static int adopt_one(struct fs *fs, uint64_t ino, uint32_t from)
 	return rc;
 }
 
-/* The regular files owned by nodes that are down (malloc'd). */
+/* The files to take over (adoptable), with their owners (malloc'd). */
 static int orphans(struct fs *fs, uint64_t **inos, uint32_t **owners, size_t *n)
 {
-	uint32_t me = db_node_id(fs->db);
 	struct db_cursor *cur;
 	struct db_txn *txn;
 	struct db_val k, v;
@@ -249,8 +275,8 @@ static int orphans(struct fs *fs, uint64_t **inos, uint32_t **owners, size_t *n)
 		if (k.size != sizeof(ino))
 			continue;
 		memcpy(&ino, k.data, sizeof(ino));
-		if (fs_inode_decode(ino, &v, &in) || in.type != FS_REG ||
-		    !in.owner || in.owner == me || db_node_up(fs->db, in.owner))
+		if (fs_inode_decode(ino, &v, &in) ||
+		    !adoptable(fs, &in, in.owner))
 			continue;
 		if (*n == cap) {
 			size_t c2 = cap ? cap * 2 : 64;
@@ -308,7 +334,8 @@ static void sweep_job(struct fs *fs, void *arg)
 			taken++;
 	}
 	if (n)
-		log_info("fs: files of dead nodes: %zu taken over, %zu later",
+		log_info("fs: files of dead nodes (or lost here): %zu taken "
+			 "over, %zu later",
 			 taken, later);
 	free(inos);
 	free(owners);

@@ -706,6 +706,152 @@ static void test_kill_restart(void)
 		  got > 0 ? (int)got : 0, buf);
 }
 
+/* ---- kill -9 between the cluster's commit and the gateway's own ---------- */
+
+enum { LB_DIRS = 4, LB_PER_DIR = 6, LB_MAX = 400 };
+
+struct lb_thread {
+	nfs_fh3 dir;
+	int id;
+	_Atomic int *made, *stop;
+	int tried; /* names b<id>-0 .. b<id>-(tried - 1) were sent */
+};
+
+/* Creates b<id>-N in dir on A, one after the other, until the kill. */
+static void *lb_main(void *p)
+{
+	struct lb_thread *t = p;
+	struct e2e_rpc *r = e2e_rpc_open(gw[0].nfs_port, NFS_PROGRAM, NFS_V3);
+
+	while (r && !*t->stop && t->tried < LB_MAX) {
+		char name[32];
+		CREATE3args a = { .where = { t->dir, name } };
+		CREATE3res res;
+
+		snprintf(name, sizeof(name), "b%d-%d", t->id, t->tried++);
+		a.how.mode = GUARDED;
+		a.how.createhow3_u.obj_attributes = e2e_sattr_mode(0644);
+		if (e2e_nfs3_create(r, &a, &res) || res.status != NFS3_OK)
+			break;
+		(*t->made)++;
+	}
+	e2e_rpc_close(r);
+	return NULL;
+}
+
+/*
+ * A gateway killed -9 after PostgreSQL committed a change of its (the
+ * file is the gateway's: its owner) and before its own LMDB commit did:
+ * the cluster says the file is A's, A's disk knows nothing of it.  Before
+ * the fix A never uploaded nor let go of such a file and every other
+ * gateway's WRITE of it answered JUKEBOX for ever (found by hand: 12 of
+ * 2,400 files after a kill under creates).  Now A takes such files back
+ * when it starts (HEAD; what reached the store, or zeros of the record's
+ * size) and they are written like any other.  24 clients create in four
+ * directories on A; the kill lands in that window for some commit in
+ * nearly every round (up to four rounds until A's log says so).
+ */
+static void test_kill_between_commits(void)
+{
+	int rounds = 0, hit = 0;
+
+	for (; rounds < 4 && !hit; rounds++) {
+		struct lb_thread t[LB_DIRS * LB_PER_DIR];
+		pthread_t th[LB_DIRS * LB_PER_DIR];
+		_Atomic int made = 0, stop = 0;
+		nfs_fh3 d[LB_DIRS], db[LB_DIRS];
+		char dname[32];
+
+		for (int i = 0; i < LB_DIRS; i++) {
+			snprintf(dname, sizeof(dname), "lb%d-%d", rounds, i);
+			E2E_STATUS("MKDIR on A",
+				   mkdir_on(0, &root[0], dname, &d[i]),
+				   NFS3_OK);
+			E2E_REQUIRE(
+				wait_lookup(1, &root[1], dname, NFS3_OK) >= 0 &&
+					lookup(1, &root[1], dname, &db[i]) ==
+						NFS3_OK,
+				"%s not on B", dname);
+		}
+		for (int i = 0; i < LB_DIRS * LB_PER_DIR; i++) {
+			t[i] = (struct lb_thread){ .dir = d[i / LB_PER_DIR],
+						   .id = i,
+						   .made = &made,
+						   .stop = &stop };
+			E2E_REQUIRE(
+				!pthread_create(&th[i], NULL, lb_main, &t[i]),
+				"thread");
+		}
+		uint64_t t0 = e2e_now_ms();
+
+		while (made < 300 && e2e_now_ms() - t0 < 10000)
+			usleep(5000);
+		E2E_REQUIRE(e2e_gw_kill9(&gw[0]) == 0, "kill -9 A");
+		stop = 1;
+		for (int i = 0; i < LB_DIRS * LB_PER_DIR; i++)
+			pthread_join(th[i], NULL);
+		e2e_rpc_close(nfs[0]);
+		nfs[0] = NULL;
+		E2E_REQUIRE(e2e_gw_restart(&gw[0]) == 0, "restart A");
+		nfs[0] = e2e_rpc_open(gw[0].nfs_port, NFS_PROGRAM, NFS_V3);
+		E2E_REQUIRE(nfs[0] && !e2e_root_fh(nfs[0], &gw[0], &root[0]),
+			    "connect A again");
+		sleep(1); /* B sees every commit that landed */
+
+		/* Every file the cluster has is written from B: JUKEBOX
+		 * while A uploads and lets go, then OK. */
+		size_t cap = LB_DIRS * LB_PER_DIR * LB_MAX, n = 0, wrong = 0;
+		nfs_fh3 *fh = calloc(cap, sizeof(*fh));
+
+		E2E_REQUIRE(fh != NULL, "memory");
+		for (int i = 0; i < LB_DIRS * LB_PER_DIR; i++)
+			for (int k = 0; k < t[i].tried; k++) {
+				char name[32];
+
+				snprintf(name, sizeof(name), "b%d-%d", i, k);
+				if (lookup(1, &db[i / LB_PER_DIR], name,
+					   &fh[n]) == NFS3_OK)
+					n++;
+			}
+		size_t left = n;
+
+		t0 = e2e_now_ms();
+		while (left && e2e_now_ms() - t0 < 20000) {
+			size_t k = 0;
+
+			for (size_t i = 0; i < left; i++) {
+				int st = write_on(1, &fh[i], 0, "x", 1,
+						  UNSTABLE);
+
+				if (st == NFS3ERR_JUKEBOX)
+					fh[k++] = fh[i];
+				else if (st != NFS3_OK)
+					wrong++;
+			}
+			left = k;
+			if (left)
+				usleep(200 * 1000);
+		}
+		free(fh);
+		hit = e2e_log_count(gw[0].log, "took back", false);
+		fprintf(stderr,
+			"  [round %d: %d creates answered before the kill, %zu "
+			"files in the cluster, %d taken back by A]\n",
+			rounds + 1, (int)made, n, hit);
+		E2E_CHECK(wrong == 0, "%zu WRITEs on B failed", wrong);
+		E2E_CHECK(left == 0,
+			  "%zu of %zu files still answer JUKEBOX on B 20 s "
+			  "after A came back",
+			  left, n);
+		if (left)
+			return;
+	}
+	E2E_CHECK(hit > 0,
+		  "in %d rounds no kill fell between a commit in PostgreSQL "
+		  "and A's own: nothing tested",
+		  rounds);
+}
+
 /*
  * PostgreSQL stops: reads of what the gateways have go on, changes of
  * the namespace answer JUKEBOX; once it is back they go through, with
@@ -2177,6 +2323,8 @@ int main(void)
 		    test_kill_restart);
 	CU_add_test(s, "kill -9, gone: the others take over",
 		    test_kill_takeover);
+	CU_add_test(s, "kill -9 between the two commits: taken back",
+		    test_kill_between_commits);
 	CU_add_test(s, "locks across gateways", test_locks);
 	CU_add_test(s, "PostgreSQL down and back", test_db_outage);
 	CU_add_test(s, "PostgreSQL read-only and back", test_db_read_only);
