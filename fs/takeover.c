@@ -17,6 +17,11 @@
  * the dead node had not made stable is gone (with --cluster-commit store
  * that is only data no COMMIT or stable WRITE was answered for; the
  * clients resend it, their write verifier having changed with the node).
+ *
+ * The sweep also takes back this node's own files that the cluster says
+ * are its and its disk knows nothing of: a change commits in PostgreSQL
+ * first, then here, and a node killed in between finds them when it
+ * starts (the sweep runs then), the same way.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -76,6 +81,21 @@ int fs_owner_take(struct fs *fs, struct fs_inode *in)
 	return rc;
 }
 
+/*
+ * Whether in is a file to take over from its owner `from`: a regular file
+ * of a node that is down, or this node's with no change of it here (its
+ * last change here was lost: the cluster's commit landed, this node's own
+ * did not, as when it is killed between the two).
+ */
+static bool adoptable(struct fs *fs, const struct fs_inode *in, uint32_t from)
+{
+	if (in->type != FS_REG || !in->owner || in->owner != from)
+		return false;
+	if (from == db_node_id(fs->db))
+		return !(in->flags & FS_F_DIRTY);
+	return !db_node_up(fs->db, from);
+}
+
 struct release_job {
 	struct fs *fs;
 	uint64_t ino;
@@ -85,10 +105,20 @@ static void release_job(struct fs *fs, void *arg)
 {
 	struct release_job *j = arg;
 	int rc = fs_sync_inode(fs, j->ino);
+	struct db_txn *txn;
+	struct fs_inode in;
 
 	if (rc)
 		log_debug("fs: upload of %" PRIu64 " asked by another node: %s",
 			  j->ino, strerror(-rc));
+	/* Nothing here to upload, and still this node's: its change here
+	 * was lost; the sweep takes it back and lets it go. */
+	if (!rc && !db_read_begin(fs->db, &txn)) {
+		if (!fs_inode_get(fs, txn, j->ino, &in) &&
+		    adoptable(fs, &in, db_node_id(fs->db)))
+			fs_owner_sweep_kick(fs);
+		db_read_end(fs->db, txn);
+	}
 	free(j);
 }
 
@@ -121,21 +151,6 @@ struct adopt {
 	bool zeros; /* made a local file of zeros for it */
 	bool taken;
 };
-
-/*
- * Whether in is a file to take over from its owner `from`: a regular file
- * of a node that is down, or this node's with no change of it here (its
- * last change here was lost: the cluster's commit landed, this node's own
- * did not, as when it is killed between the two).
- */
-static bool adoptable(struct fs *fs, const struct fs_inode *in, uint32_t from)
-{
-	if (in->type != FS_REG || !in->owner || in->owner != from)
-		return false;
-	if (from == db_node_id(fs->db))
-		return !(in->flags & FS_F_DIRTY);
-	return !db_node_up(fs->db, from);
-}
 
 static int adopt_apply(struct db_txn *txn, void *arg)
 {
