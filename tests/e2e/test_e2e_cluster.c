@@ -566,6 +566,16 @@ static void test_one_writer(void)
 		  got > 0 ? (int)got : 0, buf, (unsigned long long)fc.size);
 }
 
+/* A (killed or stopped) started again on its state, its client with it.
+ * 0 or -1. */
+static int restart_a(void)
+{
+	if (e2e_gw_restart(&gw[0]))
+		return -1;
+	nfs[0] = e2e_rpc_open(gw[0].nfs_port, NFS_PROGRAM, NFS_V3);
+	return nfs[0] && !e2e_root_fh(nfs[0], &gw[0], &root[0]) ? 0 : -1;
+}
+
 /*
  * A is killed -9 and stays dead.  Once its lease ran out the others take
  * its files over: what reached the store (its stable WRITE: with the
@@ -647,10 +657,7 @@ static void test_kill_takeover(void)
 			2,
 		"the takeovers are logged");
 
-	E2E_REQUIRE(e2e_gw_restart(&gw[0]) == 0, "restart A");
-	nfs[0] = e2e_rpc_open(gw[0].nfs_port, NFS_PROGRAM, NFS_V3);
-	E2E_REQUIRE(nfs[0] && !e2e_root_fh(nfs[0], &gw[0], &root[0]),
-		    "connect A again");
+	E2E_REQUIRE(restart_a() == 0, "restart A, connect again");
 	E2E_CHECK(e2e_log_count(gw[0].log, "was taken over", false) >= 2,
 		  "A says its changes of crash and never were dropped");
 	t0 = e2e_now_ms();
@@ -691,10 +698,7 @@ static void test_kill_restart(void)
 	E2E_REQUIRE(e2e_gw_kill9(&gw[0]) == 0, "kill -9 A");
 	e2e_rpc_close(nfs[0]);
 	nfs[0] = NULL;
-	E2E_REQUIRE(e2e_gw_restart(&gw[0]) == 0, "restart A");
-	nfs[0] = e2e_rpc_open(gw[0].nfs_port, NFS_PROGRAM, NFS_V3);
-	E2E_REQUIRE(nfs[0] && !e2e_root_fh(nfs[0], &gw[0], &root[0]),
-		    "connect A again");
+	E2E_REQUIRE(restart_a() == 0, "restart A, connect again");
 	uint64_t t0 = e2e_now_ms();
 
 	do
@@ -792,10 +796,7 @@ static void test_kill_between_commits(void)
 			pthread_join(th[i], NULL);
 		e2e_rpc_close(nfs[0]);
 		nfs[0] = NULL;
-		E2E_REQUIRE(e2e_gw_restart(&gw[0]) == 0, "restart A");
-		nfs[0] = e2e_rpc_open(gw[0].nfs_port, NFS_PROGRAM, NFS_V3);
-		E2E_REQUIRE(nfs[0] && !e2e_root_fh(nfs[0], &gw[0], &root[0]),
-			    "connect A again");
+		E2E_REQUIRE(restart_a() == 0, "restart A, connect again");
 		sleep(1); /* B sees every commit that landed */
 
 		/* Every file the cluster has is written from B: JUKEBOX
