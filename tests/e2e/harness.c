@@ -1381,6 +1381,10 @@ int e2e_gw_stop(struct e2e_gw *gw)
 	if (ret != 0) {
 		say("gateway stop: status %d, want exit 0", ret);
 		e2e_gw_dump_log(gw);
+	} else if (CU_get_number_of_failures()) {
+		/* A check failed meanwhile: what the gateway said is the
+		 * first thing to read (a store it found down, say). */
+		e2e_gw_dump_log(gw);
 	}
 	return ret;
 }

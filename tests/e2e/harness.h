@@ -159,7 +159,8 @@ int e2e_gw_restart(struct e2e_gw *gw);
 /*
  * SIGTERM and wait up to 30 s.  Returns the exit status (0..255), 128+sig
  * if it died of a signal, or -1 if it did not exit in time (then it is
- * killed with SIGKILL).  Prints the log unless the status is 0.
+ * killed with SIGKILL).  Prints the log unless the status is 0 and no
+ * CUnit check has failed so far.
  */
 int e2e_gw_stop(struct e2e_gw *gw);
 
