@@ -19,6 +19,8 @@
 #   MAPFS_S3RVER            s3rver's bin/s3rver.js (default: the one
 #                           tests/s3/install-deps.sh put in tests/s3/node_modules)
 # s3rver checks signatures against its one fixed key pair S3RVER/S3RVER.
+# tests/s3/s3rver-fixes.js is preloaded: it fixes two races of s3rver's
+# filesystem store (a PUT beside a DELETE killed the server).
 # Node 20 needs --openssl-legacy-provider, or every truncated ListObjectsV2
 # answers 500 (s3rver hashes continuation tokens with a legacy cipher).
 set -euo pipefail
@@ -76,7 +78,7 @@ start() {
 		tail -n 20 "$D/log/s3rver.out" >&2 2>/dev/null || true
 		do_stop 9 $((1 - fresh)); fi' EXIT
 	: >"$D/pids"
-	setsid node --openssl-legacy-provider "$JS" -d "$D/data" -a 127.0.0.1 \
+	setsid node --openssl-legacy-provider -r "$HERE/s3rver-fixes.js" "$JS" -d "$D/data" -a 127.0.0.1 \
 		-p "$PORT" --no-vhost-buckets --configure-bucket "$BUCKET" \
 		</dev/null >>"$D/log/s3rver.out" 2>&1 &
 	pid=$!
