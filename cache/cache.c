@@ -173,6 +173,7 @@ int cache_open(const struct cache_opts *opts, struct store *st,
 		return -ENOMEM;
 	c->st = st;
 	c->db = opts->db;
+	c->unflushed = db_unflushed(opts->db);
 	c->nloops = opts->nloops;
 	c->ring_depth =
 		opts->ring_depth ? opts->ring_depth : CACHE_DEFAULT_RING_DEPTH;
@@ -252,6 +253,10 @@ void cache_close(struct cache *c)
 	cache_ents_destroy(c);
 	cache_fdtab_destroy(c);
 	cache_spare_destroy(c);
+	/* Unflushed, the files go to disk now, before the database they
+	 * are journaled in says it was closed cleanly. */
+	if (c->unflushed && syncfs(c->rootfd))
+		log_warn("cache: flushing at close: %s", strerror(errno));
 	dirs_close(c);
 	free(c);
 }

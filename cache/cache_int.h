@@ -201,7 +201,8 @@ struct cache {
 	db_table dbi_chunks;
 	int nloops;
 	unsigned ring_depth;
-	uint64_t cs; /* chunk size */
+	uint64_t cs;    /* chunk size */
+	bool unflushed; /* as its journal (db_unflushed): files not flushed */
 	uint64_t ra_max;
 	uint64_t capacity, high, low; /* bytes; 0: no limit */
 	int fetch_threads;

@@ -98,6 +98,12 @@ static void prep_fsyncs(struct cache_req *r, struct io_uring_sqe *prev)
 	if (prev)
 		prev->flags |= IOSQE_IO_LINK;
 	sqe = io_uring_get_sqe(&r->l->ring);
+	if (r->c->unflushed) {
+		/* As cache_fd_durable: nothing to flush, the round ends. */
+		io_uring_prep_nop(sqe);
+		io_uring_sqe_set_data64(sqe, (uintptr_t)r | TAG_FSYNC);
+		return;
+	}
 	io_uring_prep_fsync(sqe, r->f->fd, IORING_FSYNC_DATASYNC);
 	io_uring_sqe_set_data64(sqe, (uintptr_t)r | TAG_FSYNC);
 	metrics_inc(MET_FLUSH_FILE);
@@ -122,7 +128,8 @@ static bool round_submit(struct cache_req *r)
 	unsigned n;
 
 	if (r->op != REQ_READ && (r->op == REQ_SYNC || r->sync)) {
-		r->dir = cache_dir_needs_sync(r->c, r->f->ino);
+		r->dir = !r->c->unflushed &&
+			 cache_dir_needs_sync(r->c, r->f->ino);
 		r->dir_snap = cache_dir_snapshot(r->c, r->f->ino);
 	}
 	n = round_sqes(r);

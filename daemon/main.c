@@ -9,6 +9,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ftw.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
@@ -183,6 +184,39 @@ static int gateway_join(struct gateway *gw)
 	return rc;
 }
 
+/*
+ * A cluster node whose COMMIT (and stable WRITE) replies once the file is
+ * in the store: PostgreSQL and the store hold whatever a reply promised,
+ * so its state directory is a copy that can be loaded again, and its
+ * database is not flushed per commit (docs/CLUSTER.md, "What a gateway's
+ * disk holds").
+ */
+static bool state_disposable(const struct config *cfg)
+{
+	return cfg->meta &&
+	       (cfg->strict_commit || !strcmp(cfg->cluster_commit, "store"));
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag,
+		    struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	if ((flag == FTW_DP ? rmdir(path) : unlink(path)) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+/* Remove directory path and everything in it (absent: 0).  0/-errno. */
+static int rm_tree(const char *path)
+{
+	int rc = nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+
+	if (rc == -1)
+		return errno == ENOENT ? 0 : -errno;
+	return rc;
+}
+
 /* Open everything below the transport.  Logs what failed. */
 static int gateway_open_storage(struct gateway *gw)
 {
@@ -217,7 +251,10 @@ static int gateway_open_storage(struct gateway *gw)
 		return rc;
 	}
 	if ((rc = state_path(gw, "db", path, sizeof(path))) ||
-	    (rc = db_open(path, DB_MAPSIZE, 16, &gw->db))) {
+	    (rc = db_open_flags(path, DB_MAPSIZE, 16,
+				state_disposable(&gw->cfg) ? DB_OPEN_UNFLUSHED
+							   : 0,
+				&gw->db))) {
 		if (rc == -EBUSY)
 			log_error(
 				"state directory %s is in use by another "
@@ -234,7 +271,14 @@ static int gateway_open_storage(struct gateway *gw)
 		log_error("cache size of %s: %s", gw->cfg.state, strerror(-rc));
 		return rc;
 	}
-	if ((rc = state_path(gw, "cache", path, sizeof(path))) ||
+	/* The cache's files go with a database started again: nothing
+	 * says which of their bytes are whole. */
+	if (!(rc = state_path(gw, "cache", path, sizeof(path))) &&
+	    db_dropped(gw->db) && (rc = rm_tree(path))) {
+		log_error("cache %s: %s", path, strerror(-rc));
+		return rc;
+	}
+	if (rc ||
 	    (rc = cache_open(
 		     &(struct cache_opts){ .dir = path,
 					   .db = gw->db,

@@ -13,6 +13,22 @@
 int db_open(const char *dir, size_t mapsize, unsigned maxtables,
 	    struct db **out)
 {
+	return db_open_flags(dir, mapsize, maxtables, 0, out);
+}
+
+bool db_dropped(const struct db *db)
+{
+	return db->dropped;
+}
+
+bool db_unflushed(const struct db *db)
+{
+	return db->unflushed;
+}
+
+int db_open_flags(const char *dir, size_t mapsize, unsigned maxtables,
+		  unsigned flags, struct db **out)
+{
 	struct db *db = calloc(1, sizeof(*db));
 	int rc;
 
@@ -20,7 +36,8 @@ int db_open(const char *dir, size_t mapsize, unsigned maxtables,
 		return -ENOMEM;
 	db->lock_fd = -1;
 	pthread_mutex_init(&db->on_down_lock, NULL);
-	rc = db_env_open(db, dir, mapsize, maxtables);
+	rc = db_env_open(db, dir, mapsize, maxtables,
+			 (flags & DB_OPEN_UNFLUSHED) != 0);
 	if (!rc) {
 		rc = db_writer_start(db);
 		if (rc)

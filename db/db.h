@@ -111,6 +111,33 @@ enum db_cursor_op {
 int db_open(const char *dir, size_t mapsize, unsigned maxtables,
 	    struct db **out);
 
+/* db_open_flags' flags. */
+enum {
+	/*
+	 * Commits are not flushed to disk (no fdatasync before a change is
+	 * answered), for a state that another copy holds whole: a cluster
+	 * node whose COMMIT waits for the store.  A crash of the process
+	 * loses nothing; a crash of the machine may tear the files, and the
+	 * next open, seeing another boot, starts empty (db_dropped).
+	 */
+	DB_OPEN_UNFLUSHED = 1,
+};
+
+/* db_open with DB_OPEN_* flags. */
+int db_open_flags(const char *dir, size_t mapsize, unsigned maxtables,
+		  unsigned flags, struct db **out);
+
+/*
+ * Whether the open found the state torn by a crash of the machine while
+ * it was unflushed, and started from an empty one: what else was kept
+ * beside it (the cache's files) must go too.
+ */
+bool db_dropped(const struct db *db);
+
+/* Whether commits are not flushed (DB_OPEN_UNFLUSHED): what is kept
+ * beside the database need not be flushed either. */
+bool db_unflushed(const struct db *db);
+
 /* Flush pending writes, stop the writer thread, close. */
 void db_close(struct db *db);
 

@@ -75,7 +75,10 @@ struct db_replica;
 struct db {
 	/* lmdb.c: the engine */
 	MDB_env *env;
-	int lock_fd; /* flock'ed: one process per directory */
+	char *dir;      /* the environment's directory */
+	bool unflushed; /* DB_OPEN_UNFLUSHED: commits not flushed */
+	bool dropped;   /* found torn at open and started empty */
+	int lock_fd;    /* flock'ed: one process per directory */
 	uint64_t id; /* tells a thread's cached read txn which env it is for */
 	struct db_tinfo tables[DB_TABLES_MAX];
 	pthread_mutex_t readers_lock;

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "lmdb_int.h"
 #include "metrics/metrics.h"
 
@@ -68,10 +69,158 @@ int db_err(int rc)
 	}
 }
 
+/* ---- commits not flushed (DB_OPEN_UNFLUSHED) ----------------------------
+ *
+ * LMDB without MDB_NOSYNC flushes every commit (its pages, then its meta
+ * page).  Without the flushes a crash of the process still loses nothing
+ * (the kernel has every write, in order), but a crash of the machine can
+ * leave the files torn: a meta page on disk whose pages are not.  So an
+ * environment opened unflushed leaves a note, UNFLUSHED_NOTE, naming the
+ * machine's boot, flushed before its first commit and removed once a
+ * clean close flushed everything.  An open that finds the note of another
+ * boot cannot trust the files and starts empty (db_dropped()).
+ */
+#define UNFLUSHED_NOTE "unflushed"
+
+/* This boot of the machine as the kernel names it, or "" if unknown. */
+static void boot_id(char *out, size_t cap)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+
+	out[0] = '\0';
+	if (f) {
+		if (!fgets(out, (int)cap, f))
+			out[0] = '\0';
+		fclose(f);
+	}
+	out[strcspn(out, "\n")] = '\0';
+}
+
+/* dir/name into out; -ENAMETOOLONG if it does not fit. */
+static int dir_path(const char *dir, const char *name, char *out, size_t cap)
+{
+	int n = snprintf(out, cap, "%s/%s", dir, name);
+
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+/* fsync directory dir, so that a name made or removed in it is durable. */
+static int dir_sync(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd))
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+/*
+ * Before the environment opens (the directory's lock held): if an
+ * unflushed open of an earlier boot left its note, remove the
+ * environment's files (*dropped).  A note of this boot means only the
+ * process died: the files are whole.  0 or -errno.
+ */
+static int unflushed_check(const char *dir, bool *dropped)
+{
+	static const char *const files[] = { "data.mdb", "lock.mdb",
+					     UNFLUSHED_NOTE };
+	char note[4096], was[64] = "", now[64];
+	FILE *f;
+	int rc;
+
+	*dropped = false;
+	if ((rc = dir_path(dir, UNFLUSHED_NOTE, note, sizeof(note))))
+		return rc;
+	if (!(f = fopen(note, "re")))
+		return errno == ENOENT ? 0 : -errno;
+	if (!fgets(was, sizeof(was), f))
+		was[0] = '\0';
+	fclose(f);
+	was[strcspn(was, "\n")] = '\0';
+	boot_id(now, sizeof(now));
+	if (now[0] && !strcmp(was, now))
+		return 0;
+	log_warn("state %s: the machine restarted while its last commits "
+		 "were not flushed (boot %s, now %s): starting from an empty "
+		 "database, loaded again from the cluster",
+		 dir, was[0] ? was : "?", now[0] ? now : "?");
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char p[4096];
+
+		if ((rc = dir_path(dir, files[i], p, sizeof(p))))
+			return rc;
+		if (unlink(p) && errno != ENOENT)
+			return -errno;
+	}
+	*dropped = true;
+	return dir_sync(dir);
+}
+
+/*
+ * After the environment opened.  Unflushed: the note of this boot is on
+ * disk before the first commit that is not flushed.  Flushed: whatever an
+ * unflushed open of this boot left is flushed now, then its note goes.
+ */
+static int unflushed_note(struct db *db)
+{
+	char note[4096], now[64];
+	int fd, rc;
+
+	if ((rc = dir_path(db->dir, UNFLUSHED_NOTE, note, sizeof(note))))
+		return rc;
+	if (!db->unflushed) {
+		if (access(note, F_OK))
+			return errno == ENOENT ? 0 : -errno;
+		if ((rc = db_err(mdb_env_sync(db->env, 1))))
+			return rc;
+		if (unlink(note))
+			return -errno;
+		return dir_sync(db->dir);
+	}
+	boot_id(now, sizeof(now));
+	if (!now[0]) {
+		/* Without the boot's name a torn file could not be told. */
+		log_warn("state %s: the machine's boot id is unknown: every "
+			 "commit is flushed",
+			 db->dir);
+		db->unflushed = false;
+		return 0;
+	}
+	fd = open(note, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	rc = dprintf(fd, "%s\n", now) < 0 || fsync(fd) ? -errno : 0;
+	close(fd);
+	if (!rc)
+		rc = dir_sync(db->dir);
+	if (!rc)
+		rc = db_err(mdb_env_set_flags(db->env, MDB_NOSYNC, 1));
+	return rc;
+}
+
+/* A clean close of an unflushed environment: flushed, the note gone. */
+static void unflushed_close(struct db *db)
+{
+	char note[4096];
+	int rc;
+
+	if (!db->unflushed)
+		return;
+	if ((rc = db_err(mdb_env_sync(db->env, 1))) ||
+	    (rc = dir_path(db->dir, UNFLUSHED_NOTE, note, sizeof(note))) ||
+	    (unlink(note) && (rc = -errno)) || (rc = dir_sync(db->dir)))
+		log_warn("state %s: flushing at close: %s (the next start "
+			 "after a restart of the machine loads it again)",
+			 db->dir, strerror(-rc));
+}
+
 /* ---- the environment ------------------------------------------------- */
 
 int db_env_open(struct db *db, const char *dir, size_t mapsize,
-		unsigned maxtables)
+		unsigned maxtables, bool unflushed)
 {
 	static uint64_t next_id; /* distinct ids across opens in one process */
 	char lockpath[4096];
@@ -92,6 +241,13 @@ int db_env_open(struct db *db, const char *dir, size_t mapsize,
 		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
 		goto out_lock;
 	}
+	if ((rc = unflushed_check(dir, &db->dropped)))
+		goto out_lock;
+	if (!(db->dir = strdup(dir))) {
+		rc = -ENOMEM;
+		goto out_lock;
+	}
+	db->unflushed = unflushed;
 	rc = db_err(mdb_env_create(&db->env));
 	if (rc)
 		goto out_lock;
@@ -102,6 +258,8 @@ int db_env_open(struct db *db, const char *dir, size_t mapsize,
 		goto out_env;
 	/* MDB_NOTLS: read txns belong to our per-thread cache, not to LMDB's. */
 	rc = db_err(mdb_env_open(db->env, dir, MDB_NOTLS, 0600));
+	if (!rc)
+		rc = unflushed_note(db);
 	if (rc)
 		goto out_env;
 	db->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
@@ -112,6 +270,8 @@ out_env:
 	mdb_env_close(db->env);
 	db->env = NULL;
 out_lock:
+	free(db->dir);
+	db->dir = NULL;
 	close(db->lock_fd);
 	db->lock_fd = -1;
 	return rc;
@@ -126,8 +286,11 @@ void db_env_close(struct db *db)
 	db->readers = NULL;
 	db->nreaders = 0;
 	pthread_mutex_destroy(&db->readers_lock);
+	unflushed_close(db);
 	mdb_env_close(db->env);
 	db->env = NULL;
+	free(db->dir);
+	db->dir = NULL;
 	close(db->lock_fd);
 	db->lock_fd = -1;
 }
@@ -208,7 +371,7 @@ int db_txn_commit(struct db_txn *t)
 	int rc = db_err(mdb_txn_commit(t->mdb));
 
 	/* A top-level commit flushes its pages, then its meta page. */
-	if (!t->nested)
+	if (!t->nested && !t->db->unflushed)
 		metrics_add(MET_FLUSH_DB, 2);
 	t->mdb = NULL;
 	return rc;

@@ -12,10 +12,12 @@
 /*
  * Open (creating) the environment in dir for db: the directory's lock
  * (-EBUSY: another process has it), map size, at most maxtables tables of
- * the caller's beside the layers' own.  0 or -errno.
+ * the caller's beside the layers' own, commits flushed or not
+ * (DB_OPEN_UNFLUSHED; db->dropped if it was found torn and started
+ * empty).  0 or -errno.
  */
 int db_env_open(struct db *db, const char *dir, size_t mapsize,
-		unsigned maxtables);
+		unsigned maxtables, bool unflushed);
 
 /* Close it; every thread that read has stopped.  Frees their txns. */
 void db_env_close(struct db *db);
@@ -34,7 +36,9 @@ int db_env_table(struct db *db, const char *name, unsigned *out);
  */
 int db_txn_begin(struct db *db, struct db_txn *parent, const struct db_obs *obs,
 		 struct db_txn *out);
-/* Commit (a top-level one durably: it syncs).  0 or -errno. */
+/* Commit (a top-level one durably, unless the environment is unflushed:
+ * then the kernel has it, and a crash of the machine may lose it).  0 or
+ * -errno. */
 int db_txn_commit(struct db_txn *t);
 void db_txn_abort(struct db_txn *t);
 

@@ -853,6 +853,145 @@ static void test_kill_between_commits(void)
 		  rounds);
 }
 
+/* ---- the machine restarted: the state loaded again ---------------------- */
+
+/* Write text into path (made or emptied).  0 or -1. */
+static int file_put(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	int rc = f && fputs(text, f) >= 0 ? 0 : -1;
+
+	if (f && fclose(f))
+		rc = -1;
+	return rc;
+}
+
+/* Zero the first bytes of path (both of LMDB's meta pages).  0 or -1. */
+static int file_tear(const char *path)
+{
+	static const char zeros[8192];
+	FILE *f = fopen(path, "r+");
+	int rc = f && fwrite(zeros, 1, sizeof(zeros), f) == sizeof(zeros) ? 0
+									  : -1;
+
+	if (f && fclose(f))
+		rc = -1;
+	return rc;
+}
+
+/* READ all of fh on gateway i until it says want (JUKEBOX, a cold cache
+ * and a takeover under way are waited for, up to 10 s). */
+static bool reads_back(int i, const nfs_fh3 *fh, const char *want)
+{
+	uint64_t t0 = e2e_now_ms();
+	char buf[64];
+	long got;
+
+	do
+		got = read_all(i, fh, buf, sizeof(buf));
+	while ((got != (long)strlen(want) || memcmp(buf, want, got)) &&
+	       e2e_now_ms() - t0 < 10000 && !usleep(100 * 1000));
+	return got == (long)strlen(want) && !memcmp(buf, want, got);
+}
+
+/* A WRITE of fh from gateway i, JUKEBOX retried up to 20 s: the status. */
+static int write_retry(int i, const nfs_fh3 *fh, const char *data)
+{
+	uint64_t t0 = e2e_now_ms();
+	int st;
+
+	while ((st = write_on(i, fh, 0, data, strlen(data), FILE_SYNC)) ==
+		       NFS3ERR_JUKEBOX &&
+	       e2e_now_ms() - t0 < 20000)
+		usleep(100 * 1000);
+	return st;
+}
+
+/*
+ * With the cluster's default --cluster-commit store a gateway's database
+ * is not flushed per commit: PostgreSQL and the store hold whatever a
+ * reply promised.  A crash of the machine may tear it; the gateway notes
+ * its boot while it runs so, and a start on another boot throws its
+ * database and its cache away and loads the cluster again.  Here A is
+ * killed -9, its note made another boot's, its database torn (both meta
+ * pages zeroed: LMDB could not open it) and a stray file left in its
+ * cache: A starts, says why it starts empty, has every name and every
+ * committed byte (by its old handles too), and takes its own files back
+ * so that B writes them.  A clean stop leaves no note.
+ */
+static void test_machine_restart(void)
+{
+	char note[E2E_PATH_MAX + 32], data[E2E_PATH_MAX + 32],
+		stray[E2E_PATH_MAX + 32], fbuf[NFS3_FHSIZE];
+	nfs_fh3 f, g, d, x, fb, gb, h;
+	RENAME3res rr;
+
+	E2E_STATUS("CREATE mr-data on A",
+		   create(0, &root[0], "mr-data", GUARDED, &f), NFS3_OK);
+	E2E_STATUS("WRITE mr-data on A (FILE_SYNC)",
+		   write_on(0, &f, 0, "committed-bytes", 15, FILE_SYNC),
+		   NFS3_OK);
+	E2E_STATUS("CREATE mr-empty on A",
+		   create(0, &root[0], "mr-empty", GUARDED, &g), NFS3_OK);
+	E2E_STATUS("MKDIR mr-dir on A", mkdir_on(0, &root[0], "mr-dir", &d),
+		   NFS3_OK);
+	E2E_STATUS("CREATE mr-dir/old on A", create(0, &d, "old", GUARDED, &x),
+		   NFS3_OK);
+	E2E_STATUS("WRITE mr-dir/old on A (FILE_SYNC)",
+		   write_on(0, &x, 0, "renamed", 7, FILE_SYNC), NFS3_OK);
+	E2E_RPC(nfs[0], e2e_nfs3_rename(nfs[0], &d, "old", &d, "new", &rr));
+	E2E_STATUS("RENAME mr-dir/old new on A", rr.status, NFS3_OK);
+	E2E_REQUIRE(f.data.data_len <= sizeof(fbuf), "handle too long");
+	memcpy(fbuf, f.data.data_val, f.data.data_len);
+	f.data.data_val = fbuf;
+
+	snprintf(note, sizeof(note), "%s/db/unflushed", gw[0].state);
+	snprintf(data, sizeof(data), "%s/db/data.mdb", gw[0].state);
+	snprintf(stray, sizeof(stray), "%s/cache/00/stray", gw[0].state);
+	E2E_CHECK(access(note, F_OK) == 0,
+		  "A runs with its database unflushed: no %s", note);
+	E2E_REQUIRE(e2e_gw_kill9(&gw[0]) == 0, "kill -9 A");
+	e2e_rpc_close(nfs[0]);
+	nfs[0] = NULL;
+	E2E_REQUIRE(file_put(note, "another-boot\n") == 0 &&
+			    file_tear(data) == 0 &&
+			    file_put(stray, "not whole") == 0,
+		    "the machine's crash made up in %s", gw[0].state);
+	E2E_REQUIRE(restart_a() == 0, "A starts on a torn database");
+	E2E_CHECK(e2e_log_count(gw[0].log,
+				"the machine restarted while its last "
+				"commits were not flushed",
+				false) == 1,
+		  "A says why it starts empty");
+	E2E_CHECK(access(stray, F_OK) != 0, "A threw its cache away");
+	E2E_CHECK(reads_back(0, &f, "committed-bytes"),
+		  "A reads mr-data by its old handle");
+	E2E_STATUS("LOOKUP mr-empty on A", lookup(0, &root[0], "mr-empty", &h),
+		   NFS3_OK);
+	E2E_REQUIRE(lookup(0, &root[0], "mr-dir", &d) == NFS3_OK,
+		    "LOOKUP mr-dir on A");
+	E2E_STATUS("LOOKUP mr-dir/old on A", lookup(0, &d, "old", &h),
+		   NFS3ERR_NOENT);
+	E2E_REQUIRE(lookup(0, &d, "new", &h) == NFS3_OK,
+		    "LOOKUP mr-dir/new on A");
+	E2E_CHECK(reads_back(0, &h, "renamed"), "A reads mr-dir/new");
+	/* A's files are written from B: A took them back. */
+	E2E_REQUIRE(lookup(1, &root[1], "mr-data", &fb) == NFS3_OK &&
+			    lookup(1, &root[1], "mr-empty", &gb) == NFS3_OK,
+		    "LOOKUP on B");
+	E2E_STATUS("WRITE mr-data on B", write_retry(1, &fb, "BBBBBBBBB"),
+		   NFS3_OK);
+	E2E_STATUS("WRITE mr-empty on B", write_retry(1, &gb, "b-too"),
+		   NFS3_OK);
+	E2E_CHECK(reads_back(0, &f, "BBBBBBBBB-bytes"),
+		  "A reads B's write of mr-data");
+
+	E2E_REQUIRE(e2e_gw_stop(&gw[0]) == 0, "A stops");
+	E2E_CHECK(access(note, F_OK) != 0,
+		  "a clean stop flushed A's database and removed its note");
+	E2E_REQUIRE(restart_a() == 0, "A starts again");
+}
+
 /*
  * PostgreSQL stops: reads of what the gateways have go on, changes of
  * the namespace answer JUKEBOX; once it is back they go through, with
@@ -2326,6 +2465,8 @@ int main(void)
 		    test_kill_takeover);
 	CU_add_test(s, "kill -9 between the two commits: taken back",
 		    test_kill_between_commits);
+	CU_add_test(s, "the machine restarted: the state loaded again",
+		    test_machine_restart);
 	CU_add_test(s, "locks across gateways", test_locks);
 	CU_add_test(s, "PostgreSQL down and back", test_db_outage);
 	CU_add_test(s, "PostgreSQL read-only and back", test_db_read_only);

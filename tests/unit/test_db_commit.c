@@ -1,10 +1,14 @@
 /* Unit tests for db/: group commit, isolation of failing changes, reads. */
 #include <CUnit/Basic.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "db/db.h"
 #include "tests/lib/testlib.h"
@@ -147,6 +151,139 @@ static void test_nested_reads(void)
 	db_close(db);
 }
 
+/* ---- commits not flushed (DB_OPEN_UNFLUSHED) ---- */
+
+static char udir[300], unote[320];
+
+/* The note's text ("" if there is none). */
+static void note_read(char *out, size_t cap)
+{
+	FILE *f = fopen(unote, "r");
+
+	out[0] = '\0';
+	if (f) {
+		if (!fgets(out, (int)cap, f))
+			out[0] = '\0';
+		fclose(f);
+	}
+	out[strcspn(out, "\n")] = '\0';
+}
+
+static int boot_now(char *out, size_t cap)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+	if (!f || !fgets(out, (int)cap, f)) {
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	fclose(f);
+	out[strcspn(out, "\n")] = '\0';
+	return 0;
+}
+
+/* In a child process: open udir with flags, write key = val, and die
+ * without closing (a crash of the process).  The child's exit status. */
+static int crash_after_write(unsigned flags, unsigned key, unsigned val)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		struct db *db;
+		db_table dbi;
+
+		if (db_open_flags(udir, 64 << 20, 8, flags, &db) ||
+		    db_table_open(db, "t", DB_INTKEY, &dbi))
+			_exit(1);
+		struct kv kv = { dbi, key, val, 0 };
+		_exit(db_write(db, put_apply, &kv) ? 1 : 0);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Open udir with flags and read key: its value, or -errno. */
+static long reopen_get(unsigned flags, unsigned key, bool *dropped)
+{
+	struct db *db;
+	db_table dbi;
+	unsigned v = 0;
+	long rc;
+
+	if ((rc = db_open_flags(udir, 64 << 20, 8, flags, &db)))
+		return rc;
+	*dropped = db_dropped(db);
+	rc = db_table_open(db, "t", DB_INTKEY, &dbi);
+	if (!rc)
+		rc = get(db, dbi, key, &v);
+	db_close(db);
+	return rc ? rc : (long)v;
+}
+
+/*
+ * An environment opened unflushed notes the machine's boot before its
+ * first commit and removes the note at a clean close.  A process that
+ * dies leaves it: the next open of the same boot keeps every commit (the
+ * kernel had them); the note of another boot (a crash of the machine)
+ * means the files may be torn: the open starts empty, even from files
+ * LMDB could not read.  A flushed open of the same boot flushes what the
+ * dead process left and removes the note.
+ */
+static void test_unflushed(void)
+{
+	char boot[64], note[64];
+	bool dropped = true;
+	int fd;
+
+	if (boot_now(boot, sizeof(boot))) {
+		CU_PASS("no boot id here: unflushed opens are flushed");
+		return;
+	}
+	snprintf(udir, sizeof(udir), "%s/unflushed", dir);
+	snprintf(unote, sizeof(unote), "%s/unflushed", udir);
+	CU_ASSERT_FATAL(crash_after_write(DB_OPEN_UNFLUSHED, 1, 11) == 0);
+	note_read(note, sizeof(note));
+	CU_ASSERT_STRING_EQUAL(note, boot);
+	CU_ASSERT(reopen_get(DB_OPEN_UNFLUSHED, 1, &dropped) == 11);
+	CU_ASSERT(!dropped);
+	note_read(note, sizeof(note));
+	CU_ASSERT_STRING_EQUAL(note, ""); /* the clean close removed it */
+
+	/* Another boot, and the files torn: both meta pages zeroed. */
+	CU_ASSERT_FATAL(crash_after_write(DB_OPEN_UNFLUSHED, 2, 22) == 0);
+	fd = open(unote, O_WRONLY | O_TRUNC);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT(write(fd, "another-boot\n", 13) == 13);
+	close(fd);
+	char data[sizeof(udir) + 16], zeros[8192] = { 0 };
+
+	snprintf(data, sizeof(data), "%s/data.mdb", udir);
+	fd = open(data, O_WRONLY);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT(pwrite(fd, zeros, sizeof(zeros), 0) == sizeof(zeros));
+	close(fd);
+	CU_ASSERT(reopen_get(DB_OPEN_UNFLUSHED, 1, &dropped) == -ENOENT);
+	CU_ASSERT(dropped);
+
+	/* A flushed open after an unflushed process died, same boot. */
+	CU_ASSERT_FATAL(crash_after_write(DB_OPEN_UNFLUSHED, 3, 33) == 0);
+	note_read(note, sizeof(note));
+	CU_ASSERT_STRING_EQUAL(note, boot);
+	CU_ASSERT(reopen_get(0, 3, &dropped) == 33);
+	CU_ASSERT(!dropped);
+	note_read(note, sizeof(note));
+	CU_ASSERT_STRING_EQUAL(note, "");
+	/* Flushed, nothing is noted, and a note of another boot is not
+	 * needed to keep it. */
+	CU_ASSERT(crash_after_write(0, 4, 44) == 0);
+	note_read(note, sizeof(note));
+	CU_ASSERT_STRING_EQUAL(note, "");
+	CU_ASSERT(reopen_get(0, 4, &dropped) == 44 && !dropped);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -156,6 +293,9 @@ int main(void)
 	CU_add_test(s, "write, read, reopen", test_write_read_reopen);
 	CU_add_test(s, "group commit burst", test_group_commit_burst);
 	CU_add_test(s, "nested reads", test_nested_reads);
+	CU_add_test(s,
+		    "unflushed: a dead process keeps it, another boot drops it",
+		    test_unflushed);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();
