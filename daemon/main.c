@@ -274,9 +274,15 @@ static int gateway_open_storage(struct gateway *gw)
 	/* The cache's files go with a database started again: nothing
 	 * says which of their bytes are whole. */
 	if (!(rc = state_path(gw, "cache", path, sizeof(path))) &&
-	    db_dropped(gw->db) && (rc = rm_tree(path))) {
-		log_error("cache %s: %s", path, strerror(-rc));
-		return rc;
+	    db_dropped(gw->db)) {
+		if ((rc = rm_tree(path))) {
+			log_error("cache %s: %s", path, strerror(-rc));
+			return rc;
+		}
+		log_warn("cache %s emptied with the database; the cluster's "
+			 "records are loaded again, this node's files taken "
+			 "back from the store",
+			 path);
 	}
 	if (rc ||
 	    (rc = cache_open(

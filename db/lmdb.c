@@ -144,8 +144,8 @@ static int unflushed_check(const char *dir, bool *dropped)
 	if (now[0] && !strcmp(was, now))
 		return 0;
 	log_warn("state %s: the machine restarted while its last commits "
-		 "were not flushed (boot %s, now %s): starting from an empty "
-		 "database, loaded again from the cluster",
+		 "were not flushed (boot %s, now %s): the files may be torn; "
+		 "starting from an empty database",
 		 dir, was[0] ? was : "?", now[0] ? now : "?");
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		char p[4096];
