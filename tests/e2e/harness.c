@@ -605,6 +605,24 @@ static int s3_script_run(const char *cmd, const char *dir, char **out)
 static int rm_entry(const char *path, const struct stat *sb, int flag,
 		    struct FTW *ftw);
 
+/* The lines of tests/s3's stops.log about dir: who removed the server
+ * from under this test. */
+static void s3_stops_say(const char *dir)
+{
+	const char *ports = getenv("MAPFS_S3_PORTS");
+	char path[E2E_PATH_MAX], line[1024];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/stops.log",
+		 ports && *ports ? ports : "/tmp/mapfs-s3-ports");
+	if (!(f = fopen(path, "r")))
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, dir))
+			say("%s: %s", path, strtok(line, "\n"));
+	fclose(f);
+}
+
 static void s3_at_exit(void)
 {
 	if (s3tmp[0])
@@ -619,6 +637,7 @@ static void s3_at_exit(void)
 	} else if (s3_script_run(k ? "halt" : "stop", s3srv.dir, NULL) != 0) {
 		say("%s %s %s failed", s3_script(), k ? "halt" : "stop",
 		    s3srv.dir);
+		s3_stops_say(s3srv.dir);
 	} else if (k) {
 		say("keeping %s (stopped; `%s start %s` restarts it)",
 		    s3srv.dir, s3_script(), s3srv.dir);

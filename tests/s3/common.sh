@@ -99,11 +99,16 @@ s3_print_env() {
 
 # s3_watch PID: a detached watchdog that runs "$0 stop $D" once PID is gone,
 # so a test process that crashes or is killed by ctest leaves nothing behind.
+# It watches for as long as $D is ours (.mapfs-s3, made before anything
+# else): it once looked at $D/env instead, which a fresh start writes only
+# after the watch began, and a watchdog that looked first and again just
+# after the write stopped the server it was to guard (a suite then found
+# its store gone from the start, every change JUKEBOX).
 s3_watch() {
 	local owner=$1 self
 	self=$(readlink -f "$0")
-	setsid bash -c 'while kill -0 "$1" 2>/dev/null && [ -f "$2/env" ]; do sleep 1; done
-		[ -f "$2/env" ] && MAPFS_S3_QUIET=1 exec "$3" stop "$2"' \
+	setsid bash -c 'while kill -0 "$1" 2>/dev/null && [ -f "$2/.mapfs-s3" ]; do sleep 1; done
+		[ -f "$2/.mapfs-s3" ] && MAPFS_S3_QUIET=1 exec "$3" stop "$2"' \
 		watch "$owner" "$D" "$self" </dev/null >>"$D/log/watch.log" 2>&1 &
 	echo "watch $!" >>"$D/pids"
 }
@@ -131,6 +136,17 @@ s3_stop_pids() {
 		for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 		s3_log "stopped $n ($pid)"
 	done
+}
+
+# s3_note_stop: who removes $D, in $MAPFS_S3_PORTS/stops.log (outside $D):
+# a server gone from under its test says why (tests/e2e/harness.c prints
+# the lines of its dir when its own stop finds the dir gone).
+s3_note_stop() {
+	local by
+	by=$(tr '\0' ' ' </proc/$PPID/cmdline 2>/dev/null | cut -c1-200)
+	mkdir -p "$MAPFS_S3_PORTS" 2>/dev/null
+	echo "$(date -u +%FT%T.%3N) $D removed by $S3_ME (pid $$, parent $PPID: $by)" \
+		>>"$MAPFS_S3_PORTS/stops.log" 2>/dev/null || true
 }
 
 # Refuse to wipe a directory that is not one of ours.

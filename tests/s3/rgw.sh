@@ -38,6 +38,7 @@ do_stop() { # SIG KEEP
 	s3_stop_pids "$1" watch rgw osd.0 mon.a
 	rm -f "$D/pids"
 	if [ "$2" = 0 ]; then
+		s3_note_stop
 		s3_release_ports "$(cat "$D/port" 2>/dev/null)" "$D"
 		rm -rf "$D"
 	fi
@@ -188,9 +189,9 @@ start() {
 	fi
 	c=$(s3_curl -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/$BUCKET?list-type=2")
 	[ "$c" = 200 ] || s3_die "list bucket $BUCKET: HTTP $c"
-	[ -z "${MAPFS_S3_WATCH_PID:-}" ] || s3_watch "$MAPFS_S3_WATCH_PID"
 	trap - EXIT
 	s3_print_env
+	[ -z "${MAPFS_S3_WATCH_PID:-}" ] || s3_watch "$MAPFS_S3_WATCH_PID"
 	s3_log "radosgw ready on 127.0.0.1:$PORT ($([ $fresh = 1 ] && echo fresh || echo restarted)), dir $D"
 }
 

@@ -40,6 +40,7 @@ do_stop() { # SIG KEEP
 	s3_stop_pids "$1" watch s3rver
 	rm -f "$D/pids"
 	if [ "$2" = 0 ]; then
+		s3_note_stop
 		s3_release_ports "$(cat "$D/port" 2>/dev/null)" "$D"
 		rm -rf "$D"
 	fi
@@ -91,9 +92,9 @@ start() {
 		sleep 0.1
 	done
 	[ "$c" = 200 ] || s3_die "list bucket $BUCKET: HTTP $c after 30 s"
-	[ -z "${MAPFS_S3_WATCH_PID:-}" ] || s3_watch "$MAPFS_S3_WATCH_PID"
 	trap - EXIT
 	s3_print_env
+	[ -z "${MAPFS_S3_WATCH_PID:-}" ] || s3_watch "$MAPFS_S3_WATCH_PID"
 	s3_log "s3rver ready on 127.0.0.1:$PORT ($([ $fresh = 1 ] && echo fresh || echo restarted)), dir $D"
 }
 
