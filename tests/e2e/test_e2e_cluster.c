@@ -987,6 +987,8 @@ static void test_machine_restart(void)
 		  "A reads B's write of mr-data");
 
 	E2E_REQUIRE(e2e_gw_stop(&gw[0]) == 0, "A stops");
+	e2e_rpc_close(nfs[0]);
+	nfs[0] = NULL;
 	E2E_CHECK(access(note, F_OK) != 0,
 		  "a clean stop flushed A's database and removed its note");
 	E2E_REQUIRE(restart_a() == 0, "A starts again");
