@@ -568,6 +568,29 @@ static int other_kind(struct fs *fs, const struct sync_item *it)
 	return rc;
 }
 
+/*
+ * Is it a name made while the store was away whose directory, made then
+ * too, has not had its own check (other_kind) yet?  Such a name waits for
+ * it: uploaded first (a pass uploads in parallel), it would give the
+ * directory objects in the store, and a directory whose name another
+ * writer made a file meanwhile could then no longer go aside.
+ */
+static bool parent_unchecked(struct fs *fs, const struct sync_item *it)
+{
+	struct fs_inode dir;
+	struct db_txn *txn;
+	bool wait = false;
+
+	if (!(it->in.flags & FS_F_MADE_AWAY) || it->in.ino == FS_ROOT_INO ||
+	    db_read_begin(fs->db, &txn))
+		return false;
+	if (!fs_inode_get(fs, txn, it->in.parent, &dir))
+		wait = (dir.flags & FS_F_MADE_AWAY) &&
+		       !(dir.flags & FS_F_IN_STORE);
+	db_read_end(fs->db, txn);
+	return wait;
+}
+
 /* See sync_int.h. */
 int sync_item_store(struct fs *fs, struct sync_item *it,
 		    struct upload_commit *uc)
@@ -583,6 +606,8 @@ int sync_item_store(struct fs *fs, struct sync_item *it,
 		return -EAGAIN;
 	if (it->in.ino != FS_ROOT_INO) /* the root has no object */
 		rc = item_base_refresh(fs, it);
+	if (!rc && parent_unchecked(fs, it))
+		return 1; /* the next pass, once its directory is checked */
 	if (!rc && (it->in.flags & FS_F_MADE_AWAY) &&
 	    !(it->in.flags & FS_F_IN_STORE) &&
 	    (rc = other_kind(fs, it)) == -EEXIST) {
