@@ -44,8 +44,7 @@ void cache_dir_synced(struct cache *c, uint64_t ino, uint64_t snap)
 		;
 }
 
-/* See cache.h. */
-int cache_fd_durable(struct cache *c, uint64_t ino, int fd)
+int cache_fd_flush(struct cache *c, uint64_t ino, int fd)
 {
 	uint64_t snap;
 
@@ -64,9 +63,4 @@ int cache_fd_durable(struct cache *c, uint64_t ino, int fd)
 		return -errno;
 	cache_dir_synced(c, ino, snap);
 	return 0;
-}
-
-int cache_sync_blocking(struct cache *c, struct cache_fd *f)
-{
-	return cache_fd_durable(c, f->ino, f->fd);
 }
