@@ -19,7 +19,6 @@
 
 #include "cache_int.h"
 #include "chunks_int.h"
-#include "djournal_int.h"
 #include "tasks_int.h"
 #include "evict_int.h"
 #include "fetch_int.h"
@@ -208,10 +207,7 @@ int cache_open(const struct cache_opts *opts, struct store *st,
 	rc = cache_ents_init(c);
 	if (rc)
 		goto out_fdtab;
-	cache_dj_init(c, opts->small_journal);
-	rc = cache_dj_replay(c);
-	if (!rc)
-		rc = cache_ents_load(c);
+	rc = cache_ents_load(c);
 	if (rc)
 		goto out_ents;
 	rc = cache_loops_init(c);
@@ -254,9 +250,6 @@ void cache_close(struct cache *c)
 	cache_loops_destroy(c);
 	/* Queued journal ops use c and hold entries: wait for them all. */
 	db_write(c->db, NULL, NULL);
-	if (cache_dj_close(c))
-		log_warn("cache: small files' journaled data kept: written "
-			 "back at the next start");
 	cache_ents_destroy(c);
 	cache_fdtab_destroy(c);
 	cache_spare_destroy(c);
@@ -284,7 +277,6 @@ static struct cache_ent *ent_retire_hold(struct cache *c, uint64_t ino)
 	if (e) {
 		for (uint64_t i = 0; i < e->nst; i++)
 			cache_chunk_set_locked(c, e, i, e->st[i] & CH_BUSY);
-		cache_dj_retired_locked(c, e);
 		w = e->waiters;
 		e->waiters = NULL;
 	}
@@ -369,7 +361,6 @@ int cache_truncate(struct cache *c, uint64_t ino, uint64_t size)
 	/* Without memory for the records the limit alone still says it:
 	 * chunks past it read as holes whatever their records claim. */
 	cache_journal(c, e, ino, false, true, e->limit, recs, n);
-	cache_dj_resize_locked(c, e, size);
 	cache_kick_locked(c, e, &k);
 	pthread_mutex_unlock(&s->lock);
 	cache_kick_finish(c, &k);

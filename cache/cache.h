@@ -55,11 +55,7 @@ struct cache_opts {
 	unsigned max_open;   /* open cache files kept (default 4096; rounded
 				 up to a multiple of 64, exceeded only while
 				 every open file is in use) */
-	uint64_t small_journal; /* COMMITs of files up to this many bytes
-				   write their data into the journal (one
-				   flush for many) instead of flushing the
-				   file (djournal.c); 0: never */
-	bool direct;            /* O_DIRECT for the loops' block-aligned reads
+	bool direct;         /* O_DIRECT for the loops' block-aligned reads
 				 and writes (the page cache is bypassed; the
 				 rest stays buffered, and Linux keeps the two
 				 coherent); writes go through buffers

@@ -154,9 +154,6 @@ struct cache_ent {
 	char etag[STORE_ETAG_MAX]; /* its version fetches pin ("": none) */
 	uint64_t ra_next, ra_last, ra_win; /* sequential-read detection */
 	struct cache_wait *waiters;
-	/* djournal.c: the data record queued last (its wseq + 1 when read;
-	 * 0: none queued since the last forget) and its bytes. */
-	uint64_t dj_ver, dj_len;
 };
 
 struct cache_entshard {
@@ -211,10 +208,6 @@ struct cache {
 	int fetch_threads;
 	unsigned fdtab_cap; /* per shard */
 	bool direct;        /* opts.direct */
-	/* djournal.c: small files' data in the journal (dj_max 0: off),
-	 * the bytes queued there and not forgotten, and their bound. */
-	uint64_t dj_max, dj_cap;
-	atomic_uint_fast64_t dj_bytes;
 
 	int rootfd;
 	int dirfd[CACHE_NDIRS];
@@ -289,9 +282,8 @@ uint64_t cache_dir_snapshot(struct cache *c, uint64_t ino);
 bool cache_dir_needs_sync(struct cache *c, uint64_t ino);
 /* Record that an fsync of ino's directory covered changes up to snap. */
 void cache_dir_synced(struct cache *c, uint64_t ino, uint64_t snap);
-/* fdatasync ino's file fd and, if needed, fsync its directory
- * (blocking; nothing when unflushed).  0 or -errno. */
-int cache_fd_flush(struct cache *c, uint64_t ino, int fd);
+/* fdatasync the file and, if needed, fsync its directory (blocking). */
+int cache_sync_blocking(struct cache *c, struct cache_fd *f);
 
 /* fdtab.c: the shared fd table. */
 void cache_fdtab_init(struct cache *c);

@@ -36,8 +36,6 @@
 #include "db/db.h"
 
 #define CACHE_HDR_IDX UINT32_MAX
-/* A small file's data (djournal.c), sorted before its header. */
-#define CACHE_DATA_IDX (UINT32_MAX - 1)
 #define CACHE_DBKEY_LEN 12
 /* The chunk size the records were written with (chunk indices depend on
  * it), under a key no (ino, idx) key can equal. */
@@ -49,10 +47,6 @@ struct cache_jop {
 	struct cache_compl *after; /* delivered once durable, or NULL */
 	uint64_t ino, seq, limit;
 	bool del_all, set_limit;
-	enum cache_dj dj; /* the data record's change, if any */
-	uint64_t dsize;   /* CACHE_DJ_SIZE: the file's new size */
-	void *data;       /* CACHE_DJ_PUT: the record, owned */
-	size_t dlen;
 	size_t n;
 	struct cache_jrec recs[];
 };
@@ -263,34 +257,6 @@ int cache_limit_put_txn(struct cache *c, struct db_txn *txn, uint64_t ino,
 	return put_rec(c, txn, ino, CACHE_HDR_IDX, &limit, sizeof(limit));
 }
 
-/* CACHE_DJ_SIZE: the record says size bytes, and holds no byte past. */
-static int data_resize(struct cache *c, struct db_txn *txn, uint64_t ino,
-		       uint64_t size)
-{
-	uint8_t kb[CACHE_DBKEY_LEN];
-	struct db_val k = { sizeof(kb), kb }, v;
-	uint8_t *copy;
-	int rc;
-
-	dbkey(ino, CACHE_DATA_IDX, kb);
-	rc = db_get(txn, c->dbi_chunks, &k, &v);
-	if (rc)
-		return rc == -ENOENT ? 0 : rc;
-	if (v.size < CACHE_DJ_HDR)
-		return del_rec(c, txn, ino, CACHE_DATA_IDX);
-	if (v.size > CACHE_DJ_HDR + size)
-		v.size = CACHE_DJ_HDR + size;
-	/* A copy: the value points into the map this put may move. */
-	copy = malloc(v.size);
-	if (!copy)
-		return -ENOMEM;
-	memcpy(copy, v.data, v.size);
-	memcpy(copy, &size, sizeof(size));
-	rc = put_rec(c, txn, ino, CACHE_DATA_IDX, copy, v.size);
-	free(copy);
-	return rc;
-}
-
 static int jop_apply(struct db_txn *txn, void *arg)
 {
 	struct cache_jop *op = arg;
@@ -304,13 +270,6 @@ static int jop_apply(struct db_txn *txn, void *arg)
 	for (size_t i = 0; !rc && i < op->n; i++)
 		rc = cache_rec_put_txn(c, txn, op->ino, op->recs[i].idx,
 				       op->recs[i].st);
-	if (!rc && op->dj == CACHE_DJ_PUT)
-		rc = put_rec(c, txn, op->ino, CACHE_DATA_IDX, op->data,
-			     op->dlen);
-	else if (!rc && op->dj == CACHE_DJ_DEL)
-		rc = del_rec(c, txn, op->ino, CACHE_DATA_IDX);
-	else if (!rc && op->dj == CACHE_DJ_SIZE)
-		rc = data_resize(c, txn, op->ino, op->dsize);
 	return rc;
 }
 
@@ -330,7 +289,6 @@ static void jop_done(void *arg, int err)
 			;
 		cache_ent_put(op->e);
 	}
-	free(op->data);
 	if (op->after) {
 		if (err && op->after->result >= 0)
 			op->after->result = err;
@@ -533,65 +491,6 @@ uint64_t cache_journal(struct cache *c, struct cache_ent *e, uint64_t ino,
 	/* op belongs to the writer from here: it may be done and freed. */
 	db_submit(c->db, jop_apply, jop_done, op);
 	return seq;
-}
-
-uint64_t cache_journal_data(struct cache *c, struct cache_ent *e,
-			    enum cache_dj kind, uint64_t dsize, void *data,
-			    size_t dlen)
-{
-	struct cache_jop *op = malloc(sizeof(*op));
-	uint64_t seq;
-
-	if (!op) {
-		free(data);
-		return 0;
-	}
-	*op = (struct cache_jop){ .c = c,
-				  .e = e,
-				  .ino = e->ino,
-				  .dj = kind,
-				  .dsize = dsize,
-				  .data = data,
-				  .dlen = dlen };
-	cache_ent_get(e);
-	seq = op->seq = ++e->j_sub;
-	/* op belongs to the writer from here: it may be done and freed. */
-	db_submit(c->db, jop_apply, jop_done, op);
-	return seq;
-}
-
-int cache_data_each(struct cache *c, struct db_txn *txn,
-		    int (*fn)(uint64_t ino, const void *rec, size_t len,
-			      void *arg),
-		    void *arg)
-{
-	struct db_cursor *cur = NULL;
-	struct db_val k, v;
-	int rc = db_cursor_open(txn, c->dbi_chunks, &cur);
-
-	for (int op = DB_FIRST; !rc; op = DB_NEXT) {
-		uint64_t ino;
-		uint32_t idx;
-		int mrc = db_cursor_get(cur, &k, &v, op);
-
-		if (mrc) {
-			rc = mrc == -ENOENT ? 0 : mrc;
-			break;
-		}
-		if (k.size != CACHE_DBKEY_LEN)
-			continue;
-		dbkey_parse(k.data, &ino, &idx);
-		if (idx == CACHE_DATA_IDX)
-			rc = fn(ino, v.data, v.size, arg);
-	}
-	if (cur)
-		db_cursor_close(cur);
-	return rc;
-}
-
-int cache_data_del_txn(struct cache *c, struct db_txn *txn, uint64_t ino)
-{
-	return del_rec(c, txn, ino, CACHE_DATA_IDX);
 }
 
 /* A fresh, empty cache file of size bytes for ino, installed in fdtab. */
@@ -812,8 +711,6 @@ int cache_ents_load(struct cache *c)
 			e->hnext = loaded;
 			loaded = e;
 		}
-		if (idx == CACHE_DATA_IDX)
-			continue; /* djournal.c's, replayed before the load */
 		if (idx == CACHE_HDR_IDX) {
 			if (v.size == sizeof(uint64_t))
 				memcpy(&e->limit, v.data, sizeof(e->limit));

@@ -47,31 +47,6 @@ struct cache_jrec {
 uint64_t cache_journal(struct cache *c, struct cache_ent *e, uint64_t ino,
 		       bool del_all, bool set_limit, uint64_t limit,
 		       const struct cache_jrec *recs, size_t n);
-/*
- * A small file's data record (djournal.c): CACHE_DJ_HDR bytes of header
- * (u64 the file's size, then its mtime: i64 seconds, i64 nanoseconds,
- * host order) and the file's bytes, at most size of them.
- */
-#define CACHE_DJ_HDR 24
-enum cache_dj { CACHE_DJ_NONE, CACHE_DJ_PUT, CACHE_DJ_DEL, CACHE_DJ_SIZE };
-/*
- * Queue, in e's order (under its shard lock), a change of e's data
- * record: PUT writes data[0, dlen) (a record; the op takes data, made
- * with malloc), DEL removes it, SIZE sets its size to dsize and cuts
- * its bytes there (none: nothing).  Returns the op's seq (e->j_dur), 0
- * without memory (data freed, nothing queued).
- */
-uint64_t cache_journal_data(struct cache *c, struct cache_ent *e,
-			    enum cache_dj kind, uint64_t dsize, void *data,
-			    size_t dlen);
-/* fn(ino, record, its length, arg) for every data record in txn, in
- * inode order, until one returns nonzero (returned). */
-int cache_data_each(struct cache *c, struct db_txn *txn,
-		    int (*fn)(uint64_t ino, const void *rec, size_t len,
-			      void *arg),
-		    void *arg);
-/* Delete ino's data record in txn (none: 0). */
-int cache_data_del_txn(struct cache *c, struct db_txn *txn, uint64_t ino);
 /* Write one chunk record (st 0: delete it) or the limit, in txn. */
 int cache_rec_put_txn(struct cache *c, struct db_txn *txn, uint64_t ino,
 		      uint32_t idx, uint8_t st);

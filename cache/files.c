@@ -44,7 +44,8 @@ void cache_dir_synced(struct cache *c, uint64_t ino, uint64_t snap)
 		;
 }
 
-int cache_fd_flush(struct cache *c, uint64_t ino, int fd)
+/* See cache.h. */
+int cache_fd_durable(struct cache *c, uint64_t ino, int fd)
 {
 	uint64_t snap;
 
@@ -63,4 +64,9 @@ int cache_fd_flush(struct cache *c, uint64_t ino, int fd)
 		return -errno;
 	cache_dir_synced(c, ino, snap);
 	return 0;
+}
+
+int cache_sync_blocking(struct cache *c, struct cache_fd *f)
+{
+	return cache_fd_durable(c, f->ino, f->fd);
 }

@@ -31,7 +31,6 @@
 
 #include "cache_int.h"
 #include "chunks_int.h"
-#include "djournal_int.h"
 #include "pin_int.h"
 #include "ring_int.h"
 #include "common/log.h"
@@ -66,11 +65,7 @@ struct cache_req {
 	int dbuf;    /* REQ_WRITE: the registered buffer buf was copied to */
 	size_t len, done_bytes;
 	uint64_t off;
-	bool sync;    /* REQ_WRITE: datasync after the data */
-	bool dj;      /* REQ_WRITE with sync: the journal first (djournal.c) */
-	bool post;    /* done goes through the loop's list, never inline */
-	bool flushed; /* a flush of the file made it stable */
-	uint64_t sync_ver; /* what that flush covers (cache_dj_version) */
+	bool sync; /* REQ_WRITE: datasync after the data */
 	cache_done_fn done;
 	void *arg;
 	/* The current round. */
@@ -89,7 +84,7 @@ static unsigned round_sqes(const struct cache_req *r)
 	case REQ_READ:
 		return 1;
 	case REQ_WRITE:
-		return 1 + (r->sync && !r->dj ? 1 + r->dir : 0);
+		return 1 + (r->sync ? 1 + r->dir : 0);
 	default:
 		return 1 + r->dir;
 	}
@@ -132,11 +127,10 @@ static bool round_submit(struct cache_req *r)
 	struct io_uring_sqe *sqe;
 	unsigned n;
 
-	if (r->op == REQ_SYNC || (r->op == REQ_WRITE && r->sync && !r->dj)) {
+	if (r->op != REQ_READ && (r->op == REQ_SYNC || r->sync)) {
 		r->dir = !r->c->unflushed &&
 			 cache_dir_needs_sync(r->c, r->f->ino);
 		r->dir_snap = cache_dir_snapshot(r->c, r->f->ino);
-		r->sync_ver = cache_dj_version(r->e);
 	}
 	n = round_sqes(r);
 	if (l->inflight + n > l->cq_cap || io_uring_sq_space_left(&l->ring) < n)
@@ -167,7 +161,7 @@ static bool round_submit(struct cache_req *r)
 		else
 			io_uring_prep_write(sqe, fd, p, r->asked, at);
 		io_uring_sqe_set_data64(sqe, (uintptr_t)r | TAG_DATA);
-		if (r->op == REQ_WRITE && r->sync && !r->dj)
+		if (r->op == REQ_WRITE && r->sync)
 			prep_fsyncs(r, sqe);
 	} else {
 		prep_fsyncs(r, NULL);
@@ -249,9 +243,6 @@ static void req_finish(struct cache_req *r, long result)
 	cache_done_fn done = r->done;
 	void *arg = r->arg;
 	bool synced = r->op == REQ_SYNC || (r->op == REQ_WRITE && r->sync);
-	struct cache *c = r->c;
-	int loop = (int)(r->l - c->loops);
-	bool post = r->post;
 	struct cache_compl *n;
 
 	req_put_dbuf(r);
@@ -264,8 +255,6 @@ static void req_finish(struct cache_req *r, long result)
 					   .result = result,
 					   .loop = (int)(r->l - r->c->loops) };
 		pthread_mutex_lock(&s->lock);
-		if (r->flushed)
-			cache_dj_forget_locked(r->c, r->e, r->sync_ver);
 		waiting = cache_journal_wait_locked(r->c, r->e, n);
 		pthread_mutex_unlock(&s->lock);
 		if (waiting) {
@@ -281,10 +270,7 @@ static void req_finish(struct cache_req *r, long result)
 	}
 	req_release(r->rel, r->e, r->f, r->len ? r->off : UINT64_MAX, r->len);
 	req_free(r);
-	if (post)
-		cache_complete(c, loop, done, arg, result);
-	else
-		done(arg, result);
+	done(arg, result);
 }
 
 static void round_end(struct cache_req *r)
@@ -305,17 +291,6 @@ static void round_end(struct cache_req *r)
 		req_finish(r, (long)r->done_bytes);
 		return;
 	}
-	/* The whole write is in: its journal record, or else its flush. */
-	if (r->op == REQ_WRITE && r->dj) {
-		r->dj = false;
-		if (cache_dj_try(r->c, r->e, r->f->fd)) {
-			req_finish(r, (long)r->len);
-			return;
-		}
-		r->op = REQ_SYNC;
-		req_submit(r);
-		return;
-	}
 	/*
 	 * The whole write is in, so this round's syncs ran after all of it
 	 * (after a short write they were cancelled and are redone above).
@@ -326,8 +301,7 @@ static void round_end(struct cache_req *r)
 	}
 	if (r->dir)
 		cache_dir_synced(r->c, r->f->ino, r->dir_snap);
-	r->flushed = !r->c->unflushed;
-	req_finish(r, r->rel == REQ_WRITE ? (long)r->len : 0);
+	req_finish(r, r->op == REQ_WRITE ? (long)r->len : 0);
 }
 
 static void req_cqe(struct cache_req *r, unsigned tag, int res)
@@ -591,8 +565,7 @@ static long write_blocking(struct cache *c, struct cache_ent *e,
 			return -EIO;
 		done += (size_t)n;
 	}
-	if (sync && ((!cache_dj_try(c, e, f->fd) &&
-		      (rc = cache_dj_flush(c, e, f->fd))) ||
+	if (sync && ((rc = cache_sync_blocking(c, f)) ||
 		     (rc = journal_sync_blocking(c, e))))
 		return rc;
 	return (long)len;
@@ -774,7 +747,6 @@ void cache_write(struct cache *c, int loop, uint64_t ino, uint64_t off,
 	r->len = len;
 	r->off = off;
 	r->sync = sync;
-	r->dj = sync && len && c->dj_max && off + len <= c->dj_max;
 	if (len && f_direct(r->f) && dio_aligned(off, len, NULL)) {
 		r->direct = true;
 		if (!dio_aligned(0, 0, buf))
@@ -793,8 +765,7 @@ void cache_sync(struct cache *c, int loop, uint64_t ino, cache_done_fn done,
 	long res;
 
 	if (f) {
-		res = cache_dj_try(c, e, f->fd) ? 0
-						: cache_dj_flush(c, e, f->fd);
+		res = cache_sync_blocking(c, f);
 		if (!res)
 			res = journal_sync_blocking(c, e);
 		req_release(REQ_SYNC, e, f, UINT64_MAX, 0);
@@ -803,11 +774,5 @@ void cache_sync(struct cache *c, int loop, uint64_t ino, cache_done_fn done,
 	}
 	if (!r)
 		return;
-	/* A small file: its data in the journal, no flush of its own. */
-	if (cache_dj_try(c, r->e, r->f->fd)) {
-		r->post = true;
-		req_finish(r, 0);
-		return;
-	}
 	req_submit(r);
 }

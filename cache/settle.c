@@ -51,7 +51,7 @@ static int ent_sync(struct cache *c, struct cache_ent *e)
 	rc = cache_fd_get(c, e->ino, &f);
 	if (rc)
 		return rc == -ENODATA ? 1 : rc;
-	rc = cache_fd_flush(c, f->ino, f->fd);
+	rc = cache_sync_blocking(c, f);
 	cache_fd_put(f);
 	return rc;
 }

@@ -161,10 +161,6 @@ static const struct opt opts[] = {
 	  "cache size)" },
 	{ "strict-commit", OPT_BOOL, OFF(strict_commit), NULL,
 	  "COMMIT and stable WRITEs reply only once the data is in the store" },
-	{ "small-file-journal", OPT_SIZE, OFF(small_journal), "SIZE",
-	  "a COMMIT of a file up to SIZE puts its data in the metadata "
-	  "journal: one flush for the small files of a moment (default 128K, "
-	  "at most 1M; 0: each file flushed)" },
 	{ "cache-direct", OPT_BOOL, OFF(cache_direct), NULL,
 	  "O_DIRECT for block-aligned cache reads and writes (bypass the page "
 	  "cache)" },
@@ -461,12 +457,6 @@ static int config_validate(struct config *cfg, FILE *err)
 			cfg->log_target);
 		return -EINVAL;
 	}
-	if (cfg->small_journal > (1u << 20)) {
-		fprintf(err,
-			"mapfs-gw: --small-file-journal %llu: at most 1M\n",
-			(unsigned long long)cfg->small_journal);
-		return -EINVAL;
-	}
 	if (!cfg->chunk_size || cfg->chunk_size % 4096 ||
 	    cfg->chunk_size > (1u << 30)) {
 		fprintf(err,
@@ -543,7 +533,6 @@ static int config_defaults(struct config *cfg)
 		.grace_ms = 45000,
 		.nlm_client_rpcbind_port = 111,
 		.chunk_size = 1u << 20,
-		.small_journal = 128u << 10,
 		.readahead = 64ull << 20,
 		.cache_size_pct = 80,
 	};

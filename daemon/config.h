@@ -57,7 +57,6 @@ struct config {
 	bool listing_attrs;      /* new objects: the listing's attributes,
 				    no HEAD each */
 	bool cache_direct;       /* O_DIRECT cache I/O where aligned */
-	uint64_t small_journal;  /* COMMIT journals files up to this (0: off) */
 	/* The cluster (PostgreSQL); meta NULL: a gateway on its own. */
 	char *meta;           /* libpq URI */
 	char *node;           /* this gateway's name; default: host name */

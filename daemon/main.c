@@ -284,17 +284,16 @@ static int gateway_open_storage(struct gateway *gw)
 			 "back from the store",
 			 path);
 	}
-	if (rc || (rc = cache_open(
-			   &(struct cache_opts){
-				   .dir = path,
-				   .db = gw->db,
-				   .nloops = gw->cfg.threads,
-				   .chunk_size = gw->cfg.chunk_size,
-				   .readahead = gw->cfg.readahead,
-				   .capacity = capacity,
-				   .small_journal = gw->cfg.small_journal,
-				   .direct = gw->cfg.cache_direct },
-			   gw->store, &gw->cache))) {
+	if (rc ||
+	    (rc = cache_open(
+		     &(struct cache_opts){ .dir = path,
+					   .db = gw->db,
+					   .nloops = gw->cfg.threads,
+					   .chunk_size = gw->cfg.chunk_size,
+					   .readahead = gw->cfg.readahead,
+					   .capacity = capacity,
+					   .direct = gw->cfg.cache_direct },
+		     gw->store, &gw->cache))) {
 		log_error("cache %s: %s", path, strerror(-rc));
 		return rc;
 	}

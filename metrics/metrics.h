@@ -81,14 +81,6 @@
 	  "(db: its pages, then its meta page)")                               \
 	X(FLUSH_DIR, "mapfs_disk_flushes_total", "kind=\"dir\"", "")           \
 	X(FLUSH_DB, "mapfs_disk_flushes_total", "kind=\"db\"", "")             \
-	X(SMALL_JOURNALED, "mapfs_small_file_journal_total",                   \
-	  "event=\"journaled\"",                                               \
-	  "Small files whose COMMIT or stable WRITE put their data in the "    \
-	  "journal instead of flushing them (journaled), and such records "    \
-	  "written back into their files at a start after a crash "            \
-	  "(replayed)")                                                        \
-	X(SMALL_REPLAYED, "mapfs_small_file_journal_total",                    \
-	  "event=\"replayed\"", "")                                            \
 	X(CLUSTER_COMMITS, "mapfs_cluster_commits_total", "",                  \
 	  "Groups of changes committed in the cluster database")               \
 	X(CLUSTER_COMMIT_US, "mapfs_cluster_commit_microseconds_total", "",    \

@@ -20,14 +20,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cache/cache.h"
 #include "cache/cache_int.h" /* cache_dir_needs_sync(), fetch_idle */
 #include "db/db.h"
-#include "metrics/metrics.h"
 #include "s3/store.h"
 #include "tests/lib/fake_store.h"
 #include "tests/lib/testlib.h"
@@ -826,126 +824,6 @@ static void test_spare(void)
 	cache_close(c);
 }
 
-/* --- small files' data in the journal (djournal.c) ----------------------- */
-
-#define SJ_SMALL 100000u
-#define SJ_BIG (300u * 1024)
-
-static struct cache *open_sj(const char *dir, struct db *d)
-{
-	char cdir[400];
-	struct cache_opts o = { .dir = cdir,
-				.db = d,
-				.nloops = 1,
-				.chunk_size = MIB,
-				.readahead = 1,
-				.fetch_threads = 1,
-				.small_journal = 128 << 10 };
-	struct cache *c = NULL;
-
-	snprintf(cdir, sizeof(cdir), "%s/cache", dir);
-	return cache_open(&o, fake_store_store(fake), &c) ? NULL : c;
-}
-
-/* The child: four files made stable, then it dies as a kill -9 would. */
-static int sj_child(const char *dir)
-{
-	static uint8_t a[SJ_BIG], b[SJ_BIG];
-	uint64_t jr0 = metrics_get(MET_SMALL_JOURNALED),
-		 fl0 = metrics_get(MET_FLUSH_FILE);
-	char dbdir[400];
-	struct cache *c;
-	struct db *d;
-	struct res s = { 0 };
-
-	snprintf(dbdir, sizeof(dbdir), "%s/db", dir);
-	if (db_open(dbdir, 64 << 20, 8, &d) || !(c = open_sj(dir, d)))
-		return 2;
-	fill(a, sizeof(a), 1);
-	fill(b, sizeof(b), 2);
-	/* 1: written, COMMITted on a loop: journaled, no flush. */
-	if (cache_create(c, 1) ||
-	    sync_write(c, 1, 0, a, SJ_SMALL, false) != SJ_SMALL)
-		return 3;
-	pending = 1;
-	cache_sync(c, 0, 1, on_done, &s);
-	if (!run_loops(c, 1) || s.result != 0)
-		return 4;
-	if (metrics_get(MET_SMALL_JOURNALED) != jr0 + 1 ||
-	    metrics_get(MET_FLUSH_FILE) != fl0)
-		return 5;
-	/* 2: a stable write (inline), then cut to 1000 and grown to 5000
-	 * (SETATTRs): the journal says the new size. */
-	if (cache_create(c, 2) ||
-	    sync_write(c, 2, 0, a, SJ_SMALL, true) != SJ_SMALL ||
-	    cache_truncate(c, 2, 1000) || cache_truncate(c, 2, 5000))
-		return 6;
-	/* 3: journaled, then rewritten whole and grown past the bound: the
-	 * flush must take the old record away, or a replay would bring
-	 * back the old first bytes. */
-	if (cache_create(c, 3) ||
-	    sync_write(c, 3, 0, a, SJ_SMALL, true) != SJ_SMALL ||
-	    sync_write(c, 3, 0, b, SJ_BIG, true) != SJ_BIG)
-		return 7;
-	if (metrics_get(MET_SMALL_JOURNALED) != jr0 + 3 ||
-	    metrics_get(MET_FLUSH_FILE) != fl0 + 1)
-		return 8;
-	/* Every journal op queued is durable: no close, as a crash. */
-	if (db_write(d, NULL, NULL))
-		return 9;
-	return 0;
-}
-
-static void test_small_journal(void)
-{
-	static uint8_t a[SJ_BIG], b[SJ_BIG], got[SJ_BIG + 1];
-	char dir[300], p[400];
-	uint64_t rp0 = metrics_get(MET_SMALL_REPLAYED);
-	struct cache *c;
-	struct db *d;
-	pid_t pid;
-	int st = -1;
-
-	snprintf(dir, sizeof(dir), "%s/sj", root);
-	CU_ASSERT_FATAL(mkdir(dir, 0755) == 0);
-	fflush(NULL);
-	pid = fork();
-	if (pid == 0)
-		_exit(sj_child(dir));
-	CU_ASSERT_FATAL(pid > 0 && waitpid(pid, &st, 0) == pid);
-	CU_ASSERT_FATAL(WIFEXITED(st));
-	CU_ASSERT_EQUAL_FATAL(WEXITSTATUS(st), 0);
-
-	/* The machine's crash: what the journaled files' flushes would have
-	 * made durable is gone. */
-	snprintf(p, sizeof(p), "%s/cache/01/0000000000000001", dir);
-	CU_ASSERT(truncate(p, 0) == 0);
-	snprintf(p, sizeof(p), "%s/cache/02/0000000000000002", dir);
-	CU_ASSERT(unlink(p) == 0);
-
-	snprintf(p, sizeof(p), "%s/db", dir);
-	CU_ASSERT_FATAL(db_open(p, 64 << 20, 8, &d) == 0);
-	c = open_sj(dir, d);
-	CU_ASSERT_FATAL(c != NULL);
-	CU_ASSERT_EQUAL(metrics_get(MET_SMALL_REPLAYED) - rp0, 2);
-	fill(a, sizeof(a), 1);
-	fill(b, sizeof(b), 2);
-	CU_ASSERT(sync_read(c, 1, 0, sizeof(got), got) == SJ_SMALL);
-	CU_ASSERT(memcmp(got, a, SJ_SMALL) == 0);
-	memset(a + 1000, 0, 4000);
-	CU_ASSERT(sync_read(c, 2, 0, sizeof(got), got) == 5000);
-	CU_ASSERT(memcmp(got, a, 5000) == 0);
-	CU_ASSERT(sync_read(c, 3, 0, sizeof(got), got) == SJ_BIG);
-	CU_ASSERT(memcmp(got, b, SJ_BIG) == 0);
-	/* Written back and forgotten: a clean close and open replay none. */
-	cache_close(c);
-	c = open_sj(dir, d);
-	CU_ASSERT_FATAL(c != NULL);
-	CU_ASSERT_EQUAL(metrics_get(MET_SMALL_REPLAYED) - rp0, 2);
-	cache_close(c);
-	db_close(d);
-}
-
 int main(void)
 {
 	CU_pSuite s;
@@ -983,7 +861,6 @@ int main(void)
 	CU_add_test(s, "fd_bound", test_fd_bound);
 	CU_add_test(s, "direct", test_direct);
 	CU_add_test(s, "spare", test_spare);
-	CU_add_test(s, "small_journal", test_small_journal);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = CU_get_number_of_failures();
