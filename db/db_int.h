@@ -62,23 +62,31 @@ struct db_obs {
 };
 
 /* A read snapshot or a write transaction: the LMDB txn under it. */
+struct wal_buf;
+
 struct db_txn {
 	MDB_txn *mdb;
 	struct db *db;
 	const struct db_obs *obs; /* write txns the writer watches, else NULL */
 	bool nested;              /* a write txn inside another */
+	struct db_txn *parent;    /* nested: the one it commits into */
+	struct wal_buf *wb;       /* its changes for the log (wal.c) */
+	bool lost;                /* one could not be kept there */
 };
 
 struct db_writer;
 struct db_replica;
+struct db_wal;
 
 struct db {
 	/* lmdb.c: the engine */
 	MDB_env *env;
-	char *dir;      /* the environment's directory */
-	bool unflushed; /* DB_OPEN_UNFLUSHED: commits not flushed */
-	bool dropped;   /* found torn at open and started empty */
-	int lock_fd;    /* flock'ed: one process per directory */
+	char *dir;                /* the environment's directory */
+	bool unflushed;           /* DB_OPEN_UNFLUSHED: commits not flushed */
+	bool dropped;             /* found torn at open and started empty */
+	int lock_fd;              /* flock'ed: one process per directory */
+	struct db_wal *wal;       /* wal.c: commits logged, or NULL */
+	pthread_mutex_t wal_lock; /* a top-level commit and its record */
 	uint64_t id; /* tells a thread's cached read txn which env it is for */
 	struct db_tinfo tables[DB_TABLES_MAX];
 	pthread_mutex_t readers_lock;

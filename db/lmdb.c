@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "lmdb_int.h"
 #include "metrics/metrics.h"
+#include "wal_int.h"
 
 _Static_assert(sizeof(struct db_val) == sizeof(MDB_val) &&
 		       offsetof(struct db_val, size) ==
@@ -126,7 +127,8 @@ static int dir_sync(const char *dir)
 static int unflushed_check(const char *dir, bool *dropped)
 {
 	static const char *const files[] = { "data.mdb", "lock.mdb",
-					     UNFLUSHED_NOTE };
+					     UNFLUSHED_NOTE, "wal",
+					     "wal.ckpt" };
 	char note[4096], was[64] = "", now[64];
 	FILE *f;
 	int rc;
@@ -187,7 +189,7 @@ static int unflushed_note(struct db *db)
 			 "commit is flushed",
 			 db->dir);
 		db->unflushed = false;
-		return 0;
+		return 0; /* the log flushes them (db_wal_open) */
 	}
 	fd = open(note, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -196,9 +198,7 @@ static int unflushed_note(struct db *db)
 	close(fd);
 	if (!rc)
 		rc = dir_sync(db->dir);
-	if (!rc)
-		rc = db_err(mdb_env_set_flags(db->env, MDB_NOSYNC, 1));
-	return rc;
+	return rc; /* MDB_NOSYNC since the open */
 }
 
 /* A clean close of an unflushed environment: flushed, the note gone. */
@@ -256,12 +256,21 @@ int db_env_open(struct db *db, const char *dir, size_t mapsize,
 		     mdb_env_set_maxdbs(db->env, maxtables + DB_OWN_TABLES))) ||
 	    (rc = db_err(mdb_env_set_maxreaders(db->env, 1024))))
 		goto out_env;
+	/* The log (wal.c) makes each commit durable, not LMDB; what a
+	 * crash left in it is replayed whichever way this open goes. */
+	if ((rc = db_wal_prepare(dir)))
+		goto out_env;
 	/* MDB_NOTLS: read txns belong to our per-thread cache, not to LMDB's. */
-	rc = db_err(mdb_env_open(db->env, dir, MDB_NOTLS, 0600));
+	rc = db_err(mdb_env_open(db->env, dir, MDB_NOTLS | MDB_NOSYNC, 0600));
 	if (!rc)
 		rc = unflushed_note(db);
-	if (rc)
+	pthread_mutex_init(&db->wal_lock, NULL);
+	if (!rc)
+		rc = db_wal_open(db, !db->unflushed);
+	if (rc) {
+		pthread_mutex_destroy(&db->wal_lock);
 		goto out_env;
+	}
 	db->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
 	pthread_mutex_init(&db->readers_lock, NULL);
 	return 0;
@@ -286,6 +295,8 @@ void db_env_close(struct db *db)
 	db->readers = NULL;
 	db->nreaders = 0;
 	pthread_mutex_destroy(&db->readers_lock);
+	db_wal_close(db);
+	pthread_mutex_destroy(&db->wal_lock);
 	unflushed_close(db);
 	mdb_env_close(db->env);
 	db->env = NULL;
@@ -308,7 +319,11 @@ static int dbi_open(struct db *db, const char *name, unsigned mdb_flags,
 		mdb_txn_abort(txn);
 		return db_err(rc);
 	}
-	return db_err(mdb_txn_commit(txn));
+	/* Not logged: a record that names the table makes it again. */
+	rc = db_err(mdb_txn_commit(txn));
+	if (!rc)
+		db_wal_table(db, *out, name, mdb_flags);
+	return rc;
 }
 
 int db_env_table(struct db *db, const char *name, unsigned *out)
@@ -359,20 +374,39 @@ int db_table_open(struct db *db, const char *name, unsigned flags,
 int db_txn_begin(struct db *db, struct db_txn *parent, const struct db_obs *obs,
 		 struct db_txn *out)
 {
-	*out = (struct db_txn){ .db = db,
-				.obs = obs,
-				.nested = parent != NULL };
+	*out = (struct db_txn){
+		.db = db, .obs = obs, .nested = parent != NULL, .parent = parent
+	};
 	return db_err(mdb_txn_begin(db->env, parent ? parent->mdb : NULL, 0,
 				    &out->mdb));
 }
 
 int db_txn_commit(struct db_txn *t)
 {
-	int rc = db_err(mdb_txn_commit(t->mdb));
+	struct db *db = t->db;
+	int rc;
 
-	/* A top-level commit flushes its pages, then its meta page. */
-	if (!t->nested && !t->db->unflushed)
-		metrics_add(MET_FLUSH_DB, 2);
+	if (t->nested || !db->wal) {
+		rc = db_err(mdb_txn_commit(t->mdb));
+		if (t->nested && !rc)
+			db_wal_merge(t->parent, t);
+		else
+			db_wal_discard(t);
+		/* Without the log (given up) a top-level commit flushes its
+		 * pages, then its meta page. */
+		if (!t->nested && !db->unflushed)
+			metrics_add(MET_FLUSH_DB, 2);
+		t->mdb = NULL;
+		return rc;
+	}
+	/* The record follows LMDB's order of commits. */
+	pthread_mutex_lock(&db->wal_lock);
+	rc = db_err(mdb_txn_commit(t->mdb));
+	if (!rc)
+		rc = db_wal_commit(db, t);
+	else
+		db_wal_discard(t);
+	pthread_mutex_unlock(&db->wal_lock);
 	t->mdb = NULL;
 	return rc;
 }
@@ -382,6 +416,7 @@ void db_txn_abort(struct db_txn *t)
 	if (t->mdb)
 		mdb_txn_abort(t->mdb);
 	t->mdb = NULL;
+	db_wal_discard(t);
 }
 
 int db_raw_get(struct db_txn *t, unsigned tbl, const struct db_val *key,
@@ -399,20 +434,30 @@ static unsigned mdb_flags_of(unsigned flags)
 int db_raw_put(struct db_txn *t, unsigned tbl, const struct db_val *key,
 	       const struct db_val *val, unsigned flags)
 {
-	return db_err(mdb_put(t->mdb, tbl, (MDB_val *)key, (MDB_val *)val,
-			      mdb_flags_of(flags)));
+	int rc = db_err(mdb_put(t->mdb, tbl, (MDB_val *)key, (MDB_val *)val,
+				mdb_flags_of(flags)));
+
+	if (!rc)
+		db_wal_put(t, tbl, key, val);
+	return rc;
 }
 
 int db_raw_del(struct db_txn *t, unsigned tbl, const struct db_val *key)
 {
 	int rc = mdb_del(t->mdb, tbl, (MDB_val *)key, NULL);
 
+	if (!rc)
+		db_wal_del(t, tbl, key);
 	return rc == MDB_NOTFOUND ? 0 : db_err(rc);
 }
 
 int db_raw_drop(struct db_txn *t, unsigned tbl)
 {
-	return db_err(mdb_drop(t->mdb, tbl, 0));
+	int rc = db_err(mdb_drop(t->mdb, tbl, 0));
+
+	if (!rc)
+		db_wal_drop(t, tbl);
+	return rc;
 }
 
 int db_raw_count(struct db_txn *t, unsigned tbl, uint64_t *n)
@@ -556,7 +601,10 @@ int db_del(struct db_txn *txn, db_table tbl, const struct db_val *key)
 	if (txn->obs &&
 	    (rc = txn->obs->write(txn->obs->ctx, txn, tbl, key, NULL, 0)))
 		return rc;
-	return db_err(mdb_del(txn->mdb, tbl, (MDB_val *)key, NULL));
+	rc = db_err(mdb_del(txn->mdb, tbl, (MDB_val *)key, NULL));
+	if (!rc)
+		db_wal_del(txn, tbl, key);
+	return rc;
 }
 
 int db_count(struct db_txn *txn, db_table tbl, uint64_t *n)
@@ -613,17 +661,16 @@ int db_cursor_get(struct db_cursor *cur, struct db_val *key, struct db_val *val,
 int db_cursor_del(struct db_cursor *cur)
 {
 	const struct db_obs *obs = cur->txn->obs;
-	int rc;
+	MDB_val k, v;
+	int rc = db_err(mdb_cursor_get(cur->mdb, &k, &v, MDB_GET_CURRENT));
 
-	if (obs) {
-		MDB_val k, v;
-
-		rc = db_err(mdb_cursor_get(cur->mdb, &k, &v, MDB_GET_CURRENT));
-		if (!rc)
-			rc = obs->write(obs->ctx, cur->txn, cur->tbl,
-					(struct db_val *)&k, NULL, 0);
-		if (rc)
-			return rc;
-	}
+	if (!rc && obs)
+		rc = obs->write(obs->ctx, cur->txn, cur->tbl,
+				(struct db_val *)&k, NULL, 0);
+	if (rc)
+		return rc;
+	/* Logged first: the key is gone from the page once deleted (a
+	 * delete that fails fails its change, whose txn is aborted). */
+	db_wal_del(cur->txn, cur->tbl, (struct db_val *)&k);
 	return db_err(mdb_cursor_del(cur->mdb, 0));
 }

@@ -127,7 +127,7 @@ for r in $(seq "$ROUNDS"); do
 	disk_down                     # what was not flushed is gone
 	disk_up                       # ext4 replays its journal
 	gw_up "$@"
-	grep -h "written back\|lost its cache file\|another boot" "$W/gw.log" | tail -n 3
+	grep -h "replayed from the log\|back to the last checkpoint\|lost its cache file\|another boot" "$W/gw.log" | tail -n 3
 	for k in $(seq "$r"); do
 		"$PCW" check "$URL" "/r$k" "$W/ok.$k" >"$W/check.$k" 2>&1 ||
 			{ cat "$W/check.$k"; fail "round $r: files of round $k lost what was promised"; }

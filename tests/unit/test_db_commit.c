@@ -284,6 +284,156 @@ static void test_unflushed(void)
 	CU_ASSERT(reopen_get(0, 4, &dropped) == 44 && !dropped);
 }
 
+/* In a child process: open udir (flushed: the log), write keys
+ * 1..n = key * 10, each its own commit, and die without closing. */
+static int crash_after_writes(unsigned n)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		struct db *db;
+		db_table dbi;
+
+		if (db_open(udir, 64 << 20, 8, &db) ||
+		    db_table_open(db, "t", DB_INTKEY, &dbi))
+			_exit(1);
+		for (unsigned k = 1; k <= n; k++) {
+			struct kv kv = { dbi, k, k * 10, 0 };
+
+			if (db_write(db, put_apply, &kv))
+				_exit(1);
+		}
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* How many of keys 1..n hold key * 10 after an open of udir; -1 if a
+ * key holds something else or the open fails. */
+static int keys_back(unsigned n)
+{
+	struct db *db;
+	db_table dbi;
+	int found = 0;
+
+	if (db_open(udir, 64 << 20, 8, &db))
+		return -1;
+	if (db_table_open(db, "t", DB_INTKEY, &dbi)) {
+		db_close(db);
+		return -1;
+	}
+	for (unsigned k = 1; k <= n; k++) {
+		unsigned v = 0;
+		int rc = get(db, dbi, k, &v);
+
+		if (!rc && v == k * 10)
+			found++;
+		else if (rc != -ENOENT)
+			found = -1000;
+	}
+	db_close(db);
+	return found < 0 ? -1 : found;
+}
+
+/*
+ * The log (db/wal.c): LMDB runs unflushed and a commit is durable once
+ * its record is.  A process that dies leaves LMDB's newer pages and
+ * meta pages to the kernel; the next open goes back to the checkpoint
+ * and replays the records.  Torn: a newest meta page that points at
+ * nothing is never used; a torn last record ends the log there.
+ */
+static void test_log(void)
+{
+	char data[sizeof(udir) + 16], wal[sizeof(udir) + 16];
+	uint8_t page[4096];
+	uint64_t t0, t1, big = 1u << 30, root = 0xfffffff0u;
+	struct {
+		uint32_t magic, crc;
+		uint64_t epoch, lsn;
+		uint32_t len, pad;
+	} h;
+	int fd;
+
+	snprintf(udir, sizeof(udir), "%s/log", dir);
+	snprintf(data, sizeof(data), "%s/data.mdb", udir);
+	snprintf(wal, sizeof(wal), "%s/wal", udir);
+	CU_ASSERT_FATAL(crash_after_writes(50) == 0);
+	CU_ASSERT_EQUAL(keys_back(50), 50);
+
+	/* The newest meta page made to point at nothing: as if its
+	 * commit's pages never reached the disk. */
+	CU_ASSERT_FATAL(crash_after_writes(60) == 0);
+	fd = open(data, O_RDWR);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT(pread(fd, page, 4096, 0) == 4096);
+	memcpy(&t0, page + 144, 8);
+	CU_ASSERT(pread(fd, page, 4096, 4096) == 4096);
+	memcpy(&t1, page + 144, 8);
+	off_t at = t1 > t0 ? 4096 : 0;
+
+	CU_ASSERT(pread(fd, page, 4096, at) == 4096);
+	memcpy(page + 128, &root, 8); /* the main table's root */
+	memcpy(page + 144, &big, 8);  /* and newest of all */
+	CU_ASSERT(pwrite(fd, page, 4096, at) == 4096);
+	close(fd);
+	CU_ASSERT_EQUAL(keys_back(60), 60);
+
+	/* Two records after the checkpoint, the second torn. */
+	CU_ASSERT_FATAL(crash_after_writes(0) == 0); /* opens, dies */
+	CU_ASSERT_EQUAL(keys_back(60), 60);
+	{
+		struct db *db;
+		db_table dbi;
+		struct kv a = { 0, 100, 1000, 0 }, b = { 0, 101, 1010, 0 };
+
+		pid_t pid = fork();
+		int st;
+
+		if (pid == 0) {
+			if (db_open(udir, 64 << 20, 8, &db) ||
+			    db_table_open(db, "t", DB_INTKEY, &dbi))
+				_exit(1);
+			a.dbi = b.dbi = dbi;
+			_exit(db_write(db, put_apply, &a) ||
+					      db_write(db, put_apply, &b)
+				      ? 1
+				      : 0);
+		}
+		CU_ASSERT_FATAL(pid > 0 && waitpid(pid, &st, 0) == pid &&
+				WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	fd = open(wal, O_RDWR);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT(pread(fd, &h, sizeof(h), 0) == sizeof(h));
+	CU_ASSERT(h.lsn == 1);
+	off_t second = (off_t)((sizeof(h) + h.len + 7) & ~7ull);
+
+	CU_ASSERT(pread(fd, &h, sizeof(h), second) == sizeof(h));
+	CU_ASSERT(h.lsn == 2 && h.len > 0);
+	uint8_t x;
+
+	CU_ASSERT(pread(fd, &x, 1, second + (off_t)sizeof(h) + h.len - 1) == 1);
+	x ^= 0xff;
+	CU_ASSERT(pwrite(fd, &x, 1, second + (off_t)sizeof(h) + h.len - 1) ==
+		  1);
+	close(fd);
+	{
+		struct db *db;
+		db_table dbi;
+		unsigned v = 0;
+
+		CU_ASSERT_FATAL(db_open(udir, 64 << 20, 8, &db) == 0);
+		CU_ASSERT_FATAL(db_table_open(db, "t", DB_INTKEY, &dbi) == 0);
+		CU_ASSERT(get(db, dbi, 100, &v) == 0 && v == 1000);
+		CU_ASSERT(get(db, dbi, 101, &v) == -ENOENT);
+		CU_ASSERT(get(db, dbi, 60, &v) == 0 && v == 600);
+		db_close(db);
+	}
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -296,6 +446,10 @@ int main(void)
 	CU_add_test(s,
 		    "unflushed: a dead process keeps it, another boot drops it",
 		    test_unflushed);
+	CU_add_test(s,
+		    "the log: a dead process's commits replayed, torn "
+		    "ones not",
+		    test_log);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();
