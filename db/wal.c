@@ -10,7 +10,8 @@
  * metadata of the file system: one flush of the disk.
  *
  * Why LMDB stays whole: a checkpoint (every WAL_CKPT_COMMITS commits,
- * after WAL_CKPT_MS, or when the log is full) flushes LMDB
+ * after WAL_CKPT_MS, when LMDB's file grew by WAL_CKPT_GROW pages, or
+ * when the log is full) flushes LMDB
  * (mdb_env_sync), saves a copy of its meta page and the checkpoint's
  * txnid in STATE/db/wal.ckpt (two slots, checksummed, flushed), starts
  * a new epoch of the log at its start, and then moves a read
@@ -52,12 +53,16 @@
 #define WAL_CKPT_FILE "wal.ckpt"
 #define WAL_SIZE (32ull << 20)    /* the log's bytes, written once, at most */
 #define WAL_SIZE_MIN (1ull << 20) /* ... at least (a 64th of its disk) */
-#define WAL_CKPT_COMMITS 1024     /* commits between checkpoints, at most */
+#define WAL_CKPT_COMMITS 256      /* commits between checkpoints, at most */
 #define WAL_CKPT_MS 2000          /* time between them, at most (at a commit) */
-#define WAL_MAGIC 0x4c41574du     /* "MWAL" */
-#define CKPT_MAGIC 0x54504b43u    /* "CKPT" */
-#define CKPT_SLOT 16384           /* a slot: header and one meta page */
-#define META_TXNID_AT 144         /* mm_txnid in an LMDB 0.9 meta page */
+/* LMDB's file grown by this many pages since the checkpoint: the pages
+ * freed meanwhile wait for the next one (the checkpoint's snapshot is
+ * held), so an interval's churn is what the file may grow by. */
+#define WAL_CKPT_GROW 512
+#define WAL_MAGIC 0x4c41574du  /* "MWAL" */
+#define CKPT_MAGIC 0x54504b43u /* "CKPT" */
+#define CKPT_SLOT 16384        /* a slot: header and one meta page */
+#define META_TXNID_AT 144      /* mm_txnid in an LMDB 0.9 meta page */
 
 enum { OP_PUT = 1, OP_DEL = 2, OP_DROP = 3 };
 
@@ -80,6 +85,7 @@ struct db_wal {
 				      offset */
 	unsigned since;            /* commits since the checkpoint */
 	uint64_t ckpt_ns;          /* when it was made */
+	uint64_t ckpt_pgno;        /* LMDB's last page then */
 	MDB_txn *pin;              /* the checkpoint's snapshot, held */
 	struct {
 		char name[DB_TABLE_NAME_MAX];
@@ -452,6 +458,7 @@ static int checkpoint(struct db *db)
 	w->head = 0;
 	w->since = 0;
 	w->ckpt_ns = now_ns();
+	w->ckpt_pgno = info.me_last_pgno;
 	if ((rc = lmdb_rc(mdb_txn_begin(db->env, NULL, MDB_RDONLY, &pin))))
 		goto out;
 	if (w->pin)
@@ -500,6 +507,7 @@ int db_wal_commit(struct db *db, struct db_txn *t)
 	struct db_wal *w = db->wal;
 	struct wal_buf *b = t->wb;
 	struct wal_hdr h = { .magic = WAL_MAGIC };
+	MDB_envinfo info = { 0 };
 	uint8_t *rec;
 	uint64_t len;
 	bool lost = t->lost;
@@ -512,11 +520,13 @@ int db_wal_commit(struct db *db, struct db_txn *t)
 		return 0; /* nothing changed: nothing to make durable */
 	}
 	len = b ? (sizeof(h) + b->len + 7) & ~7ull : 0;
+	mdb_env_info(db->env, &info);
 	/* What the log cannot take a checkpoint makes durable: a change
 	 * not kept, a record past a quarter of the log (a record never
 	 * spans the log's end). */
 	if (lost || b->oom || len > w->size / 4 || w->head + len > w->size ||
 	    w->since >= WAL_CKPT_COMMITS ||
+	    info.me_last_pgno > w->ckpt_pgno + WAL_CKPT_GROW ||
 	    now_ns() - w->ckpt_ns > WAL_CKPT_MS * 1000000ull ||
 	    !(rec = malloc(len))) {
 		db_wal_discard(t);

@@ -273,6 +273,9 @@ static int do_check(const char *url, const char *dir, const char *okfile)
 		}
 	}
 	fclose(f);
+	free(want);
+	free(got);
+	nfs_destroy_context(nfs);
 	printf("checked %u files promised stable: %u bad\n", checked, bad);
 	return bad ? 1 : 0;
 }
