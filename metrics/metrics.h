@@ -77,8 +77,8 @@
 	  "Namespace and journal changes applied in those transactions")       \
 	X(FLUSH_FILE, "mapfs_disk_flushes_total", "kind=\"file\"",             \
 	  "Flushes asked of the disk, by kind: a cache file's fdatasync "      \
-	  "(file), a cache directory's fsync (dir), an LMDB commit's two "     \
-	  "(db: its pages, then its meta page)")                               \
+	  "(file), a cache directory's fsync (dir), the database's (db: a "    \
+	  "commit's record in the log, a checkpoint's two)")                   \
 	X(FLUSH_DIR, "mapfs_disk_flushes_total", "kind=\"dir\"", "")           \
 	X(FLUSH_DB, "mapfs_disk_flushes_total", "kind=\"db\"", "")             \
 	X(CLUSTER_COMMITS, "mapfs_cluster_commits_total", "",                  \
