@@ -32,6 +32,10 @@ done
 [ -x "$BENCH" ] || { echo "flushes.sh: build first (cmake --build build)" >&2; exit 1; }
 [ $# -gt 0 ] || set -- -q 16 --items write-small --small-file-count 1500 --keep
 
+GPID= GDIR=
+# A run that stops half way leaves no gateway and no work dir behind.
+trap '[ -n "$GPID" ] && kill "$GPID" 2>/dev/null; [ -n "$GDIR" ] && rm -rf "$GDIR"' EXIT
+
 counters() { # METRICS_ADDR
 	curl -s "http://$1/metrics" |
 		awk '/^mapfs_db_commits_total /{c=$2} /^mapfs_disk_flushes_total\{kind="file"\}/{f=$2}
@@ -47,6 +51,7 @@ run_one() { # LABEL GW [mapfs-bench options]
 		--nfs-port 0 --mount-port 0 --no-rpcbind --foreground \
 		--metrics 127.0.0.1:0 >"$w/out" 2>"$w/err" &
 	pid=$!
+	GPID=$pid GDIR=$w
 	for _ in $(seq 100); do grep -q ready "$w/out" 2>/dev/null && break; sleep 0.1; done
 	np=$(grep -o 'nfs=[0-9.]*:[0-9]*' "$w/out" | cut -d: -f2)
 	mp=$(grep -o 'mount=[0-9.]*:[0-9]*' "$w/out" | cut -d: -f2)
@@ -63,6 +68,7 @@ run_one() { # LABEL GW [mapfs-bench options]
 	read -r c1 < <(counters "$mt"; true)
 	kill "$pid"; wait "$pid" 2>/dev/null || true
 	rm -rf "$w"
+	GPID= GDIR=
 	# shellcheck disable=SC2086
 	set -- $c0 $c1
 	printf '%s\t%s\tcommits %d, flushes file %d dir %d db %d, gateway CPU %d ms in %d ms\n' \
