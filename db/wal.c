@@ -292,8 +292,8 @@ out:
 
 static void buf_add(struct wal_buf *b, const void *p, size_t n)
 {
-	if (b->oom || !n)
-		return; /* (a child with nothing has no buffer: p NULL) */
+	if (b->oom)
+		return;
 	if (b->len + n > b->cap) {
 		size_t cap = b->cap ? b->cap : 4096;
 		uint8_t *np;
