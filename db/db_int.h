@@ -61,22 +61,17 @@ struct db_obs {
 	void *ctx;
 };
 
-/* A transaction's changes as the log keeps them (wal.c's to fill). */
-struct wal_buf {
-	uint8_t *p;
-	size_t len, cap;
-	uint64_t nops;
-	int oom; /* a change could not be kept: its commit checkpoints */
-};
-
 /* A read snapshot or a write transaction: the LMDB txn under it. */
+struct wal_buf;
+
 struct db_txn {
 	MDB_txn *mdb;
 	struct db *db;
 	const struct db_obs *obs; /* write txns the writer watches, else NULL */
 	bool nested;              /* a write txn inside another */
 	struct db_txn *parent;    /* nested: the one it commits into */
-	struct wal_buf wb;        /* its changes for the log (wal.c) */
+	struct wal_buf *wb;       /* its changes for the log (wal.c) */
+	bool lost;                /* one could not be kept there */
 };
 
 struct db_writer;

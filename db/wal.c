@@ -322,23 +322,29 @@ static void log_op(struct db_txn *t, uint8_t kind, unsigned dbi,
 
 	if (!w)
 		return;
-	t->wb.nops++;
+	if (!t->wb && !(t->wb = calloc(1, sizeof(*t->wb)))) {
+		/* Not kept: its commit then checkpoints (db_wal_commit
+		 * finds no record for a txn that changed something). */
+		t->lost = true;
+		return;
+	}
+	t->wb->nops++;
 	if (dbi >= sizeof(w->t) / sizeof(w->t[0]) || !w->t[dbi].name[0]) {
-		t->wb.oom = 1; /* a table the log cannot name */
+		t->wb->oom = 1; /* a table the log cannot name */
 		return;
 	}
 	nl = (uint8_t)strlen(w->t[dbi].name);
 	n[0] = w->t[dbi].flags;
 	n[1] = k ? (uint32_t)k->size : 0;
 	n[2] = v ? (uint32_t)v->size : 0;
-	buf_add(&t->wb, &kind, 1);
-	buf_add(&t->wb, &nl, 1);
-	buf_add(&t->wb, n, sizeof(n));
-	buf_add(&t->wb, w->t[dbi].name, nl);
+	buf_add(t->wb, &kind, 1);
+	buf_add(t->wb, &nl, 1);
+	buf_add(t->wb, n, sizeof(n));
+	buf_add(t->wb, w->t[dbi].name, nl);
 	if (k)
-		buf_add(&t->wb, k->data, k->size);
+		buf_add(t->wb, k->data, k->size);
 	if (v)
-		buf_add(&t->wb, v->data, v->size);
+		buf_add(t->wb, v->data, v->size);
 }
 
 void db_wal_put(struct db_txn *t, unsigned dbi, const struct db_val *k,
@@ -359,25 +365,31 @@ void db_wal_drop(struct db_txn *t, unsigned dbi)
 
 void db_wal_merge(struct db_txn *parent, struct db_txn *child)
 {
-	struct wal_buf *c = &child->wb, *pb = &parent->wb;
+	struct wal_buf *c = child->wb;
 
-	if (!pb->p && !pb->oom) {
-		*pb = (struct wal_buf){ c->p, c->len, c->cap,
-					pb->nops + c->nops, c->oom };
-	} else {
-		if (c->oom)
-			pb->oom = 1;
-		buf_add(pb, c->p, c->len);
-		pb->nops += c->nops;
-		free(c->p);
+	child->wb = NULL;
+	parent->lost |= child->lost;
+	if (!c)
+		return;
+	if (!parent->wb) {
+		parent->wb = c;
+		return;
 	}
-	*c = (struct wal_buf){ 0 };
+	if (c->oom)
+		parent->wb->oom = 1;
+	buf_add(parent->wb, c->p, c->len);
+	parent->wb->nops += c->nops;
+	free(c->p);
+	free(c);
 }
 
 void db_wal_discard(struct db_txn *t)
 {
-	free(t->wb.p);
-	t->wb = (struct wal_buf){ 0 };
+	if (t->wb)
+		free(t->wb->p);
+	free(t->wb);
+	t->wb = NULL;
+	t->lost = false;
 }
 
 void db_wal_table(struct db *db, unsigned dbi, const char *name, unsigned flags)
@@ -493,25 +505,26 @@ static int ckpt_or_off(struct db *db)
 int db_wal_commit(struct db *db, struct db_txn *t)
 {
 	struct db_wal *w = db->wal;
-	struct wal_buf *b = &t->wb;
+	struct wal_buf *b = t->wb;
 	struct wal_hdr h = { .magic = WAL_MAGIC };
 	MDB_envinfo info = { 0 };
 	uint8_t *rec;
 	uint64_t len;
+	bool lost = t->lost;
 	int rc;
 
 	if (!w)
 		return 0;
-	if (!b->nops) {
+	if (!lost && (!b || !b->nops)) {
 		db_wal_discard(t);
 		return 0; /* nothing changed: nothing to make durable */
 	}
-	len = (sizeof(h) + b->len + 7) & ~7ull;
+	len = b ? (sizeof(h) + b->len + 7) & ~7ull : 0;
 	mdb_env_info(db->env, &info);
 	/* What the log cannot take a checkpoint makes durable: a change
 	 * not kept, a record past a quarter of the log (a record never
 	 * spans the log's end). */
-	if (b->oom || len > w->size / 4 || w->head + len > w->size ||
+	if (lost || b->oom || len > w->size / 4 || w->head + len > w->size ||
 	    w->since >= WAL_CKPT_COMMITS ||
 	    info.me_last_pgno > w->ckpt_pgno + WAL_CKPT_GROW ||
 	    now_ns() - w->ckpt_ns > WAL_CKPT_MS * 1000000ull ||

@@ -8,6 +8,14 @@
 
 #include "db_int.h"
 
+/* A transaction's changes as the log will hold them (wal.c's). */
+struct wal_buf {
+	uint8_t *p;
+	size_t len, cap;
+	uint64_t nops;
+	int oom; /* a change could not be kept: its commit checkpoints */
+};
+
 /* Before LMDB opens dir: if a meta page is newer than the last
  * checkpoint, both become the checkpoint's (the log replays the rest).
  * 0 or -errno. */
