@@ -316,6 +316,24 @@ int db_notes_take(struct db *db, uint32_t node, const char *kind,
 bool db_lease_held(struct db *db);
 
 /*
+ * What the local engine holds, for gauges and alerts: each of these must
+ * come back to its level after the work is done (nothing counts up
+ * without bound).  Safe from any thread.
+ */
+struct db_usage {
+	uint64_t map_bytes;       /* LMDB's map: the most the file may hold */
+	uint64_t map_used_bytes;  /* its pages in use (the file's high water) */
+	unsigned readers;         /* reader slots taken: threads' snapshots */
+	unsigned readers_max;     /* of the table's */
+	bool log_on;              /* commits made durable by the log (wal.c) */
+	bool log_failed;          /* the log was given up after an error: LMDB
+				    flushes every commit (slower, still safe) */
+	uint64_t log_ckpt_age_ms; /* since its last checkpoint (log_on) */
+	uint64_t log_failures;    /* checkpoints or records that failed */
+};
+void db_usage(struct db *db, struct db_usage *u);
+
+/*
  * Begin a read snapshot for the calling thread (cheap: a per-thread txn
  * is renewed).  Must be ended with db_read_end() on the same thread;
  * nested begins on one thread share one snapshot.  Returns 0 or -errno.

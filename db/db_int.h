@@ -26,6 +26,7 @@
 #ifndef MAPFS_DB_INT_H
 #define MAPFS_DB_INT_H
 
+#include <errno.h>
 #include <lmdb.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -61,6 +62,31 @@ struct db_obs {
 	void *ctx;
 };
 
+/* An MDB_* return code as -errno: the one table (lmdb.c and wal.c). */
+static inline int db_err(int rc)
+{
+	switch (rc) {
+	case MDB_SUCCESS:
+		return 0;
+	case MDB_NOTFOUND:
+		return -ENOENT;
+	case MDB_KEYEXIST:
+		return -EEXIST;
+	case MDB_MAP_FULL:
+	case MDB_TXN_FULL:
+		return -ENOSPC;
+	case MDB_READERS_FULL:
+		return -EAGAIN;
+	case MDB_CORRUPTED:
+	case MDB_PAGE_NOTFOUND:
+	case MDB_PANIC:
+	case MDB_BAD_TXN:
+		return -EIO;
+	default:
+		return rc > 0 ? -rc : -EIO;
+	}
+}
+
 /* A read snapshot or a write transaction: the LMDB txn under it. */
 struct wal_buf;
 
@@ -87,11 +113,14 @@ struct db {
 	int lock_fd;              /* flock'ed: one process per directory */
 	struct db_wal *wal;       /* wal.c: commits logged, or NULL */
 	pthread_mutex_t wal_lock; /* a top-level commit and its record */
+	bool wal_failed;          /* the log given up after an error */
+	uint64_t wal_failures;    /* its checkpoints or records that failed */
 	uint64_t id; /* tells a thread's cached read txn which env it is for */
 	struct db_tinfo tables[DB_TABLES_MAX];
 	pthread_mutex_t readers_lock;
-	MDB_txn **readers;
+	MDB_txn **readers; /* threads' read txns, one slot each */
 	size_t nreaders, readers_cap;
+	struct db *env_next; /* lmdb.c's list of open environments */
 
 	/* writer.c: the thread that changes the tables */
 	struct db_writer *w;

@@ -46,29 +46,8 @@ struct db_reader {
 
 static __thread struct db_reader tl_reader;
 
-int db_err(int rc)
-{
-	switch (rc) {
-	case MDB_SUCCESS:
-		return 0;
-	case MDB_NOTFOUND:
-		return -ENOENT;
-	case MDB_KEYEXIST:
-		return -EEXIST;
-	case MDB_MAP_FULL:
-	case MDB_TXN_FULL:
-		return -ENOSPC;
-	case MDB_READERS_FULL:
-		return -EAGAIN;
-	case MDB_CORRUPTED:
-	case MDB_PAGE_NOTFOUND:
-	case MDB_PANIC:
-	case MDB_BAD_TXN:
-		return -EIO;
-	default:
-		return rc > 0 ? -rc : -EIO;
-	}
-}
+static void envs_add(struct db *db);
+static void envs_del(struct db *db);
 
 /* ---- commits not flushed (DB_OPEN_UNFLUSHED) ----------------------------
  *
@@ -273,6 +252,7 @@ int db_env_open(struct db *db, const char *dir, size_t mapsize,
 	}
 	db->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
 	pthread_mutex_init(&db->readers_lock, NULL);
+	envs_add(db);
 	return 0;
 
 out_env:
@@ -288,7 +268,9 @@ out_lock:
 
 void db_env_close(struct db *db)
 {
-	/* Threads that read are stopped by now; their txns are freed here. */
+	/* Threads that read are stopped by now; their txns are freed here
+	 * (a thread that exits later finds the env gone). */
+	envs_del(db);
 	for (size_t i = 0; i < db->nreaders; i++)
 		mdb_txn_abort(db->readers[i]);
 	free(db->readers);
@@ -492,28 +474,146 @@ int db_raw_each(struct db *db, struct db_txn *t, unsigned tbl,
 	return rc;
 }
 
-/* ---- reads ------------------------------------------------------------- */
+/* ---- reads ------------------------------------------------------------- *
+ *
+ * A thread's read txn holds one of LMDB's reader slots (MDB_NOTLS: the
+ * slot is the txn's, not the thread's) from its first read until it is
+ * aborted.  Threads come and go (each pass of parallel uploads starts
+ * its own): a slot left by every thread that ever read filled the table
+ * (1,024) after ~16,000 uploads, and every read and checkpoint after
+ * that failed with MDB_READERS_FULL.  So a thread's exit gives its slot
+ * back (reader_key's destructor), and so does a switch to another env
+ * or a failed renew.  The open envs are listed so that an exit after
+ * db_close, which aborts what is left, touches nothing freed.
+ */
 
-static int db_reader_register(struct db *db, MDB_txn *txn)
+static pthread_mutex_t envs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct db *envs; /* open environments, through db->env_next */
+static pthread_once_t reader_once = PTHREAD_ONCE_INIT;
+static pthread_key_t reader_key;
+static bool reader_key_ok;
+
+/* Give r's txn back: out of its env's list, its slot freed.  The env
+ * may be closed already: then db_env_close aborted it. */
+static void reader_release(struct db_reader *r)
 {
-	int rc = 0;
+	MDB_txn *txn = r->txn.mdb;
 
+	r->txn.mdb = NULL;
+	r->depth = 0;
+	if (!txn)
+		goto out;
+	pthread_mutex_lock(&envs_lock);
+	for (struct db *db = envs; db; db = db->env_next) {
+		if (db->id != r->db_id)
+			continue;
+		pthread_mutex_lock(&db->readers_lock);
+		for (size_t i = 0; i < db->nreaders; i++) {
+			if (db->readers[i] != txn)
+				continue;
+			db->readers[i] = db->readers[--db->nreaders];
+			mdb_txn_abort(txn);
+			break;
+		}
+		pthread_mutex_unlock(&db->readers_lock);
+		break;
+	}
+	pthread_mutex_unlock(&envs_lock);
+out:
+	r->db_id = 0;
+}
+
+/* Thread exit (reader_key's value is the thread's tl_reader). */
+static void reader_exit(void *p)
+{
+	reader_release(p);
+}
+
+static void reader_key_init(void)
+{
+	reader_key_ok = pthread_key_create(&reader_key, reader_exit) == 0;
+}
+
+static void envs_add(struct db *db)
+{
+	pthread_mutex_lock(&envs_lock);
+	db->env_next = envs;
+	envs = db;
+	pthread_mutex_unlock(&envs_lock);
+}
+
+static void envs_del(struct db *db)
+{
+	pthread_mutex_lock(&envs_lock);
+	for (struct db **p = &envs; *p; p = &(*p)->env_next)
+		if (*p == db) {
+			*p = db->env_next;
+			break;
+		}
+	pthread_mutex_unlock(&envs_lock);
+}
+
+/* A new read txn for the calling thread: registered with db, and given
+ * back when the thread exits.  0 or an MDB_* code. */
+static int reader_new(struct db *db, struct db_reader *r)
+{
+	int rc;
+
+	pthread_once(&reader_once, reader_key_init);
+	/* Without the exit's hook a thread's slot would outlive it. */
+	if (!reader_key_ok || pthread_setspecific(reader_key, r))
+		return ENOMEM;
+	r->db_id = db->id;
+	r->txn = (struct db_txn){ .db = db };
+	rc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &r->txn.mdb);
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&db->readers_lock);
 	if (db->nreaders == db->readers_cap) {
 		size_t cap = db->readers_cap ? db->readers_cap * 2 : 16;
 		MDB_txn **n = realloc(db->readers, cap * sizeof(*n));
 
 		if (!n) {
-			rc = -ENOMEM;
-			goto out_unlock;
+			pthread_mutex_unlock(&db->readers_lock);
+			mdb_txn_abort(r->txn.mdb);
+			r->txn.mdb = NULL;
+			return ENOMEM;
 		}
 		db->readers = n;
 		db->readers_cap = cap;
 	}
-	db->readers[db->nreaders++] = txn;
-out_unlock:
+	db->readers[db->nreaders++] = r->txn.mdb;
 	pthread_mutex_unlock(&db->readers_lock);
-	return rc;
+	return 0;
+}
+
+static int count_reader(const char *msg, void *ctx)
+{
+	/* One line per slot in use, after a header line. */
+	if (strncmp(msg, "(no active", 10) != 0)
+		(*(unsigned *)ctx)++;
+	return 0;
+}
+
+void db_usage(struct db *db, struct db_usage *u)
+{
+	MDB_envinfo info = { 0 };
+	MDB_stat st = { 0 };
+	unsigned lines = 0;
+	int max = 0;
+
+	*u = (struct db_usage){ 0 };
+	mdb_env_info(db->env, &info);
+	mdb_env_stat(db->env, &st);
+	mdb_env_get_maxreaders(db->env, (unsigned *)&max);
+	mdb_reader_list(db->env, count_reader, &lines);
+	u->map_bytes = info.me_mapsize;
+	u->map_used_bytes = (uint64_t)(info.me_last_pgno + 1) * st.ms_psize;
+	u->readers = lines ? lines - 1 : 0;
+	u->readers_max = (unsigned)max;
+	pthread_mutex_lock(&db->wal_lock);
+	db_wal_usage(db, u);
+	pthread_mutex_unlock(&db->wal_lock);
 }
 
 int db_read_begin(struct db *db, struct db_txn **txn)
@@ -529,19 +629,11 @@ int db_read_begin(struct db *db, struct db_txn **txn)
 	if (r->db_id == db->id && r->txn.mdb) {
 		rc = mdb_txn_renew(r->txn.mdb);
 	} else {
-		/* A txn left from a closed env is forgotten, never touched. */
-		r->db_id = db->id;
-		r->txn = (struct db_txn){ .db = db };
-		rc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &r->txn.mdb);
-		if (rc == MDB_SUCCESS && db_reader_register(db, r->txn.mdb)) {
-			mdb_txn_abort(r->txn.mdb);
-			rc = ENOMEM;
-		}
+		reader_release(r); /* another env's, if any */
+		rc = reader_new(db, r);
 	}
 	if (rc) {
-		/* A failed renew leaves the txn registered; db_close frees it. */
-		r->txn.mdb = NULL;
-		r->db_id = 0;
+		reader_release(r);
 		return db_err(rc);
 	}
 	r->depth = 1;

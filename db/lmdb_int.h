@@ -22,9 +22,6 @@ int db_env_open(struct db *db, const char *dir, size_t mapsize,
 /* Close it; every thread that read has stopped.  Frees their txns. */
 void db_env_close(struct db *db);
 
-/* An MDB_* return code as -errno. */
-int db_err(int rc);
-
 /* A table of the layers' own (name begins with '_'), made if missing. */
 int db_env_table(struct db *db, const char *name, unsigned *out);
 

@@ -121,12 +121,6 @@ static uint32_t crc(uint32_t c, const void *p, size_t n)
 	return ~c;
 }
 
-/* An LMDB return code as -errno (LMDB's own codes: -EIO). */
-static int lmdb_rc(int rc)
-{
-	return rc == MDB_SUCCESS ? 0 : rc > 0 ? -rc : -EIO;
-}
-
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -414,10 +408,10 @@ static int checkpoint(struct db *db)
 	MDB_txn *pin;
 	int fd, rc;
 
-	if ((rc = lmdb_rc(mdb_env_sync(db->env, 1))) ||
-	    (rc = lmdb_rc(mdb_env_info(db->env, &info))) ||
-	    (rc = lmdb_rc(mdb_env_stat(db->env, &st))) ||
-	    (rc = lmdb_rc(mdb_env_get_fd(db->env, &fd))))
+	if ((rc = db_err(mdb_env_sync(db->env, 1))) ||
+	    (rc = db_err(mdb_env_info(db->env, &info))) ||
+	    (rc = db_err(mdb_env_stat(db->env, &st))) ||
+	    (rc = db_err(mdb_env_get_fd(db->env, &fd))))
 		return rc;
 	metrics_add(MET_FLUSH_DB, 2);
 	h.psize = st.ms_psize;
@@ -459,7 +453,7 @@ static int checkpoint(struct db *db)
 	w->since = 0;
 	w->ckpt_ns = now_ns();
 	w->ckpt_pgno = info.me_last_pgno;
-	if ((rc = lmdb_rc(mdb_txn_begin(db->env, NULL, MDB_RDONLY, &pin))))
+	if ((rc = db_err(mdb_txn_begin(db->env, NULL, MDB_RDONLY, &pin))))
 		goto out;
 	if (w->pin)
 		mdb_txn_abort(w->pin);
@@ -492,14 +486,27 @@ static int ckpt_or_off(struct db *db)
 
 	if (!rc)
 		return 0;
-	log_error("state %s: a checkpoint failed (%s): LMDB flushes every "
-		  "commit from now",
+	log_error("state %s: a checkpoint failed (%s): the log is given up, "
+		  "LMDB flushes every commit from now (slower; a restart "
+		  "tries the log again)",
 		  db->dir, strerror(-rc));
+	db->wal_failures++;
+	db->wal_failed = true;
 	mdb_env_set_flags(db->env, MDB_NOSYNC, 0);
-	rc = lmdb_rc(mdb_env_sync(db->env, 1));
+	rc = db_err(mdb_env_sync(db->env, 1));
 	db->wal = NULL;
 	wal_free(w);
 	return rc;
+}
+
+void db_wal_usage(struct db *db, struct db_usage *u)
+{
+	struct db_wal *w = db->wal;
+
+	u->log_on = w != NULL;
+	u->log_failed = db->wal_failed;
+	u->log_failures = db->wal_failures;
+	u->log_ckpt_age_ms = w ? (now_ns() - w->ckpt_ns) / 1000000u : 0;
 }
 
 int db_wal_commit(struct db *db, struct db_txn *t)
@@ -603,7 +610,7 @@ static int replay_rec(struct db *db, MDB_txn *txn, const uint8_t *p, size_t len)
 		if (rc) {
 			log_error("state %s: replaying the log into %s: %s",
 				  db->dir, name, mdb_strerror(rc));
-			return lmdb_rc(rc);
+			return db_err(rc);
 		}
 	}
 	return 0;
@@ -638,7 +645,7 @@ static int replay(struct db *db, uint64_t *n)
 			    h.crc)
 			break;
 		if (!txn &&
-		    (rc = lmdb_rc(mdb_txn_begin(db->env, NULL, 0, &txn))))
+		    (rc = db_err(mdb_txn_begin(db->env, NULL, 0, &txn))))
 			break;
 		rc = replay_rec(db, txn, p, h.len);
 		(*n)++;
@@ -646,7 +653,7 @@ static int replay(struct db *db, uint64_t *n)
 	}
 	free(p);
 	if (txn && !rc)
-		rc = lmdb_rc(mdb_txn_commit(txn));
+		rc = db_err(mdb_txn_commit(txn));
 	else if (txn)
 		mdb_txn_abort(txn);
 	return rc;
@@ -753,7 +760,7 @@ int db_wal_open(struct db *db, bool logging)
 			 db->dir, strerror(-rc));
 		wal_free(w);
 		mdb_env_set_flags(db->env, MDB_NOSYNC, 0);
-		if ((rc = lmdb_rc(mdb_env_sync(db->env, 1))))
+		if ((rc = db_err(mdb_env_sync(db->env, 1))))
 			return rc;
 		return log_remove(db->dir);
 	}

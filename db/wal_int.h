@@ -49,5 +49,7 @@ void db_wal_discard(struct db_txn *t);
  * LMDB's order.  0 or -errno.
  */
 int db_wal_commit(struct db *db, struct db_txn *t);
+/* The log's part of db_usage (under db->wal_lock). */
+void db_wal_usage(struct db *db, struct db_usage *u);
 
 #endif

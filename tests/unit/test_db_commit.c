@@ -434,6 +434,73 @@ static void test_log(void)
 	}
 }
 
+/*
+ * Threads come and go (each pass of parallel uploads starts its own);
+ * each one's read snapshot held an LMDB reader slot until db_close, so
+ * after 1,024 of them every read failed (MDB_READERS_FULL: uploads
+ * stopped after ~16,000 files, and the log's checkpoint failed).  A
+ * thread's exit gives its slot back: 3,000 threads that each read, and
+ * the slots in use come back to where they were.
+ */
+struct reads {
+	struct db *db;
+	db_table dbi;
+	int errors;
+};
+
+static void *read_once(void *p)
+{
+	struct reads *r = p;
+	unsigned v = 0;
+
+	if (get(r->db, r->dbi, 1, &v) != 0 || v != 11)
+		__atomic_add_fetch(&r->errors, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static void test_reader_slots(void)
+{
+	struct reads r = { 0 };
+	struct db_usage u0, u1;
+	struct kv kv = { 0, 1, 11, 0 };
+	unsigned v = 0;
+
+	snprintf(udir, sizeof(udir), "%s/readers", dir);
+	CU_ASSERT_FATAL(db_open(udir, 64 << 20, 8, &r.db) == 0);
+	CU_ASSERT_FATAL(db_table_open(r.db, "t", DB_INTKEY, &r.dbi) == 0);
+	kv.dbi = r.dbi;
+	CU_ASSERT_FATAL(db_write(r.db, put_apply, &kv) == 0);
+	CU_ASSERT(get(r.db, r.dbi, 1, &v) == 0 && v == 11);
+	db_usage(r.db, &u0);
+	CU_ASSERT(u0.readers_max >= 126);
+	CU_ASSERT(u0.map_bytes == 64 << 20);
+	CU_ASSERT(u0.map_used_bytes > 0 && u0.map_used_bytes < u0.map_bytes);
+	CU_ASSERT(u0.log_on && !u0.log_failed && u0.log_failures == 0);
+	for (int i = 0; i < 3000; i += 8) {
+		pthread_t t[8];
+
+		for (int j = 0; j < 8; j++)
+			CU_ASSERT_FATAL(pthread_create(&t[j], NULL, read_once,
+						       &r) == 0);
+		for (int j = 0; j < 8; j++)
+			pthread_join(t[j], NULL);
+	}
+	CU_ASSERT_EQUAL(r.errors, 0);
+	db_usage(r.db, &u1);
+	CU_ASSERT_EQUAL(u1.readers, u0.readers);
+	/* Reads and commits (and the log's checkpoints) still work. */
+	for (unsigned k = 2; k < 600; k++) {
+		struct kv w = { r.dbi, k, k * 10, 0 };
+
+		CU_ASSERT_FATAL(db_write(r.db, put_apply, &w) == 0);
+	}
+	CU_ASSERT(get(r.db, r.dbi, 599, &v) == 0 && v == 5990);
+	db_usage(r.db, &u1);
+	CU_ASSERT(u1.log_on && u1.log_failures == 0);
+	CU_ASSERT(u1.log_ckpt_age_ms < 60000);
+	db_close(r.db);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -450,6 +517,8 @@ int main(void)
 		    "the log: a dead process's commits replayed, torn "
 		    "ones not",
 		    test_log);
+	CU_add_test(s, "threads that exit give their read slots back",
+		    test_reader_slots);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();
