@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "db/db.h"
 #include "fs/fs.h"
 
 struct db;
@@ -43,6 +44,17 @@ struct admin_ctx {
 	const char *store_url;
 	const char *cache_dir; /* STATE/cache */
 	uint64_t started_ms;   /* CLOCK_MONOTONIC, for the uptime */
+};
+
+/* What the process holds (resources.c): each comes back to its level
+ * once the work is done. */
+struct admin_resources {
+	int fds;            /* open descriptors (-1: /proc unreadable) */
+	uint64_t fds_max;   /* RLIMIT_NOFILE (0: none) */
+	unsigned threads;   /* 0: /proc unreadable */
+	uint64_t rss_bytes; /* resident memory */
+	bool have_db;       /* db below is filled */
+	struct db_usage db; /* LMDB's map, reader slots, the log */
 };
 
 /* Numbers for ctl status and the metrics gauges. */
@@ -65,6 +77,7 @@ struct admin_stats {
 	 * how long ago its replica last caught up with the log. */
 	bool clustered, cluster_up, lease_held;
 	double replica_age_s;
+	struct admin_resources res;
 };
 
 /* Fill *st now (walks the cache directory and the dirty inodes). */

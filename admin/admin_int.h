@@ -31,6 +31,10 @@ void admin_cmd_run(struct admin *a, int fd, char *line);
 /* ready.c: `ctl ready`, for health checks.  Answers on fd. */
 void admin_cmd_ready(struct admin *a, int fd);
 
+/* resources.c: what the process holds, from /proc and the database. */
+void admin_resources_get(const struct admin_ctx *ctx,
+			 struct admin_resources *r);
+
 /* live.c: `stats`, one snapshot of the counters ctl stats shows as rates. */
 void admin_cmd_stats(struct admin *a, int fd);
 

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,6 +211,42 @@ static void list_free(struct file_list *l)
 	free(l->dirs);
 }
 
+/* ctl status's lines of what the process holds (resources.c). */
+static void status_resources(int fd, const struct admin_resources *r)
+{
+	char h[32], m[32];
+
+	if (r->fds >= 0)
+		admin_send(fd, "> open_fds: %d of %" PRIu64, r->fds,
+			   r->fds_max);
+	if (r->threads)
+		admin_send(fd, "> threads: %u", r->threads);
+	fmt_bytes(r->rss_bytes, h, sizeof(h));
+	if (r->rss_bytes)
+		admin_send(fd, "> resident_memory: %s", h);
+	if (!r->have_db)
+		return;
+	fmt_bytes(r->db.map_used_bytes, h, sizeof(h));
+	fmt_bytes(r->db.map_bytes, m, sizeof(m));
+	admin_send(fd, "> db_map: %s used of %s", h, m);
+	admin_send(fd, "> db_readers: %u of %u", r->db.readers,
+		   r->db.readers_max);
+	if (r->db.log_on)
+		admin_send(fd,
+			   "> db_log: on (last checkpoint %.1f s ago, %" PRIu64
+			   " failed)",
+			   (double)r->db.log_ckpt_age_ms / 1e3,
+			   r->db.log_failures);
+	else
+		admin_send(
+			fd, "> db_log: %s",
+			r->db.log_failed
+				? "given up after an error (see the log): "
+				  "LMDB flushes every commit until a restart"
+				: "off (a cluster node whose disk is a copy, "
+				  "or no room for the log)");
+}
+
 static void cmd_status(struct admin *a, int fd)
 {
 	struct store_page page = { 0 };
@@ -239,6 +276,7 @@ static void cmd_status(struct admin *a, int fd)
 		admin_send(fd, "> cache_bytes: %" PRIu64 " (%s)",
 			   st.cache_bytes, h);
 	}
+	status_resources(fd, &st.res);
 	admin_send(fd, "> cache_hits: %" PRIu64, metrics_get(MET_CACHE_HITS));
 	admin_send(fd, "> cache_misses: %" PRIu64,
 		   metrics_get(MET_CACHE_MISSES));
@@ -298,10 +336,95 @@ static void cmd_status(struct admin *a, int fd)
 	admin_send(fd, "ok");
 }
 
+/* A flush on a thread of its own, so that its command can report. */
+struct flush_run {
+	struct fs *fs;
+	atomic_bool cancel;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int rc;
+	char why[FS_KEY_TEXT_MAX + 200];
+};
+
+static void *flush_main(void *p)
+{
+	struct flush_run *r = p;
+	int rc = fs_flush_wait(r->fs, 0, &r->cancel, r->why, sizeof(r->why));
+
+	pthread_mutex_lock(&r->lock);
+	r->rc = rc;
+	r->done = true;
+	pthread_cond_signal(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+/* Bytes sent to the store so far: PUTs and multipart parts. */
+static uint64_t uploaded(void)
+{
+	return metrics_get(MET_STORE_BYTES_PUT) +
+	       metrics_get(MET_STORE_BYTES_MPU);
+}
+
+/*
+ * While r runs: a "progress" line each FLUSH_PROGRESS_MS (or ten times
+ * what counting the backlog took, with millions of files dirty): files
+ * gone up of those there were, bytes sent to the store of those left.
+ * A client gone, or the gateway stopping, cancels the flush.
+ */
+#define FLUSH_PROGRESS_MS 1000
+static void flush_report(struct admin *a, int fd, struct flush_run *r,
+			 uint64_t t0)
+{
+	uint64_t put0 = uploaded(), most = 0, every = FLUSH_PROGRESS_MS;
+	struct fs_dirty_stat ds;
+
+	if (!fs_dirty_stat(a->ctx.fs, &ds))
+		most = ds.files + ds.pending;
+	pthread_mutex_lock(&r->lock);
+	while (!r->done) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += (time_t)(every / 1000);
+		ts.tv_nsec += (long)(every % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&r->cond, &r->lock, &ts);
+		if (r->done)
+			break;
+		pthread_mutex_unlock(&r->lock);
+		uint64_t c0 = mono_ms();
+		int rc = fs_dirty_stat(a->ctx.fs, &ds);
+		uint64_t cost = mono_ms() - c0, left = ds.files + ds.pending;
+		uint64_t sent = uploaded() - put0;
+
+		every = cost * 10 > FLUSH_PROGRESS_MS ? cost * 10
+						      : FLUSH_PROGRESS_MS;
+		if (left > most)
+			most = left; /* new work came in */
+		if (!rc && admin_send(fd,
+				      "progress %" PRIu64 " %" PRIu64
+				      " %" PRIu64 " %" PRIu64 " 0 %" PRIu64,
+				      most - left, most, sent, sent + ds.bytes,
+				      mono_ms() - t0))
+			atomic_store(&r->cancel, true); /* nobody waits */
+		if (atomic_load(&a->stopping))
+			atomic_store(&r->cancel, true);
+		pthread_mutex_lock(&r->lock);
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
 static void cmd_flush(struct admin *a, int fd, const char *path)
 {
+	struct flush_run r = { .fs = a->ctx.fs };
 	struct fs_attr attr;
 	uint64_t ino, parent, t0 = mono_ms();
+	pthread_t tid;
 	int rc;
 
 	/* The syncer keeps the store's order of operations (a delete never
@@ -311,9 +434,20 @@ static void cmd_flush(struct admin *a, int fd, const char *path)
 		send_path_err(a, fd, path, rc);
 		return;
 	}
-	rc = fs_flush(a->ctx.fs);
-	if (rc) {
-		admin_send(fd, "err flush: %s", strerror(-rc));
+	atomic_init(&r.cancel, false);
+	pthread_mutex_init(&r.lock, NULL);
+	pthread_cond_init(&r.cond, NULL);
+	if (pthread_create(&tid, NULL, flush_main, &r)) {
+		flush_main(&r); /* no thread: no progress either */
+	} else {
+		flush_report(a, fd, &r, t0);
+		pthread_join(tid, NULL);
+	}
+	pthread_cond_destroy(&r.cond);
+	pthread_mutex_destroy(&r.lock);
+	if (r.rc) {
+		log_warn("ctl: flush gave up: %s", r.why);
+		admin_send(fd, "err flush: %s", r.why);
 		return;
 	}
 	log_info("ctl: flushed%s%s", path ? " for " : "", path ? path : "");

@@ -21,6 +21,7 @@ void admin_stats_get(const struct admin_ctx *ctx, struct admin_stats *st)
 	struct timespec now;
 
 	memset(st, 0, sizeof(*st));
+	admin_resources_get(ctx, &st->res);
 	st->uptime_s = (metrics_now_ns() / 1000000u - ctx->started_ms) / 1000;
 	pthread_mutex_lock(&ctx->nfsd->mounts_lock);
 	for (struct nfsd_mount *m = ctx->nfsd->mounts; m; m = m->next)
@@ -54,6 +55,61 @@ void admin_stats_get(const struct admin_ctx *ctx, struct admin_stats *st)
 
 		st->upload_lag_s = lag > 0 ? (double)lag / 1e9 : 0;
 	}
+}
+
+/* The process's and the database's resources (resources.c). */
+static void resources_gauges(struct metrics_buf *b,
+			     const struct admin_resources *r)
+{
+	if (r->fds >= 0)
+		metrics_buf_gauge(
+			b, "mapfs_open_fds",
+			"Descriptors the gateway holds open (client "
+			"connections, cache files, store connections)",
+			"", (double)r->fds);
+	if (r->fds_max)
+		metrics_buf_gauge(b, "mapfs_max_fds",
+				  "The gateway's descriptor limit "
+				  "(RLIMIT_NOFILE, LimitNOFILE= in the unit)",
+				  "", (double)r->fds_max);
+	if (r->threads)
+		metrics_buf_gauge(b, "mapfs_threads", "The gateway's threads",
+				  "", (double)r->threads);
+	if (r->rss_bytes)
+		metrics_buf_gauge(b, "mapfs_resident_memory_bytes",
+				  "The gateway's resident memory (VmRSS)", "",
+				  (double)r->rss_bytes);
+	if (!r->have_db)
+		return;
+	metrics_buf_gauge(b, "mapfs_db_map_bytes",
+			  "LMDB's map size (64 GiB): the most its file may "
+			  "hold; past it changes fail with ENOSPC",
+			  "", (double)r->db.map_bytes);
+	metrics_buf_gauge(b, "mapfs_db_map_used_bytes",
+			  "LMDB's pages in use, the file's high water", "",
+			  (double)r->db.map_used_bytes);
+	metrics_buf_gauge(b, "mapfs_db_readers",
+			  "LMDB reader slots taken (one per thread that "
+			  "reads); at mapfs_db_readers_max reads fail",
+			  "", (double)r->db.readers);
+	metrics_buf_gauge(b, "mapfs_db_readers_max", "LMDB's reader slots", "",
+			  (double)r->db.readers_max);
+	metrics_buf_gauge(b, "mapfs_db_log_on",
+			  "1 while commits are made durable by the log "
+			  "(STATE/db/wal, one flush each); 0: LMDB flushes "
+			  "each (an unflushed cluster node, no room, or the "
+			  "log given up: mapfs_db_log_failed)",
+			  "", r->db.log_on ? 1 : 0);
+	metrics_buf_gauge(b, "mapfs_db_log_failed",
+			  "1 once the log was given up after an error (the "
+			  "log says which): every commit costs two flushes "
+			  "until a restart",
+			  "", r->db.log_failed ? 1 : 0);
+	metrics_buf_gauge(b, "mapfs_db_log_checkpoint_age_seconds",
+			  "Since the log's last checkpoint (at most ~2 s "
+			  "while commits come; it holds a snapshot, so "
+			  "LMDB's file grows by the churn in between)",
+			  "", (double)r->db.log_ckpt_age_ms / 1e3);
 }
 
 void admin_metrics_collect(void *arg, struct metrics_buf *b)
@@ -109,6 +165,7 @@ void admin_metrics_collect(void *arg, struct metrics_buf *b)
 				  "second when healthy)",
 				  "", st.replica_age_s);
 	}
+	resources_gauges(b, &st.res);
 	if (st.dirty_err)
 		return;
 	metrics_buf_gauge(

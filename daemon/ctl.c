@@ -95,12 +95,12 @@ static void fmt_size(uint64_t n, char *buf, size_t cap)
 	snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", v, units[u]);
 }
 
-/* One "progress ..." line as a bar on stderr: files, bytes, rate, ETA. */
+/* One "progress ..." line as a bar on stderr: files, bytes, rates, ETA. */
 static void show_progress(const char *line, bool tty)
 {
 	uint64_t fd_, ft, bd, bt, fetched, ms;
 	char b1[32], b2[32], r[32], bar[BAR_WIDTH + 1], eta[32];
-	double rate, frac;
+	double rate, frate, frac;
 	int fill;
 
 	if (!tty || sscanf(line,
@@ -115,21 +115,25 @@ static void show_progress(const char *line, bool tty)
 		bar[i] = i < fill ? '#' : '-';
 	bar[BAR_WIDTH] = '\0';
 	rate = ms ? (double)bd * 1000.0 / (double)ms : 0;
+	frate = ms ? (double)fd_ * 1000.0 / (double)ms : 0;
 	fmt_size(bd, b1, sizeof(b1));
 	fmt_size(bt, b2, sizeof(b2));
 	fmt_size((uint64_t)rate, r, sizeof(r));
-	if (rate > 0 && bt > bd) {
-		uint64_t s = (uint64_t)((double)(bt - bd) / rate);
+	if ((rate > 0 && bt > bd) || (!bt && frate > 0 && ft > fd_)) {
+		uint64_t s = (uint64_t)(bt ? (double)(bt - bd) / rate
+					   : (double)(ft - fd_) / frate);
 
 		snprintf(eta, sizeof(eta), "%" PRIu64 ":%02" PRIu64, s / 60,
 			 s % 60);
 	} else {
-		snprintf(eta, sizeof(eta), "%s", bd >= bt ? "0:00" : "--:--");
+		bool all = bt ? bd >= bt : fd_ >= ft;
+
+		snprintf(eta, sizeof(eta), "%s", all ? "0:00" : "--:--");
 	}
 	fprintf(stderr,
 		"\r[%s] %" PRIu64 "/%" PRIu64
-		" files  %s/%s  %s/s  ETA %s\033[K",
-		bar, fd_, ft, b1, b2, r, eta);
+		" files (%.0f/s)  %s/%s  %s/s  ETA %s\033[K",
+		bar, fd_, ft, frate, b1, b2, r, eta);
 	fflush(stderr);
 }
 

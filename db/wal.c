@@ -492,6 +492,7 @@ static int ckpt_or_off(struct db *db)
 		  db->dir, strerror(-rc));
 	db->wal_failures++;
 	db->wal_failed = true;
+	metrics_inc(MET_DB_LOG_FAILURES);
 	mdb_env_set_flags(db->env, MDB_NOSYNC, 0);
 	rc = db_err(mdb_env_sync(db->env, 1));
 	db->wal = NULL;

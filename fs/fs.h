@@ -26,6 +26,7 @@
 #ifndef MAPFS_FS_H
 #define MAPFS_FS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -177,7 +178,20 @@ int fs_migrate(struct db *db, const struct db_cluster_opts *o, const void *key,
 /* Stop the syncer (after one last pass if flush) and free. */
 void fs_close(struct fs *fs, bool flush);
 
-/* Upload every dirty inode now and wait (tests, SIGTERM).  0 or -errno. */
+/*
+ * Upload every change now and wait (ctl flush, SIGTERM, tests).  It waits
+ * as long as work moves; once nothing has gone up for patience_ms (0:
+ * FS_FLUSH_PATIENCE_MS) or the only work left keeps failing for good, it
+ * gives up with -errno and, in why (cap bytes; may be NULL), the reason an
+ * operator can act on: the store does not answer, the key that fails
+ * and its error, files that never hold still.  *cancel (may be NULL)
+ * set stops it with -ECANCELED.  0: nothing is left.
+ */
+#define FS_FLUSH_PATIENCE_MS 30000
+int fs_flush_wait(struct fs *fs, uint32_t patience_ms,
+		  const atomic_bool *cancel, char *why, size_t cap);
+
+/* fs_flush_wait() that gives up after 2 s without progress (tests). */
 int fs_flush(struct fs *fs);
 
 /*

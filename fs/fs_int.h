@@ -102,6 +102,9 @@ struct fs_job {
 #define FS_RELIST_SLOTS 64 /* event listings queued, one per directory */
 /* strict.c: passes in flight, one uploading while one commits. */
 #define FS_STRICT_THREADS 4
+/* At SIGTERM the last flush waits this long for work that does not move
+ * (the store away): what is left goes up after the next start. */
+#define FS_CLOSE_FLUSH_MS 10000
 
 struct fs {
 	struct fs_opts opts;

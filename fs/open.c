@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "common/log.h"
 #include "db/db.h"
 #include "fs_int.h"
 
@@ -164,8 +165,16 @@ void fs_close(struct fs *fs, bool flush)
 	atomic_store(&fs->closing, true);
 	db_on_node_down(fs->db, NULL, fs);
 	fs_workers_stop(fs);
-	if (flush)
-		fs_flush(fs);
+	if (flush) {
+		char why[FS_KEY_TEXT_MAX + 200];
+
+		if (fs_flush_wait(fs, FS_CLOSE_FLUSH_MS, NULL, why,
+				  sizeof(why)))
+			log_warn("fs: the last upload before stopping gave "
+				 "up: %s; those changes stay in the journal "
+				 "and go up after the next start",
+				 why);
+	}
 	fs_strict_stop(fs);
 	fs_syncer_stop(fs);
 	/* No other node's change reaches the hooks of a freed fs. */

@@ -69,9 +69,7 @@
 #define SYNC_BACKOFF_MAX_MS 10000
 /* While the store is down, one store_probe() per this, and no pass. */
 #define SYNC_PROBE_MS 1000
-#define SYNC_FLUSH_RETRIES 5
-#define SYNC_FLUSH_IDLE_MAX 500 /* passes without progress: ~10 s */
-#define SYNC_INODE_TRIES 100    /* ~2 s of passes for one strict COMMIT */
+#define SYNC_INODE_TRIES 100 /* ~2 s of passes for one strict COMMIT */
 
 struct sync_snap {
 	struct fs_pending *pend;
@@ -652,32 +650,99 @@ void fs_syncer_stop(struct fs *fs)
  * pending; a store error is retried a few times with backoff before it is
  * returned.
  */
+/* Why a flush that made no progress gives up, into why. */
+static int flush_stuck(struct fs *fs, int rc, uint64_t still_ms, char *why,
+		       size_t cap)
+{
+	struct fs_dirty_stat f = { 0 };
+
+	fs_fail_stat(fs, &f);
+	if (store_down(fs->store)) {
+		snprintf(why, cap,
+			 "the store does not answer: nothing went up for "
+			 "%" PRIu64 " s (ctl status; the changes stay here "
+			 "and go up once it answers)",
+			 still_ms / 1000);
+		return -EAGAIN;
+	}
+	if (f.failing) {
+		snprintf(why, cap,
+			 "%" PRIu64 " file(s) fail for good, \"%s\" longest: "
+			 "%s (ctl status; the log has each one)",
+			 f.failing, f.failing_key, strerror(-f.failing_err));
+		return f.failing_err ? f.failing_err : -EIO;
+	}
+	if (rc) {
+		snprintf(why, cap,
+			 "the store keeps failing: %s; nothing went up for "
+			 "%" PRIu64 " s",
+			 strerror(-rc), still_ms / 1000);
+		return rc;
+	}
+	snprintf(why, cap,
+		 "files are changed without pause: nothing could go up for "
+		 "%" PRIu64 " s",
+		 still_ms / 1000);
+	return -EAGAIN;
+}
+
 int fs_flush(struct fs *fs)
 {
-	int rc = 0, failures = 0, idle = 0;
-	size_t left;
-	bool progress;
+	return fs_flush_wait(fs, 2000, NULL, NULL, 0);
+}
 
+int fs_flush_wait(struct fs *fs, uint32_t patience_ms,
+		  const atomic_bool *cancel, char *why, size_t cap)
+{
+	char none[8];
+	uint64_t last = fs_now_ms();
+	unsigned failures = 0;
+	size_t left;
+	int rc = 0;
+
+	if (!why) {
+		why = none;
+		cap = sizeof(none);
+	}
+	why[0] = '\0';
+	if (!patience_ms)
+		patience_ms = FS_FLUSH_PATIENCE_MS;
 	pthread_mutex_lock(&fs->sync_lock);
 	for (;;) {
+		struct fs_dirty_stat f = { 0 };
+		bool progress;
+
 		rc = work_left(fs, &left);
-		if (rc || left == 0)
-			break;
-		rc = sync_pass(fs, true, NULL, &progress, NULL);
 		if (rc) {
-			if (++failures > SYNC_FLUSH_RETRIES)
-				break;
-			usleep(100000u * (unsigned)failures);
+			snprintf(why, cap, "reading the namespace: %s",
+				 strerror(-rc));
+			break;
+		}
+		if (left == 0)
+			break;
+		if (cancel && atomic_load(cancel)) {
+			snprintf(why, cap, "stopped");
+			rc = -ECANCELED;
+			break;
+		}
+		rc = sync_pass(fs, true, NULL, &progress, NULL);
+		uint64_t now = fs_now_ms();
+
+		if (progress) {
+			last = now;
+			failures = 0;
 			continue;
 		}
-		failures = 0;
-		idle = progress ? 0 : idle + 1;
-		if (idle > SYNC_FLUSH_IDLE_MAX) {
-			rc = -EAGAIN; /* files that never hold still */
+		/* Nothing moved.  What is left only fails for good: no
+		 * need to wait for it. */
+		fs_fail_stat(fs, &f);
+		if ((f.failing && left <= f.failing) ||
+		    now - last >= patience_ms) {
+			rc = flush_stuck(fs, rc, now - last, why, cap);
 			break;
 		}
-		if (!progress)
-			usleep(20000);
+		failures += rc != 0;
+		usleep(rc ? 100000u * (failures < 10 ? failures : 10) : 20000);
 	}
 	pthread_mutex_unlock(&fs->sync_lock);
 	return rc;

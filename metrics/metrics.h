@@ -81,6 +81,9 @@
 	  "commit's record in the log, a checkpoint's two)")                   \
 	X(FLUSH_DIR, "mapfs_disk_flushes_total", "kind=\"dir\"", "")           \
 	X(FLUSH_DB, "mapfs_disk_flushes_total", "kind=\"db\"", "")             \
+	X(DB_LOG_FAILURES, "mapfs_db_log_failures_total", "",                  \
+	  "Checkpoints of the database's log that failed (each gives the "     \
+	  "log up: LMDB flushes every commit until a restart)")                \
 	X(CLUSTER_COMMITS, "mapfs_cluster_commits_total", "",                  \
 	  "Groups of changes committed in the cluster database")               \
 	X(CLUSTER_COMMIT_US, "mapfs_cluster_commit_microseconds_total", "",    \

@@ -152,7 +152,7 @@ int file_tmp_create(int dirfd, char name[TMP_NAME_MAX], int *out)
 /*
  * Does kp's object (in its directory dfd) hold cond?  0, -ESTALE
  * (another version; for STORE_IF_NONE: any), -ENOENT (none: for
- * STORE_IF_MATCH).  An object carrying cond's write id is this write's
+ * STORE_IF_MATCH), -EISDIR (a directory of other keys is there).  An object carrying cond's write id is this write's
  * own (an earlier try): 0.
  */
 static int cond_match(int dfd, const struct keypath *kp,
@@ -169,7 +169,12 @@ static int cond_match(int dfd, const struct keypath *kp,
 		return cond->kind == STORE_IF_NONE ? 0 : -ENOENT;
 	if (fd < 0)
 		return errno == ELOOP ? -ESTALE : -errno;
-	err = fstat(fd, &sb) ? -errno : !S_ISREG(sb.st_mode) ? -ESTALE : 0;
+	/* A directory in the way is no version of the key: no write can
+	 * replace it (as an unconditional PUT's -EISDIR). */
+	err = fstat(fd, &sb)         ? -errno
+	      : S_ISDIR(sb.st_mode)  ? -EISDIR
+	      : !S_ISREG(sb.st_mode) ? -ESTALE
+				     : 0;
 	if (!err && cond->wid[0] && !file_meta_read(fd, &m) &&
 	    !strcmp(m.wid, cond->wid)) {
 		close(fd);

@@ -663,6 +663,53 @@ static void test_store_down(void)
 	fx_close();
 }
 
+/*
+ * A flush waits while work moves and gives up only with a reason an
+ * operator can act on (issue 50): the store away; a file that fails for
+ * good, named, at once rather than after the patience; stopped by its
+ * caller.  Then, with the cause gone, it ends with everything up.
+ */
+static void test_flush_reasons(void)
+{
+	char why[FS_KEY_TEXT_MAX + 200], p[400];
+	atomic_bool cancel;
+	uint64_t ino, ino2;
+	int64_t t0;
+
+	fx_open(0);
+	CU_ASSERT_FATAL(do_create("ok", &ino) == 0);
+	CU_ASSERT(do_write(ino, 0, "x", 1) == 0);
+	fault(FAKE_PUTS_DOWN, true);
+	CU_ASSERT(fs_flush_wait(fs, 1000, NULL, why, sizeof(why)) == -EAGAIN);
+	CU_ASSERT(strstr(why, "the store does not answer") != NULL);
+	atomic_init(&cancel, true);
+	CU_ASSERT(fs_flush_wait(fs, 0, &cancel, why, sizeof(why)) ==
+		  -ECANCELED);
+	fault(FAKE_PUTS_DOWN, false);
+	CU_ASSERT(fs_flush_wait(fs, 0, NULL, why, sizeof(why)) == 0);
+
+	/* A directory in the store where the file goes: its upload fails
+	 * for good, and nothing else is left. */
+	CU_ASSERT_FATAL(do_create("blocked", &ino2) == 0);
+	CU_ASSERT(do_write(ino2, 0, "y", 1) == 0);
+	snprintf(p, sizeof(p), "%s/store/blocked", fx_dir);
+	CU_ASSERT_FATAL(mkdir(p, 0700) == 0);
+	snprintf(p, sizeof(p), "%s/store/blocked/in", fx_dir);
+	CU_ASSERT_FATAL(mkdir(p, 0700) == 0);
+	t0 = test_now_ms();
+	int rc = fs_flush_wait(fs, 20000, NULL, why, sizeof(why));
+
+	CU_ASSERT(rc < 0 && rc != -EAGAIN && rc != -ECANCELED);
+	CU_ASSERT(strstr(why, "\"blocked\"") != NULL);
+	CU_ASSERT(strstr(why, "fail for good") != NULL);
+	CU_ASSERT(test_now_ms() - t0 < 10000); /* not the patience */
+	rmdir(p);
+	snprintf(p, sizeof(p), "%s/store/blocked", fx_dir);
+	rmdir(p);
+	CU_ASSERT(fs_flush_wait(fs, 0, NULL, why, sizeof(why)) == 0);
+	fx_close();
+}
+
 static int do_read(uint64_t ino, uint64_t off, size_t len, void *buf,
 		   size_t *n);
 
@@ -1031,6 +1078,7 @@ int main(void)
 	CU_add_test(s, "meta_rewrite_read", test_meta_rewrite_read);
 	CU_add_test(s, "heads_parallel", test_heads_parallel);
 	CU_add_test(s, "listing_attrs", test_listing_attrs);
+	CU_add_test(s, "flush_reasons", test_flush_reasons);
 	CU_add_test(s, "first_listing_progressive",
 		    test_first_listing_progressive);
 	CU_basic_set_mode(CU_BRM_VERBOSE);

@@ -515,6 +515,14 @@ static void test_markers(void)
 	/* A file and a directory cannot share a name on a local disk. */
 	CU_ASSERT(put_str(&f, "m/x/y", "1") == 0);
 	CU_ASSERT(put_str(&f, "m", "1") == -EISDIR);
+	/* ... also under a condition: no version to conflict with (an
+	 * upload took it for another writer's and tried again forever). */
+	{
+		struct store_cond none = { .kind = STORE_IF_NONE };
+
+		CU_ASSERT(store_put_if(f.st, "m", "1", 1, NULL, &none, NULL) ==
+			  -EISDIR);
+	}
 	CU_ASSERT(put_str(&f, "m/x/y/z", "1") == -ENOTDIR);
 	fx_close(&f);
 }
