@@ -262,9 +262,12 @@ static int io_run(struct worker *w, const struct bfh *fh, uint64_t tag,
 
 enum small_kind { SMALL_WRITE, SMALL_READ, SMALL_STAT, SMALL_CREATE };
 
-static void small_name(char *buf, size_t len, uint32_t file)
+/* The small files' names: s.N, or s.N.r once the rename item ran (the
+ * names --renamed runs find). */
+static void small_name(const struct worker *w, char *buf, size_t len,
+		       uint32_t file)
 {
-	snprintf(buf, len, "s.%u", file);
+	snprintf(buf, len, w->cfg->renamed ? "s.%u.r" : "s.%u", file);
 }
 
 /* The empty files of the create and readdir items. */
@@ -494,7 +497,7 @@ static int small_issue(struct slot *s)
 	if (j->proc == SMALL_CREATE)
 		create_name(name, sizeof(name), s->file);
 	else
-		small_name(name, sizeof(name), s->file);
+		small_name(w, name, sizeof(name), s->file);
 	diropargs3 where = { .dir = bfh_arg(&w->dir), .name = name };
 	if (j->proc == SMALL_CREATE) {
 		CREATE3args a = { .where = where };
@@ -660,9 +663,17 @@ static int run_write_small(struct worker *w)
 	return small_run(w, SMALL_WRITE);
 }
 
+/* The small files: written first, or with --reuse the ones an earlier
+ * --keep run left (same -p and --small-file-count). */
 static int prep_small(struct worker *w)
 {
-	return w->have_small ? 0 : small_run(w, SMALL_WRITE);
+	if (w->have_small)
+		return 0;
+	if (w->cfg->reuse) {
+		w->have_small = w->tried_small = 1;
+		return 0;
+	}
+	return small_run(w, SMALL_WRITE);
 }
 
 static int run_read_small(struct worker *w)
@@ -731,18 +742,13 @@ static int run_create(struct worker *w)
  * --small-file-count files of --small-file-size (written untimed), then
  * removed one at a time, each REMOVE waiting for the one before.
  */
-static int prep_remove(struct worker *w)
-{
-	return w->have_small ? 0 : small_run(w, SMALL_WRITE);
-}
-
 static int run_remove(struct worker *w)
 {
 	char name[32];
 	w->res.start_ns = bench_now_ns();
 	for (uint64_t i = 0; i < w->cfg->small_file_count; i++) {
 		uint64_t t0 = bench_now_ns();
-		small_name(name, sizeof(name), (uint32_t)i);
+		small_name(w, name, sizeof(name), (uint32_t)i);
 		if (conn_remove(&w->conn, &w->dir, name, 0) < 0)
 			return -1;
 		hist_record(&w->res.hist, bench_now_ns() - t0);
@@ -752,6 +758,34 @@ static int run_remove(struct worker *w)
 	}
 	w->res.end_ns = bench_now_ns();
 	/* Gone: neither a later item nor the cleanup looks for them. */
+	w->have_small = 0;
+	w->tried_small = 0;
+	return 0;
+}
+
+/*
+ * The rename item renames each small file (s.N -> s.N.r; with --renamed
+ * s.N.r -> s.N.r.r) in its directory, one at a time: what a user's mv of many files does, and
+ * each one a copy and a delete in the store.
+ */
+static int run_rename(struct worker *w)
+{
+	char from[32], to[40];
+	w->res.start_ns = bench_now_ns();
+	w->tried_renamed = 1;
+	for (uint64_t i = 0; i < w->cfg->small_file_count; i++) {
+		uint64_t t0 = bench_now_ns();
+		small_name(w, from, sizeof(from), (uint32_t)i);
+		snprintf(to, sizeof(to), "%s.r", from);
+		if (conn_rename(&w->conn, &w->dir, from, to) < 0)
+			return -1;
+		hist_record(&w->res.hist, bench_now_ns() - t0);
+		w->res.files++;
+		w->res.ops++;
+		atomic_fetch_add(&w->progress, 1);
+	}
+	w->res.end_ns = bench_now_ns();
+	/* Under other names now: the cleanup removes those. */
 	w->have_small = 0;
 	w->tried_small = 0;
 	return 0;
@@ -855,8 +889,11 @@ const struct item bench_items[] = {
 	{ "create", "Create file", VALUE_FILES, COST_MS_PER_FILE,
 	  PROGRESS_FILES, "file (CREATE)", prep_none, run_create },
 	{ "remove", "Remove small file", VALUE_FILES, COST_MS_PER_FILE,
-	  PROGRESS_FILES, "file (REMOVE, one at a time)", prep_remove,
+	  PROGRESS_FILES, "file (REMOVE, one at a time)", prep_small,
 	  run_remove },
+	{ "rename", "Rename small file", VALUE_FILES, COST_MS_PER_FILE,
+	  PROGRESS_FILES, "file (RENAME, one at a time)", prep_small,
+	  run_rename },
 	{ "readdir", "Readdir", VALUE_FILES, COST_MS_PER_FILE, PROGRESS_FILES,
 	  "the whole directory (READDIRPLUS, 64 KiB pages)", prep_readdir,
 	  run_readdir },
@@ -920,13 +957,20 @@ int worker_cleanup(struct worker *w)
 	if (w->tried_small)
 		for (uint64_t i = 0; i < w->cfg->small_file_count && r == 0;
 		     i++) {
-			small_name(name, sizeof(name), (uint32_t)i);
+			small_name(w, name, sizeof(name), (uint32_t)i);
 			r = conn_remove(c, &w->dir, name, 0);
 		}
 	if (w->tried_created)
 		for (uint64_t i = 0; i < w->cfg->small_file_count && r == 0;
 		     i++) {
 			create_name(name, sizeof(name), (uint32_t)i);
+			r = conn_remove(c, &w->dir, name, 0);
+		}
+	if (w->tried_renamed)
+		for (uint64_t i = 0; i < w->cfg->small_file_count && r == 0;
+		     i++) {
+			small_name(w, name, sizeof(name), (uint32_t)i);
+			strcat(name, ".r");
 			r = conn_remove(c, &w->dir, name, 0);
 		}
 	if (w->tried_seen)

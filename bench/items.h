@@ -26,7 +26,8 @@ struct bench_cfg {
 	uint64_t io_file_size;     /* the file of the 4k and 1m items */
 	double duration;           /* seconds, for rate items */
 	int verify;
-	int reuse; /* read-big reads an existing "big" (--reuse) */
+	int reuse;   /* read-big and the small items use a --keep run's files */
+	int renamed; /* the small items act on s.N.r, the rename item's names */
 };
 
 /* What the item's VALUE counts, and what its COST is, as juicefs bench
@@ -95,7 +96,7 @@ struct worker {
 	struct bfh big;
 	struct bfh io;
 	int have_big, have_small, have_io, tried_small;
-	int have_created, tried_created, tried_seen;
+	int have_created, tried_created, tried_seen, tried_renamed;
 	/* A second connection, to the next gateway of a cluster run (or the
 	 * same server): where the visibility item looks for what it made. */
 	struct conn peer;

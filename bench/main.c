@@ -62,10 +62,14 @@ static void usage(FILE *f)
 	fprintf(f, "      --dir NAME           work dir made under the export "
 		   "(mapfs-bench.PID)\n"
 		   "      --keep               leave the work dir in place\n"
-		   "      --reuse              read-big reads the big file a "
-		   "--keep run left under --dir\n"
-		   "                           (same --big-file-size and -p) "
-		   "instead of writing it first\n"
+		   "      --reuse              read-big, and the small-file "
+		   "items, use the files a --keep\n"
+		   "                           run left under --dir (same "
+		   "-p and sizes) instead of\n"
+		   "                           writing them first\n"
+		   "      --renamed            the small-file items act on the "
+		   "names the rename item\n"
+		   "                           gave (s.N.r), with --reuse\n"
 		   "      --no-verify          skip the data check of read-big "
 		   "and read-small\n"
 		   "      --json               print the results as JSON on "
@@ -163,6 +167,7 @@ enum {
 	OPT_DIR,
 	OPT_KEEP,
 	OPT_REUSE,
+	OPT_RENAMED,
 	OPT_NOVERIFY,
 	OPT_JSON,
 };
@@ -182,6 +187,7 @@ static int parse_args(struct run *r, int argc, char **argv)
 		{ "dir", required_argument, NULL, OPT_DIR },
 		{ "keep", no_argument, NULL, OPT_KEEP },
 		{ "reuse", no_argument, NULL, OPT_REUSE },
+		{ "renamed", no_argument, NULL, OPT_RENAMED },
 		{ "no-verify", no_argument, NULL, OPT_NOVERIFY },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
@@ -228,6 +234,9 @@ static int parse_args(struct run *r, int argc, char **argv)
 			break;
 		case OPT_KEEP:
 			r->keep = 1;
+			break;
+		case OPT_RENAMED:
+			c->renamed = 1;
 			break;
 		case OPT_REUSE:
 			c->reuse = 1;

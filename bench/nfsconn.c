@@ -558,3 +558,18 @@ int conn_remove(struct conn *c, const struct bfh *dir, const char *name,
 	}
 	return sync_wait(c, c->rpc, &s);
 }
+
+int conn_rename(struct conn *c, const struct bfh *dir, const char *from,
+		const char *to)
+{
+	struct sync_call s = { .c = c, .proc = "RENAME", .tolerated = -1 };
+	RENAME3args a = {
+		.from = { .dir = bfh_arg(dir), .name = (char *)from },
+		.to = { .dir = bfh_arg(dir), .name = (char *)to },
+	};
+	if (rpc_nfs3_rename_async(c->rpc, plain_cb, &a, &s) < 0) {
+		conn_fail(c, "RENAME", "%s", rpc_get_error(c->rpc));
+		return -1;
+	}
+	return sync_wait(c, c->rpc, &s);
+}

@@ -98,5 +98,8 @@ int conn_commit(struct conn *c, const struct bfh *fh);
 /* REMOVE (rmdir: RMDIR) name in dir; a name already gone is fine. */
 int conn_remove(struct conn *c, const struct bfh *dir, const char *name,
 		int rmdir);
+/* RENAME from to to, both in dir. */
+int conn_rename(struct conn *c, const struct bfh *dir, const char *from,
+		const char *to);
 
 #endif

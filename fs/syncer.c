@@ -501,10 +501,11 @@ static int sync_pass(struct fs *fs, bool flushing, const struct sync_only *only,
 	if (!only && sp->nitems < SYNC_BATCH)
 		fs_early_sweep(fs, sp->items, sp->nitems);
 	fs_outage_check(fs, conflicts0);
+	/* The pending records' progress counts too (a pass of only those
+	 * said "none": a flush of many renames gave up while they ran). */
+	if (*progress)
+		atomic_store(&run->progress, true);
 	if (later) {
-		/* The pending records' progress counts too. */
-		if (*progress)
-			atomic_store(&run->progress, true);
 		later->par = par;
 		return 0;
 	}

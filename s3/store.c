@@ -284,6 +284,11 @@ static int cond_bits(struct store *st)
 		bits = 0;
 	else if ((bits = st->ops->cond_native(st)) < 0)
 		return 0; /* cannot tell yet: HEAD this time, ask again */
+	/* Many uploads ask at once: the one that tells says it. */
+	int unknown = -1;
+
+	if (!atomic_compare_exchange_strong(&st->cond_bits, &unknown, bits))
+		return bits;
 	if (bits != STORE_COND_ALL)
 		log_warn(
 			"store %s: ignores conditions on%s%s%s; those uploads "
@@ -293,7 +298,6 @@ static int cond_bits(struct store *st)
 			bits & STORE_COND_NONE_OK ? "" : " If-None-Match PUTs,",
 			bits & STORE_COND_MATCH_OK ? "" : " If-Match PUTs,",
 			bits & STORE_COND_MPU_OK ? "" : " multipart completes");
-	atomic_store_explicit(&st->cond_bits, bits, memory_order_release);
 	return bits;
 }
 

@@ -663,6 +663,8 @@ static void test_store_down(void)
 	fx_close();
 }
 
+static int do_rename(const char *from, const char *to);
+
 /*
  * A flush waits while work moves and gives up only with a reason an
  * operator can act on (issue 50): the store away; a file that fails for
@@ -707,6 +709,25 @@ static void test_flush_reasons(void)
 	snprintf(p, sizeof(p), "%s/store/blocked", fx_dir);
 	rmdir(p);
 	CU_ASSERT(fs_flush_wait(fs, 0, NULL, why, sizeof(why)) == 0);
+
+	/* A pass of queued copies and deletes alone is progress: 150
+	 * renames are 300 records, more than one pass takes. */
+	for (int i = 0; i < 150; i++) {
+		char a[16];
+
+		snprintf(a, sizeof(a), "m%d", i);
+		CU_ASSERT_FATAL(do_create(a, &ino) == 0);
+	}
+	CU_ASSERT(fs_flush(fs) == 0);
+	for (int i = 0; i < 150; i++) {
+		char a[16], b[16];
+
+		snprintf(a, sizeof(a), "m%d", i);
+		snprintf(b, sizeof(b), "o%d", i);
+		CU_ASSERT(do_rename(a, b) == 0);
+	}
+	usleep(100000); /* quiet: the renamed files' records are due */
+	CU_ASSERT(fs_flush_wait(fs, 1, NULL, why, sizeof(why)) == 0);
 	fx_close();
 }
 
