@@ -180,10 +180,19 @@ void fs_early_sweep(struct fs *fs, const struct sync_item *items, size_t n);
 /* Abort every early upload (the syncer stops). */
 void fs_early_stop(struct fs *fs);
 
-/* sync_pending.c: run one queued store record (a DEL or a COPY) and drop
- * it once the store confirmed it.  0, or the error that keeps it (and
- * all after it) queued. */
-int sync_run_pending(struct fs *fs, const struct fs_pending *p);
+/*
+ * sync_pending.c: run the queued store records p[0, n) (DELs and COPYs,
+ * in the queue's order) many at a time, keeping the order of those that
+ * touch a key in common, and drop each once the store confirmed it
+ * (ran[i]; *progress set if any did).  0, or the first error: the
+ * record that failed and the later ones that touch its keys stay
+ * queued (fs_fail_note for an error retrying cannot fix).
+ */
+int sync_run_pending(struct fs *fs, const struct fs_pending *p, size_t n,
+		     bool *ran, bool *progress);
+
+/* A store key's 64-bit hash (FNV-1a), for sets of keys. */
+uint64_t sync_key_hash(const char *key);
 
 /*
  * sync_mpu.c: upload fd (size bytes, it's data) to it->key as a

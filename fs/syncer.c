@@ -66,6 +66,10 @@
 #define SYNC_PERIOD_MS 200
 #define SYNC_MIN_QUIET_MS 50
 #define SYNC_BATCH 256
+/* Queued store records a pass runs at most (sync_pending.c's waves). */
+#define SYNC_PEND_BATCH 1024
+/* A strict pass runs the queue only while it is this short. */
+#define SYNC_STRICT_PEND_MAX 64
 #define SYNC_BACKOFF_MAX_MS 10000
 /* While the store is down, one store_probe() per this, and no pass. */
 #define SYNC_PROBE_MS 1000
@@ -76,20 +80,84 @@ struct sync_snap {
 	size_t npend;
 	struct sync_item *items;
 	size_t nitems;
+	/* The keys queued records still touch: of those past the pass's
+	 * batch, then also of the batch's that did not run (sorted hashes,
+	 * sync_key_hash).  No upload to one of them overtakes its record. */
+	uint64_t *queued;
+	size_t nqueued, queued_cap;
+	bool queued_oom; /* the set is incomplete: no upload this pass */
 };
 
 static void snap_free(struct sync_snap *s)
 {
 	free(s->pend);
 	free(s->items);
+	free(s->queued);
 }
 
+static void queued_add(struct sync_snap *s, const char *key)
+{
+	if (s->nqueued == s->queued_cap) {
+		size_t cap = s->queued_cap ? s->queued_cap * 2 : 256;
+		uint64_t *n = realloc(s->queued, cap * sizeof(*n));
+
+		if (!n) {
+			s->queued_oom = true;
+			return;
+		}
+		s->queued = n;
+		s->queued_cap = cap;
+	}
+	s->queued[s->nqueued++] = sync_key_hash(key);
+}
+
+static void queued_add_record(struct sync_snap *s, const struct fs_pending *p)
+{
+	queued_add(s, p->src);
+	if (p->op == FS_PEND_COPY)
+		queued_add(s, p->dst);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Might a queued record touch key?  (A false yes delays an upload by a
+ * pass; a set that could not be kept says yes to everything.) */
+static bool queued_has(const struct sync_snap *s, const char *key)
+{
+	uint64_t h = sync_key_hash(key);
+	size_t lo = 0, hi = s->nqueued;
+
+	if (s->queued_oom)
+		return true;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->queued[mid] == h)
+			return true;
+		if (s->queued[mid] < h)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/* The first SYNC_PEND_BATCH records into the pass; the keys of the rest
+ * into the queued set. */
 static int snap_pend(void *arg, const struct fs_pending *p)
 {
 	struct sync_snap *s = arg;
 
-	s->pend[s->npend++] = *p;
-	return s->npend == SYNC_BATCH;
+	if (s->npend < SYNC_PEND_BATCH)
+		s->pend[s->npend++] = *p;
+	else
+		queued_add_record(s, p);
+	return 0;
 }
 
 /* Which dirty inodes a pass takes: NULL all (that are due); else the n
@@ -222,7 +290,7 @@ static int snap_take(struct fs *fs, struct sync_snap *s,
 	int rc;
 
 	memset(s, 0, sizeof(*s));
-	s->pend = calloc(SYNC_BATCH, sizeof(*s->pend));
+	s->pend = calloc(SYNC_PEND_BATCH, sizeof(*s->pend));
 	s->items = calloc(SYNC_BATCH, sizeof(*s->items));
 	if (!s->pend || !s->items) {
 		snap_free(s);
@@ -236,8 +304,6 @@ static int snap_take(struct fs *fs, struct sync_snap *s,
 		return rc;
 	}
 	rc = fs_pending_each(fs, txn, snap_pend, s);
-	if (rc == 1)
-		rc = 0; /* a batch is full */
 	for (size_t i = 0; only && !rc && i < only->n && s->nitems < SYNC_BATCH;
 	     i++) {
 		uint64_t ino = only->inos[i];
@@ -424,24 +490,25 @@ static int sync_pass(struct fs *fs, bool flushing, const struct sync_only *only,
 		return rc;
 	if (!only && !sp->npend && !sp->nitems)
 		fs_outage_replayed(fs);
-	for (size_t i = 0; i < sp->npend; i++) {
-		const struct fs_pending *pd = &sp->pend[i];
-		const char *what = pd->op == FS_PEND_DEL ? "delete" : "copy";
+	/* The queued store records first, many at a time; an upload to a
+	 * key that one still touches (past this batch, or failed) waits.
+	 * A pass clients wait for (a strict COMMIT) runs them only when
+	 * few are queued (a file renamed, then committed): behind a
+	 * renamed directory's thousands it would wait for them all; its
+	 * files go up unless a record touches their keys. */
+	bool *ran = calloc(sp->npend ? sp->npend : 1, sizeof(*ran));
+	bool behind = waited_for && sp->npend > SYNC_STRICT_PEND_MAX;
+	int prc = !ran     ? -ENOMEM
+		  : behind ? 0
+			   : sync_run_pending(fs, sp->pend, sp->npend, ran,
+					      progress);
 
-		rc = fs_fail_wait(fs, pd->src) ? -EAGAIN
-					       : sync_run_pending(fs, pd);
-		if (rc) {
-			/* Later work must not overtake this record. */
-			log_debug("fs: store %s %s: %s", what, pd->src,
-				  strerror(-rc));
-			if (!fs_err_transient(rc))
-				fs_fail_note(fs, what, pd->src, rc);
-			snap_free(sp);
-			return rc;
-		}
-		fs_fail_clear(fs, pd->src);
-		*progress = true;
-	}
+	for (size_t i = 0; i < sp->npend; i++)
+		if (!ran || !ran[i])
+			queued_add_record(sp, &sp->pend[i]);
+	free(ran);
+	if (sp->nqueued)
+		qsort(sp->queued, sp->nqueued, sizeof(*sp->queued), cmp_u64);
 	int64_t now = fs_now_ns();
 	struct cache_usage u;
 
@@ -455,7 +522,7 @@ static int sync_pass(struct fs *fs, bool flushing, const struct sync_only *only,
 	size_t nsmall = 0;
 
 	*run = (struct sync_run){ .fs = fs };
-	atomic_init(&run->first, 0);
+	atomic_init(&run->first, prc);
 	atomic_init(&run->progress, false);
 	/* Due ones: the small first (to run in parallel), then the big. */
 	for (size_t i = 0; i < sp->nitems; i++) {
@@ -464,7 +531,8 @@ static int sync_pass(struct fs *fs, bool flushing, const struct sync_only *only,
 		it->due = false;
 		if ((only && !only_has(only, it->in.ino)) ||
 		    now - it->quiet_since < delay * 1000000 ||
-		    (!flushing && fs_fail_wait(fs, it->key)))
+		    (!flushing && fs_fail_wait(fs, it->key)) ||
+		    queued_has(sp, it->key))
 			continue;
 		/* Another node's to upload (its changes may be newer). */
 		if (it->in.type == FS_REG && it->in.owner &&
@@ -501,6 +569,11 @@ static int sync_pass(struct fs *fs, bool flushing, const struct sync_only *only,
 	if (!only && sp->nitems < SYNC_BATCH)
 		fs_early_sweep(fs, sp->items, sp->nitems);
 	fs_outage_check(fs, conflicts0);
+	/* A full batch that moved: the next pass at once, not a period
+	 * later (a renamed directory's records drain at the store's pace). */
+	if (!flushing && !only && *progress &&
+	    (sp->npend == SYNC_PEND_BATCH || sp->nitems == SYNC_BATCH))
+		fs_sync_nudge(fs);
 	/* The pending records' progress counts too (a pass of only those
 	 * said "none": a flush of many renames gave up while they ran). */
 	if (*progress)

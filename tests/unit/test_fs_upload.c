@@ -1069,6 +1069,100 @@ static void test_first_listing_progressive(void)
 	fx_close();
 }
 
+static int do_mkdir_in(uint64_t dir, const char *name, uint64_t *ino)
+{
+	struct wait w = WAIT_INIT;
+	struct fs_sattr sa = { 0 };
+	struct fs_wcc wcc;
+	struct fs_attr a;
+
+	fs_mkdir(fs, &ROOT, dir, name, &sa, ino, &a, &wcc, w_done, &w);
+	return w_wait(&w);
+}
+
+static int do_create_in(uint64_t dir, const char *name, uint64_t *ino)
+{
+	static const uint8_t zero[8];
+	struct wait w = WAIT_INIT;
+	struct fs_sattr sa = { 0 };
+	struct fs_wcc wcc;
+	struct fs_attr a;
+
+	fs_create(fs, &ROOT, dir, name, FS_CREATE_GUARDED, &sa, zero, ino, &a,
+		  &wcc, w_done, &w);
+	return w_wait(&w);
+}
+
+/* The store's object key holds exactly text (NULL: no such object). */
+static bool store_holds(const char *key, const char *text)
+{
+	struct store_info info;
+	char buf[64] = { 0 };
+	size_t n = 0;
+	int rc = store_head(inner, key, &info);
+
+	if (!text)
+		return rc == -ENOENT;
+	if (rc || info.size != strlen(text) || info.size >= sizeof(buf))
+		return false;
+	rc = store_get(inner, key, 0, info.size, buf, &n);
+	return !rc && n == info.size && !memcmp(buf, text, n);
+}
+
+/*
+ * The queued store records of renames run many at a time (issue 49), in
+ * their order where a key is shared: a chain of renames, a replaced
+ * target, a file made again at a renamed directory's old name while
+ * more records are queued than a pass takes (its upload must wait for
+ * the DELETE of the old object there, or it met that object as another
+ * writer's and was moved aside).
+ */
+static void test_pending_order(void)
+{
+	uint64_t aside0 = metrics_get(MET_CONFLICTS_ASIDE);
+	char name[32], text[32];
+	uint64_t d, ino, nd, ni;
+
+	fx_open(0);
+	CU_ASSERT_FATAL(do_mkdir_in(FS_ROOT_INO, "d", &d) == 0);
+	for (int i = 0; i < 600; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		snprintf(text, sizeof(text), "old %d", i);
+		CU_ASSERT_FATAL(do_create_in(d, name, &ino) == 0);
+		CU_ASSERT_FATAL(do_write(ino, 0, text, strlen(text)) == 0);
+	}
+	CU_ASSERT_FATAL(do_create("a", &ino) == 0);
+	CU_ASSERT(do_write(ino, 0, "A", 1) == 0);
+	CU_ASSERT_FATAL(do_create("x", &ino) == 0);
+	CU_ASSERT(do_write(ino, 0, "X", 1) == 0);
+	CU_ASSERT_FATAL(do_create("y", &ino) == 0);
+	CU_ASSERT(do_write(ino, 0, "Y", 1) == 0);
+	CU_ASSERT(fs_flush(fs) == 0);
+	CU_ASSERT(store_holds("d/f599", "old 599"));
+
+	/* 1,200 records for d's files: more than one pass runs. */
+	CU_ASSERT(do_rename("d", "e") == 0);
+	CU_ASSERT(do_rename("a", "b") == 0);
+	CU_ASSERT(do_rename("b", "c") == 0);
+	CU_ASSERT(do_rename("x", "y") == 0); /* over y */
+	CU_ASSERT_FATAL(do_mkdir_in(FS_ROOT_INO, "d", &nd) == 0);
+	CU_ASSERT_FATAL(do_create_in(nd, "f599", &ni) == 0);
+	CU_ASSERT(do_write(ni, 0, "new", 3) == 0);
+	CU_ASSERT(fs_flush(fs) == 0);
+
+	CU_ASSERT(store_holds("d/f599", "new"));
+	CU_ASSERT(store_holds("e/f599", "old 599"));
+	CU_ASSERT(store_holds("e/f0", "old 0"));
+	CU_ASSERT(store_holds("d/f0", NULL));
+	CU_ASSERT(store_holds("c", "A"));
+	CU_ASSERT(store_holds("a", NULL));
+	CU_ASSERT(store_holds("b", NULL));
+	CU_ASSERT(store_holds("y", "X"));
+	CU_ASSERT(store_holds("x", NULL));
+	CU_ASSERT_EQUAL(metrics_get(MET_CONFLICTS_ASIDE), aside0);
+	fx_close();
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -1100,6 +1194,7 @@ int main(void)
 	CU_add_test(s, "heads_parallel", test_heads_parallel);
 	CU_add_test(s, "listing_attrs", test_listing_attrs);
 	CU_add_test(s, "flush_reasons", test_flush_reasons);
+	CU_add_test(s, "pending_order", test_pending_order);
 	CU_add_test(s, "first_listing_progressive",
 		    test_first_listing_progressive);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
