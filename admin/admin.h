@@ -65,6 +65,7 @@ struct admin_stats {
 	uint64_t cache_bytes, cache_files;
 	int dirty_err; /* of fs_dirty_stat(); the fields below are 0 then */
 	uint64_t dirty_files, dirty_bytes, pending_ops;
+	double pending_age_s, pending_rate; /* the queue's oldest, its pace */
 	double upload_lag_s;
 	uint64_t failing; /* keys whose store work fails for good */
 	char failing_key[FS_KEY_TEXT_MAX]; /* the one failing longest */

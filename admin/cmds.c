@@ -287,7 +287,21 @@ static void cmd_status(struct admin *a, int fd)
 		admin_send(fd, "> dirty_files: %" PRIu64, st.dirty_files);
 		admin_send(fd, "> dirty_bytes: %" PRIu64 " (%s)",
 			   st.dirty_bytes, h);
-		admin_send(fd, "> pending_store_ops: %" PRIu64, st.pending_ops);
+		if (st.pending_ops && st.pending_rate >= 0.1)
+			admin_send(fd,
+				   "> pending_store_ops: %" PRIu64
+				   " (oldest %.0f s, %.0f/s, done in ~%.0f s)",
+				   st.pending_ops, st.pending_age_s,
+				   st.pending_rate,
+				   (double)st.pending_ops / st.pending_rate);
+		else if (st.pending_ops)
+			admin_send(
+				fd,
+				"> pending_store_ops: %" PRIu64
+				" (oldest %.0f s, none ran in the last minute)",
+				st.pending_ops, st.pending_age_s);
+		else
+			admin_send(fd, "> pending_store_ops: 0");
 		admin_send(fd, "> upload_lag_seconds: %.0f", st.upload_lag_s);
 		admin_send(fd, "> uploads_failing: %" PRIu64, st.failing);
 		if (st.failing)

@@ -45,6 +45,8 @@ void admin_stats_get(const struct admin_ctx *ctx, struct admin_stats *st)
 	st->dirty_files = ds.files;
 	st->dirty_bytes = ds.bytes;
 	st->pending_ops = ds.pending;
+	st->pending_age_s = (double)ds.pending_age_ms / 1e3;
+	st->pending_rate = ds.pending_rate;
 	st->failing = ds.failing;
 	memcpy(st->failing_key, ds.failing_key, sizeof(st->failing_key));
 	st->failing_err = ds.failing_err;
@@ -55,6 +57,9 @@ void admin_stats_get(const struct admin_ctx *ctx, struct admin_stats *st)
 
 		st->upload_lag_s = lag > 0 ? (double)lag / 1e9 : 0;
 	}
+	/* A queued copy or delete is a change not in the store either. */
+	if (st->pending_age_s > st->upload_lag_s)
+		st->upload_lag_s = st->pending_age_s;
 }
 
 /* The process's and the database's resources (resources.c). */
@@ -179,12 +184,18 @@ void admin_metrics_collect(void *arg, struct metrics_buf *b)
 	metrics_buf_gauge(b, "mapfs_store_pending_ops",
 			  "Store deletes and copies (renames) queued", "",
 			  (double)st.pending_ops);
+	metrics_buf_gauge(b, "mapfs_store_pending_oldest_seconds",
+			  "Age of the oldest queued store delete or copy "
+			  "(0: none); mapfs_store_pending_done_total's rate "
+			  "is how fast the queue goes",
+			  "", st.pending_age_s);
 	metrics_buf_gauge(b, "mapfs_uploads_failing",
 			  "Files (keys) whose store work keeps failing with an "
 			  "error retrying cannot fix (see the log, ctl status)",
 			  "", (double)st.failing);
 	metrics_buf_gauge(b, "mapfs_upload_lag_seconds",
-			  "Age of the oldest change not yet in the store, from "
-			  "its last write",
+			  "Age of the oldest change not yet in the store: a "
+			  "file's from its last write, or a queued copy or "
+			  "delete's (renames, removals)",
 			  "", st.upload_lag_s);
 }

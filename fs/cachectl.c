@@ -112,6 +112,9 @@ int fs_dirty_stat(struct fs *fs, struct fs_dirty_stat *out)
 	if (rc)
 		return rc;
 	rc = fs_pending_count(fs, txn, &out->pending);
+	if (!rc)
+		fs_pending_meter(fs, txn, &out->pending_age_ms,
+				 &out->pending_rate);
 	if (!rc) {
 		rc = db_cursor_open(txn, fs->dbi_work, &cur);
 	}

@@ -444,9 +444,11 @@ int fs_evict(struct fs *fs, uint64_t ino, uint64_t *freed);
 
 /* Write-back backlog, for ctl status and the metrics. */
 struct fs_dirty_stat {
-	uint64_t files;    /* inodes with a change not yet in the store */
-	uint64_t bytes;    /* data of those files held only locally */
-	uint64_t pending;  /* queued store deletes and copies (renames) */
+	uint64_t files;          /* inodes with a change not yet in the store */
+	uint64_t bytes;          /* data of those files held only locally */
+	uint64_t pending;        /* queued store deletes and copies (renames) */
+	uint64_t pending_age_ms; /* of the oldest (0: none, or not known) */
+	double pending_rate;     /* run a second, over the last minute */
 	int64_t oldest_ns; /* last change of the longest-waiting one; 0: none */
 	/* Store work failing with an error retrying cannot fix: how many
 	 * keys, and the one failing longest (its key and -errno). */

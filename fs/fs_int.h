@@ -198,6 +198,20 @@ struct fs {
 	atomic_uint_fast64_t write_epoch;
 	atomic_bool running, closing; /* between workers up and fs_close */
 	uint64_t pend_next;
+
+	/* pending.c's meter of the queue, for its oldest record's age and
+	 * its rate (ctl status, the metrics): when records were queued (a
+	 * stamp per second at most, of the first record queued in it), and
+	 * how many ran (pend_runs: samples of the count, one per 2 s). */
+	pthread_mutex_t pend_meter_lock;
+	struct fs_pend_stamp *pend_stamps;
+	size_t npend_stamps, pend_stamps_cap;
+	uint64_t pend_open_ms; /* records older than this fs: since then */
+	atomic_uint_fast64_t pend_done;
+	struct fs_pend_run {
+		uint64_t ms, done;
+	} pend_runs[32];
+	unsigned pend_run_next;
 };
 
 /*
@@ -526,6 +540,21 @@ int fs_pending_each(struct fs *fs, struct db_txn *txn,
 		    void *arg);
 /* How many records this node has to run. */
 int fs_pending_count(struct fs *fs, struct db_txn *txn, uint64_t *n);
+/* A stamp of when a record was queued, for the queue's age. */
+struct fs_pend_stamp {
+	uint64_t seq, ms;
+};
+/* n records ran (sync_pending.c): counted for the queue's rate. */
+void fs_pending_ran(struct fs *fs, uint64_t n);
+/*
+ * The queue's meter: *age_ms of its oldest record of this node (0: none
+ * or not known: another node's), *rate records run a second over about
+ * the last minute.
+ */
+void fs_pending_meter(struct fs *fs, struct db_txn *txn, uint64_t *age_ms,
+		      double *rate);
+/* Free the meter (fs_close). */
+void fs_pending_meter_free(struct fs *fs);
 /* Whether any node's record concerns ino (*node: whose, if not NULL). */
 bool fs_pending_of(struct fs *fs, struct db_txn *txn, uint64_t ino,
 		   uint32_t *node);

@@ -100,6 +100,8 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 	inodes.changed = fs_owner_inode_changed;
 	inodes.ctx = fs;
 	pthread_mutex_init(&fs->fail_lock, NULL);
+	pthread_mutex_init(&fs->pend_meter_lock, NULL);
+	fs->pend_open_ms = fs_now_ms();
 	pthread_mutex_init(&fs->relist_lock, NULL);
 	pthread_mutex_init(&fs->listing_lock, NULL);
 	atomic_init(&fs->nprogressive, 0);
@@ -150,6 +152,7 @@ out_workers:
 out_free:
 	pthread_mutex_destroy(&fs->ino_lock);
 	pthread_mutex_destroy(&fs->fail_lock);
+	fs_pending_meter_free(fs);
 	pthread_mutex_destroy(&fs->relist_lock);
 	pthread_mutex_destroy(&fs->listing_lock);
 	free(fs);
@@ -183,6 +186,7 @@ void fs_close(struct fs *fs, bool flush)
 	fs_fail_free(fs);
 	pthread_mutex_destroy(&fs->ino_lock);
 	pthread_mutex_destroy(&fs->fail_lock);
+	fs_pending_meter_free(fs);
 	pthread_mutex_destroy(&fs->relist_lock);
 	pthread_mutex_destroy(&fs->listing_lock);
 	free(fs);

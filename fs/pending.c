@@ -13,7 +13,9 @@
  * still on its way to a key (a COPY into it) or away from one.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "db/db.h"
@@ -56,9 +58,38 @@ int fs_pending_set(struct fs *fs, struct db_txn *txn, uint64_t seq, uint32_t op,
 	return pending_put(fs, txn, seq, op, ino, src, dst, 0);
 }
 
+/* Stamp seq with the time, unless a stamp of the last second covers it
+ * (records queued later than a stamp are at least as young). */
+static void pend_stamp(struct fs *fs, uint64_t seq)
+{
+	uint64_t now = fs_now_ms();
+	struct fs_pend_stamp *last;
+
+	pthread_mutex_lock(&fs->pend_meter_lock);
+	last = fs->npend_stamps ? &fs->pend_stamps[fs->npend_stamps - 1] : NULL;
+	if (last && (now - last->ms < 1000 || seq <= last->seq))
+		goto out;
+	if (fs->npend_stamps == fs->pend_stamps_cap) {
+		size_t cap = fs->pend_stamps_cap ? fs->pend_stamps_cap * 2 : 64;
+		struct fs_pend_stamp *n =
+			realloc(fs->pend_stamps, cap * sizeof(*n));
+
+		if (!n)
+			goto out; /* the age reads older: never younger */
+		fs->pend_stamps = n;
+		fs->pend_stamps_cap = cap;
+	}
+	fs->pend_stamps[fs->npend_stamps++] =
+		(struct fs_pend_stamp){ .seq = seq, .ms = now };
+out:
+	pthread_mutex_unlock(&fs->pend_meter_lock);
+}
+
 int fs_pending_add(struct fs *fs, struct db_txn *txn, uint32_t op, uint64_t ino,
 		   const char *src, const char *dst)
 {
+	int rc;
+
 	if (strlen(src) > STORE_KEY_MAX || (dst && strlen(dst) > STORE_KEY_MAX))
 		return -ENAMETOOLONG;
 	if (!*src)
@@ -66,8 +97,91 @@ int fs_pending_add(struct fs *fs, struct db_txn *txn, uint32_t op, uint64_t ino,
 	/* Order only matters among live records (a group run again just
 	 * leaves a gap).  The db writer's, like every apply.  Alone, every
 	 * new record is the last one of the table. */
-	return pending_put(fs, txn, fs->pend_next++, op, ino, src, dst,
-			   db_clustered(fs->db) ? 0 : DB_APPEND);
+	rc = pending_put(fs, txn, fs->pend_next, op, ino, src, dst,
+			 db_clustered(fs->db) ? 0 : DB_APPEND);
+	if (!rc)
+		pend_stamp(fs, fs->pend_next);
+	fs->pend_next++;
+	return rc;
+}
+
+void fs_pending_ran(struct fs *fs, uint64_t n)
+{
+	uint64_t now = fs_now_ms(), done;
+	unsigned last;
+
+	done = atomic_fetch_add(&fs->pend_done, n) + n;
+	pthread_mutex_lock(&fs->pend_meter_lock);
+	last = (fs->pend_run_next + 31) % 32;
+	if (now - fs->pend_runs[last].ms >= 2000) {
+		fs->pend_runs[fs->pend_run_next].ms = now;
+		fs->pend_runs[fs->pend_run_next].done = done;
+		fs->pend_run_next = (fs->pend_run_next + 1) % 32;
+	}
+	pthread_mutex_unlock(&fs->pend_meter_lock);
+}
+
+static int pend_first(void *arg, const struct fs_pending *p)
+{
+	*(uint64_t *)arg = p->seq;
+	return 1;
+}
+
+void fs_pending_meter(struct fs *fs, struct db_txn *txn, uint64_t *age_ms,
+		      double *rate)
+{
+	uint64_t now = fs_now_ms(), head = 0, from_ms = now, from_done;
+	uint64_t done = atomic_load(&fs->pend_done);
+	size_t lo = 0, hi;
+	int rc = fs_pending_each(fs, txn, pend_first, &head);
+
+	*age_ms = 0;
+	*rate = 0;
+	pthread_mutex_lock(&fs->pend_meter_lock);
+	from_done = done;
+	/* The rate: since the oldest sample of the last minute or so. */
+	for (unsigned i = 0; i < 32; i++) {
+		const struct fs_pend_run *r = &fs->pend_runs[i];
+
+		if (r->ms && now - r->ms <= 64000 && r->ms < from_ms) {
+			from_ms = r->ms;
+			from_done = r->done;
+		}
+	}
+	if (now > from_ms)
+		*rate = (double)(done - from_done) * 1000.0 /
+			(double)(now - from_ms);
+	if (rc != 1 || fs_pending_node(head) != db_node_id(fs->db))
+		goto out;
+	/* The last stamp at or before the head: it was queued after it. */
+	hi = fs->npend_stamps;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (fs->pend_stamps[mid].seq <= head)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0) {
+		*age_ms = now - fs->pend_open_ms; /* from before this start */
+	} else {
+		*age_ms = now - fs->pend_stamps[lo - 1].ms;
+		/* The stamps before that one are of records gone. */
+		memmove(fs->pend_stamps, fs->pend_stamps + lo - 1,
+			(fs->npend_stamps - lo + 1) * sizeof(*fs->pend_stamps));
+		fs->npend_stamps -= lo - 1;
+	}
+out:
+	pthread_mutex_unlock(&fs->pend_meter_lock);
+}
+
+void fs_pending_meter_free(struct fs *fs)
+{
+	free(fs->pend_stamps);
+	fs->pend_stamps = NULL;
+	fs->npend_stamps = fs->pend_stamps_cap = 0;
+	pthread_mutex_destroy(&fs->pend_meter_lock);
 }
 
 static uint64_t pend_base(uint32_t node)

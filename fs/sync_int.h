@@ -183,8 +183,8 @@ void fs_early_stop(struct fs *fs);
 /*
  * sync_pending.c: run the queued store records p[0, n) (DELs and COPYs,
  * in the queue's order) many at a time, keeping the order of those that
- * touch a key in common, and drop each once the store confirmed it
- * (ran[i]; *progress set if any did).  0, or the first error: the
+ * touch a key in common, for about half a second at most, and drop each
+ * once the store confirmed it (ran[i]; *progress set if any did).  0, or the first error: the
  * record that failed and the later ones that touch its keys stay
  * queued (fs_fail_note for an error retrying cannot fix).
  */

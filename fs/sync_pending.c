@@ -13,7 +13,9 @@
  * chain of renames in order.  A wave's COPYs run on up to
  * store_put_parallel() threads, its DELs as one multi-object DELETE
  * (1,000 keys a request on S3), and the records that ran are dropped in
- * one commit.  A record that fails keeps every later one that touches
+ * one commit.  Waves of up to PEND_WAVE_MAX records for up to
+ * PEND_PASS_MS a pass, then the pass's uploads: new files do not wait
+ * for a whole backlog.  A record that fails keeps every later one that touches
  * its keys queued; the others go on.  Before, one record at a time, each
  * with a durable commit of its own: a renamed directory reached the
  * bucket at ~20 objects a second.
@@ -30,6 +32,7 @@
 #include "common/log.h"
 #include "db/db.h"
 #include "fs_int.h"
+#include "metrics/metrics.h"
 #include "sync_int.h"
 
 struct pend_commit {
@@ -206,6 +209,12 @@ uint64_t sync_key_hash(const char *key)
 	return h;
 }
 
+/* A pass runs waves for this long at most, each of at most so many
+ * records: the uploads after them (new files) do not wait behind a
+ * renamed directory's thousands of records for more than about this. */
+#define PEND_PASS_MS 500
+#define PEND_WAVE_MAX 256
+
 /* Record states in a batch's run. */
 #define PEND_TODO 1
 #define PEND_WAVE 2 /* in the wave being run */
@@ -215,7 +224,7 @@ struct pend_batch {
 	const struct fs_pending *p;
 	size_t n;
 	int *st;                /* per record: PEND_*, 0 done, or -errno */
-	uint64_t (*h)[2];       /* its keys' hashes: src, dst (0: none) */
+	uint64_t (*h)[2];       /* its keys' hashes: src, dst (COPY) */
 	struct pend_commit *pc; /* per record */
 	size_t *wave, nwave;    /* the wave's records, in order */
 	size_t *dels, ndels;    /* of them the DELs */
@@ -226,17 +235,17 @@ static bool pend_conflict(const struct pend_batch *b, size_t i, size_t j)
 {
 	const struct fs_pending *a = &b->p[i], *c = &b->p[j];
 	const uint64_t *ha = b->h[i], *hc = b->h[j];
+	bool acp = a->op == FS_PEND_COPY, ccp = c->op == FS_PEND_COPY;
 
 	/* A COPY's target and a DEL's key are written; a COPY's source is
 	 * only read, and two reads never conflict. */
-	if (ha[0] == hc[0] && !strcmp(a->src, c->src) &&
-	    (a->op == FS_PEND_DEL || c->op == FS_PEND_DEL))
+	if (ha[0] == hc[0] && (!acp || !ccp) && !strcmp(a->src, c->src))
 		return true;
-	if (ha[1] && ha[1] == hc[0] && !strcmp(a->dst, c->src))
+	if (acp && ha[1] == hc[0] && !strcmp(a->dst, c->src))
 		return true;
-	if (hc[1] && hc[1] == ha[0] && !strcmp(c->dst, a->src))
+	if (ccp && hc[1] == ha[0] && !strcmp(c->dst, a->src))
 		return true;
-	return ha[1] && ha[1] == hc[1] && !strcmp(a->dst, c->dst);
+	return acp && ccp && ha[1] == hc[1] && !strcmp(a->dst, c->dst);
 }
 
 /* The next wave: each record still to run that no earlier record not
@@ -249,6 +258,8 @@ static size_t pend_wave(struct pend_batch *b)
 
 		if (b->st[i] != PEND_TODO)
 			continue;
+		if (b->nwave == PEND_WAVE_MAX)
+			break; /* the rest wait for the next wave */
 		for (size_t j = 0; j < i && !wait; j++)
 			wait = b->st[j] != 0 && pend_conflict(b, i, j);
 		if (wait)
@@ -351,6 +362,7 @@ int sync_run_pending(struct fs *fs, const struct fs_pending *p, size_t n,
 {
 	struct pend_batch b = { .fs = fs, .p = p, .n = n };
 	unsigned par = store_put_parallel(fs->store);
+	uint64_t nran = 0;
 	int first = 0;
 
 	for (size_t i = 0; i < n; i++)
@@ -376,7 +388,9 @@ int sync_run_pending(struct fs *fs, const struct fs_pending *p, size_t n,
 			p[i].op == FS_PEND_COPY ? sync_key_hash(p[i].dst) : 0;
 		b.pc[i] = (struct pend_commit){ .fs = fs, .p = &p[i] };
 	}
-	while (pend_wave(&b)) {
+	uint64_t t0 = fs_now_ms();
+
+	while (fs_now_ms() - t0 < PEND_PASS_MS && pend_wave(&b)) {
 		fs_each_parallel(b.nwave, par, pend_copy_one, &b);
 		pend_dels(&b, par);
 		pend_commit_wave(&b);
@@ -388,6 +402,7 @@ int sync_run_pending(struct fs *fs, const struct fs_pending *p, size_t n,
 		if (rc == 0) {
 			ran[i] = true;
 			*progress = true;
+			nran++;
 			fs_fail_clear(fs, p[i].src);
 			continue;
 		}
@@ -399,6 +414,8 @@ int sync_run_pending(struct fs *fs, const struct fs_pending *p, size_t n,
 		if (!first)
 			first = rc;
 	}
+	fs_pending_ran(fs, nran);
+	metrics_add(MET_PENDING_DONE, nran);
 out:
 	free(b.st);
 	free(b.h);

@@ -81,6 +81,9 @@
 	  "commit's record in the log, a checkpoint's two)")                   \
 	X(FLUSH_DIR, "mapfs_disk_flushes_total", "kind=\"dir\"", "")           \
 	X(FLUSH_DB, "mapfs_disk_flushes_total", "kind=\"db\"", "")             \
+	X(PENDING_DONE, "mapfs_store_pending_done_total", "",                  \
+	  "Queued store deletes and copies (renames, links, removals) that "   \
+	  "ran: its rate is the queue's")                                      \
 	X(DB_LOG_FAILURES, "mapfs_db_log_failures_total", "",                  \
 	  "Checkpoints of the database's log that failed (each gives the "     \
 	  "log up: LMDB flushes every commit until a restart)")                \

@@ -1148,7 +1148,16 @@ static void test_pending_order(void)
 	CU_ASSERT_FATAL(do_mkdir_in(FS_ROOT_INO, "d", &nd) == 0);
 	CU_ASSERT_FATAL(do_create_in(nd, "f599", &ni) == 0);
 	CU_ASSERT(do_write(ni, 0, "new", 3) == 0);
+	/* The queue as ctl status shows it: its length, its age. */
+	struct fs_dirty_stat ds;
+
+	CU_ASSERT(fs_dirty_stat(fs, &ds) == 0);
+	CU_ASSERT(ds.pending >= 1200);
+	CU_ASSERT(ds.pending_age_ms < 10000);
 	CU_ASSERT(fs_flush(fs) == 0);
+	CU_ASSERT(fs_dirty_stat(fs, &ds) == 0);
+	CU_ASSERT(ds.pending == 0 && ds.pending_age_ms == 0);
+	CU_ASSERT(ds.pending_rate > 0);
 
 	CU_ASSERT(store_holds("d/f599", "new"));
 	CU_ASSERT(store_holds("e/f599", "old 599"));
