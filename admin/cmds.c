@@ -211,6 +211,26 @@ static void list_free(struct file_list *l)
 	free(l->dirs);
 }
 
+/* ctl status's line of the async exports (exports(5) `async`). */
+static void status_async(struct admin *a, int fd)
+{
+	char *rules = nfsd_async_rules(a->ctx.nfsd), *line, *save = NULL;
+
+	if (!rules || !*rules) {
+		admin_send(fd, "> async_exports: none (every change is on "
+			       "disk before its reply)");
+		free(rules);
+		return;
+	}
+	for (line = strtok_r(rules, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		admin_send(fd,
+			   "> async_exports: %s (answered before on disk; a "
+			   "crash of the machine loses the last window)",
+			   line);
+	free(rules);
+}
+
 /* ctl status's lines of what the process holds (resources.c). */
 static void status_resources(int fd, const struct admin_resources *r)
 {
@@ -262,6 +282,7 @@ static void cmd_status(struct admin *a, int fd)
 		   ":%02" PRIu64 ":%02" PRIu64 ")",
 		   up, up / 86400, up / 3600 % 24, up / 60 % 60, up % 60);
 	admin_send(fd, "> export: %s", a->ctx.export_path);
+	status_async(a, fd);
 	admin_send(fd, "> store_url: %s", a->ctx.store_url);
 	admin_send(fd, "> clients: %" PRIu64, st.mounts);
 	admin_send(fd, "> connections: %" PRIu64,

@@ -5,6 +5,8 @@
  */
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -117,12 +119,36 @@ static void resources_gauges(struct metrics_buf *b,
 			  "", (double)r->db.log_ckpt_age_ms / 1e3);
 }
 
+/* One gauge per async rule of the exports: export and client. */
+static void async_gauges(const struct admin_ctx *ctx, struct metrics_buf *b)
+{
+	char *rules = nfsd_async_rules(ctx->nfsd), *line, *save = NULL;
+	const char *help = "1 for each export and client the exports file "
+			   "makes async: answered before on disk, durable "
+			   "within --async-window";
+
+	for (line = rules ? strtok_r(rules, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char labels[600], *sp = strchr(line, ' ');
+
+		if (!sp)
+			continue;
+		*sp = '\0';
+		snprintf(labels, sizeof(labels),
+			 "export=\"%.256s\",client=\"%.256s\"", line, sp + 1);
+		metrics_buf_gauge(b, "mapfs_export_async", help, labels, 1);
+		help = NULL;
+	}
+	free(rules);
+}
+
 void admin_metrics_collect(void *arg, struct metrics_buf *b)
 {
 	const struct admin_ctx *ctx = arg;
 	struct admin_stats st;
 
 	admin_stats_get(ctx, &st);
+	async_gauges(ctx, b);
 	metrics_buf_gauge(b, "mapfs_uptime_seconds",
 			  "Seconds since the gateway started", "",
 			  (double)st.uptime_s);

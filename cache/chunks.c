@@ -47,6 +47,7 @@ struct cache_jop {
 	struct cache_compl *after; /* delivered once durable, or NULL */
 	uint64_t ino, seq, limit;
 	bool del_all, set_limit;
+	bool lazy; /* committed unflushed: j_dur does not move for it */
 	size_t n;
 	struct cache_jrec recs[];
 };
@@ -280,15 +281,16 @@ static void jop_done(void *arg, int err)
 	if (err)
 		log_error("cache: journal of inode %" PRIu64 " failed: %s",
 			  op->ino, strerror(-err));
-	if (op->e) {
+	if (op->e && !op->lazy) {
 		uint_fast64_t cur = atomic_load(&op->e->j_dur);
 
 		/* Groups finish in order, but keep the max to be sure. */
 		while (cur < op->seq && !atomic_compare_exchange_weak(
 						&op->e->j_dur, &cur, op->seq))
 			;
-		cache_ent_put(op->e);
 	}
+	if (op->e)
+		cache_ent_put(op->e);
 	if (op->after) {
 		if (err && op->after->result >= 0)
 			op->after->result = err;
@@ -480,6 +482,7 @@ uint64_t cache_journal(struct cache *c, struct cache_ent *e, uint64_t ino,
 				  .limit = limit,
 				  .del_all = del,
 				  .set_limit = set_limit,
+				  .lazy = true,
 				  .n = n };
 	if (n)
 		memcpy(op->recs, recs, n * sizeof(*recs));
@@ -488,8 +491,15 @@ uint64_t cache_journal(struct cache *c, struct cache_ent *e, uint64_t ino,
 		op->seq = ++e->j_sub;
 	}
 	seq = op->seq;
-	/* op belongs to the writer from here: it may be done and freed. */
-	db_submit(c->db, jop_apply, jop_done, op);
+	/* op belongs to the writer from here: it may be done and freed.
+	 * Nobody waits for it: it is flushed with the next durable commit
+	 * or within the writer's lazy window, and whoever needs it durable
+	 * (a COMMIT, a synced WRITE) waits for a durable op of its own
+	 * (cache_journal_wait_locked, journal_sync_blocking), which the
+	 * log's order makes durable with everything before it.  Before,
+	 * each was a durable commit of its own: a REMOVE's (its records
+	 * dropped) cost a second flush after the REMOVE's. */
+	db_submit_lazy(c->db, jop_apply, jop_done, op);
 	return seq;
 }
 

@@ -513,13 +513,25 @@ void cache_loops_destroy(struct cache *c)
 static int journal_sync_blocking(struct cache *c, struct cache_ent *e)
 {
 	struct cache_entshard *s = cache_ent_shard(c, e->ino);
+	uint64_t sub;
 	bool need;
+	int rc;
 
 	pthread_mutex_lock(&s->lock);
-	need = atomic_load(&e->j_dur) < e->j_sub;
+	sub = e->j_sub;
+	need = atomic_load(&e->j_dur) < sub;
 	pthread_mutex_unlock(&s->lock);
 	/* db/ applies in order: an empty change durable means all before. */
-	return need ? db_write(c->db, NULL, NULL) : 0;
+	if (!need)
+		return 0;
+	rc = db_write(c->db, NULL, NULL);
+	if (rc)
+		return rc;
+	uint_fast64_t cur = atomic_load(&e->j_dur);
+
+	while (cur < sub && !atomic_compare_exchange_weak(&e->j_dur, &cur, sub))
+		;
+	return 0;
 }
 
 /* Synchronous versions for loop < 0: same results, done inline. */

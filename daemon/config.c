@@ -108,6 +108,10 @@ static const struct opt opts[] = {
 	{ "max-record", OPT_U32, OFF(max_record), "BYTES",
 	  "largest RPC record accepted; bounds WRITE size (default 1114112, "
 	  "65536..134217728)" },
+	{ "async-window", OPT_U32, OFF(async_window_ms), "MS",
+	  "an async export's changes, COMMITs and stable WRITEs answer at "
+	  "once and are on disk at most this much later; a crash of the "
+	  "machine loses at most that (default 50, 1..10000)" },
 	{ "max-inflight", OPT_U32, OFF(max_inflight), "N",
 	  "outstanding calls per connection (default 128, 1..65536)" },
 	{ "max-connections", OPT_U32, OFF(max_connections), "N",
@@ -425,6 +429,14 @@ static int config_validate(struct config *cfg, FILE *err)
 			cfg->max_record);
 		return -EINVAL;
 	}
+	if (cfg->async_window_ms < 1 || cfg->async_window_ms > 10000) {
+		fprintf(err,
+			"mapfs-gw: invalid value '%u' for async-window "
+			"(1..10000 ms: how much an async export may lose in a "
+			"crash of the machine)\n",
+			cfg->async_window_ms);
+		return -EINVAL;
+	}
 	if (cfg->max_inflight < 1 || cfg->max_inflight > 65536) {
 		fprintf(err,
 			"mapfs-gw: invalid value '%u' for max-inflight "
@@ -525,6 +537,7 @@ static int config_defaults(struct config *cfg)
 		.upload_delay_ms = 5000,
 		.max_record = (1u << 20) + (64u << 10),
 		.max_inflight = 128,
+		.async_window_ms = 50,
 		.max_connections = 4096,
 		.max_locks_per_host = 16384,
 		.lease_ms = 5000,

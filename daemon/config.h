@@ -33,6 +33,7 @@ struct config {
 	uint32_t default_uid, default_gid; /* objects without metadata */
 	uint32_t max_record;      /* largest RPC record accepted, bytes */
 	uint32_t max_inflight;    /* outstanding calls per connection */
+	uint32_t async_window_ms; /* async exports: durable this much later */
 	uint32_t max_connections; /* open connections, all ports together */
 	uint32_t max_connections_per_host; /* per client address; 0: a 16th */
 	uint32_t max_locks_per_host; /* NLM locks+shares+waiters per address */

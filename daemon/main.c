@@ -302,6 +302,7 @@ static int gateway_open_storage(struct gateway *gw)
 			.dir_ttl_ms = gw->cfg.dir_ttl_ms,
 			.attr_ttl_ms = gw->cfg.attr_ttl_ms,
 			.upload_delay_ms = gw->cfg.upload_delay_ms,
+			.async_window_ms = gw->cfg.async_window_ms,
 			.max_dirty = gw->cfg.max_dirty ? gw->cfg.max_dirty
 						       : capacity / 2,
 			.strict_commit =
@@ -373,10 +374,24 @@ static int gateway_exports_prepare(struct gateway *gw, struct exports *t)
 		log_error("exports: %s", err);
 		return rc;
 	}
-	for (size_t i = 0; i < t->n; i++)
-		if (!nfsd_export_root(&gw->nfsd, &t->entries[i], -1))
+	for (size_t i = 0; i < t->n; i++) {
+		struct exports_entry *e = &t->entries[i];
+
+		if (!nfsd_export_root(&gw->nfsd, e, -1))
 			log_warn("export %s: no such directory known yet",
-				 t->entries[i].path);
+				 e->path);
+		for (size_t j = 0; j < e->nrules; j++)
+			if (e->rules[j].flags & EXPORTS_ASYNC)
+				log_warn("export %s to %s is async: changes, "
+					 "COMMITs and stable WRITEs are "
+					 "answered "
+					 "before they are on disk; a crash of "
+					 "this machine loses up to the last %u "
+					 "ms of them (a crash of the gateway "
+					 "alone loses nothing)",
+					 e->path, e->rules[j].spec,
+					 gw->cfg.async_window_ms);
+	}
 	return 0;
 }
 

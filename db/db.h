@@ -383,6 +383,25 @@ typedef void (*db_done_fn)(void *arg, int err);
 void db_submit(struct db *db, db_apply_fn apply, db_done_fn done, void *arg);
 
 /*
+ * db_submit() whose done() may run before the change is durable (an
+ * async export's, as knfsd's `async`): once it is in LMDB and its
+ * record written to the log, unflushed.  The writer flushes the log
+ * within the lazy window (db_set_lazy_window) of the first such commit,
+ * and any durable commit or checkpoint before that flushes it too.  A
+ * crash of the process loses nothing (the kernel has every write, in
+ * order); a crash of the machine may lose the last window's changes,
+ * whole and in order: the log replays up to the first one missing, so
+ * the namespace is never torn.  Where commits are not logged (a cluster,
+ * an unflushed node, the log given up) it is db_submit().
+ */
+void db_submit_lazy(struct db *db, db_apply_fn apply, db_done_fn done,
+		    void *arg);
+
+/* The lazy window in ms (1..10,000; default 50): before the writer
+ * starts taking lazy changes. */
+void db_set_lazy_window(struct db *db, uint32_t ms);
+
+/*
  * Queue a change and wait until it is durable.  For threads that may block
  * (start-up, workers); never call it from an event loop.  Returns the
  * apply result or the commit error.

@@ -98,6 +98,8 @@ struct db_txn {
 	struct db_txn *parent;    /* nested: the one it commits into */
 	struct wal_buf *wb;       /* its changes for the log (wal.c) */
 	bool lost;                /* one could not be kept there */
+	bool lazy; /* top-level: its record need not be flushed before the
+		      commit returns (db_submit_lazy) */
 };
 
 struct db_writer;

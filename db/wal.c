@@ -86,6 +86,7 @@ struct db_wal {
 	unsigned since;            /* commits since the checkpoint */
 	uint64_t ckpt_ns;          /* when it was made */
 	uint64_t ckpt_pgno;        /* LMDB's last page then */
+	bool unflushed;            /* a lazy commit's record not flushed */
 	MDB_txn *pin;              /* the checkpoint's snapshot, held */
 	struct {
 		char name[DB_TABLE_NAME_MAX];
@@ -451,6 +452,7 @@ static int checkpoint(struct db *db)
 	w->lsn = 0;
 	w->head = 0;
 	w->since = 0;
+	w->unflushed = false; /* LMDB synced: every commit is durable */
 	w->ckpt_ns = now_ns();
 	w->ckpt_pgno = info.me_last_pgno;
 	if ((rc = db_err(mdb_txn_begin(db->env, NULL, MDB_RDONLY, &pin))))
@@ -497,6 +499,38 @@ static int ckpt_or_off(struct db *db)
 	rc = db_err(mdb_env_sync(db->env, 1));
 	db->wal = NULL;
 	wal_free(w);
+	return rc;
+}
+
+bool db_wal_unflushed(struct db *db)
+{
+	bool u;
+
+	pthread_mutex_lock(&db->wal_lock);
+	u = db->wal && db->wal->unflushed;
+	pthread_mutex_unlock(&db->wal_lock);
+	return u;
+}
+
+int db_wal_flush(struct db *db)
+{
+	struct db_wal *w;
+	int rc = 0;
+
+	pthread_mutex_lock(&db->wal_lock);
+	w = db->wal;
+	if (w && w->unflushed) {
+		if (fdatasync(w->fd)) {
+			rc = -errno;
+			log_error("state %s: flushing the log: %s", db->dir,
+				  strerror(-rc));
+			rc = ckpt_or_off(db);
+		} else {
+			w->unflushed = false;
+		}
+		metrics_inc(MET_FLUSH_DB);
+	}
+	pthread_mutex_unlock(&db->wal_lock);
 	return rc;
 }
 
@@ -550,9 +584,15 @@ int db_wal_commit(struct db *db, struct db_txn *t)
 	db_wal_discard(t);
 	rc = pwrite_all(w->fd, rec, len, w->head);
 	free(rec);
-	if (!rc && fdatasync(w->fd))
-		rc = -errno;
-	metrics_inc(MET_FLUSH_DB);
+	/* A lazy commit's record waits for db_wal_flush (or the next
+	 * durable commit's flush, which covers every record before it). */
+	if (!rc && !t->lazy) {
+		if (fdatasync(w->fd))
+			rc = -errno;
+		metrics_inc(MET_FLUSH_DB);
+	}
+	if (!rc)
+		w->unflushed = t->lazy;
 	if (rc) {
 		/* The commit is in LMDB, and later ones build on it: a
 		 * checkpoint makes it durable, or the log is given up. */

@@ -44,11 +44,16 @@ void db_wal_merge(struct db_txn *parent, struct db_txn *child);
 void db_wal_discard(struct db_txn *t);
 /*
  * t, top-level, committed in LMDB (not flushed): its record appended and
- * flushed, or a checkpoint made; t's changes are let go either way.  The
+ * flushed (t->lazy: appended only; db_wal_flush), or a checkpoint made; t's changes are let go either way.  The
  * caller holds db->wal_lock from before LMDB's commit, so records follow
  * LMDB's order.  0 or -errno.
  */
 int db_wal_commit(struct db *db, struct db_txn *t);
+/* Whether a lazy commit's record is written and not yet flushed. */
+bool db_wal_unflushed(struct db *db);
+/* Flush the records of lazy commits (takes db->wal_lock).  0 or -errno
+ * (then the log is given up, LMDB synced). */
+int db_wal_flush(struct db *db);
 /* The log's part of db_usage (under db->wal_lock). */
 void db_wal_usage(struct db *db, struct db_usage *u);
 

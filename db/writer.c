@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "wal_int.h"
 #include "writer_priv.h"
 
 /* Most changes one group takes, so a flood cannot starve done(). */
@@ -30,13 +31,30 @@
  * commit, two flushes of the local disk). */
 #define DB_LINGER_US 1000
 #define DB_LINGER_ALONE_US 150
+/* The lazy window by default (db_set_lazy_window). */
+#define DB_LAZY_MS_DEFAULT 50
 
 /* ---- a group, alone -------------------------------------------------------- */
+
+static uint64_t now_real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static void run_alone(struct db_writer *w, struct db_op *ops)
 {
 	struct db_txn txn;
 	int rc = db_txn_begin(w->db, NULL, NULL, &txn);
+	bool lazy = true;
+
+	/* One change that waits for its durability makes the group wait
+	 * (and flushes the lazy records before it too). */
+	for (struct db_op *op = ops; op; op = op->next)
+		lazy &= op->lazy;
+	txn.lazy = lazy;
 
 	for (struct db_op *op = ops; !rc && op; op = op->next) {
 		struct db_txn child;
@@ -60,9 +78,44 @@ static void run_alone(struct db_writer *w, struct db_op *ops)
 	for (struct db_op *op = ops; op; op = op->next)
 		n++;
 	ops_done(ops, rc);
+	/* Lazy records written and not flushed: flushed within the window
+	 * of the first; a durable commit since flushed them all. */
+	bool unflushed = db_wal_unflushed(w->db);
+
 	pthread_mutex_lock(&w->lock);
 	w->expect = w->nqueued + n;
+	if (!unflushed)
+		w->lazy_due_ns = 0;
+	else if (!w->lazy_due_ns)
+		w->lazy_due_ns =
+			now_real_ns() + (uint64_t)w->lazy_ms * 1000000u;
 	pthread_mutex_unlock(&w->lock);
+}
+
+/* The lazy window is over (w->lock held): flush the log's records. */
+static void lazy_flush(struct db_writer *w)
+{
+	if (!w->lazy_due_ns || now_real_ns() < w->lazy_due_ns)
+		return;
+	w->lazy_due_ns = 0;
+	pthread_mutex_unlock(&w->lock);
+	db_wal_flush(w->db);
+	pthread_mutex_lock(&w->lock);
+}
+
+/* Wait for work (w->lock held), or for the lazy window's end. */
+static void writer_wait(struct db_writer *w)
+{
+	struct timespec until;
+
+	if (!w->lazy_due_ns) {
+		pthread_cond_wait(&w->wake, &w->lock);
+		return;
+	}
+	until.tv_sec = (time_t)(w->lazy_due_ns / 1000000000u);
+	until.tv_nsec = (long)(w->lazy_due_ns % 1000000000u);
+	if (pthread_cond_timedwait(&w->wake, &w->lock, &until) == ETIMEDOUT)
+		lazy_flush(w);
 }
 
 /* ---- the thread --------------------------------------------------------- */
@@ -127,7 +180,9 @@ static void *writer_main(void *p)
 		while (!w->head && !w->answered && !w->poke && !w->again &&
 		       !(w->detach && !w->ninflight) &&
 		       !(w->stopping && !w->ninflight))
-			pthread_cond_wait(&w->wake, &w->lock);
+			writer_wait(w);
+		/* Busy for longer than the window: its flush comes first. */
+		lazy_flush(w);
 		struct wbatch *answered = w->answered;
 		bool poked = w->poke;
 
@@ -196,6 +251,7 @@ int db_writer_start(struct db *db)
 		return -ENOMEM;
 	w->db = db;
 	w->tail = &w->head;
+	w->lazy_ms = DB_LAZY_MS_DEFAULT;
 	writer_cluster_init(w);
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->wake, NULL);
@@ -251,7 +307,8 @@ void db_writer_stop(struct db *db)
 
 /* ---- queueing ---------------------------------------------------------- */
 
-void db_submit(struct db *db, db_apply_fn apply, db_done_fn done, void *arg)
+static void submit(struct db *db, db_apply_fn apply, db_done_fn done, void *arg,
+		   bool lazy)
 {
 	struct db_writer *w = db->w;
 	struct db_op *op = calloc(1, sizeof(*op));
@@ -264,6 +321,7 @@ void db_submit(struct db *db, db_apply_fn apply, db_done_fn done, void *arg)
 	op->apply = apply;
 	op->done = done;
 	op->arg = arg;
+	op->lazy = lazy;
 	pthread_mutex_lock(&w->lock);
 	*w->tail = op;
 	w->tail = &op->next;
@@ -271,6 +329,26 @@ void db_submit(struct db *db, db_apply_fn apply, db_done_fn done, void *arg)
 	/* A lingering writer wakes once, when what it waits for is in. */
 	if (w->nqueued >= w->linger_for)
 		pthread_cond_signal(&w->wake);
+	pthread_mutex_unlock(&w->lock);
+}
+
+void db_submit(struct db *db, db_apply_fn apply, db_done_fn done, void *arg)
+{
+	submit(db, apply, done, arg, false);
+}
+
+void db_submit_lazy(struct db *db, db_apply_fn apply, db_done_fn done,
+		    void *arg)
+{
+	submit(db, apply, done, arg, true);
+}
+
+void db_set_lazy_window(struct db *db, uint32_t ms)
+{
+	struct db_writer *w = db->w;
+
+	pthread_mutex_lock(&w->lock);
+	w->lazy_ms = ms < 1 ? 1 : ms > 10000 ? 10000 : ms;
 	pthread_mutex_unlock(&w->lock);
 }
 

@@ -23,6 +23,7 @@ struct db_op {
 	db_done_fn done;
 	void *arg;
 	int err;
+	bool lazy;     /* db_submit_lazy: done() before the flush */
 	uint8_t stale; /* runs so far that met a newer record */
 	/* This run, in the group: */
 	bool shared;       /* it changed a shared record */
@@ -107,6 +108,10 @@ struct db_writer {
 	size_t expect;     /* changes the last answers may call out (linger) */
 	size_t linger_for; /* lingering until this many are queued (0: not) */
 	bool stopping;
+	/* Lazy commits (db_submit_lazy): the window, and when the log's
+	 * unflushed records must be flushed (CLOCK_REALTIME ns; 0: none). */
+	uint32_t lazy_ms;
+	uint64_t lazy_due_ns;
 	/* Under lock: the cluster to commit through, a switch asked for,
 	 * the commits answered, and whether the follower has something. */
 	struct db_replica *rep;

@@ -107,7 +107,9 @@ struct fs_wcc {
 
 /* Who is asking, and from which loop. */
 struct fs_ctx {
-	int loop; /* event loop index, or -1 on a worker thread */
+	int loop;   /* event loop index, or -1 on a worker thread */
+	bool async; /* an async export's call: its changes and stable data
+		       are made durable within the window, after the reply */
 	uint32_t uid, gid;
 	uint32_t ngids;
 	uint32_t gids[FS_MAX_GIDS];
@@ -148,10 +150,12 @@ struct fs_opts {
 				   CREATE answer -EAGAIN (0: no limit) */
 	bool strict_commit; /* COMMIT, stable WRITE wait for the store */
 	bool read_only;
-	bool no_early_upload; /* big files go up only once quiet, not
+	bool no_early_upload;     /* big files go up only once quiet, not
 				   while written (early.c) */
-	bool listing_attrs;   /* objects new to the namespace: the listing's
+	bool listing_attrs;       /* objects new to the namespace: the listing's
 			       size and mtime, no HEAD (revalidate.c) */
+	uint32_t async_window_ms; /* async exports: what they answered is
+				     durable this much later (0: 50 ms) */
 };
 
 typedef void (*fs_done_fn)(void *arg, int err);

@@ -102,6 +102,7 @@ struct fs_job {
 #define FS_RELIST_SLOTS 64 /* event listings queued, one per directory */
 /* strict.c: passes in flight, one uploading while one commits. */
 #define FS_STRICT_THREADS 4
+#define FS_ASYNC_WINDOW_MS 50 /* async exports' window by default */
 /* At SIGTERM the last flush waits this long for work that does not move
  * (the store away): what is left goes up after the next start. */
 #define FS_CLOSE_FLUSH_MS 10000
@@ -199,6 +200,9 @@ struct fs {
 	atomic_bool running, closing; /* between workers up and fs_close */
 	uint64_t pend_next;
 
+	/* async.c: an async export's deferred flushes. */
+	struct fs_async *async;
+
 	/* pending.c's meter of the queue, for its oldest record's age and
 	 * its rate (ctl status, the metrics): when records were queued (a
 	 * stamp per second at most, of the first record queued in it), and
@@ -213,6 +217,30 @@ struct fs {
 	} pend_runs[32];
 	unsigned pend_run_next;
 };
+
+/*
+ * A change of the namespace for a call of ctx (NULL: the gateway's own):
+ * done() once it is durable (db_submit), or for an async export's call
+ * once it is in LMDB, durable within the window (db_submit_lazy).
+ */
+static inline void fs_submit(struct fs *fs, const struct fs_ctx *ctx,
+			     db_apply_fn apply, db_done_fn done, void *arg)
+{
+	if (ctx && ctx->async)
+		db_submit_lazy(fs->db, apply, done, arg);
+	else
+		db_submit(fs->db, apply, done, arg);
+}
+
+/* async.c: the thread of an async export's deferred flushes, with a
+ * window of window_ms (0: FS_ASYNC_WINDOW_MS); also the database's lazy
+ * window.  Stopped after flushing what was asked for.  0 or -errno. */
+int fs_async_start(struct fs *fs, uint32_t window_ms);
+void fs_async_stop(struct fs *fs);
+/* ino's cache file (data, name, chunk journal) durable within the
+ * window: an async export's COMMIT or stable WRITE, answered now.  0 or
+ * -ENOMEM (then nothing was deferred). */
+int fs_async_defer(struct fs *fs, uint64_t ino);
 
 /*
  * conflict.c: an upload of snap (a record of key, size bytes of data)
@@ -553,6 +581,10 @@ void fs_pending_ran(struct fs *fs, uint64_t n);
  */
 void fs_pending_meter(struct fs *fs, struct db_txn *txn, uint64_t *age_ms,
 		      double *rate);
+/* The queue's head is record head (UINT64_MAX: the queue is empty):
+ * the stamps of the records gone before it are let go (the syncer's
+ * passes; the meter never grows with the records run). */
+void fs_pending_prune(struct fs *fs, uint64_t head);
 /* Free the meter (fs_close). */
 void fs_pending_meter_free(struct fs *fs);
 /* Whether any node's record concerns ino (*node: whose, if not NULL). */

@@ -48,6 +48,7 @@ struct io_op {
 	uint64_t etag_hash; /* of the record's ETag when the op began */
 	bool was_dirty, marked;
 	bool kill_setid;     /* a WRITE that must take set-id away first */
+	bool async;          /* an async export's: stable data deferred */
 	uint8_t stale_again; /* -ESTALE fetches again, the record unchanged */
 	uint64_t mark_epoch; /* the cache's clean epoch the mark saw */
 	size_t *nread;
@@ -518,13 +519,21 @@ static void write_cb(void *p, long res)
 		fs_sync_async(op->fs, op->ino, write_stored, op);
 		return;
 	}
+	/* An async export's stable WRITE: flushed within the window. */
+	if (op->stable != FS_UNSTABLE && op->async) {
+		write_finish(op, fs_async_defer(op->fs, op->ino));
+		return;
+	}
 	write_finish(op, 0);
 }
 
 static void write_data(struct io_op *op)
 {
+	bool sync = op->stable != FS_UNSTABLE &&
+		    (!op->async || op->fs->opts.strict_commit);
+
 	cache_write(op->fs->cache, op->loop, op->ino, op->off, op->data,
-		    op->len, op->stable != FS_UNSTABLE, write_cb, op);
+		    op->len, sync, write_cb, op);
 }
 
 static void write_job(struct fs *fs, void *p)
@@ -612,7 +621,11 @@ static void write_fetched(void *p, long res)
 		return;
 	}
 	op->marked = true;
-	db_submit(op->fs->db, mark_dirty_apply, mark_dirty_done, op);
+	if (op->async)
+		db_submit_lazy(op->fs->db, mark_dirty_apply, mark_dirty_done,
+			       op);
+	else
+		db_submit(op->fs->db, mark_dirty_apply, mark_dirty_done, op);
 }
 
 /*
@@ -676,6 +689,7 @@ void fs_write(struct fs *fs, struct fs_io *io, const struct fs_ctx *ctx,
 			      .len = len,
 			      .data = data,
 			      .stable = stable,
+			      .async = ctx->async,
 			      .committed = committed,
 			      .wcc = wcc,
 			      .done = done,
@@ -695,7 +709,7 @@ void fs_write(struct fs *fs, struct fs_io *io, const struct fs_ctx *ctx,
 		return;
 	}
 	if (op->kill_setid) {
-		db_submit(fs->db, kill_setid_apply, kill_setid_done, op);
+		fs_submit(fs, ctx, kill_setid_apply, kill_setid_done, op);
 		return;
 	}
 	if (op->was_dirty) {
@@ -776,6 +790,12 @@ void fs_commit(struct fs *fs, struct fs_io *io, const struct fs_ctx *ctx,
 	if (!(in.flags & FS_F_DIRTY_DATA)) {
 		/* strict_commit, only attributes to write: nothing to sync. */
 		fs_sync_async(fs, ino, commit_stored, op);
+		return;
+	}
+	/* An async export: answered now, the file flushed in the window
+	 * (with --strict-commit a COMMIT still waits for the store). */
+	if (ctx->async && !fs->opts.strict_commit) {
+		commit_finish(op, fs_async_defer(fs, ino));
 		return;
 	}
 	cache_sync(fs->cache, ctx->loop, ino, commit_cb, op);

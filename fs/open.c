@@ -124,6 +124,12 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 	rc = fs_workers_start(fs);
 	if (rc)
 		goto out_free;
+	rc = fs_async_start(fs, opts->async_window_ms);
+	if (rc) {
+		fs_workers_stop(fs);
+		fs_workers_free(fs);
+		goto out_free;
+	}
 	if (db_clustered(db) &&
 	    ((rc = fs_ino_blocks_start(fs)) || (rc = fs_owner_reconcile(fs))))
 		goto out_workers;
@@ -147,6 +153,7 @@ int fs_open(const struct fs_opts *opts, struct db *db, struct cache *cache,
 	return 0;
 
 out_workers:
+	fs_async_stop(fs);
 	fs_workers_stop(fs);
 	fs_workers_free(fs);
 out_free:
@@ -178,6 +185,7 @@ void fs_close(struct fs *fs, bool flush)
 				 "and go up after the next start",
 				 why);
 	}
+	fs_async_stop(fs); /* the deferred flushes made */
 	fs_strict_stop(fs);
 	fs_syncer_stop(fs);
 	/* No other node's change reaches the hooks of a freed fs. */

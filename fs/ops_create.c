@@ -299,7 +299,7 @@ static void create_common(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 			return;
 		}
 	}
-	db_submit(fs->db, create_apply, create_done, op);
+	fs_submit(fs, &op->ctx, create_apply, create_done, op);
 }
 
 /* CREATE (RFC 1813 3.3.8). */

@@ -136,5 +136,5 @@ void fs_link(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 				.done = done,
 				.arg = arg };
 	strcpy(op->name, name);
-	db_submit(fs->db, link_apply, link_done, op);
+	fs_submit(fs, &op->ctx, link_apply, link_done, op);
 }

@@ -100,7 +100,7 @@ static void remove_common(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 				  .done = done,
 				  .arg = arg };
 	strcpy(op->name, name);
-	db_submit(fs->db, remove_apply, remove_done, op);
+	fs_submit(fs, &op->ctx, remove_apply, remove_done, op);
 }
 
 /* REMOVE (RFC 1813 3.3.12): a directory gets -EISDIR. */

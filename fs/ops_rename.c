@@ -322,5 +322,5 @@ void fs_rename(struct fs *fs, const struct fs_ctx *ctx, uint64_t from_dir,
 				  .arg = arg };
 	strcpy(op->from_name, from_name);
 	strcpy(op->to_name, to_name);
-	db_submit(fs->db, rename_apply, rename_done, op);
+	fs_submit(fs, &op->ctx, rename_apply, rename_done, op);
 }

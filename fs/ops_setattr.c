@@ -192,7 +192,7 @@ static void setattr_fetched(void *p, long res)
 		setattr_free(op, (int)res);
 		return;
 	}
-	db_submit(op->fs->db, setattr_apply, setattr_done, op);
+	fs_submit(op->fs, &op->ctx, setattr_apply, setattr_done, op);
 }
 
 /* SETATTR: see fs.h.  wcc is filled on success and failure. */
@@ -233,7 +233,7 @@ void fs_setattr(struct fs *fs, const struct fs_ctx *ctx, uint64_t ino,
 	}
 	if (!(sattr->mask & FS_SET_SIZE) || sattr->size == 0 ||
 	    cache_is_local(fs->cache, ino)) {
-		db_submit(fs->db, setattr_apply, setattr_done, op);
+		fs_submit(fs, &op->ctx, setattr_apply, setattr_done, op);
 		return;
 	}
 	/* Changing the size of data that is not here: make it local (no

@@ -9,10 +9,12 @@
  * Clients: "*", an IPv4 or IPv6 address, a network as ADDR/LEN (or an
  * IPv4 ADDR/MASK), or a host name resolved now.  Options: rw, ro,
  * root_squash, no_root_squash, all_squash, no_all_squash, anonuid=N,
- * anongid=N, secure, insecure; sync, async, wdelay, no_wdelay and
- * no_subtree_check are accepted and mean nothing here (writes follow
- * each call's stable_how; there is no subtree check).  Defaults as on
- * Linux: ro, root_squash, secure, anonuid=anongid=65534.
+ * anongid=N, secure, insecure, sync, async (knfsd's: changes, COMMITs
+ * and stable WRITEs answered before they are on disk, made durable
+ * within --async-window; fs_ctx.async); wdelay, no_wdelay and
+ * no_subtree_check are accepted and mean nothing here (there is no
+ * subtree check).  Defaults as on Linux: ro, root_squash, secure, sync,
+ * anonuid=anongid=65534.
  *
  * Everything else is an error with its line: a gateway should refuse to
  * start rather than export something other than what was written.
@@ -201,7 +203,9 @@ static int parse_opts(struct parser *ps, unsigned line, const char *s,
 		      size_t len, struct rule_opts *o)
 {
 	static const char *const ignored[] = {
-		"sync", "async", "wdelay", "no_wdelay", "no_subtree_check",
+		"wdelay",
+		"no_wdelay",
+		"no_subtree_check",
 	};
 	char opt[128];
 
@@ -223,7 +227,11 @@ static int parse_opts(struct parser *ps, unsigned line, const char *s,
 				return perr(ps, line,
 					    "option list ends in ','");
 		}
-		if (!strcmp(opt, "rw"))
+		if (!strcmp(opt, "async"))
+			o->flags |= EXPORTS_ASYNC;
+		else if (!strcmp(opt, "sync"))
+			o->flags &= ~EXPORTS_ASYNC;
+		else if (!strcmp(opt, "rw"))
 			o->flags |= EXPORTS_RW;
 		else if (!strcmp(opt, "ro"))
 			o->flags &= ~EXPORTS_RW;

@@ -35,7 +35,8 @@ enum {
 	EXPORTS_RW = 1u << 0,          /* rw; else ro */
 	EXPORTS_ROOT_SQUASH = 1u << 1, /* uid/gid 0 -> anonuid/anongid */
 	EXPORTS_ALL_SQUASH = 1u << 2,  /* every uid/gid -> anon */
-	EXPORTS_SECURE = 1u << 3       /* source port < 1024 required */
+	EXPORTS_SECURE = 1u << 3,      /* source port < 1024 required */
+	EXPORTS_ASYNC = 1u << 4 /* async: durable after the reply (fs_ctx) */
 };
 
 /* One network a rule admits: a host is a network of its full length. */

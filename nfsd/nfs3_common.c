@@ -58,6 +58,7 @@ static nfsstat3 nfs3_export_check(struct nfsd *n, struct rpc_call *call,
 	}
 	memset(ctx, 0, sizeof(*ctx));
 	ctx->loop = loop;
+	ctx->async = (r->flags & EXPORTS_ASYNC) != 0;
 	exports_squash(r, rpc_call_cred(call), ctx);
 out_unpin:
 	exports_unpin(&n->exports, loop);

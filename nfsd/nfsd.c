@@ -3,12 +3,14 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
 #include "fs/fs.h"
 
+#include "exports.h"
 #include "nfsd.h"
 
 #define NFSD_XFER_DEFAULT (1u << 20) /* rtmax/wtmax when unset: 1 MiB */
@@ -52,7 +54,33 @@ int nfsd_init(struct nfsd *n)
 
 void nfsd_exports_set(struct nfsd *n, struct exports *t)
 {
+	char *list = NULL, *old;
+	size_t len = 0;
+	FILE *f = open_memstream(&list, &len);
+
+	for (size_t i = 0; f && t && i < t->n; i++)
+		for (size_t j = 0; j < t->entries[i].nrules; j++)
+			if (t->entries[i].rules[j].flags & EXPORTS_ASYNC)
+				fprintf(f, "%s %s\n", t->entries[i].path,
+					t->entries[i].rules[j].spec);
+	if (f)
+		fclose(f);
+	pthread_mutex_lock(&n->mounts_lock);
+	old = n->async_rules;
+	n->async_rules = list;
+	pthread_mutex_unlock(&n->mounts_lock);
+	free(old);
 	exports_publish(&n->exports, t);
+}
+
+char *nfsd_async_rules(struct nfsd *n)
+{
+	char *copy;
+
+	pthread_mutex_lock(&n->mounts_lock);
+	copy = strdup(n->async_rules ? n->async_rules : "");
+	pthread_mutex_unlock(&n->mounts_lock);
+	return copy;
 }
 
 uint64_t nfsd_export_root(struct nfsd *n, struct exports_entry *e, int loop)
@@ -94,6 +122,8 @@ void nfsd_fini(struct nfsd *n)
 		free(m);
 	}
 	n->mounts = NULL;
+	free(n->async_rules);
+	n->async_rules = NULL;
 	pthread_mutex_destroy(&n->mounts_lock);
 	exports_pub_fini(&n->exports);
 }

@@ -38,6 +38,9 @@ struct nfsd {
 	/* MOUNT's list of mounts, for DUMP (slow path: a mutex is fine). */
 	pthread_mutex_t mounts_lock;
 	struct nfsd_mount *mounts;
+	/* The async rules of the table ("PATH CLIENT" lines), for ctl
+	 * status and the metrics; under mounts_lock. */
+	char *async_rules;
 };
 
 struct nfsd_mount {
@@ -45,6 +48,12 @@ struct nfsd_mount {
 	char *host;
 	char *path;
 };
+
+/*
+ * The current table's async rules, one "PATH CLIENT" per line ("" when
+ * none): a copy the caller frees, or NULL without memory.
+ */
+char *nfsd_async_rules(struct nfsd *n);
 
 /*
  * Initialise n (fs, key, fsid, nloops and read_only set by the caller

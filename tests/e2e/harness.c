@@ -2668,3 +2668,19 @@ int e2e_run_cunit(void)
 	CU_cleanup_registry();
 	return fails ? 1 : 0;
 }
+
+int e2e_ctl(const struct e2e_gw *gw, const char *cmd, char *buf, size_t cap)
+{
+	char line[E2E_PATH_MAX * 2 + 64];
+	size_t n;
+	FILE *p;
+
+	snprintf(line, sizeof(line), "'%s' ctl --state '%s' %s 2>&1",
+		 getenv("MAPFS_GW"), gw->state, cmd);
+	p = popen(line, "r");
+	if (!p)
+		return -1;
+	n = fread(buf, 1, cap - 1, p);
+	buf[n] = '\0';
+	return pclose(p) == 0 ? 0 : -1;
+}

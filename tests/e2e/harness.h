@@ -153,6 +153,10 @@ int e2e_gw_start_opts(struct e2e_gw *gw, const struct e2e_gw_opts *o);
  */
 int e2e_gw_start_args(struct e2e_gw *gw, int threads, const char *const *args);
 
+/* `mapfs-gw ctl CMD` of gw (its state's socket): the output into buf
+ * (cap bytes, NUL-terminated); 0, or -1 if ctl failed. */
+int e2e_ctl(const struct e2e_gw *gw, const char *cmd, char *buf, size_t cap);
+
 /* Start again on the same store and state (after stop or kill9). */
 int e2e_gw_restart(struct e2e_gw *gw);
 

@@ -269,18 +269,7 @@ static void test_reserved_names(void)
 /* `mapfs-gw ctl status` of the gateway into buf; 0 or -1. */
 static int ctl_status(char *buf, size_t cap)
 {
-	char cmd[E2E_PATH_MAX * 2];
-	size_t n;
-	FILE *p;
-
-	snprintf(cmd, sizeof(cmd), "'%s' ctl --state '%s' status 2>&1",
-		 getenv("MAPFS_GW"), gw.state);
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	n = fread(buf, 1, cap - 1, p);
-	buf[n] = '\0';
-	return pclose(p) == 0 ? 0 : -1;
+	return e2e_ctl(&gw, "status", buf, cap);
 }
 
 /*

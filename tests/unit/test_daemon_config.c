@@ -75,6 +75,9 @@ static void test_bad_values_named(void)
 	} cases[] = {
 		{ { "mapfs-gw", "--nfs-port", "70000", NULL }, "nfs-port" },
 		{ { "mapfs-gw", "--threads", "0", NULL }, "threads" },
+		{ { "mapfs-gw", "--async-window", "0", NULL }, "async-window" },
+		{ { "mapfs-gw", "--async-window", "10001", NULL },
+		  "async-window" },
 		{ { "mapfs-gw", "--log-level", "loud", NULL }, "log-level" },
 		{ { "mapfs-gw", "--export", "relative", NULL }, "export" },
 		{ { "mapfs-gw", "--store", "ftp://x", NULL }, "store" },

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "db/db.h"
+#include "metrics/metrics.h"
 #include "tests/lib/testlib.h"
 
 static char dir[] = "/tmp/mapfs-test-db-XXXXXX";
@@ -501,6 +502,110 @@ static void test_reader_slots(void)
 	db_close(r.db);
 }
 
+/* A lazy change (db_submit_lazy), waited for. */
+struct lazy_wait {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	bool done;
+	int err;
+	struct kv *kv;
+};
+
+static int lazy_apply(struct db_txn *txn, void *p)
+{
+	return put_apply(txn, ((struct lazy_wait *)p)->kv);
+}
+
+static void lazy_done(void *p, int err)
+{
+	struct lazy_wait *w = p;
+
+	pthread_mutex_lock(&w->m);
+	w->err = err;
+	w->done = true;
+	pthread_cond_signal(&w->c);
+	pthread_mutex_unlock(&w->m);
+}
+
+static int write_lazy(struct db *db, struct kv *kv)
+{
+	struct lazy_wait w = { .m = PTHREAD_MUTEX_INITIALIZER,
+			       .c = PTHREAD_COND_INITIALIZER,
+			       .kv = kv };
+
+	db_submit_lazy(db, lazy_apply, lazy_done, &w);
+	pthread_mutex_lock(&w.m);
+	while (!w.done)
+		pthread_cond_wait(&w.c, &w.m);
+	pthread_mutex_unlock(&w.m);
+	return w.err;
+}
+
+/*
+ * Lazy commits (an async export's, issue 47): answered once in LMDB and
+ * the log, unflushed; the writer flushes the log within the window, and
+ * a durable commit flushes the lazy records before it.  A process that
+ * dies right after loses none of them (the kernel has them): the next
+ * open replays them.
+ */
+static void test_lazy(void)
+{
+	struct db *db;
+	db_table dbi;
+	uint64_t f0, f1, f2;
+	unsigned v = 0;
+
+	snprintf(udir, sizeof(udir), "%s/lazy", dir);
+	CU_ASSERT_FATAL(db_open(udir, 64 << 20, 8, &db) == 0);
+	CU_ASSERT_FATAL(db_table_open(db, "t", DB_INTKEY, &dbi) == 0);
+	db_set_lazy_window(db, 100);
+	f0 = metrics_get(MET_FLUSH_DB);
+	for (unsigned k = 1; k <= 40; k++) {
+		struct kv kv = { dbi, k, k * 10, 0 };
+
+		CU_ASSERT_FATAL(write_lazy(db, &kv) == 0);
+	}
+	f1 = metrics_get(MET_FLUSH_DB);
+	CU_ASSERT(f1 - f0 <= 4); /* 40 durable commits: 40 flushes */
+	CU_ASSERT(get(db, dbi, 40, &v) == 0 && v == 400);
+	usleep(300000); /* the window is over: the log was flushed */
+	f2 = metrics_get(MET_FLUSH_DB);
+	CU_ASSERT(f2 > f1);
+	/* Lazy, then durable: the durable one's flush covers both. */
+	{
+		struct kv a = { dbi, 41, 410, 0 }, b = { dbi, 42, 420, 0 };
+
+		CU_ASSERT(write_lazy(db, &a) == 0);
+		CU_ASSERT(db_write(db, put_apply, &b) == 0);
+	}
+	db_close(db);
+
+	/* A process that dies right after its lazy commits. */
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		if (db_open(udir, 64 << 20, 8, &db) ||
+		    db_table_open(db, "t", DB_INTKEY, &dbi))
+			_exit(1);
+		db_set_lazy_window(db, 10000);
+		for (unsigned k = 100; k < 130; k++) {
+			struct kv kv = { dbi, k, k * 10, 0 };
+
+			if (write_lazy(db, &kv))
+				_exit(1);
+		}
+		_exit(0);
+	}
+	CU_ASSERT_FATAL(pid > 0 && waitpid(pid, &st, 0) == pid &&
+			WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CU_ASSERT_FATAL(db_open(udir, 64 << 20, 8, &db) == 0);
+	CU_ASSERT_FATAL(db_table_open(db, "t", DB_INTKEY, &dbi) == 0);
+	CU_ASSERT(get(db, dbi, 42, &v) == 0 && v == 420);
+	CU_ASSERT(get(db, dbi, 129, &v) == 0 && v == 1290);
+	db_close(db);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -519,6 +624,9 @@ int main(void)
 		    test_log);
 	CU_add_test(s, "threads that exit give their read slots back",
 		    test_reader_slots);
+	CU_add_test(s,
+		    "lazy commits: answered unflushed, flushed in the window",
+		    test_lazy);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();

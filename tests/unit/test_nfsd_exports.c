@@ -111,6 +111,17 @@ static void test_options(void)
 	CU_ASSERT_EQUAL(r[0].flags, EXPORTS_RW | EXPORTS_ROOT_SQUASH);
 	CU_ASSERT_EQUAL(r[1].flags, EXPORTS_ROOT_SQUASH);
 	exports_free(t);
+
+	/* async is knfsd's (it was accepted and ignored before issue 47);
+	 * sync, the default, takes it back. */
+	CU_ASSERT_FATAL(parse("/mapfs 1.1.1.1(rw,async) 2.2.2.2(async,sync) "
+			      "3.3.3.3(rw)\n",
+			      &t) == 0);
+	r = t->entries[0].rules;
+	CU_ASSERT(r[0].flags & EXPORTS_ASYNC);
+	CU_ASSERT(!(r[1].flags & EXPORTS_ASYNC));
+	CU_ASSERT(!(r[2].flags & EXPORTS_ASYNC));
+	exports_free(t);
 }
 
 static void test_syntax(void)
