@@ -5,24 +5,26 @@
 # with what the process holds, the upload rate and the lag sampled every
 # minute, drawn as a picture and written as a table.  A cycle writes a
 # directory of small files; RENAME_LAG cycles later they are renamed,
-# REMOVE_LAG cycles later removed, so each reaches the store first.  Each resource must
+# REMOVE_LAG cycles later removed, so each reaches the store first.
+# MINUTES=60 at RATE=150 is ~540,000 files; a million takes 110 minutes.  Each resource must
 # stay flat and the lag bounded, or the soak fails (issue 50).
 #
 # usage: bench/soak.sh [MINUTES] (default 60)
 #   env: OUT=DIR (bench/soak-out), SAMPLE_S=60, FILES=500 small files per
-#        client and cycle, CLIENTS=8, SMALL=4K, RATE=300 new small files
-#        a second on average (a million an hour), GW=build/mapfs-gw,
+#        client and cycle, CLIENTS=8, SMALL=4K, RATE=150 new small files
+#        a second on average (each costs the store a PUT, a COPY and two
+#        DELETEs: radosgw on this 2-core box, shared with the gateway and
+#        the clients, keeps up with about 250; a million an hour is 278), GW=build/mapfs-gw,
 #        BENCH=build/bench/mapfs-bench, GW_ARGS (default: none, the
 #        defaults users get), RENAME_LAG=4 and REMOVE_LAG=8 cycles,
 #        MAPFS_RGW_STORE_GB=8 (radosgw's memstore)
 # Writes OUT/soak.tsv (a row per sample), OUT/soak.png, OUT/summary.md,
 # OUT/gw.err (the gateway's log); exits 1 if a check fails.
 #
-# The checks (after the first 10% of the run, the warm-up): every
-# resource's highest value in the last quarter is at most its highest
-# in the second quarter plus a margin (descriptors +64, threads +8,
-# reader slots +4, resident memory +25% or 32 MiB, LMDB's pages +25% or
-# 16 MiB); the upload lag and the queued store work stay under
+# The checks (after the first 10% of the run, the warm-up): in the last
+# quarter against the second, the lowest descriptors (+64), threads (+8)
+# and reader slots (+4), which come and go with each pass, and the
+# highest resident memory and LMDB pages (+25% or 32/16 MiB); the upload lag and the queued store work stay under
 # LAG_MAX_S (120) and QUEUE_MAX (20,000); and once the load stops,
 # `mapfs-gw flush` empties the backlog.
 set -euo pipefail
@@ -33,7 +35,7 @@ SAMPLE_S=${SAMPLE_S:-60}
 FILES=${FILES:-500}
 CLIENTS=${CLIENTS:-8}
 SMALL=${SMALL:-4K}
-RATE=${RATE:-300}
+RATE=${RATE:-150}
 GW=${GW:-$ROOT/build/mapfs-gw}
 BENCH=${BENCH:-$ROOT/build/bench/mapfs-bench}
 GW_ARGS=${GW_ARGS:-}
@@ -174,18 +176,24 @@ checks=$(awk -F'\t' -v lagmax="$LAG_MAX_S" -v qmax="$QUEUE_MAX" '
 	NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
 	{ n++; for (c in col) v[n, c] = $(col[c]) }
 	function hi(c, from, to,   i, m) { m = -1; for (i = from; i <= to; i++) if (v[i, c] > m) m = v[i, c]; return m }
-	function flat(c, add, pct,   a, b, lim) {
-		a = hi(c, q2s, q2e); b = hi(c, q4s, n)
+	function lo(c, from, to,   i, m) { m = -1; for (i = from; i <= to; i++) if (m < 0 || v[i, c] < m) m = v[i, c]; return m }
+	# What comes and goes with the load (descriptors, threads, reader
+	# slots: a pass of parallel uploads holds 16 more for a moment) by
+	# its floor, the lowest sample of a quarter: a leak lifts it.
+	# Memory and LMDB by their highest.
+	function flat(c, add, pct, floor,   a, b, lim) {
+		a = floor ? lo(c, q2s, q2e) : hi(c, q2s, q2e)
+		b = floor ? lo(c, q4s, n) : hi(c, q4s, n)
 		lim = a + add; if (a * (1 + pct) > lim) lim = a * (1 + pct)
-		printf "| %s | %s | %s | %s |\n", c, a, b, b <= lim ? "flat" : "GROWS"
+		printf "| %s (%s) | %s | %s | %s |\n", c, floor ? "lowest" : "highest", a, b, b <= lim ? "flat" : "GROWS"
 		if (b > lim) bad++
 	}
 	END {
 		if (n < 8) { print "| (too few samples: " n ") | | | FAIL |"; print "BAD 1"; exit }
 		w = int(n / 10); if (w < 1) w = 1
 		q2s = w + int((n - w) / 4); q2e = w + int((n - w) / 2); q4s = w + int(3 * (n - w) / 4)
-		flat("fds", 64, 0); flat("threads", 8, 0); flat("readers", 4, 0)
-		flat("rss_mib", 32, 0.25); flat("map_mib", 16, 0.25)
+		flat("fds", 64, 0, 1); flat("threads", 8, 0, 1); flat("readers", 4, 0, 1)
+		flat("rss_mib", 32, 0.25, 0); flat("map_mib", 16, 0.25, 0)
 		lag = hi("lag_s", w + 1, n - 1); q = hi("queued", w + 1, n - 1)
 		printf "| lag_s (max under load) | | %s | %s |\n", lag, lag <= lagmax ? "bounded" : "TOO HIGH"
 		printf "| queued (max under load) | | %s | %s |\n", q, q <= qmax ? "bounded" : "TOO HIGH"
@@ -222,7 +230,7 @@ EOF
 	echo "$done_files small files of $SMALL written, read, stat'ed, renamed ${RENAME_LAG} cycles and removed ${REMOVE_LAG} cycles later ($cycle cycles, $CLIENTS clients,"
 	echo "$fails failed runs), the JuiceFS items every 4th cycle; gateway options \`${GW_ARGS:-(defaults)}\`; drain (flush) ${DRAIN_S} s."
 	echo
-	echo "| series | max, 2nd quarter | max, last quarter | verdict |"
+	echo "| series | 2nd quarter | last quarter | verdict |"
 	echo "|---|---|---|---|"
 	echo "$checks" | grep '^|'
 	echo

@@ -163,16 +163,34 @@ void fs_pending_meter(struct fs *fs, struct db_txn *txn, uint64_t *age_ms,
 		else
 			hi = mid;
 	}
-	if (lo == 0) {
+	if (lo == 0)
 		*age_ms = now - fs->pend_open_ms; /* from before this start */
-	} else {
+	else
 		*age_ms = now - fs->pend_stamps[lo - 1].ms;
-		/* The stamps before that one are of records gone. */
+out:
+	pthread_mutex_unlock(&fs->pend_meter_lock);
+}
+
+void fs_pending_prune(struct fs *fs, uint64_t head)
+{
+	size_t lo = 0, hi;
+
+	pthread_mutex_lock(&fs->pend_meter_lock);
+	hi = fs->npend_stamps;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (fs->pend_stamps[mid].seq <= head)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Keep the last stamp at or before the head: its records' time. */
+	if (lo > 1) {
 		memmove(fs->pend_stamps, fs->pend_stamps + lo - 1,
 			(fs->npend_stamps - lo + 1) * sizeof(*fs->pend_stamps));
 		fs->npend_stamps -= lo - 1;
 	}
-out:
 	pthread_mutex_unlock(&fs->pend_meter_lock);
 }
 

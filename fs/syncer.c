@@ -340,6 +340,23 @@ static int snap_take(struct fs *fs, struct sync_snap *s,
 	return rc;
 }
 
+/* Let the queue's meter forget the records gone: those before the first
+ * of this node's in the snapshot (adopted ones, another node's, come
+ * first), or all when the snapshot has none of its own and nothing past
+ * the batch either. */
+static void prune_stamps(struct fs *fs, const struct sync_snap *s)
+{
+	uint32_t me = db_node_id(fs->db);
+
+	for (size_t i = 0; i < s->npend; i++)
+		if (fs_pending_node(s->pend[i].seq) == me) {
+			fs_pending_prune(fs, s->pend[i].seq);
+			return;
+		}
+	if (!s->nqueued && !s->queued_oom)
+		fs_pending_prune(fs, UINT64_MAX);
+}
+
 /* Anything left to do?  (pending records plus dirty inodes) */
 static int work_left(struct fs *fs, size_t *n)
 {
@@ -490,6 +507,8 @@ static int sync_pass(struct fs *fs, bool flushing, const struct sync_only *only,
 		return rc;
 	if (!only && !sp->npend && !sp->nitems)
 		fs_outage_replayed(fs);
+	if (!only)
+		prune_stamps(fs, sp);
 	/* The queued store records first, many at a time; an upload to a
 	 * key that one still touches (past this batch, or failed) waits.
 	 * A pass clients wait for (a strict COMMIT) runs them only when
