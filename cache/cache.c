@@ -24,6 +24,7 @@
 #include "fetch_int.h"
 #include "ring_int.h"
 #include "common/log.h"
+#include "metrics/metrics.h"
 #include "db/db.h"
 
 #define CACHE_DEFAULT_RING_DEPTH 256
@@ -259,6 +260,20 @@ void cache_close(struct cache *c)
 		log_warn("cache: flushing at close: %s", strerror(errno));
 	dirs_close(c);
 	free(c);
+}
+
+int cache_sync_all(struct cache *c)
+{
+	int rc = 0;
+
+	if (c->unflushed)
+		return 0; /* its files are a copy (cache.h) */
+	if (syncfs(c->rootfd))
+		rc = -errno;
+	metrics_inc(MET_FLUSH_FILE);
+	/* db/ applies in order: an empty change durable means all before
+	 * it, the journal's records of these files too. */
+	return rc ? rc : db_write(c->db, NULL, NULL);
 }
 
 /*

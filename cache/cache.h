@@ -176,6 +176,15 @@ void cache_write(struct cache *c, int loop, uint64_t ino, uint64_t off,
  * journal): done(arg, 0), or -ENODATA, -EIO.  A synced cache_write()
  * covers all of that as well.
  */
+/*
+ * Make every cache file's data and name durable at once (syncfs of the
+ * cache's file system, one flush however many files) and the chunk
+ * journal's records queued so far (a durable database commit): what an
+ * async export's window ends with.  Blocks; any thread but a loop's.
+ * 0 or -errno.
+ */
+int cache_sync_all(struct cache *c);
+
 void cache_sync(struct cache *c, int loop, uint64_t ino, cache_done_fn done,
 		void *arg);
 

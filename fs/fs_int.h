@@ -237,10 +237,10 @@ static inline void fs_submit(struct fs *fs, const struct fs_ctx *ctx,
  * window.  Stopped after flushing what was asked for.  0 or -errno. */
 int fs_async_start(struct fs *fs, uint32_t window_ms);
 void fs_async_stop(struct fs *fs);
-/* ino's cache file (data, name, chunk journal) durable within the
- * window: an async export's COMMIT or stable WRITE, answered now.  0 or
- * -ENOMEM (then nothing was deferred). */
-int fs_async_defer(struct fs *fs, uint64_t ino);
+/* An async export's COMMIT or stable WRITE was answered: every cache
+ * file (data, name, chunk journal) is made durable when the window of
+ * the first such answer ends, with one flush. */
+void fs_async_defer(struct fs *fs);
 
 /*
  * conflict.c: an upload of snap (a record of key, size bytes of data)

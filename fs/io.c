@@ -521,7 +521,8 @@ static void write_cb(void *p, long res)
 	}
 	/* An async export's stable WRITE: flushed within the window. */
 	if (op->stable != FS_UNSTABLE && op->async) {
-		write_finish(op, fs_async_defer(op->fs, op->ino));
+		fs_async_defer(op->fs);
+		write_finish(op, 0);
 		return;
 	}
 	write_finish(op, 0);
@@ -795,7 +796,8 @@ void fs_commit(struct fs *fs, struct fs_io *io, const struct fs_ctx *ctx,
 	/* An async export: answered now, the file flushed in the window
 	 * (with --strict-commit a COMMIT still waits for the store). */
 	if (ctx->async && !fs->opts.strict_commit) {
-		commit_finish(op, fs_async_defer(fs, ino));
+		fs_async_defer(fs);
+		commit_finish(op, 0);
 		return;
 	}
 	cache_sync(fs->cache, ctx->loop, ino, commit_cb, op);

@@ -3,9 +3,12 @@
  *
  *   pcwriter write URL DIR N WORKERS   writes files DIR/f<i>, i < N, from
  *       WORKERS processes (file i by worker i % WORKERS), and prints
- *       "ok <i>" once the server promised all of file i is stable;
- *   pcwriter check URL DIR OKFILE      reads back every file OKFILE lists
- *       and says which do not hold what was promised.  Exit 1 if any.
+ *       "ok <i> <ms>" once the server promised all of file i is stable
+ *       (ms: the wall clock's, when the promise came);
+ *   pcwriter check URL DIR OKFILE [BEFORE]  reads back every file OKFILE
+ *       lists (promised before the wall clock's ms BEFORE, if given: an
+ *       async export's promise holds once its window is over) and says
+ *       which do not hold what was promised.  Exit 1 if any.
  *
  * URL: nfs://HOST/EXPORT?nfsport=P&mountport=Q.  What a file goes through
  * depends on i % 8, so that every way a small file's data is made stable
@@ -206,8 +209,14 @@ static int do_write(const char *url, const char *dir, uint32_t n, int workers)
 				/* One write per line: the lines of the
 				 * workers never mix, and none waits in a
 				 * buffer when the cut kills us. */
-				len = snprintf(line, sizeof(line),
-					       "ok %" PRIu32 "\n", i);
+				struct timeval tv;
+
+				gettimeofday(&tv, NULL);
+				len = snprintf(
+					line, sizeof(line),
+					"ok %" PRIu32 " %" PRIu64 "\n", i,
+					(uint64_t)tv.tv_sec * 1000 +
+						(uint64_t)tv.tv_usec / 1000);
 				if (write(1, line, (size_t)len) != len)
 					_exit(1);
 			}
@@ -223,24 +232,34 @@ static int do_write(const char *url, const char *dir, uint32_t n, int workers)
 	return failed;
 }
 
-static int do_check(const char *url, const char *dir, const char *okfile)
+static int do_check(const char *url, const char *dir, const char *okfile,
+		    uint64_t before)
 {
 	struct nfs_context *nfs = connect_url(url);
 	uint8_t *want = malloc(MAXSZ), *got = malloc(MAXSZ + 1);
 	FILE *f = fopen(okfile, "r");
-	unsigned checked = 0, bad = 0;
+	unsigned checked = 0, bad = 0, later = 0;
+	char text[128];
+	uint64_t at_ms;
 	uint32_t i;
 
 	if (!f || !want || !got) {
 		perror(okfile);
 		return 2;
 	}
-	while (fscanf(f, "ok %" SCNu32 "\n", &i) == 1) {
+	while (fgets(text, sizeof(text), f)) {
 		char path[256];
 		struct nfsfh *fh;
-		uint32_t n = expected(i, want), got_n;
+		uint32_t n, got_n;
 		int err = 0;
 
+		if (sscanf(text, "ok %" SCNu32 " %" SCNu64, &i, &at_ms) != 2)
+			continue;
+		if (before && at_ms >= before) {
+			later++; /* its window was not over at the cut */
+			continue;
+		}
+		n = expected(i, want);
 		snprintf(path, sizeof(path), "%s/f%" PRIu32, dir, i);
 		checked++;
 		if (nfs_open(nfs, path, O_RDONLY, &fh)) {
@@ -276,7 +295,9 @@ static int do_check(const char *url, const char *dir, const char *okfile)
 	free(want);
 	free(got);
 	nfs_destroy_context(nfs);
-	printf("checked %u files promised stable: %u bad\n", checked, bad);
+	printf("checked %u files promised stable: %u bad (%u promised too "
+	       "late to count)\n",
+	       checked, bad, later);
 	return bad ? 1 : 0;
 }
 
@@ -285,9 +306,10 @@ int main(int argc, char **argv)
 	if (argc == 6 && !strcmp(argv[1], "write"))
 		return do_write(argv[2], argv[3], (uint32_t)atol(argv[4]),
 				atoi(argv[5]));
-	if (argc == 5 && !strcmp(argv[1], "check"))
-		return do_check(argv[2], argv[3], argv[4]);
+	if ((argc == 5 || argc == 6) && !strcmp(argv[1], "check"))
+		return do_check(argv[2], argv[3], argv[4],
+				argc == 6 ? strtoull(argv[5], NULL, 10) : 0);
 	fprintf(stderr, "usage: pcwriter write URL DIR N WORKERS | pcwriter "
-			"check URL DIR OKFILE\n");
+			"check URL DIR OKFILE [BEFORE_MS]\n");
 	return 2;
 }
