@@ -2684,3 +2684,55 @@ int e2e_ctl(const struct e2e_gw *gw, const char *cmd, char *buf, size_t cap)
 	buf[n] = '\0';
 	return pclose(p) == 0 ? 0 : -1;
 }
+
+static int store_files;
+
+static int count_file(const char *p, const struct stat *sb, int type,
+		      struct FTW *ftw)
+{
+	(void)p;
+	(void)sb;
+	(void)ftw;
+	store_files += type == FTW_F;
+	return 0;
+}
+
+int e2e_store_count(const struct e2e_gw *gw, const char *path)
+{
+	char q[1200], key[1024], *p;
+	struct e2e_s3_resp r;
+	int n = 0;
+
+	if (!e2e_backend_is_s3()) {
+		struct stat sb;
+
+		snprintf(q, sizeof(q), "%s/%s", gw->store, path);
+		if (stat(q, &sb))
+			return errno == ENOENT ? 0 : -1;
+		store_files = 0;
+		if (nftw(q, count_file, 16, FTW_PHYS))
+			return -1;
+		return store_files;
+	}
+	e2e_s3_key(gw, path, key, sizeof(key));
+	p = q + snprintf(q, sizeof(q), "list-type=2&prefix=");
+	for (const char *c = key; *c && p < q + sizeof(q) - 4; c++)
+		p += strchr("-_.~", *c) || (*c >= '0' && *c <= '9') ||
+				     (*c >= 'a' && *c <= 'z') ||
+				     (*c >= 'A' && *c <= 'Z')
+			     ? sprintf(p, "%c", *c)
+			     : sprintf(p, "%%%02X", (unsigned char)*c);
+	if (e2e_s3_request("GET", NULL, q, NULL, 0, NULL, &r))
+		return -1;
+	if (r.code != 200) {
+		e2e_s3_resp_free(&r);
+		return -1;
+	}
+	for (p = r.body; (p = strstr(p, "<Key>")); p += 5) {
+		char *e = strstr(p, "</Key>");
+
+		n += e && e[-1] != '/';
+	}
+	e2e_s3_resp_free(&r);
+	return n;
+}

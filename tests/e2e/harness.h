@@ -310,6 +310,13 @@ int e2e_s3_header(const struct e2e_s3_resp *resp, const char *name, char *out,
 void e2e_s3_key(const struct e2e_gw *gw, const char *path, char *out,
 		size_t cap);
 
+/*
+ * Objects of gw's store (not directory markers) whose keys begin with
+ * path (a namespace path, "dir/" for what is below dir): the file
+ * store's files, or an S3 listing (up to 1,000).  -1 if it cannot tell.
+ */
+int e2e_store_count(const struct e2e_gw *gw, const char *path);
+
 /* ------------------------------------------------------------------ */
 /* libnfs high-level client                                            */
 

@@ -678,6 +678,65 @@ static void test_kill_takeover(void)
 }
 
 /*
+ * A renamed directory's store work outlives its gateway (issue 49): A
+ * renames a directory of 200 files that are in the store (its queue:
+ * 400 copies and deletes, shared in the database, numbered for A) and
+ * is killed -9 at once; once its lease ran out a survivor runs A's queue
+ * before its own, and the store holds every file under the new name and
+ * none under the old.  Then A comes back.
+ */
+static void test_kill_queue_takeover(void)
+{
+	nfs_fh3 d, f;
+	char name[32];
+	int n_new = -1, n_old = -1;
+
+	E2E_STATUS("MKDIR qd on A", mkdir_on(0, &root[0], "qd", &d), NFS3_OK);
+	for (int i = 0; i < 200; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		E2E_STATUS("CREATE in qd", create(0, &d, name, GUARDED, &f),
+			   NFS3_OK);
+		/* FILE_SYNC: in the store before the reply (strict). */
+		E2E_STATUS("WRITE in qd (FILE_SYNC)",
+			   write_on(0, &f, 0, name, strlen(name), FILE_SYNC),
+			   NFS3_OK);
+	}
+	E2E_REQUIRE(e2e_store_count(&gw[0], "qd/") == 200,
+		    "the 200 files are not all in the store: %d",
+		    e2e_store_count(&gw[0], "qd/"));
+	RENAME3res rr;
+
+	E2E_REQUIRE(e2e_nfs3_rename(nfs[0], &root[0], "qd", &root[0], "qe",
+				    &rr) == 0 &&
+			    rr.status == NFS3_OK,
+		    "RENAME qd qe on A");
+	E2E_REQUIRE(e2e_gw_kill9(&gw[0]) == 0, "kill -9 A");
+	e2e_rpc_close(nfs[0]);
+	nfs[0] = NULL;
+	fprintf(stderr, "  [A killed with %d of 200 objects moved]\n",
+		e2e_store_count(&gw[1], "qe/"));
+	uint64_t t0 = e2e_now_ms();
+
+	while (e2e_now_ms() - t0 < 60000) {
+		n_new = e2e_store_count(&gw[1], "qe/");
+		n_old = e2e_store_count(&gw[1], "qd/");
+		if (n_new == 200 && n_old == 0)
+			break;
+		usleep(200 * 1000);
+	}
+	E2E_CHECK(n_new == 200 && n_old == 0,
+		  "after A's death the store has %d under qe/ and %d under "
+		  "qd/, want 200 and 0",
+		  n_new, n_old);
+	fprintf(stderr,
+		"  [A's queue ran on a survivor: all moved %llu ms after "
+		"the kill -9 (lease 3 s)]\n",
+		(unsigned long long)(e2e_now_ms() - t0));
+	E2E_STATUS("LOOKUP qe on B", lookup(1, &root[1], "qe", NULL), NFS3_OK);
+	E2E_REQUIRE(restart_a() == 0, "restart A, connect again");
+}
+
+/*
  * A is killed -9 and comes back before its lease ran out for anyone to
  * notice: nothing was taken over, and what it had not uploaded (an
  * UNSTABLE write, not lost on its disk) goes up from its cache.
@@ -2475,6 +2534,8 @@ int main(void)
 		    test_kill_restart);
 	CU_add_test(s, "kill -9, gone: the others take over",
 		    test_kill_takeover);
+	CU_add_test(s, "kill -9 in a renamed directory's store work",
+		    test_kill_queue_takeover);
 	CU_add_test(s, "kill -9 between the two commits: taken back",
 		    test_kill_between_commits);
 	CU_add_test(s, "the machine restarted: the state loaded again",
