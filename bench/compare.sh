@@ -49,6 +49,9 @@ usage() {
 	  --gw-threads N      mapfs-gw --threads (2)
 	  --dir DIR           parent of the work dir, on the disk to test (/var/tmp)
 	  --gw PATH           mapfs-gw binary (build/mapfs-gw)
+	  --async             mapfs-gw's export async (exports(5), as knfsd's:
+	                      changes and stable writes on disk within
+	                      --async-window, 50 ms, after the reply)
 	  --bench PATH        mapfs-bench binary (build/bench/mapfs-bench)
 	  --no-s3             skip the S3 part;  --no-rgw: skip radosgw only
 	  --only-s3           only the S3 part (no ganesha, no namespace, no limits)
@@ -63,10 +66,11 @@ usage() {
 ROUNDS=3 DURATION=3 BIG=1G IOFILE=256M SMALLN=500 S3SIZE=256M S3SMALLN=200
 BTHREADS=1 GWTHREADS=2 PARENT=/var/tmp IPERF_S=5 FIO_S=5 FIO_SIZE=1G
 GW=$ROOT/build/mapfs-gw BENCH=$ROOT/build/bench/mapfs-bench
-DO_NFS=1 DO_S3=1 DO_RGW=1 DO_LIMITS=1 DO_INSTALL=1 JSON_OUT='' KEEP=0
+DO_NFS=1 DO_S3=1 DO_RGW=1 DO_LIMITS=1 DO_INSTALL=1 JSON_OUT='' KEEP=0 ASYNC=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rounds) ROUNDS=$2; shift ;;
+	--async) ASYNC=1 ;;
 	--quick) # sizes for seconds, not minutes; options after it still win
 		ROUNDS=1 DURATION=0.5 BIG=64M IOFILE=32M SMALLN=40 S3SIZE=32M S3SMALLN=16
 		IPERF_S=1 FIO_S=1 FIO_SIZE=64M DO_RGW=0 ;;
@@ -303,8 +307,13 @@ if [ $DO_NFS = 1 ]; then
 	log "starting nfs-ganesha and mapfs-gw in network namespace $NS"
 	start_ganesha
 	mkdir -p "$WORK/mapfs/state" "$WORK/mapfs/store"
+	exports=()
+	if [ $ASYNC = 1 ]; then
+		echo "/mapfs 127.0.0.1(rw,no_root_squash,insecure,async)" >"$WORK/mapfs/exports"
+		exports=(--exports "$WORK/mapfs/exports")
+	fi
 	LAUNCH="ip netns exec $NS" start_mapfs "$WORK/mapfs/gw.log" --state "$WORK/mapfs/state" \
-		--store "file://$WORK/mapfs/store"
+		--store "file://$WORK/mapfs/store" "${exports[@]}"
 	MAPFS_URL=$GWURL
 fi
 

@@ -599,18 +599,17 @@ void db_usage(struct db *db, struct db_usage *u)
 {
 	MDB_envinfo info = { 0 };
 	MDB_stat st = { 0 };
-	unsigned lines = 0;
-	int max = 0;
+	unsigned lines = 0, max = 0;
 
 	*u = (struct db_usage){ 0 };
 	mdb_env_info(db->env, &info);
 	mdb_env_stat(db->env, &st);
-	mdb_env_get_maxreaders(db->env, (unsigned *)&max);
+	mdb_env_get_maxreaders(db->env, &max);
 	mdb_reader_list(db->env, count_reader, &lines);
 	u->map_bytes = info.me_mapsize;
 	u->map_used_bytes = (uint64_t)(info.me_last_pgno + 1) * st.ms_psize;
 	u->readers = lines ? lines - 1 : 0;
-	u->readers_max = (unsigned)max;
+	u->readers_max = max;
 	pthread_mutex_lock(&db->wal_lock);
 	db_wal_usage(db, u);
 	pthread_mutex_unlock(&db->wal_lock);
