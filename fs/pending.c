@@ -127,12 +127,28 @@ static int pend_first(void *arg, const struct fs_pending *p)
 	return 1;
 }
 
+/* How many stamps are of records up to head (under pend_meter_lock). */
+static size_t stamps_upto(struct fs *fs, uint64_t head)
+{
+	size_t lo = 0, hi = fs->npend_stamps;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (fs->pend_stamps[mid].seq <= head)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 void fs_pending_meter(struct fs *fs, struct db_txn *txn, uint64_t *age_ms,
 		      double *rate)
 {
 	uint64_t now = fs_now_ms(), head = 0, from_ms = now, from_done;
 	uint64_t done = atomic_load(&fs->pend_done);
-	size_t lo = 0, hi;
+	size_t lo;
 	int rc = fs_pending_each(fs, txn, pend_first, &head);
 
 	*age_ms = 0;
@@ -154,15 +170,7 @@ void fs_pending_meter(struct fs *fs, struct db_txn *txn, uint64_t *age_ms,
 	if (rc != 1 || fs_pending_node(head) != db_node_id(fs->db))
 		goto out;
 	/* The last stamp at or before the head: it was queued after it. */
-	hi = fs->npend_stamps;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (fs->pend_stamps[mid].seq <= head)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = stamps_upto(fs, head);
 	if (lo == 0)
 		*age_ms = now - fs->pend_open_ms; /* from before this start */
 	else
@@ -173,18 +181,10 @@ out:
 
 void fs_pending_prune(struct fs *fs, uint64_t head)
 {
-	size_t lo = 0, hi;
+	size_t lo;
 
 	pthread_mutex_lock(&fs->pend_meter_lock);
-	hi = fs->npend_stamps;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (fs->pend_stamps[mid].seq <= head)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = stamps_upto(fs, head);
 	/* Keep the last stamp at or before the head: its records' time. */
 	if (lo > 1) {
 		memmove(fs->pend_stamps, fs->pend_stamps + lo - 1,

@@ -2697,13 +2697,31 @@ static int count_file(const char *p, const struct stat *sb, int type,
 	return 0;
 }
 
-int e2e_store_count(const struct e2e_gw *gw, const char *path)
+int e2e_s3_list(const struct e2e_gw *gw, const char *path,
+		struct e2e_s3_resp *resp)
 {
 	char q[1200], key[1024], *p;
+
+	e2e_s3_key(gw, path, key, sizeof(key));
+	/* Canonical: everything but the unreserved characters encoded. */
+	p = q + snprintf(q, sizeof(q), "list-type=2&prefix=");
+	for (const char *c = key; *c && p < q + sizeof(q) - 4; c++)
+		p += strchr("-_.~", *c) || (*c >= '0' && *c <= '9') ||
+				     (*c >= 'a' && *c <= 'z') ||
+				     (*c >= 'A' && *c <= 'Z')
+			     ? sprintf(p, "%c", *c)
+			     : sprintf(p, "%%%02X", (unsigned char)*c);
+	return e2e_s3_request("GET", NULL, q, NULL, 0, NULL, resp);
+}
+
+int e2e_store_count(const struct e2e_gw *gw, const char *path)
+{
 	struct e2e_s3_resp r;
+	char *p;
 	int n = 0;
 
 	if (!e2e_backend_is_s3()) {
+		char q[1200];
 		struct stat sb;
 
 		snprintf(q, sizeof(q), "%s/%s", gw->store, path);
@@ -2714,15 +2732,7 @@ int e2e_store_count(const struct e2e_gw *gw, const char *path)
 			return -1;
 		return store_files;
 	}
-	e2e_s3_key(gw, path, key, sizeof(key));
-	p = q + snprintf(q, sizeof(q), "list-type=2&prefix=");
-	for (const char *c = key; *c && p < q + sizeof(q) - 4; c++)
-		p += strchr("-_.~", *c) || (*c >= '0' && *c <= '9') ||
-				     (*c >= 'a' && *c <= 'z') ||
-				     (*c >= 'A' && *c <= 'Z')
-			     ? sprintf(p, "%c", *c)
-			     : sprintf(p, "%%%02X", (unsigned char)*c);
-	if (e2e_s3_request("GET", NULL, q, NULL, 0, NULL, &r))
+	if (e2e_s3_list(gw, path, &r))
 		return -1;
 	if (r.code != 200) {
 		e2e_s3_resp_free(&r);

@@ -311,6 +311,14 @@ void e2e_s3_key(const struct e2e_gw *gw, const char *path, char *out,
 		size_t cap);
 
 /*
+ * A ListObjectsV2 of the keys of gw's store that begin with path (up to
+ * 1,000; the query canonical, as radosgw checks its signature) into
+ * resp (free it with e2e_s3_resp_free).  0 or -1, as e2e_s3_request.
+ */
+int e2e_s3_list(const struct e2e_gw *gw, const char *path,
+		struct e2e_s3_resp *resp);
+
+/*
  * Objects of gw's store (not directory markers) whose keys begin with
  * path (a namespace path, "dir/" for what is below dir): the file
  * store's files, or an S3 listing (up to 1,000).  -1 if it cannot tell.

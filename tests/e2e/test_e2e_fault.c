@@ -632,20 +632,10 @@ static int direct_put(const char *path, const char *body)
 static int direct_find(const char *path, char *out, size_t cap)
 {
 	struct e2e_s3_resp r;
-	char key[512], q[700], *p, *e;
+	char *p, *e;
 	int rc = -1;
 
-	e2e_s3_key(&E.gw, path, key, sizeof(key));
-	/* Canonical: everything but the unreserved characters encoded
-	 * (radosgw checks the signature over it). */
-	p = q + snprintf(q, sizeof(q), "list-type=2&prefix=");
-	for (const char *c = key; *c && p < q + sizeof(q) - 4; c++)
-		p += strchr("-_.~", *c) || (*c >= '0' && *c <= '9') ||
-				     (*c >= 'a' && *c <= 'z') ||
-				     (*c >= 'A' && *c <= 'Z')
-			     ? sprintf(p, "%c", *c)
-			     : sprintf(p, "%%%02X", (unsigned char)*c);
-	if (e2e_s3_request("GET", NULL, q, NULL, 0, NULL, &r))
+	if (e2e_s3_list(&E.gw, path, &r))
 		return -1;
 	if (r.code == 200 && (p = strstr(r.body, "<Key>")) &&
 	    (e = strstr(p, "</Key>"))) {
