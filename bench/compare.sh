@@ -360,6 +360,12 @@ group_args() {
 	io4k) echo "-q 32 --items rand-read-4k,rand-write-4k --io-file-size $IOFILE" ;;
 	meta) echo "-q 64 --items getattr,lookup,access,null" ;;
 	small) echo "-q 16 --items write-small,read-small,stat,remove --small-file-count $SMALLN" ;;
+	# The server's CPU per small file written (wsmall, files kept) and
+	# per REMOVE one at a time (wrm: of wsmall's files), each measured
+	# until SETTLE_S after the run (the gateway's uploads and store
+	# deletes of those files included; the report's "cpu" lines).
+	wsmall) echo "-q 16 --items write-small --keep --small-file-count $SMALLN" ;;
+	wrm) echo "-q 16 --items remove --reuse --small-file-count $SMALLN" ;;
 	big) echo "-q 16 --items write-big,read-big,seq-read-1m,seq-write-1m --big-file-size $BIG --io-file-size $IOFILE" ;;
 	esac
 }
@@ -378,12 +384,32 @@ bench_json() {
 	EOF
 }
 
+# The CPU a process has used, in ms (utime + stime of /proc/PID/stat).
+cpu_ms() {
+	awk -v hz="$(getconf CLK_TCK)" '{ print int(($14 + $15) * 1000 / hz) }' \
+		"/proc/$1/stat" 2>/dev/null || echo 0
+}
+
+# The server process of a series: the gateway, or ganesha.nfsd.
+server_pid() {
+	if [ "$1" = mapfs ]; then echo "$GWPID"; else cat "$WORK/ganesha/ganesha.pid"; fi
+}
+
+SETTLE_S=${SETTLE_S:-7} # past the gateway's 5 s upload delay
 run_group() { # SERIES URL GROUP ROUND
-	local out=$WORK/bench-$1-$3-r$4.json
+	local out=$WORK/bench-$1-$3-r$4.json pid c0 dir=cmp-$3-r$4
+	[ "$3" = wrm ] && dir=cmp-wsmall-r$4 # wsmall's files
+	pid=$(server_pid "$1")
+	c0=$(cpu_ms "$pid")
 	# shellcheck disable=SC2046
 	if nsx "$BENCH" -p "$BTHREADS" --duration "$DURATION" $(group_args "$3") \
-		--dir "cmp-$3-r$4" --json "$2" >"$out" 2>"$out.err"; then
+		--dir "$dir" --json "$2" >"$out" 2>"$out.err"; then
 		bench_json "$1" "$4" "$out"
+		case $3 in wsmall | wrm)
+			sleep "$SETTLE_S"
+			printf 'cpu\t%s\t%s\t%s\t%s\tms\n' "$1" "$3" "$4" \
+				$(( $(cpu_ms "$pid") - c0 )) >>"$RES" ;;
+		esac
 	else
 		log "mapfs-bench failed against $1 ($3, round $4): $(tail -n 3 "$out.err")"
 	fi
@@ -628,6 +654,21 @@ for item, label in labels:
 if rows:
     print("mapfs-gw (file store) vs nfs-ganesha (FSAL_VFS), medians:")
     table(["item", "mapfs-gw", "ganesha", "mapfs/ganesha", "n mapfs", "n ganesha"], rows)
+
+# The servers' CPU (from /proc): per small file written (group wsmall)
+# and per REMOVE (group wrm, of those files), each until the gateway's
+# store work for them was done.  --small-file-count is the divisor.
+nsmall = int(params.split(" small files")[0].split()[-1].replace(",", ""))
+rows = []
+for ser in ("mapfs", "ganesha"):
+    w, wr = m("cpu", ser, "wsmall"), m("cpu", ser, "wrm")
+    if w is None and wr is None:
+        continue
+    us = lambda v: f"{v * 1000 / nsmall:,.0f} us" if v is not None else "-"
+    rows.append([ser, us(w), us(wr)])
+if rows:
+    print("\nserver CPU (utime + stime), medians:")
+    table(["server", "per small file written", "per REMOVE"], rows)
 
 rows = []
 for ser, item, label in [("iperf3", "loopback-tcp", "loopback TCP, iperf3, 1 stream"),
