@@ -36,11 +36,13 @@
 
 /* ---- a group, alone -------------------------------------------------------- */
 
-static uint64_t now_real_ns(void)
+/* The writer's clock (its condition variable's): monotonic, so that a
+ * step of the wall clock neither stretches a linger nor a lazy window. */
+static uint64_t now_mono_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
@@ -88,14 +90,14 @@ static void run_alone(struct db_writer *w, struct db_op *ops)
 		w->lazy_due_ns = 0;
 	else if (!w->lazy_due_ns)
 		w->lazy_due_ns =
-			now_real_ns() + (uint64_t)w->lazy_ms * 1000000u;
+			now_mono_ns() + (uint64_t)w->lazy_ms * 1000000u;
 	pthread_mutex_unlock(&w->lock);
 }
 
 /* The lazy window is over (w->lock held): flush the log's records. */
 static void lazy_flush(struct db_writer *w)
 {
-	if (!w->lazy_due_ns || now_real_ns() < w->lazy_due_ns)
+	if (!w->lazy_due_ns || now_mono_ns() < w->lazy_due_ns)
 		return;
 	w->lazy_due_ns = 0;
 	pthread_mutex_unlock(&w->lock);
@@ -158,7 +160,7 @@ static void linger(struct db_writer *w)
 	w->expect = 0;
 	if (w->nqueued >= expect || w->stopping || w->detach)
 		return;
-	clock_gettime(CLOCK_REALTIME, &until);
+	clock_gettime(CLOCK_MONOTONIC, &until);
 	until.tv_nsec += (w->rep ? DB_LINGER_US : DB_LINGER_ALONE_US) * 1000L;
 	if (until.tv_nsec >= 1000000000L) {
 		until.tv_sec++;
@@ -254,7 +256,12 @@ int db_writer_start(struct db *db)
 	w->lazy_ms = DB_LAZY_MS_DEFAULT;
 	writer_cluster_init(w);
 	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->wake, NULL);
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->wake, &ca);
+	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&w->switched, NULL);
 	rc = -pthread_create(&w->thread, NULL, writer_main, w);
 	if (rc) {

@@ -109,7 +109,7 @@ struct db_writer {
 	size_t linger_for; /* lingering until this many are queued (0: not) */
 	bool stopping;
 	/* Lazy commits (db_submit_lazy): the window, and when the log's
-	 * unflushed records must be flushed (CLOCK_REALTIME ns; 0: none). */
+	 * unflushed records must be flushed (CLOCK_MONOTONIC ns; 0: none). */
 	uint32_t lazy_ms;
 	uint64_t lazy_due_ns;
 	/* Under lock: the cluster to commit through, a switch asked for,

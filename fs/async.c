@@ -24,6 +24,16 @@
 #include "common/log.h"
 #include "fs_int.h"
 
+/* The thread's clock (its condition variable's): monotonic, so that a
+ * step of the wall clock never stretches a window. */
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 struct fs_async {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
@@ -44,12 +54,12 @@ static void *async_main(void *p)
 			pthread_cond_wait(&a->wake, &a->lock);
 			continue;
 		}
-		uint64_t now = fs_now_ms();
+		uint64_t now = mono_ms();
 
 		if (!a->stop && now < a->due_ms) {
 			struct timespec ts;
 
-			clock_gettime(CLOCK_REALTIME, &ts);
+			clock_gettime(CLOCK_MONOTONIC, &ts);
 			ts.tv_sec += (time_t)((a->due_ms - now) / 1000);
 			ts.tv_nsec +=
 				(long)((a->due_ms - now) % 1000) * 1000000L;
@@ -84,7 +94,12 @@ int fs_async_start(struct fs *fs, uint32_t window_ms)
 		return -ENOMEM;
 	a->window_ms = window_ms ? window_ms : FS_ASYNC_WINDOW_MS;
 	pthread_mutex_init(&a->lock, NULL);
-	pthread_cond_init(&a->wake, NULL);
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&a->wake, &ca);
+	pthread_condattr_destroy(&ca);
 	fs->async = a;
 	rc = -pthread_create(&a->thread, NULL, async_main, fs);
 	if (rc) {
@@ -122,7 +137,7 @@ void fs_async_defer(struct fs *fs)
 
 	pthread_mutex_lock(&a->lock);
 	if (!a->due_ms) {
-		a->due_ms = fs_now_ms() + a->window_ms;
+		a->due_ms = mono_ms() + a->window_ms;
 		pthread_cond_signal(&a->wake);
 	}
 	pthread_mutex_unlock(&a->lock);
