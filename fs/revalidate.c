@@ -141,6 +141,40 @@ static bool prefix_may_follow(const char *name, const char *last)
 }
 
 /*
+ * Before a merge commits: drop the cached data of the clean files whose
+ * listed version is not the one their record knows.  The merge drops
+ * them too, once committed; but between its commit and that drop a READ
+ * served the old bytes while GETATTR already said the new size (seen
+ * in CI: an object replaced by another client, read at once).  Dropped
+ * first, a READ in between misses, and the fetch, pinned to the old
+ * version the store no longer has, waits for the merge (-ESTALE, read
+ * again).  Dropping a clean file's cache is always safe: the store has
+ * its data.
+ */
+static void predrop(struct reval_op *op, size_t from, size_t to)
+{
+	struct fs *fs = op->fs;
+	struct db_txn *txn;
+
+	if (db_read_begin(fs->db, &txn))
+		return;
+	for (size_t i = from; i < to; i++) {
+		const struct reval_item *it = &op->items[i];
+		struct fs_inode in;
+		uint64_t ino;
+
+		if (it->is_dir ||
+		    fs_dirent_get(fs, txn, op->dir, it->name, &ino, NULL) ||
+		    fs_inode_get(fs, txn, ino, &in) || in.type != FS_REG ||
+		    (in.flags & FS_F_DIRTY) ||
+		    (in.size == it->size && !strcmp(in.etag, it->etag)))
+			continue;
+		cache_drop(fs->cache, ino);
+	}
+	db_read_end(fs->db, txn);
+}
+
+/*
  * Merge the items from from on (one page, and what the last one held
  * back): HEADs, one transaction, its cache drops, then READDIRs waiting
  * for these entries go on.  With more pages to come (last: the page's
@@ -175,6 +209,7 @@ static int merge_page(struct reval_op *op, size_t from, const char *last,
 		return rc;
 	op->page_from = from;
 	op->page_to = to;
+	predrop(op, from, to);
 	rc = db_write(fs->db, reval_apply_page, op);
 	if (rc == -EAGAIN && db_clustered(fs->db)) {
 		op->missed = true; /* the last transaction merges it all */
@@ -353,6 +388,7 @@ static void reval_job(struct fs *fs, void *p)
 		return;
 	}
 	if (!rc) {
+		predrop(op, 0, op->nitems);
 		rc = db_write(fs->db, reval_apply, op);
 		/*
 		 * In a cluster the replica has every gateway's entries; a
