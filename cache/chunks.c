@@ -499,7 +499,7 @@ uint64_t cache_journal(struct cache *c, struct cache_ent *e, uint64_t ino,
 	 * log's order makes durable with everything before it.  Before,
 	 * each was a durable commit of its own: a REMOVE's (its records
 	 * dropped) cost a second flush after the REMOVE's. */
-	db_submit_lazy(c->db, jop_apply, jop_done, op);
+	db_submit_background(c->db, jop_apply, jop_done, op);
 	return seq;
 }
 

@@ -397,6 +397,18 @@ void db_submit(struct db *db, db_apply_fn apply, db_done_fn done, void *arg);
 void db_submit_lazy(struct db *db, db_apply_fn apply, db_done_fn done,
 		    void *arg);
 
+/*
+ * db_submit_lazy() for a change nobody waits for (the cache's journal
+ * records of a removal, of fetched chunks): it never makes a commit of
+ * its own while other changes come, but goes with the next group, or
+ * with one of its own when the lazy window since the first such change
+ * queued is over.  Its done() runs then.  Whoever needs it durable
+ * submits a durable change after it: the queue's order takes both in
+ * one group or this one first.
+ */
+void db_submit_background(struct db *db, db_apply_fn apply, db_done_fn done,
+			  void *arg);
+
 /* The lazy window in ms (1..10,000; default 50): before the writer
  * starts taking lazy changes. */
 void db_set_lazy_window(struct db *db, uint32_t ms);

@@ -78,14 +78,14 @@ static void run_alone(struct db_writer *w, struct db_op *ops)
 	size_t n = 0;
 
 	for (struct db_op *op = ops; op; op = op->next)
-		n++;
+		n += !op->background;
+	expect_from_now(w, n);
 	ops_done(ops, rc);
 	/* Lazy records written and not flushed: flushed within the window
 	 * of the first; a durable commit since flushed them all. */
 	bool unflushed = db_wal_unflushed(w->db);
 
 	pthread_mutex_lock(&w->lock);
-	w->expect = w->nqueued + n;
 	if (!unflushed)
 		w->lazy_due_ns = 0;
 	else if (!w->lazy_due_ns)
@@ -105,17 +105,30 @@ static void lazy_flush(struct db_writer *w)
 	pthread_mutex_lock(&w->lock);
 }
 
-/* Wait for work (w->lock held), or for the lazy window's end. */
+/* Work for a group (w->lock held): a change that is not background, or
+ * background ones whose window is over (or the writer stops). */
+static bool have_work(struct db_writer *w)
+{
+	if (w->nqueued > w->nbg)
+		return true;
+	return w->nbg && (w->stopping || now_mono_ns() >= w->bg_due_ns);
+}
+
+/* Wait for work (w->lock held), or for the lazy window's end, or the
+ * background changes'. */
 static void writer_wait(struct db_writer *w)
 {
 	struct timespec until;
+	uint64_t due = w->lazy_due_ns;
 
-	if (!w->lazy_due_ns) {
+	if (w->nbg && (!due || w->bg_due_ns < due))
+		due = w->bg_due_ns;
+	if (!due) {
 		pthread_cond_wait(&w->wake, &w->lock);
 		return;
 	}
-	until.tv_sec = (time_t)(w->lazy_due_ns / 1000000000u);
-	until.tv_nsec = (long)(w->lazy_due_ns % 1000000000u);
+	until.tv_sec = (time_t)(due / 1000000000u);
+	until.tv_nsec = (long)(due % 1000000000u);
 	if (pthread_cond_timedwait(&w->wake, &w->lock, &until) == ETIMEDOUT)
 		lazy_flush(w);
 }
@@ -128,9 +141,12 @@ static struct db_op *take_group(struct db_writer *w)
 	struct db_op *group = w->head, **end = &w->head;
 
 	for (int n = 0; *end && n < DB_GROUP_MAX; n++) {
+		w->nbg -= (*end)->background;
 		end = &(*end)->next;
 		w->nqueued--;
 	}
+	if (!w->nbg)
+		w->bg_due_ns = 0;
 	w->head = *end;
 	*end = NULL;
 	if (!w->head)
@@ -158,7 +174,7 @@ static void linger(struct db_writer *w)
 	size_t expect = w->expect;
 
 	w->expect = 0;
-	if (w->nqueued >= expect || w->stopping || w->detach)
+	if (w->arrivals - w->linger_base >= expect || w->stopping || w->detach)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &until);
 	until.tv_nsec += (w->rep ? DB_LINGER_US : DB_LINGER_ALONE_US) * 1000L;
@@ -167,9 +183,14 @@ static void linger(struct db_writer *w)
 		until.tv_nsec -= 1000000000L;
 	}
 	w->linger_for = expect;
-	while (w->nqueued < expect && !w->answered && !w->stopping &&
-	       pthread_cond_timedwait(&w->wake, &w->lock, &until) != ETIMEDOUT)
-		;
+	while (w->arrivals - w->linger_base < expect && !w->answered &&
+	       !w->stopping) {
+		if (pthread_cond_timedwait(&w->wake, &w->lock, &until) ==
+		    ETIMEDOUT) {
+			metrics_inc(MET_DB_LINGER_EXPIRED);
+			break;
+		}
+	}
 	w->linger_for = 0;
 }
 
@@ -179,7 +200,7 @@ static void *writer_main(void *p)
 
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
-		while (!w->head && !w->answered && !w->poke && !w->again &&
+		while (!have_work(w) && !w->answered && !w->poke && !w->again &&
 		       !(w->detach && !w->ninflight) &&
 		       !(w->stopping && !w->ninflight))
 			writer_wait(w);
@@ -315,7 +336,7 @@ void db_writer_stop(struct db *db)
 /* ---- queueing ---------------------------------------------------------- */
 
 static void submit(struct db *db, db_apply_fn apply, db_done_fn done, void *arg,
-		   bool lazy)
+		   bool lazy, bool background)
 {
 	struct db_writer *w = db->w;
 	struct db_op *op = calloc(1, sizeof(*op));
@@ -329,25 +350,43 @@ static void submit(struct db *db, db_apply_fn apply, db_done_fn done, void *arg,
 	op->done = done;
 	op->arg = arg;
 	op->lazy = lazy;
+	op->background = background;
 	pthread_mutex_lock(&w->lock);
 	*w->tail = op;
 	w->tail = &op->next;
 	w->nqueued++;
-	/* A lingering writer wakes once, when what it waits for is in. */
-	if (w->nqueued >= w->linger_for)
-		pthread_cond_signal(&w->wake);
+	if (background) {
+		/* The first one sets the writer's deadline. */
+		if (!w->nbg++) {
+			w->bg_due_ns =
+				now_mono_ns() + (uint64_t)w->lazy_ms * 1000000u;
+			pthread_cond_signal(&w->wake);
+		}
+	} else {
+		w->arrivals++;
+		/* A lingering writer wakes once, when what it waits for
+		 * is in. */
+		if (w->arrivals - w->linger_base >= w->linger_for)
+			pthread_cond_signal(&w->wake);
+	}
 	pthread_mutex_unlock(&w->lock);
 }
 
 void db_submit(struct db *db, db_apply_fn apply, db_done_fn done, void *arg)
 {
-	submit(db, apply, done, arg, false);
+	submit(db, apply, done, arg, false, false);
 }
 
 void db_submit_lazy(struct db *db, db_apply_fn apply, db_done_fn done,
 		    void *arg)
 {
-	submit(db, apply, done, arg, true);
+	submit(db, apply, done, arg, true, false);
+}
+
+void db_submit_background(struct db *db, db_apply_fn apply, db_done_fn done,
+			  void *arg)
+{
+	submit(db, apply, done, arg, true, true);
 }
 
 void db_set_lazy_window(struct db *db, uint32_t ms)

@@ -845,19 +845,17 @@ void writer_cluster_run(struct db_writer *w, struct db_op *ops)
 	} else {
 		db_txn_abort(&p);
 	}
-	/* The linger waits for what the cluster's answers call out. */
+	/* The linger waits for what the cluster's answers call out:
+	 * arrivals from now on. */
 	for (struct wbatch *b = ready; b; b = b->next)
 		for (struct db_op *op = b->ops; op; op = op->next)
-			answers++;
+			answers += !op->background;
+	if (answers)
+		expect_from_now(w, answers);
 	local_done(w, rc, ready, remote);
 	ops_done(local, rc);
 out:
 	swaits_check(w);
-	if (answers) {
-		pthread_mutex_lock(&w->lock);
-		w->expect = w->nqueued + answers;
-		pthread_mutex_unlock(&w->lock);
-	}
 }
 
 /* Leave the cluster once nothing is in flight: the follower's batches

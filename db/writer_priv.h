@@ -23,8 +23,9 @@ struct db_op {
 	db_done_fn done;
 	void *arg;
 	int err;
-	bool lazy;     /* db_submit_lazy: done() before the flush */
-	uint8_t stale; /* runs so far that met a newer record */
+	bool lazy;       /* db_submit_lazy: done() before the flush */
+	bool background; /* db_submit_background: no commit of its own */
+	uint8_t stale;   /* runs so far that met a newer record */
 	/* This run, in the group: */
 	bool shared;       /* it changed a shared record */
 	size_t fp0, fp1;   /* its keys in g.fp */
@@ -105,8 +106,18 @@ struct db_writer {
 	pthread_cond_t wake, switched;
 	struct db_op *head, **tail;
 	size_t nqueued;
-	size_t expect;     /* changes the last answers may call out (linger) */
-	size_t linger_for; /* lingering until this many are queued (0: not) */
+	size_t nbg; /* of them db_submit_background's */
+	/* Background changes wait for a group until this time (the lazy
+	 * window after the first one queued; CLOCK_MONOTONIC ns; 0: none). */
+	uint64_t bg_due_ns;
+	/* The linger: changes that are not background ever queued; as
+	 * many as the last answers may call out, counted from arrivals
+	 * then (so changes queued before the answers are not waited for
+	 * again); lingering until arrivals - linger_base reach linger_for
+	 * (0: not lingering). */
+	uint64_t arrivals, linger_base;
+	size_t expect;
+	size_t linger_for;
 	bool stopping;
 	/* Lazy commits (db_submit_lazy): the window, and when the log's
 	 * unflushed records must be flushed (CLOCK_MONOTONIC ns; 0: none). */
@@ -145,10 +156,22 @@ static inline void requeue(struct db_writer *w, struct db_op *ops)
 	}
 	pthread_mutex_lock(&w->lock);
 	w->nqueued += n;
+	for (struct db_op *op = ops; op; op = op->next)
+		w->nbg += op->background;
 	last->next = w->head;
 	if (!w->head)
 		w->tail = &last->next;
 	w->head = ops;
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* Answers are going out for answers changes (w->lock not held): the next
+ * group lingers for as many arrivals after this moment (see linger()). */
+static inline void expect_from_now(struct db_writer *w, size_t answers)
+{
+	pthread_mutex_lock(&w->lock);
+	w->linger_base = w->arrivals;
+	w->expect = answers;
 	pthread_mutex_unlock(&w->lock);
 }
 

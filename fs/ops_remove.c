@@ -65,9 +65,13 @@ static void remove_done(void *p, int err)
 {
 	struct remove_op *op = p;
 
+	/* The answer first: the cache file's rename or unlink (writer
+	 * thread) is nothing the client waits for.  The name is gone, so
+	 * nothing reaches the file meanwhile but a stale handle's READ,
+	 * which the namespace answers first. */
+	op->done(op->arg, err);
 	if (!err && op->gone && op->victim_type == FS_REG)
 		cache_drop(op->fs->cache, op->victim);
-	op->done(op->arg, err);
 	free(op);
 }
 

@@ -276,10 +276,11 @@ static void rename_done(void *p, int err)
 {
 	struct rename_op *op = p;
 
+	/* The answer first, as a REMOVE's (ops_remove.c). */
+	op->done(op->arg, err);
 	if (!err && op->replaced && op->replaced_gone &&
 	    op->replaced_type == FS_REG)
 		cache_drop(op->fs->cache, op->replaced);
-	op->done(op->arg, err);
 	free(op);
 }
 
