@@ -9,7 +9,9 @@
 #   env: DIR (/mnt/jfs if mounted, else /var/tmp): where the servers keep
 #        their data (a journaled ext4 is what a gateway's disk is);
 #        TREE: a .tar to unpack (default: this repository's source,
-#        git archive HEAD); GW (build/mapfs-gw)
+#        git archive HEAD); GW (build/mapfs-gw); GWARGS: more options
+#        for the gateways (e.g. "--dir-ttl 60": no listing of the store
+#        during ls -lR)
 # Prints a line per run and the medians:
 #   SHELL server=mapfs-sync round=1 untar_s=.. sum_s=.. ls_s=.. rm_s=..
 # Timings are the guest's (software emulation): compare servers side by
@@ -73,7 +75,7 @@ mapfs() { # ROUND async|sync
 	fi
 	"$GW" --state "$st" --store "file://$st/store" --exports "$st.exports" \
 		--bind 127.0.0.1 --nfs-port 0 --mount-port 0 --no-rpcbind \
-		--foreground --log-level warn --threads 2 > "$st.out" 2> "$st.err" &
+		--foreground --log-level warn --threads 2 ${GWARGS:-} > "$st.out" 2> "$st.err" &
 	GWPID=$!
 	for _ in $(seq 100); do grep -q ready "$st.out" && break; sleep 0.1; done
 	local np mp
