@@ -12,6 +12,8 @@
 #   bench/lab.sh exec M CMD...     run CMD in machine M (its netns, budget)
 #   bench/lab.sh calibrate [opts]  the lab proves itself: N independent
 #                                  gateways give >= 0.9 x N of one
+#   bench/lab.sh scale [opts]      solo1..N and pg1..N (N gateways on one
+#                                  PostgreSQL), each gateway its client
 #
 # up options (each printed by every run, as "LAB budgets ..."):
 #   --gateways N        gateways gw1..gwN, each with its client machine
@@ -36,18 +38,26 @@
 # cgroup v1 (/sys/fs/cgroup/cpu, usage from cpuacct) or v2 (cpu.max,
 # cpu.stat).
 #
-# calibrate options: --max N (the gateways up), --rounds R (3),
-# --files F (creates per connection, 10000), --threads T and --depth Q
-# (each client: T connections, Q creates in flight each; 2 and 16).  Configurations solo1..soloMAX run
-# interleaved round by round: gateways gw1..gwN on LMDB, each with a file
-# store of its own on its disk, no cluster; client cI creates files in
-# its own directories on gwI.  Prints per configuration and round
-#   LAB cfg=solo2 item=create round=1 rate=.. gw_cpu_us=.. gw_busy=.. cl_busy=..
-# (rate: the clients' creates/s summed; gw_cpu_us: the gateways' CPU per
-# create; busy: the fraction of its budget the busiest such machine
-# used), then the medians, and fails (exit 1, "LAB calibration FAILED")
-# when a median soloN is below 0.9 x N x solo1: then the lab's other
-# figures would measure the box, not the design.
+# calibrate and scale options: --rounds R (3), --files F (creates per
+# connection, 10000), --threads T and --depth Q (each client: T
+# connections, Q creates in flight each; 2 and 16); calibrate --max N
+# (the lab's gateways); scale --configs "solo1 pg1 pg2 ..." (every soloN
+# and pgN of the lab's gateways) and --no-standby.  The configurations
+# run interleaved round by round (even rounds backwards).  soloN:
+# gateways gw1..gwN on LMDB, each with a file store of its own on its
+# disk, no cluster.  pgN: gw1..gwN one cluster on PostgreSQL in machine
+# pg (a fresh database each run; a synchronous standby in pgs), one file
+# store they share (the store's stand-in).  Client cI creates files in
+# directories of its own on gwI.  Prints per configuration and round
+#   LAB cfg=pg2 item=create round=1 rate=.. gw_cpu_us=.. pg_cpu_us=.. gw_busy=.. pg_busy=.. cl_busy=..
+# (rate: the clients' creates/s summed; *_cpu_us: the gateways' and
+# PostgreSQL's (primary and standby) CPU per create; busy: the fraction
+# of its budget the busiest such machine used), then the medians, each
+# against N x its family's first.  calibrate fails (exit 1, "LAB
+# calibration FAILED") when a median soloN is below 0.9 x N x solo1:
+# then the lab's other figures would measure the box, not the design.
+# A run warns when the budgets it uses add up to more than the box's
+# CPUs.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -315,19 +325,91 @@ cmd_status() {
 	done <"$LAB/machines"
 }
 
-# ---- the calibration: independent gateways --------------------------------
+# ---- PostgreSQL: a primary in pg, its synchronous standby in pgs ---------
 
-# gw_start I: a gateway alone (LMDB, a file store) in machine gwI, on
-# its own disk; waits for it to answer.
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+pg_user() {
+	if getent passwd postgres >/dev/null; then echo postgres; else echo nobody; fi
+}
+
+# pg_cmd MACHINE CMD...: CMD as PostgreSQL's user in MACHINE.
+pg_cmd() {
+	local m=$1
+	shift
+	lab_exec "$m" runuser -u "$(pg_user)" -- "$@"
+}
+
+# psql on the primary's socket (no network needed).
+pg_sql() {
+	PGOPTIONS="-c client_min_messages=warning" runuser -u "$(pg_user)" -- "$PGBIN/psql" -X -q -At -h "$LAB/disk/pg/sock" -p 5432 -U mapfs -d postgres "$@"
+}
+
+# The primary (and, unless --no-standby, its synchronous standby), each on
+# its machine's disk, listening on its address, port 5432.  Durable:
+# fsync on, synchronous_commit on.
+pg_up() {
+	local standby=$1 u
+	u=$(pg_user)
+	[ -x "$PGBIN/initdb" ] || die "no $PGBIN/initdb (apt-get install postgresql)"
+	pg_down
+	local d=$LAB/disk/pg
+	rm -rf "$d/data" "$d/sock"
+	mkdir -p "$d/sock"
+	chown "$u" "$d" "$d/sock"
+	runuser -u "$u" -- "$PGBIN/initdb" -N -D "$d/data" -U mapfs -A trust -E UTF8 \
+		--locale=C.UTF-8 >"$LAB/pg-initdb.log" 2>&1 || die "initdb: $(tail -3 "$LAB/pg-initdb.log")"
+	printf 'host all all %s.0/24 trust\nhost replication all %s.0/24 trust\n' "$NET" "$NET" \
+		>>"$d/data/pg_hba.conf"
+	pg_cmd pg "$PGBIN/pg_ctl" -D "$d/data" -w -t 60 -l "$d/log" -o \
+		"-p 5432 -k $d/sock -c listen_addresses=$(machine_ip pg) -c max_connections=300 -c shared_buffers=128MB" \
+		start >/dev/null || die "PostgreSQL did not start: $(tail -3 "$d/log" | tr '\n' ' ')"
+	[ "$standby" = 1 ] || return 0
+	local s=$LAB/disk/pgs
+	rm -rf "$s/data" "$s/sock"
+	mkdir -p "$s/sock"
+	chown "$u" "$s" "$s/sock"
+	pg_cmd pgs "$PGBIN/pg_basebackup" -d "host=$(machine_ip pg) port=5432 user=mapfs application_name=s1" \
+		-D "$s/data" -R -X stream -c fast >"$LAB/pgs-basebackup.log" 2>&1 ||
+		die "pg_basebackup: $(tail -3 "$LAB/pgs-basebackup.log")"
+	pg_cmd pgs "$PGBIN/pg_ctl" -D "$s/data" -w -t 60 -l "$s/log" -o \
+		"-p 5432 -k $s/sock -c listen_addresses=$(machine_ip pgs) -c max_connections=300 -c shared_buffers=128MB" \
+		start >/dev/null || die "the standby did not start: $(tail -3 "$s/log" | tr '\n' ' ')"
+	pg_sql -c "ALTER SYSTEM SET synchronous_standby_names = 's1'" -c "SELECT pg_reload_conf()" >/dev/null
+	local st=
+	for _ in $(seq 100); do
+		st=$(pg_sql -c "SELECT sync_state FROM pg_stat_replication WHERE application_name = 's1'")
+		[ "$st" = sync ] && return 0
+		sleep 0.1
+	done
+	die "the standby is not synchronous ($st)"
+}
+
+pg_down() {
+	local m
+	for m in pgs pg; do
+		[ -f "$LAB/disk/$m/data/postmaster.pid" ] || continue
+		runuser -u "$(pg_user)" -- "$PGBIN/pg_ctl" -D "$LAB/disk/$m/data" -m fast -w -t 30 stop \
+			>/dev/null 2>&1 || true
+	done
+}
+
+# ---- runs: gateways, their clients, the figures ---------------------------
+
+# gw_start I [META]: a gateway in machine gwI, on its own disk, with a
+# file store of its own (solo) or, in a cluster (META: PostgreSQL's URL),
+# the cluster's store ($CLUSTER_STORE); waits for it to answer.
 gw_start() {
-	local i=$1 d=$LAB/disk/gw$1/run
+	local i=$1 meta=${2:-} d=$LAB/disk/gw$1/run store
 	rm -rf "$d"
 	mkdir -p "$d/state" "$d/store"
+	store=$d/store
+	[ -z "$meta" ] || store=$CLUSTER_STORE
 	echo "/mapfs $NET.0/24(rw,no_root_squash,insecure)" >"$d/exports"
-	lab_exec "gw$i" "$GW" --state "$d/state" --store "file://$d/store" \
-		--exports "$d/exports" --bind "$(machine_ip "gw$i")" --nfs-port 2049 \
-		--mount-port 20048 --no-rpcbind --foreground --threads 1 \
-		--log-level warn >"$d/out" 2>"$d/err" &
+	local args=(--state "$d/state" --store "file://$store" --exports "$d/exports"
+		--bind "$(machine_ip "gw$i")" --nfs-port 2049 --mount-port 20048 --no-rpcbind
+		--foreground --threads 1 --log-level warn)
+	[ -z "$meta" ] || args+=(--meta "$meta" --node "n$i")
+	lab_exec "gw$i" "$GW" "${args[@]}" >"$d/out" 2>"$d/err" &
 	for _ in $(seq 300); do grep -q ready "$d/out" 2>/dev/null && return 0; sleep 0.1; done
 	cat "$d/err" >&2
 	die "gateway gw$i did not start"
@@ -355,99 +437,148 @@ url_of() {
 	echo "nfs://$(machine_ip "gw$1")/mapfs?nfsport=2049&mountport=20048&version=3"
 }
 
-cmd_calibrate() {
-	local max= rounds=3 files=10000 threads=2 depth=16
+# run_cfg OUT ROUND CFG: the create item on configuration CFG (soloN or
+# pgN): client cI creates in directories of its own on gwI.  Prints the
+# LAB line and appends it to OUT/lines.
+run_cfg() {
+	local out=$1 r=$2 cfg=$3 n meta=
+	case $cfg in
+	solo[1-9]*) n=${cfg#solo} ;;
+	pg[1-9]*)
+		n=${cfg#pg}
+		local db="r${r}_$cfg"
+		pg_sql -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null ||
+			die "CREATE DATABASE $db failed"
+		meta="postgresql://mapfs@$(machine_ip pg):5432/$db"
+		CLUSTER_STORE=$LAB/store/$db
+		rm -rf "$CLUSTER_STORE"
+		mkdir -p "$CLUSTER_STORE"
+		;;
+	*) die "no configuration $cfg (solo1..solo$GATEWAYS, pg1..pg$GATEWAYS)" ;;
+	esac
+	[ "$n" -le "$GATEWAYS" ] || die "$cfg: the lab has $GATEWAYS gateways"
+	local i m
+	for i in $(seq "$n"); do gw_start "$i" "$meta"; done
+	local names=() u0=() u1=() pids=()
+	for i in $(seq "$n"); do names+=("gw$i" "c$i"); done
+	[ -z "$meta" ] || names+=(pg pgs)
+	for m in "${names[@]}"; do u0+=("$(cg_usage_us "$m")"); done
+	local t0 t1
+	t0=$(date +%s%N)
+	for i in $(seq "$n"); do
+		lab_exec "c$i" "$BENCH" -p "$THREADS" -q "$DEPTH" --keep \
+			--small-file-count "$FILES" --items create --json "$(url_of "$i")" \
+			>"$out/$r-$cfg-$i.json" 2>"$out/$r-$cfg-$i.err" &
+		pids+=($!)
+	done
+	local failed=
+	for i in $(seq "$n"); do
+		wait "${pids[$((i - 1))]}" || failed="$failed c$i"
+	done
+	t1=$(date +%s%N)
+	for m in "${names[@]}"; do u1+=("$(cg_usage_us "$m")"); done
+	# A machine that died in the run is named.
+	for i in $(seq "$n"); do
+		[ -n "$(cg_pids "gw$i")" ] || failed="$failed gw$i(died)"
+	done
+	gw_stop_all
+	# Each run meets the same PostgreSQL: the database gone, its pages
+	# written out, before the next.
+	if [ -n "$meta" ]; then
+		pg_sql -c "DROP DATABASE IF EXISTS r${r}_$cfg" -c "CHECKPOINT" >/dev/null || true
+		rm -rf "$CLUSTER_STORE"
+	fi
+	if [ -n "$failed" ]; then
+		tail -n 3 "$out/$r-$cfg-"*.err >&2 2>/dev/null || true
+		for i in $(seq "$n"); do tail -n 3 "$LAB/disk/gw$i/run/err" >&2 2>/dev/null || true; done
+		die "$cfg round $r failed:$failed"
+	fi
+	local k=0 usage=""
+	for m in "${names[@]}"; do
+		usage="$usage $m=$((${u1[$k]} - ${u0[$k]}))"
+		k=$((k + 1))
+	done
+	python3 "$HERE/lab_line.py" line "$out" "$r" "$cfg" "$n" "$(((t1 - t0) / 1000))" "$usage" \
+		"$LAB/lab.env" | tee -a "$out/lines"
+}
+
+# The budgets the configurations use, beside the host's CPUs: a lab that
+# asks for more than the box has measures the box.
+budget_check() {
+	local need
+	need=$(python3 "$HERE/lab_line.py" need "$GW_CPU" "$CLIENT_CPU" "$PG_CPU" "$PGS_CPU" "$@")
+	if awk -v n="$need" -v h="$(nproc)" 'BEGIN { exit !(n > h) }'; then
+		echo "LAB warning: the biggest configuration's budgets sum to $need cores, the box has $(nproc): its figures are the box's (lower the budgets or run fewer gateways)"
+	fi
+}
+
+scale_opts() {
+	ROUNDS=3 FILES=10000 THREADS=2 DEPTH=16 STANDBY=1 CONFIGS=
 	while [ $# -gt 0 ]; do
 		case $1 in
-		--max) max=$2; shift ;;
-		--rounds) rounds=$2; shift ;;
-		--files) files=$2; shift ;;
-		--threads) threads=$2; shift ;;
-		--depth) depth=$2; shift ;;
-		*) die "calibrate: unknown option $1" ;;
+		--configs) CONFIGS=$2; shift ;;
+		--max)
+			[[ $2 =~ ^[1-9][0-9]*$ ]] || die "--max: a number of gateways"
+			CONFIGS=$(seq -f 'solo%g' 1 "$2" | tr '\n' ' ')
+			shift
+			;;
+		--rounds) ROUNDS=$2; shift ;;
+		--files) FILES=$2; shift ;;
+		--threads) THREADS=$2; shift ;;
+		--depth) DEPTH=$2; shift ;;
+		--no-standby) STANDBY=0 ;;
+		*) die "unknown option $1 (see the head of bench/lab.sh)" ;;
 		esac
 		shift
 	done
-	load
-	[ -x "$GW" ] && [ -x "$BENCH" ] || die "build first (cmake --build build)"
-	max=${max:-$GATEWAYS}
-	[ "$max" -le "$GATEWAYS" ] || die "calibrate --max $max: the lab has $GATEWAYS gateways"
-	print_budgets
-	local out=$LAB/calibrate
-	rm -rf "$out"
-	mkdir -p "$out"
-	trap 'gw_stop_all' EXIT
-	for r in $(seq "$rounds"); do
-		local order
-		order=$(seq "$max")
-		[ $((r % 2)) = 0 ] && order=$(seq "$max" -1 1)
-		for n in $order; do
-			for i in $(seq "$n"); do gw_start "$i"; done
-			local names=() u0=() u1=() pids=()
-			for i in $(seq "$n"); do names+=("gw$i" "c$i"); done
-			for m in "${names[@]}"; do u0+=("$(cg_usage_us "$m")"); done
-			local t0 t1
-			t0=$(date +%s%N)
-			for i in $(seq "$n"); do
-				lab_exec "c$i" "$BENCH" -p "$threads" -q "$depth" --keep \
-					--small-file-count "$files" --items create --json "$(url_of "$i")" \
-					>"$out/$r-$n-$i.json" 2>"$out/$r-$n-$i.err" &
-				pids+=($!)
-			done
-			local failed=
-			for i in $(seq "$n"); do
-				wait "${pids[$((i - 1))]}" || failed="$failed c$i"
-			done
-			t1=$(date +%s%N)
-			for m in "${names[@]}"; do u1+=("$(cg_usage_us "$m")"); done
-			gw_stop_all
-			[ -z "$failed" ] || {
-				tail -3 "$out/$r-$n-"*.err >&2
-				die "calibrate: the client machine(s)$failed failed (round $r, solo$n)"
-			}
-			local k=0 usage=""
-			for m in "${names[@]}"; do
-				usage="$usage $m=$((${u1[$k]} - ${u0[$k]}))"
-				k=$((k + 1))
-			done
-			python3 - "$out" "$r" "$n" "$(((t1 - t0) / 1000))" "$usage" <<'EOF' | tee -a "$out/lines"
-import json, sys
-out, r, n, wall_us, usage = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-env = dict(l.split("=", 1) for l in open(out + "/../lab.env").read().split() if "=" in l)
-use = {k: int(v) for k, v in (u.split("=") for u in usage.split())}
-rate = files = 0.0
-for i in range(1, n + 1):
-    it = [x for x in json.load(open(f"{out}/{r}-{n}-{i}.json"))["items"] if x["name"] == "create"][0]
-    rate += it["value"]
-    files += it["files"]
-gw_us = sum(v for k, v in use.items() if k.startswith("gw"))
-busy = lambda pfx, b: max(v for k, v in use.items() if k.startswith(pfx)) / (float(b) * wall_us) if b != "none" else 0
-per = gw_us / files if files else 0
-print(f"LAB cfg=solo{n} item=create round={r} rate={rate:.0f} gw_cpu_us={per:.0f} "
-      f"gw_busy={busy('gw', env['GW_CPU']):.2f} cl_busy={busy('c', env['CLIENT_CPU']):.2f}")
-EOF
-		done
+	local v
+	for v in "$ROUNDS" "$FILES" "$THREADS" "$DEPTH"; do
+		[[ $v =~ ^[1-9][0-9]*$ ]] || die "--rounds, --files, --threads, --depth: positive integers, not '$v'"
 	done
+}
+
+# scale_run: every configuration of CONFIGS, interleaved round by round
+# (even rounds backwards); the lines in $LAB/scale/lines, then medians.
+scale_run() {
+	[ -x "$GW" ] && [ -x "$BENCH" ] || die "build first (cmake --build build)"
+	print_budgets
+	budget_check $CONFIGS
+	SCALE_OUT=$LAB/scale
+	rm -rf "$SCALE_OUT"
+	mkdir -p "$SCALE_OUT" "$LAB/store"
+	local cfgs=($CONFIGS) want_pg=0 r c k
+	for c in "${cfgs[@]}"; do [[ $c == pg* ]] && want_pg=1; done
+	trap 'gw_stop_all; pg_down' EXIT
+	[ $want_pg = 0 ] || pg_up "$STANDBY"
+	for r in $(seq "$ROUNDS"); do
+		local order=("${cfgs[@]}")
+		if [ $((r % 2)) = 0 ]; then
+			order=()
+			for ((k = ${#cfgs[@]} - 1; k >= 0; k--)); do order+=("${cfgs[$k]}"); done
+		fi
+		for c in "${order[@]}"; do run_cfg "$SCALE_OUT" "$r" "$c"; done
+	done
+	gw_stop_all
+	pg_down
 	trap - EXIT
-	python3 - "$out/lines" "$max" <<'EOF'
-import re, statistics, sys
-rows = {}
-for l in open(sys.argv[1]):
-    d = dict(kv.split("=") for kv in l.split()[1:])
-    rows.setdefault(int(d["cfg"][4:]), []).append(d)
-med = {}
-for n in sorted(rows):
-    m = {k: statistics.median(float(d[k]) for d in rows[n]) for k in ("rate", "gw_cpu_us", "gw_busy", "cl_busy")}
-    med[n] = m["rate"]
-    print(f"LAB cfg=solo{n} item=create median rate={m['rate']:.0f} gw_cpu_us={m['gw_cpu_us']:.0f} "
-          f"gw_busy={m['gw_busy']:.2f} cl_busy={m['cl_busy']:.2f} of_n_x_solo1={m['rate'] / (n * med[1]):.2f}")
-bad = [n for n in med if med[n] < 0.9 * n * med[1]]
-if bad:
-    print(f"LAB calibration FAILED: solo{bad[0]} gives {med[bad[0]] / med[1]:.2f} x solo1, "
-          f"needs {0.9 * bad[0]:.1f}: the box, not the design, sets these figures")
-    sys.exit(1)
-print(f"LAB calibration passed: solo1..solo{max(med)} within 0.9 x N of solo1")
-EOF
+	rm -rf "$LAB/store"
+	python3 "$HERE/lab_line.py" medians "$SCALE_OUT/lines"
+}
+
+cmd_calibrate() {
+	load
+	scale_opts --max "$GATEWAYS" "$@"
+	[[ $CONFIGS =~ ^(solo[0-9]+ ?)+$ ]] || die "calibrate runs soloN only (--max N)"
+	scale_run
+	python3 "$HERE/lab_line.py" calibrate "$SCALE_OUT/lines"
+}
+
+cmd_scale() {
+	load
+	scale_opts "$@"
+	[ -n "$CONFIGS" ] ||
+		CONFIGS="$(seq -f 'solo%g' 1 "$GATEWAYS" | tr '\n' ' ')$(seq -f 'pg%g' 1 "$GATEWAYS" | tr '\n' ' ')"
+	scale_run
 }
 
 cmd=${1:-}
@@ -462,6 +593,7 @@ exec)
 	lab_exec "$@"
 	;;
 calibrate) cmd_calibrate "$@" ;;
+scale) cmd_scale "$@" ;;
 -h | --help | "") sed -n '2,50p' "$0" ;;
-*) die "unknown command $cmd (up, down, status, exec, calibrate)" ;;
+*) die "unknown command $cmd (up, down, status, exec, calibrate, scale)" ;;
 esac

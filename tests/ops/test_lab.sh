@@ -50,6 +50,19 @@ echo "$out" | grep '^LAB'
 st=$("$LABSH" status)
 [ -z "$(awk '$1 ~ /^gw/ && $4 != 0' <<<"$st")" ] || fail "gateways left running: $st"
 
+# A one-gateway cluster: PostgreSQL in its machine with a synchronous
+# standby in another, the gateway reaching it over the bridge.
+if [ -x /usr/lib/postgresql/15/bin/initdb ]; then
+	out=$("$LABSH" scale --configs pg1 --rounds 1 --files 200 2>&1) || fail "scale pg1: $out"
+	grep -qE "^LAB cfg=pg1 item=create round=1 rate=[1-9][0-9]* gw_cpu_us=[0-9]+ pg_cpu_us=[1-9][0-9]* gw_busy=[0-9.]+ pg_busy=[0-9.]+ cl_busy=[0-9.]+$" <<<"$out" ||
+		fail "scale printed no pg1 line: $out"
+	echo "$out" | grep '^LAB cfg'
+	st=$("$LABSH" status)
+	[ -z "$(awk '($1 == "pg" || $1 == "pgs") && $4 != 0' <<<"$st")" ] || fail "PostgreSQL left running: $st"
+else
+	echo "lab: no PostgreSQL 15 here: the cluster's run not tried"
+fi
+
 "$LABSH" down >/dev/null || fail "down"
 ! ip netns list | grep -q '^mlab-' || fail "down left namespaces"
 ! ip link show mlabbr0 >/dev/null 2>&1 || fail "down left the bridge"
