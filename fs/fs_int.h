@@ -188,6 +188,10 @@ struct fs {
 	 * at 0, the READDIR and GETATTR paths skip the lock. */
 	atomic_uint nprogressive;
 
+	/* Work a change's done() still does after its answer went out (a
+	 * removed file's cache recycling): fs_close waits for none left. */
+	atomic_uint after_answer;
+
 	/* Store work failing for good (failures.c). */
 	pthread_mutex_t fail_lock;
 	struct fs_fail *fails;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/random.h>
 
 #include "common/log.h"
@@ -190,6 +191,10 @@ void fs_close(struct fs *fs, bool flush)
 	fs_syncer_stop(fs);
 	/* No other node's change reaches the hooks of a freed fs. */
 	db_stop(fs->db);
+	/* A removal answered a moment ago may still recycle its cache file
+	 * (ops_remove.c): the cache and fs stay until it has. */
+	while (atomic_load(&fs->after_answer))
+		usleep(100);
 	fs_workers_free(fs);
 	fs_fail_free(fs);
 	pthread_mutex_destroy(&fs->ino_lock);

@@ -65,13 +65,20 @@ static void remove_done(void *p, int err)
 {
 	struct remove_op *op = p;
 
+	bool drop = !err && op->gone && op->victim_type == FS_REG;
+
 	/* The answer first: the cache file's rename or unlink (writer
 	 * thread) is nothing the client waits for.  The name is gone, so
 	 * nothing reaches the file meanwhile but a stale handle's READ,
-	 * which the namespace answers first. */
+	 * which the namespace answers first.  Counted, so that a close
+	 * the answer lets through waits for it (fs_close). */
+	if (drop)
+		atomic_fetch_add(&op->fs->after_answer, 1);
 	op->done(op->arg, err);
-	if (!err && op->gone && op->victim_type == FS_REG)
+	if (drop) {
 		cache_drop(op->fs->cache, op->victim);
+		atomic_fetch_sub(&op->fs->after_answer, 1);
+	}
 	free(op);
 }
 
