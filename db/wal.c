@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/mono.h"
 #include "metrics/metrics.h"
 #include "wal_int.h"
 
@@ -120,14 +121,6 @@ static uint32_t crc(uint32_t c, const void *p, size_t n)
 	while (n--)
 		c = crc_tab[(c ^ *b++) & 0xff] ^ (c >> 8);
 	return ~c;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static int path_of(const char *dir, const char *name, char *out, size_t cap)
@@ -453,7 +446,7 @@ static int checkpoint(struct db *db)
 	w->head = 0;
 	w->since = 0;
 	w->unflushed = false; /* LMDB synced: every commit is durable */
-	w->ckpt_ns = now_ns();
+	w->ckpt_ns = mono_ns();
 	w->ckpt_pgno = info.me_last_pgno;
 	if ((rc = db_err(mdb_txn_begin(db->env, NULL, MDB_RDONLY, &pin))))
 		goto out;
@@ -541,7 +534,7 @@ void db_wal_usage(struct db *db, struct db_usage *u)
 	u->log_on = w != NULL;
 	u->log_failed = db->wal_failed;
 	u->log_failures = db->wal_failures;
-	u->log_ckpt_age_ms = w ? (now_ns() - w->ckpt_ns) / 1000000u : 0;
+	u->log_ckpt_age_ms = w ? (mono_ns() - w->ckpt_ns) / 1000000u : 0;
 }
 
 int db_wal_commit(struct db *db, struct db_txn *t)
@@ -569,7 +562,7 @@ int db_wal_commit(struct db *db, struct db_txn *t)
 	if (lost || b->oom || len > w->size / 4 || w->head + len > w->size ||
 	    w->since >= WAL_CKPT_COMMITS ||
 	    info.me_last_pgno > w->ckpt_pgno + WAL_CKPT_GROW ||
-	    now_ns() - w->ckpt_ns > WAL_CKPT_MS * 1000000ull ||
+	    mono_ns() - w->ckpt_ns > WAL_CKPT_MS * 1000000ull ||
 	    !(rec = malloc(len))) {
 		db_wal_discard(t);
 		return ckpt_or_off(db);

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/mono.h"
 #include "wal_int.h"
 #include "writer_priv.h"
 
@@ -35,16 +36,6 @@
 #define DB_LAZY_MS_DEFAULT 50
 
 /* ---- a group, alone -------------------------------------------------------- */
-
-/* The writer's clock (its condition variable's): monotonic, so that a
- * step of the wall clock neither stretches a linger nor a lazy window. */
-static uint64_t now_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void run_alone(struct db_writer *w, struct db_op *ops)
 {
@@ -89,15 +80,14 @@ static void run_alone(struct db_writer *w, struct db_op *ops)
 	if (!unflushed)
 		w->lazy_due_ns = 0;
 	else if (!w->lazy_due_ns)
-		w->lazy_due_ns =
-			now_mono_ns() + (uint64_t)w->lazy_ms * 1000000u;
+		w->lazy_due_ns = mono_ns() + (uint64_t)w->lazy_ms * 1000000u;
 	pthread_mutex_unlock(&w->lock);
 }
 
 /* The lazy window is over (w->lock held): flush the log's records. */
 static void lazy_flush(struct db_writer *w)
 {
-	if (!w->lazy_due_ns || now_mono_ns() < w->lazy_due_ns)
+	if (!w->lazy_due_ns || mono_ns() < w->lazy_due_ns)
 		return;
 	w->lazy_due_ns = 0;
 	pthread_mutex_unlock(&w->lock);
@@ -111,7 +101,7 @@ static bool have_work(struct db_writer *w)
 {
 	if (w->nqueued > w->nbg)
 		return true;
-	return w->nbg && (w->stopping || now_mono_ns() >= w->bg_due_ns);
+	return w->nbg && (w->stopping || mono_ns() >= w->bg_due_ns);
 }
 
 /* Wait for work (w->lock held), or for the lazy window's end, or the
@@ -127,8 +117,7 @@ static void writer_wait(struct db_writer *w)
 		pthread_cond_wait(&w->wake, &w->lock);
 		return;
 	}
-	until.tv_sec = (time_t)(due / 1000000000u);
-	until.tv_nsec = (long)(due % 1000000000u);
+	until = mono_ts(due);
 	if (pthread_cond_timedwait(&w->wake, &w->lock, &until) == ETIMEDOUT)
 		lazy_flush(w);
 }
@@ -176,12 +165,8 @@ static void linger(struct db_writer *w)
 	w->expect = 0;
 	if (w->arrivals - w->linger_base >= expect || w->stopping || w->detach)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_nsec += (w->rep ? DB_LINGER_US : DB_LINGER_ALONE_US) * 1000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	until = mono_ts(mono_ns() +
+			(w->rep ? DB_LINGER_US : DB_LINGER_ALONE_US) * 1000ull);
 	w->linger_for = expect;
 	while (w->arrivals - w->linger_base < expect && !w->answered &&
 	       !w->stopping) {
@@ -277,12 +262,7 @@ int db_writer_start(struct db *db)
 	w->lazy_ms = DB_LAZY_MS_DEFAULT;
 	writer_cluster_init(w);
 	pthread_mutex_init(&w->lock, NULL);
-	pthread_condattr_t ca;
-
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&w->wake, &ca);
-	pthread_condattr_destroy(&ca);
+	mono_cond_init(&w->wake); /* linger and windows: monotonic */
 	pthread_cond_init(&w->switched, NULL);
 	rc = -pthread_create(&w->thread, NULL, writer_main, w);
 	if (rc) {
@@ -359,7 +339,7 @@ static void submit(struct db *db, db_apply_fn apply, db_done_fn done, void *arg,
 		/* The first one sets the writer's deadline. */
 		if (!w->nbg++) {
 			w->bg_due_ns =
-				now_mono_ns() + (uint64_t)w->lazy_ms * 1000000u;
+				mono_ns() + (uint64_t)w->lazy_ms * 1000000u;
 			pthread_cond_signal(&w->wake);
 		}
 	} else {

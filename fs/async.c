@@ -22,16 +22,14 @@
 
 #include "cache/cache.h"
 #include "common/log.h"
+#include "common/mono.h"
 #include "fs_int.h"
 
 /* The thread's clock (its condition variable's): monotonic, so that a
  * step of the wall clock never stretches a window. */
 static uint64_t mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return mono_ns() / 1000000u;
 }
 
 struct fs_async {
@@ -57,16 +55,8 @@ static void *async_main(void *p)
 		uint64_t now = mono_ms();
 
 		if (!a->stop && now < a->due_ms) {
-			struct timespec ts;
+			struct timespec ts = mono_ts(a->due_ms * 1000000ull);
 
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			ts.tv_sec += (time_t)((a->due_ms - now) / 1000);
-			ts.tv_nsec +=
-				(long)((a->due_ms - now) % 1000) * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
 			pthread_cond_timedwait(&a->wake, &a->lock, &ts);
 			continue;
 		}
@@ -94,12 +84,7 @@ int fs_async_start(struct fs *fs, uint32_t window_ms)
 		return -ENOMEM;
 	a->window_ms = window_ms ? window_ms : FS_ASYNC_WINDOW_MS;
 	pthread_mutex_init(&a->lock, NULL);
-	pthread_condattr_t ca;
-
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&a->wake, &ca);
-	pthread_condattr_destroy(&ca);
+	mono_cond_init(&a->wake);
 	fs->async = a;
 	rc = -pthread_create(&a->thread, NULL, async_main, fs);
 	if (rc) {

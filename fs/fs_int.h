@@ -236,6 +236,15 @@ static inline void fs_submit(struct fs *fs, const struct fs_ctx *ctx,
 		db_submit(fs->db, apply, done, arg);
 }
 
+/*
+ * A change's done() for a removal: answer (done(arg, err)), then, if
+ * drop, recycle ino's cache file, which the client need not wait for;
+ * counted in fs->after_answer, so that a close the answer lets through
+ * waits for it (fs_close).
+ */
+void fs_answer_then_drop(struct fs *fs, uint64_t ino, bool drop,
+			 fs_done_fn done, void *arg, int err);
+
 /* async.c: the thread of an async export's deferred flushes, with a
  * window of window_ms (0: FS_ASYNC_WINDOW_MS); also the database's lazy
  * window.  Stopped after flushing what was asked for.  0 or -errno. */

@@ -65,20 +65,9 @@ static void remove_done(void *p, int err)
 {
 	struct remove_op *op = p;
 
-	bool drop = !err && op->gone && op->victim_type == FS_REG;
-
-	/* The answer first: the cache file's rename or unlink (writer
-	 * thread) is nothing the client waits for.  The name is gone, so
-	 * nothing reaches the file meanwhile but a stale handle's READ,
-	 * which the namespace answers first.  Counted, so that a close
-	 * the answer lets through waits for it (fs_close). */
-	if (drop)
-		atomic_fetch_add(&op->fs->after_answer, 1);
-	op->done(op->arg, err);
-	if (drop) {
-		cache_drop(op->fs->cache, op->victim);
-		atomic_fetch_sub(&op->fs->after_answer, 1);
-	}
+	fs_answer_then_drop(op->fs, op->victim,
+			    !err && op->gone && op->victim_type == FS_REG,
+			    op->done, op->arg, err);
 	free(op);
 }
 
@@ -112,6 +101,22 @@ static void remove_common(struct fs *fs, const struct fs_ctx *ctx, uint64_t dir,
 				  .arg = arg };
 	strcpy(op->name, name);
 	fs_submit(fs, &op->ctx, remove_apply, remove_done, op);
+}
+
+/* See fs_int.h.  The cache file's rename or unlink (writer thread) goes
+ * after the answer: the name is gone, so nothing reaches the file
+ * meanwhile but a stale handle's READ, which the namespace answers
+ * first. */
+void fs_answer_then_drop(struct fs *fs, uint64_t ino, bool drop,
+			 fs_done_fn done, void *arg, int err)
+{
+	if (drop)
+		atomic_fetch_add(&fs->after_answer, 1);
+	done(arg, err);
+	if (drop) {
+		cache_drop(fs->cache, ino);
+		atomic_fetch_sub(&fs->after_answer, 1);
+	}
 }
 
 /* REMOVE (RFC 1813 3.3.12): a directory gets -EISDIR. */

@@ -276,17 +276,10 @@ static void rename_done(void *p, int err)
 {
 	struct rename_op *op = p;
 
-	bool drop = !err && op->replaced && op->replaced_gone &&
-		    op->replaced_type == FS_REG;
-
-	/* The answer first, as a REMOVE's (ops_remove.c). */
-	if (drop)
-		atomic_fetch_add(&op->fs->after_answer, 1);
-	op->done(op->arg, err);
-	if (drop) {
-		cache_drop(op->fs->cache, op->replaced);
-		atomic_fetch_sub(&op->fs->after_answer, 1);
-	}
+	fs_answer_then_drop(op->fs, op->replaced,
+			    !err && op->replaced && op->replaced_gone &&
+				    op->replaced_type == FS_REG,
+			    op->done, op->arg, err);
 	free(op);
 }
 
