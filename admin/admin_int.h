@@ -38,4 +38,8 @@ void admin_resources_get(const struct admin_ctx *ctx,
 /* live.c: `stats`, one snapshot of the counters ctl stats shows as rates. */
 void admin_cmd_stats(struct admin *a, int fd);
 
+/* fsck.c: `fsck [repair]`, fs_fsck's findings and figures.  Answers on
+ * fd. */
+void admin_cmd_fsck(struct admin *a, int fd, bool repair);
+
 #endif

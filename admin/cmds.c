@@ -737,6 +737,8 @@ void admin_cmd_run(struct admin *a, int fd, char *line)
 		admin_cmd_ready(a, fd);
 	else if (!strcmp(line, "stats") && !arg)
 		admin_cmd_stats(a, fd);
+	else if (!strcmp(line, "fsck") && (!arg || !strcmp(arg, "repair")))
+		admin_cmd_fsck(a, fd, arg != NULL);
 	else
 		admin_send(fd,
 			   "err unknown command or wrong arguments: '%.64s'",

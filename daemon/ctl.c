@@ -25,7 +25,8 @@ static void ctl_usage(FILE *f)
 		"usage: mapfs-gw ctl [--socket PATH | --state DIR | --config "
 		"FILE] COMMAND\n"
 		"       mapfs-gw refresh [options] PATH\n"
-		"       mapfs-gw flush [options] [PATH]\n\n"
+		"       mapfs-gw flush [options] [PATH]\n"
+		"       mapfs-gw fsck [options] [--repair]\n\n"
 		"commands:\n"
 		"  status         uptime, clients, cache, dirty data, store "
 		"health\n"
@@ -44,6 +45,14 @@ static void ctl_usage(FILE *f)
 		"cache hits,\n"
 		"                 store MiB/s, dirty data, uploads, a line "
 		"each interval\n"
+		"  fsck [--repair]\n"
+		"                 compare the namespace with the store: "
+		"objects missing\n"
+		"                 or unnamed, link counts, parents, store work "
+		"failing;\n"
+		"                 --repair fixes what is safe (never deletes); "
+		"exit 0\n"
+		"                 clean, 1 found, 2 could not run\n"
 		"  ready          exit 0 if the gateway answers NFS and, in a\n"
 		"                 cluster, holds its lease (for health "
 		"checks)\n\n"
@@ -207,6 +216,7 @@ int ctl_ask(const char *path, const char *cmd, ctl_line_fn fn, void *ctx)
 
 struct printer {
 	bool tty, bar;
+	uint64_t found; /* fsck's "result" line */
 };
 
 /* A line of the answer on the terminal (NULL: an error follows). */
@@ -219,6 +229,28 @@ static void print_line(void *ctx, const char *line)
 		p->bar = p->tty;
 		return;
 	}
+	if (line && !strncmp(line, "step ", 5)) {
+		char phase[32];
+		uint64_t done, total;
+
+		if (p->tty && sscanf(line + 5, "%31s %" SCNu64 " %" SCNu64,
+				     phase, &done, &total) == 3) {
+			if (total)
+				fprintf(stderr,
+					"\r%s: %" PRIu64 " of %" PRIu64 "   ",
+					phase, done, total);
+			else
+				fprintf(stderr, "\r%s: %" PRIu64 "   ", phase,
+					done);
+			fflush(stderr);
+			p->bar = true;
+		}
+		return;
+	}
+	if (line && !strncmp(line, "result ", 7)) {
+		sscanf(line + 7, "%" SCNu64, &p->found);
+		return;
+	}
 	if (p->bar) {
 		fputc('\n', stderr);
 		p->bar = false;
@@ -227,14 +259,17 @@ static void print_line(void *ctx, const char *line)
 		puts(line + 2);
 }
 
-/* Send cmd, print the answer.  0 ok, 1 err, 2 no answer. */
+/* Send cmd, print the answer.  0 ok, 1 err, 2 no answer; for fsck 0
+ * clean, 1 found, 2 could not run. */
 static int run(const char *path, const char *cmd)
 {
-	struct printer p = { isatty(STDERR_FILENO), false };
+	struct printer p = { isatty(STDERR_FILENO), false, 0 };
 	int rc = ctl_ask(path, cmd, print_line, &p);
 
 	if (p.bar)
 		fputc('\n', stderr);
+	if (!strncmp(cmd, "fsck", 4) && (cmd[4] == ' ' || !cmd[4]))
+		return rc ? 2 : p.found ? 1 : 0;
 	return rc;
 }
 
@@ -244,13 +279,14 @@ int ctl_main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "state", required_argument, NULL, 'd' },
 		{ "config", required_argument, NULL, 'c' },
+		{ "repair", no_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *sock = NULL, *state = NULL, *conf = NULL, *cmd, *arg;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
 	char line[ADMIN_LINE_MAX];
-	bool short_form = strcmp(argv[0], "ctl") != 0;
+	bool short_form = strcmp(argv[0], "ctl") != 0, repair = false;
 	int c, n;
 
 	optind = 1;
@@ -265,6 +301,9 @@ int ctl_main(int argc, char **argv)
 			break;
 		case 'c':
 			conf = optarg;
+			break;
+		case 'r':
+			repair = true;
 			break;
 		case 'h':
 			ctl_usage(stdout);
@@ -284,6 +323,17 @@ int ctl_main(int argc, char **argv)
 		return ctl_stats(path, argc - optind + 1, argv + optind - 1);
 	}
 	arg = optind < argc ? argv[optind++] : NULL;
+	/* fsck's one option, after the command too: ctl fsck --repair */
+	if (cmd && !strcmp(cmd, "fsck") && arg && !strcmp(arg, "--repair")) {
+		repair = true;
+		arg = NULL;
+	}
+	if (repair && cmd && !strcmp(cmd, "fsck") && !arg)
+		arg = "repair";
+	else if (repair) {
+		ctl_usage(stderr);
+		return 2;
+	}
 	if (!cmd || optind < argc) {
 		ctl_usage(stderr);
 		return 2;

@@ -787,7 +787,7 @@ int main(int argc, char **argv)
 	/* The operator's commands talk to a running gateway. */
 	if (argc > 1 &&
 	    (!strcmp(argv[1], "ctl") || !strcmp(argv[1], "refresh") ||
-	     !strcmp(argv[1], "flush")))
+	     !strcmp(argv[1], "flush") || !strcmp(argv[1], "fsck")))
 		return ctl_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "meta"))
 		return gateway_migrate_main(argc - 1, argv + 1);

@@ -144,6 +144,37 @@ void fs_fail_stat(struct fs *fs, struct fs_dirty_stat *out)
 	pthread_mutex_unlock(&fs->fail_lock);
 }
 
+int fs_fail_each(struct fs *fs,
+		 void (*fn)(void *arg, const char *what, const char *key,
+			    int err, uint64_t count),
+		 void *arg)
+{
+	struct fs_fail *copy = NULL, *f;
+	int rc = 0;
+
+	/* A copy, so that fn runs without the lock (it may block). */
+	pthread_mutex_lock(&fs->fail_lock);
+	for (const struct fs_fail *x = fs->fails; x; x = x->next) {
+		size_t len = sizeof(*x) + strlen(x->key) + 1;
+
+		if (!(f = malloc(len))) {
+			rc = -ENOMEM;
+			break;
+		}
+		memcpy(f, x, len);
+		f->next = copy;
+		copy = f;
+	}
+	pthread_mutex_unlock(&fs->fail_lock);
+	while ((f = copy)) {
+		copy = f->next;
+		if (!rc)
+			fn(arg, f->what, f->key, f->err, f->count);
+		free(f);
+	}
+	return rc;
+}
+
 void fs_fail_free(struct fs *fs)
 {
 	while (fs->fails) {

@@ -487,4 +487,77 @@ unsigned fs_uploads_in_flight(struct fs *fs);
 /* A copy of the last outage's figures (for ctl status). */
 void fs_outage_stat(struct fs *fs, struct fs_outage_stat *out);
 
+/*
+ * fs_fsck: the namespace against the store.  What it finds (each a
+ * problem that stays after a second look: differences a change in
+ * flight explains are not reported), by kind:
+ */
+enum fs_fsck_kind {
+	FS_FSCK_MISSING,    /* a record's object (or marker) is not there */
+	FS_FSCK_SIZE,       /* its object's size is not the record's */
+	FS_FSCK_UNNAMED,    /* an object in a listed directory no name has */
+	FS_FSCK_EMPTY_DIR,  /* a directory with nothing in the store */
+	FS_FSCK_NLINK,      /* a link count that is not the names' count */
+	FS_FSCK_PARENT,     /* a directory whose parent is not its name's */
+	FS_FSCK_DANGLING,   /* a name whose record is gone */
+	FS_FSCK_ORPHAN,     /* a record no name reaches */
+	FS_FSCK_FAILING,    /* store work failing for good */
+	FS_FSCK_UNREADABLE, /* a record that does not decode */
+};
+
+/* One finding, for fs_fsck's report (valid during the call only). */
+struct fs_fsck_item {
+	enum fs_fsck_kind kind;
+	const char *what; /* its name: "missing object", ... */
+	const char *key;  /* the store key or path it concerns */
+	uint64_t ino;     /* 0: none */
+	char detail[256];
+	bool repaired;
+	char action[256]; /* what --repair did, or why it left it */
+};
+
+struct fs_fsck_stat {
+	uint64_t records, names, objects;
+	uint64_t found, repaired;
+	/* Work under way, not problems: files with changes not uploaded
+	 * (here or, in a cluster, on their owner), queued store moves and
+	 * deletes, multipart uploads begun. */
+	uint64_t pending_uploads, pending_moves, multipart;
+	/* Objects the namespace does not name yet, not problems: in a
+	 * directory never listed here, written after its last listing
+	 * (another writer's: the next listing shows them), or with a key
+	 * no name can stand for (skipped by every listing). */
+	uint64_t not_listed, newer, skipped;
+};
+
+struct fs_fsck_opts {
+	bool repair; /* fix what is safe (fs_fsck says what that is) */
+	/* One call per finding. */
+	void (*report)(void *ctx, const struct fs_fsck_item *it);
+	/* Now and then: phase ("records", "store", "recheck"), how far;
+	 * non-zero stops the check (-ECANCELED). */
+	int (*progress)(void *ctx, const char *phase, uint64_t done,
+			uint64_t total);
+	void *ctx;
+};
+
+/*
+ * Compare the namespace (this gateway's LMDB; in a cluster its replica
+ * of PostgreSQL's) with the store: one snapshot of the records, one
+ * listing of every key, then each difference looked at again on fresh
+ * state (a record, a HEAD) so that a change in flight is not a finding.
+ * Also the records among themselves: link counts, parents, names without
+ * records and records without names; and the keys whose store work fails
+ * for good.  With repair: an object missing is uploaded again from the
+ * cache when the cache holds all of it (else left: the data is gone); a
+ * missing marker or name object is written again; a link count or a
+ * directory's parent set from the names; an object another writer
+ * replaced is taken in by a listing.  Objects are never deleted and
+ * names never removed: those are left, said, for the operator.  Runs on
+ * the calling thread (not a loop's), for as long as the store listing
+ * takes.  0 (out filled, o->report called per finding) or -errno.
+ */
+int fs_fsck(struct fs *fs, const struct fs_fsck_opts *o,
+	    struct fs_fsck_stat *out);
+
 #endif

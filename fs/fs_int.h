@@ -642,6 +642,12 @@ void fs_fail_clear(struct fs *fs, const char *key);
 bool fs_fail_wait(struct fs *fs, const char *key);
 /* The failing count and the oldest failure into out. */
 void fs_fail_stat(struct fs *fs, struct fs_dirty_stat *out);
+/* fn(arg, what, key, err, count) for each key failing for good now,
+ * called without the lock (on a copy).  0 or -ENOMEM (then none). */
+int fs_fail_each(struct fs *fs,
+		 void (*fn)(void *arg, const char *what, const char *key,
+			    int err, uint64_t count),
+		 void *arg);
 void fs_fail_free(struct fs *fs);
 
 /* owner.c: one writer per file in a cluster, the rules. */
