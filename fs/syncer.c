@@ -66,6 +66,7 @@
 #define SYNC_PERIOD_MS 200
 #define SYNC_MIN_QUIET_MS 50
 #define SYNC_BATCH 256
+#define SYNC_STALE_BATCH 1024 /* stale work entries dropped a pass */
 /* Queued store records a pass runs at most (sync_pending.c's waves). */
 #define SYNC_PEND_BATCH 1024
 /* A strict pass runs the queue only while it is this short. */
@@ -86,6 +87,9 @@ struct sync_snap {
 	uint64_t *queued;
 	size_t nqueued, queued_cap;
 	bool queued_oom; /* the set is incomplete: no upload this pass */
+	/* Work entries with nothing to do (snap_stale): dropped, a count. */
+	uint64_t stale[SYNC_STALE_BATCH];
+	size_t nstale, dropped;
 };
 
 static void snap_free(struct sync_snap *s)
@@ -250,16 +254,32 @@ static uint64_t *committing_copy(struct fs *fs, size_t *n)
 	return v;
 }
 
-/* Add ino to s->items if it is still there (with its key and cache
- * stats); a removed inode is skipped. */
+/*
+ * A work entry whose record is gone or clean: noted in s->stale, for
+ * snap_drop_stale.  A removal or an upload here takes the entry with it;
+ * in a cluster another node's (its REMOVE, or its upload of a file it
+ * took over) changes the record and not this node's work table, whose
+ * entry then pointed at nothing to do, for ever: the syncer skipped it,
+ * and `flush` waited for it until it gave up.
+ */
+static void snap_stale(struct sync_snap *s, uint64_t ino)
+{
+	if (s->nstale < SYNC_STALE_BATCH)
+		s->stale[s->nstale++] = ino;
+}
+
+/* Add ino to s->items if it is still there and dirty (with its key and
+ * cache stats); a removed or clean inode is noted as stale. */
 static int snap_item(struct fs *fs, struct db_txn *txn, struct sync_snap *s,
 		     uint64_t ino)
 {
 	struct sync_item *it = &s->items[s->nitems];
 	int rc = fs_inode_get(fs, txn, ino, &it->in);
 
-	if (rc == -ESTALE)
-		return 0; /* removed: its work entry went with it */
+	if (rc == -ESTALE || (!rc && !(it->in.flags & FS_F_DIRTY))) {
+		snap_stale(s, ino);
+		return 0;
+	}
 	if (!rc && ino != FS_ROOT_INO)
 		rc = fs_obj_key(fs, txn, &it->in, it->key, sizeof(it->key));
 	if (rc)
@@ -272,6 +292,51 @@ static int snap_item(struct fs *fs, struct db_txn *txn, struct sync_snap *s,
 	}
 	s->nitems++;
 	return 0;
+}
+
+struct stale_drop {
+	struct fs *fs;
+	struct sync_snap *s;
+};
+
+/* The entries s->stale still stale in txn (record gone, or clean) go. */
+static int stale_apply(struct db_txn *txn, void *arg)
+{
+	struct stale_drop *d = arg;
+	struct fs *fs = d->fs;
+
+	d->s->dropped = 0;
+	for (size_t i = 0; i < d->s->nstale; i++) {
+		uint64_t ino = d->s->stale[i];
+		struct db_val k = { sizeof(ino), &ino };
+		struct fs_inode in;
+		int rc = fs_inode_get(fs, txn, ino, &in);
+
+		if (!rc && (in.flags & FS_F_DIRTY))
+			continue; /* dirty again meanwhile: work to do */
+		if (rc && rc != -ESTALE)
+			return rc;
+		rc = db_del(txn, fs->dbi_work, &k);
+		if (rc && rc != -ENOENT)
+			return rc;
+		d->s->dropped += !rc;
+	}
+	return 0;
+}
+
+/* Drop the stale work entries snap_take found (0 or -errno). */
+static int snap_drop_stale(struct fs *fs, struct sync_snap *s)
+{
+	struct stale_drop d = { fs, s };
+
+	if (!s->nstale)
+		return 0;
+	int rc = db_write(fs->db, stale_apply, &d);
+
+	if (!rc && s->dropped)
+		log_debug("fs: %zu work entries with nothing to do dropped",
+			  s->dropped);
+	return rc;
 }
 
 /*
@@ -335,6 +400,8 @@ static int snap_take(struct fs *fs, struct sync_snap *s,
 		db_cursor_close(cur);
 	db_read_end(fs->db, txn);
 	free((void *)busy.inos);
+	if (!rc)
+		rc = snap_drop_stale(fs, s);
 	if (rc)
 		snap_free(s);
 	return rc;
@@ -507,6 +574,8 @@ static int sync_pass(struct fs *fs, bool flushing, const struct sync_only *only,
 		return rc;
 	if (!only && !sp->npend && !sp->nitems)
 		fs_outage_replayed(fs);
+	if (sp->dropped)
+		*progress = true; /* (sync_run_pending only ever sets it) */
 	if (!only)
 		prune_stamps(fs, sp);
 	/* The queued store records first, many at a time; an upload to a
