@@ -130,14 +130,21 @@ static const struct store_meta *copy_meta(struct fs *fs, uint64_t ino,
 /*
  * Is dst what an earlier try of copying src there left (its answer
  * lost)?  The same bytes: the same size, and the same ETag or the same
- * write id in the metadata (a copy keeps the source's).
+ * write id in the metadata (a copy keeps the source's): 1.  -ENOENT when
+ * src is gone: the record's COPY and the DEL after it ran already, by
+ * another node that ran this record too (one that took this node for
+ * dead while it was stopped, or this node's records for a dead one's),
+ * and dst is that copy; it is no other writer's object.  0 otherwise.
  */
-static bool copy_landed(struct fs *fs, const char *src, const char *dst)
+static int copy_landed(struct fs *fs, const char *src, const char *dst)
 {
 	struct store_info a, b;
+	int rc = store_head(fs->store, src, &a);
 
-	if (store_head(fs->store, src, &a) || store_head(fs->store, dst, &b))
-		return false;
+	if (rc == -ENOENT)
+		return -ENOENT;
+	if (rc || store_head(fs->store, dst, &b))
+		return 0;
 	return a.size == b.size &&
 	       (!strcmp(a.etag, b.etag) ||
 		(a.meta.wid[0] && !strcmp(a.meta.wid, b.meta.wid)));
@@ -166,8 +173,11 @@ static int pend_copy(struct fs *fs, const struct fs_pending *p,
 	rc = store_copy_if(fs->store, p->src, p->dst, meta, &c, &pc->info);
 	if (rc != -ESTALE)
 		return rc;
-	if (copy_landed(fs, p->src, p->dst))
+	rc = copy_landed(fs, p->src, p->dst);
+	if (rc == 1)
 		return store_copy(fs->store, p->src, p->dst, meta, &pc->info);
+	if (rc)
+		return rc; /* the source gone: pend_store says what then */
 	rc = fs_conflict_copy(fs, p, pc->aside.dst);
 	if (rc < 0)
 		return rc;

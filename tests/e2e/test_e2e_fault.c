@@ -979,6 +979,72 @@ static int suite_clean(void)
 	return fault_proxy_stop(&P) ? 1 : 0;
 }
 
+/*
+ * A rename's COPY that finds its source gone and its target there: the
+ * record's COPY and DEL already ran elsewhere (in a cluster, a node that
+ * took this one for dead while it was stopped ran its records too; here
+ * the store is changed by hand while it is away).  That copy is no other
+ * writer's object: the name stays, nothing goes aside.  Before, the
+ * target was taken for another writer's and the file moved to
+ * NAME.conflict-..., whose own copy then failed: the acknowledged name
+ * was gone (found by the fault campaign, issue 48).
+ */
+static void test_copy_done_elsewhere(void)
+{
+	static const char body[] = "moved by another node first";
+	char buf[256], key[512], out[4096];
+	int jukes = 0;
+	nfs_fh3 f;
+	uint64_t t0;
+
+	set_mode("pass");
+	env_start("1", "0", NULL);
+	f = create("mv.txt", &jukes);
+	write_commit(&f, "mv.txt", body, strlen(body), &jukes);
+	t0 = e2e_now_ms();
+	while (direct_get("mv.txt", buf, sizeof(buf)) != 200 &&
+	       e2e_now_ms() - t0 < UPLOAD_MS)
+		usleep(100000);
+	E2E_REQUIRE(direct_get("mv.txt", buf, sizeof(buf)) == 200,
+		    "mv.txt not uploaded");
+	set_mode("503 1");
+	{
+		RENAME3res res;
+
+		E2E_RPC(E.r, e2e_nfs3_rename(E.r, &E.root, "mv.txt", &E.root,
+					     "moved.txt", &res));
+		E2E_STATUS("RENAME mv.txt moved.txt (store away)", res.status,
+			   NFS3_OK);
+	}
+	/* The record's work, done by someone else meanwhile. */
+	E2E_REQUIRE(direct_put("moved.txt", body) == 200, "PUT moved.txt");
+	{
+		struct e2e_s3_resp r;
+
+		e2e_s3_key(&E.gw, "mv.txt", key, sizeof(key));
+		E2E_REQUIRE(e2e_s3_request("DELETE", key, NULL, NULL, 0, NULL,
+					   &r) == 0 &&
+				    r.code == 204,
+			    "DELETE mv.txt");
+		e2e_s3_resp_free(&r);
+	}
+	set_mode("pass");
+	E2E_CHECK(e2e_ctl(&E.gw, "flush", out, sizeof(out)) == 0, "flush: %s",
+		  out);
+	E2E_CHECK(direct_find("moved.txt.conflict-", key, sizeof(key)) != 0,
+		  "moved aside as a conflict: %s", key);
+	E2E_CHECK(lookup("moved.txt", &f, &jukes) == NFS3_OK,
+		  "the name moved.txt is gone");
+	E2E_CHECK(direct_get("moved.txt", buf, sizeof(buf)) == 200 &&
+			  !strcmp(buf, body),
+		  "moved.txt in the store: '%s'", buf);
+	E2E_CHECK(e2e_gw_log_count(&E.gw, "goes to moved.txt.conflict") == 0,
+		  "a conflict was logged");
+	/* Before: a name with no object left behind, which fsck finds. */
+	E2E_CHECK(e2e_ctl(&E.gw, "fsck", out, sizeof(out)) == 0,
+		  "fsck after the flush:\n%s", out);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -1003,5 +1069,7 @@ int main(void)
 		    test_no_progress);
 	CU_add_test(s, "the store flapping every second", test_flapping);
 	CU_add_test(s, "new names while the store is away", test_new_names);
+	CU_add_test(s, "a rename's copy done elsewhere is no conflict",
+		    test_copy_done_elsewhere);
 	return e2e_run_cunit();
 }
