@@ -581,6 +581,10 @@ cmd_scale() {
 	scale_run
 }
 
+# Sourced (tests/faults/campaign.sh, which makes its machines with these
+# functions, in the same place: bench/lab.sh status and down see them):
+# the functions only.
+[ "${BASH_SOURCE[0]}" = "$0" ] || return 0
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 case $cmd in

@@ -245,8 +245,8 @@ static void fill(unsigned char *buf, size_t n, uint64_t seed)
 static void manifest_op(int g, struct nfs_context *nfs)
 {
 	unsigned k = seq++;
-	size_t size = rnd() % 8 == 0 ? 1048576 + rnd() % 1048576
-				     : rnd() % 200000;
+	size_t size =
+		rnd() % 8 == 0 ? 1048576 + rnd() % 1048576 : rnd() % 200000;
 	unsigned char *buf = malloc(size + 1);
 	char path[128], name[64], val[64];
 	uint64_t t0 = now_ns();
@@ -426,7 +426,8 @@ static int walk(struct nfs_context *nfs, const char *dir)
 		first[strcspn(first, " ")] = '\0';
 		printf("%s\tfile\t%" PRIu64 "\t%" PRIu64 ":%016" PRIx64
 		       "\t%s\n",
-		       path, off, off, h, strncmp(dir, "/fc/reg", 7) ? "-" : first);
+		       path, off, off, h,
+		       strncmp(dir, "/fc/reg", 7) ? "-" : first);
 	}
 	nfs_closedir(nfs, d);
 	return rc;
@@ -470,7 +471,8 @@ static int cmd_run(int argc, char **argv)
 			seconds = atof(optarg);
 			break;
 		case 'r':
-			rng ^= strtoull(optarg, NULL, 10) * 0x9e3779b97f4a7c15ull;
+			rng ^= strtoull(optarg, NULL, 10) *
+			       0x9e3779b97f4a7c15ull;
 			break;
 		case 'l':
 			logfile = fopen(optarg, "a");

@@ -74,6 +74,10 @@ printf '%s\n' $'1500\t1600\t1\t0\tremove\tm2\t-\tfail:2' >>"$T/run/client1.log"
 expect 1 "NOENT for a name that is there" "remove of c1/m2 answered NOENT"
 
 base
+printf '%s\n' $'1500\t1600\t1\t1\tremove\tm2\t-\tfail:2' >>"$T/run/client1.log"
+expect 0 "the same through another gateway inside the window: allowed" "1 NOENT of names made"
+
+base
 printf '%s\n' $'1500\t1600\t1\t0\tcreate\tq5\t-\tfail:17' >>"$T/run/client1.log"
 expect 1 "EXIST for a name no call made" "create of c1/q5 answered EXIST"
 
@@ -85,9 +89,19 @@ printf '%s\n' $'/fc/c1/r6\tfile\t5\t5:00000000000000aa\t-' >>"$T/run/walk.fresh.
 expect 1 "an unknown rename that happened and did not" "unknown rename c1/m2 -> r6: both there"
 
 base
-printf '%s\n' $'1500\t1600\t2\t0\twrite\tr0\tc2-9\tok' \
+printf '%s\n' $'1500\t1600\t2\t1\twrite\tr0\tc2-9\tok' \
 	$'1700\t1800\t1\t1\tread\tr0\tc1-4\tok' >"$T/run/client2.log"
 expect 1 "a read after a newer write's close, stale" "r0 read c1-4 after c2-9's close had returned"
+
+base
+printf '%s\n' $'1500\t1600\t2\t0\twrite\tr0\tc2-9\tok' \
+	$'1700\t1800\t1\t1\tread\tr0\tc1-4\tok' >"$T/run/client2.log"
+expect 0 "the same through another gateway inside the window: allowed" "violations=0" "1 reads of the value before"
+
+base
+printf '%s\n' $'2500\t2600\t2\t0\twrite\tr0\tc2-9\tok' \
+	$'3000002700\t3000002800\t1\t1\tread\tr0\tc1-4\tok' >"$T/run/client2.log"
+expect 1 "the same through another gateway past the window (no fault)" "r0 read c1-4 after c2-9's close"
 
 base
 printf '%s\n' $'1500\t1600\t2\t0\twrite\tr0\tc2-9\tunknown' \
