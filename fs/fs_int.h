@@ -370,6 +370,9 @@ int fs_meta_get_u64(struct fs *fs, struct db_txn *txn, const char *name,
 		    uint64_t *out);
 int fs_meta_put_u64(struct fs *fs, struct db_txn *txn, const char *name,
 		    uint64_t val);
+/* sync_item.c: whether wid (an object's store_meta.wid) is an upload of
+ * inode ino of this namespace, by any node of it. */
+bool fs_wid_names(const struct fs *fs, const char *wid, uint64_t ino);
 /* The persisted inode counter (unchanged when there is none yet). */
 int fs_meta_next_ino(struct fs *fs, uint64_t *next);
 /* Persist next_ino past ino (apply of a create). */

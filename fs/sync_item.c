@@ -64,6 +64,17 @@ static void wid_of(struct fs *fs, const struct sync_item *it,
 		 db_node_id(fs->db), fs->nsid, it->in.ino, h);
 }
 
+/* See fs_int.h: wid_of's text is NODE-NSID-INO-HASH. */
+bool fs_wid_names(const struct fs *fs, const char *wid, uint64_t ino)
+{
+	char mid[64];
+	const char *dash = strchr(wid, '-');
+
+	snprintf(mid, sizeof(mid), "-%016" PRIx64 "-%" PRIx64 "-", fs->nsid,
+		 ino);
+	return dash && !strncmp(dash, mid, strlen(mid));
+}
+
 /*
  * What the upload of it is based on: the version the record last saw, or
  * none (a new key).  Directory markers hold nothing to lose: always.  A

@@ -216,11 +216,19 @@ static int adopt_one(struct fs *fs, uint64_t ino, uint32_t from)
 	db_read_end(fs->db, txn);
 	if (rc)
 		return rc == -ESTALE ? 0 : rc;
-	a.head = (in.flags & FS_F_IN_STORE)
-			 ? store_head(fs->store, a.key, &a.info)
-			 : -ENOENT;
+	/* A file never uploaded may be after all: its owner's upload
+	 * landed and the commit that would say so did not (the owner cut
+	 * off from the database mid-way).  That object, of this very file,
+	 * is its version now; before, zeros went up, met it, and the file
+	 * moved aside as a conflict with its own upload (found by the fault
+	 * campaign, issue 48).  Another writer's object there stays theirs
+	 * (the zeros' upload then goes aside, conflict.c). */
+	a.head = store_head(fs->store, a.key, &a.info);
 	if (a.head && a.head != -ENOENT)
-		return a.head;      /* the store does not answer: later */
+		return a.head; /* the store does not answer: later */
+	if (!a.head && !(in.flags & FS_F_IN_STORE) &&
+	    !fs_wid_names(fs, a.info.meta.wid, ino))
+		a.head = -ENOENT;
 	cache_drop(fs->cache, ino); /* whatever it held is not the file */
 	if (a.head == -ENOENT) {
 		struct timespec mt = fs_ns_to_ts(in.mtime);

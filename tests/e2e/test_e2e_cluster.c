@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #define NGW 3
@@ -608,6 +609,124 @@ static int restart_a(void)
 		return -1;
 	nfs[0] = e2e_rpc_open(gw[0].nfs_port, NFS_PROGRAM, NFS_V3);
 	return nfs[0] && !e2e_root_fh(nfs[0], &gw[0], &root[0]) ? 0 : -1;
+}
+
+/* The write id (x-amz-meta-mapfs-wid, user.mapfs.wid) of the store's
+ * object at path; "" if none. */
+static void store_wid(const char *path, char *out, size_t cap)
+{
+	out[0] = '\0';
+	if (e2e_backend_is_s3()) {
+		struct e2e_s3_resp r;
+		char key[512];
+
+		e2e_s3_key(&gw[0], path, key, sizeof(key));
+		if (!e2e_s3_request("HEAD", key, NULL, NULL, 0, NULL, &r)) {
+			if (e2e_s3_header(&r, "x-amz-meta-mapfs-wid", out, cap))
+				out[0] = '\0';
+			e2e_s3_resp_free(&r);
+		}
+		return;
+	}
+	char fp[E2E_PATH_MAX * 2];
+	ssize_t n;
+
+	snprintf(fp, sizeof(fp), "%s/%s", gw[0].store, path);
+	n = getxattr(fp, "user.mapfs.wid", out, cap - 1);
+	out[n > 0 ? n : 0] = '\0';
+}
+
+/* An object at path with body and write id wid, as a gateway's upload
+ * leaves it.  0 or -1. */
+static int store_put_wid(const char *path, const char *body, const char *wid)
+{
+	if (e2e_backend_is_s3()) {
+		struct e2e_s3_resp r;
+		char key[512], hdr[128];
+		const char *hdrs[] = { hdr, NULL };
+		int rc;
+
+		snprintf(hdr, sizeof(hdr), "x-amz-meta-mapfs-wid: %s", wid);
+		e2e_s3_key(&gw[0], path, key, sizeof(key));
+		if (e2e_s3_request("PUT", key, NULL, body, strlen(body), hdrs,
+				   &r))
+			return -1;
+		rc = r.code == 200 ? 0 : -1;
+		e2e_s3_resp_free(&r);
+		return rc;
+	}
+	char fp[E2E_PATH_MAX * 2];
+	FILE *f;
+
+	snprintf(fp, sizeof(fp), "%s/%s", gw[0].store, path);
+	f = fopen(fp, "w");
+	if (!f)
+		return -1;
+	fputs(body, f);
+	fclose(f);
+	return setxattr(fp, "user.mapfs.wid", wid, strlen(wid), 0);
+}
+
+/*
+ * A's upload of a file landed and the commit that says so did not (A cut
+ * off from the database, or killed in between), and A is gone: the file
+ * taken over is that object, A's own upload of it.  Before, the taker
+ * found the record never uploaded, sent zeros, met A's object and moved
+ * the file aside as a conflict with its own upload: the client's name
+ * then showed nothing it had made (found by the fault campaign, issue
+ * 48).  A's landed upload is made here by hand, as A would have.
+ */
+static void test_takeover_finds_upload(void)
+{
+	static const char body[] = "the owner's upload, commit lost";
+	char wid[128], mine[160], out[4096], buf[64];
+	nfs_fh3 c, f, fb;
+	fattr3 fa = { 0 };
+	long got = -1;
+	uint64_t t0;
+
+	/* A COMMITted file of A's: its object tells the namespace's id. */
+	E2E_STATUS("CREATE widref on A",
+		   create(0, &root[0], "widref", GUARDED, &c), NFS3_OK);
+	E2E_STATUS("WRITE widref on A (FILE_SYNC)",
+		   write_on(0, &c, 0, "x", 1, FILE_SYNC), NFS3_OK);
+	store_wid("widref", wid, sizeof(wid));
+	char *dash = strchr(wid, '-'), *last = strrchr(wid, '-');
+
+	E2E_REQUIRE(dash && last && last > dash, "widref's write id '%s'", wid);
+	E2E_STATUS("CREATE landed on A",
+		   create(0, &root[0], "landed", GUARDED, &f), NFS3_OK);
+	E2E_REQUIRE(getattr_on(0, &f, &fa) == NFS3_OK, "GETATTR landed");
+	E2E_REQUIRE(wait_lookup(1, &root[1], "landed", NFS3_OK) >= 0 &&
+			    lookup(1, &root[1], "landed", &fb) == NFS3_OK,
+		    "landed not on B");
+	E2E_REQUIRE(e2e_gw_kill9(&gw[0]) == 0, "kill -9 A");
+	e2e_rpc_close(nfs[0]);
+	nfs[0] = NULL;
+	/* A's upload of "landed": node 1's write id, this namespace and
+	 * inode, a hash of its own. */
+	const char *second = strchr(dash + 1, '-'); /* after the nsid */
+
+	snprintf(mine, sizeof(mine), "%.*s%" PRIx64 "-00000000000000aa",
+		 (int)(second - wid) + 1, wid, (uint64_t)fa.fileid);
+	E2E_REQUIRE(store_put_wid("landed", body, mine) == 0, "PUT landed");
+	t0 = e2e_now_ms();
+	do
+		got = read_all(1, &fb, buf, sizeof(buf));
+	while ((got != (long)strlen(body) || memcmp(buf, body, (size_t)got)) &&
+	       e2e_now_ms() - t0 < 30000 && !usleep(200 * 1000));
+	E2E_CHECK(got == (long)strlen(body) && !memcmp(buf, body, (size_t)got),
+		  "B reads %ld bytes '%.*s' of landed, want A's upload", got,
+		  got > 0 ? (int)got : 0, buf);
+	E2E_CHECK(e2e_ctl(&gw[1], "flush", out, sizeof(out)) == 0 &&
+			  e2e_ctl(&gw[2], "flush", out, sizeof(out)) == 0,
+		  "flush: %s", out);
+	E2E_CHECK(e2e_gw_log_count(&gw[1], "landed.conflict") == 0 &&
+			  e2e_gw_log_count(&gw[2], "landed.conflict") == 0,
+		  "landed moved aside as a conflict with its own upload");
+	E2E_CHECK(lookup(1, &root[1], "landed", &fb) == NFS3_OK,
+		  "the name landed is gone");
+	E2E_REQUIRE(restart_a() == 0, "A back");
 }
 
 /*
@@ -2570,6 +2689,8 @@ int main(void)
 		    test_kill_restart);
 	CU_add_test(s, "kill -9, gone: the others take over",
 		    test_kill_takeover);
+	CU_add_test(s, "taken over: the owner's upload that landed is the file",
+		    test_takeover_finds_upload);
 	CU_add_test(s, "kill -9 in a renamed directory's store work",
 		    test_kill_queue_takeover);
 	CU_add_test(s, "kill -9 between the two commits: taken back",
