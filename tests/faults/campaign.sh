@@ -229,6 +229,22 @@ for i in $(seq "$NGW"); do
 		[ "$try" = 3 ] && echo "gw$i: flush after the heal: $(tail -1 "$OUT/flush.gw$i.txt")" >>"$OUT/heal.txt"
 	done
 done
+# Settled: a name made through gw1 now, seen through every gateway, says
+# each replica has applied what came before it (a gateway cut off until
+# the end may take a while to find its connection to PostgreSQL again:
+# the wait, or its failure, is said).
+lab_exec c1 "$FCLIENT" touch "${URLS[0]}" /fc/settled || { say "touch through gw1 failed"; exit 2; }
+for i in $(seq "$NGW"); do
+	t0=$(date +%s%N)
+	until lab_exec c1 "$FCLIENT" stat "$(url_of "$i")" /fc/settled; do
+		if [ $(($(date +%s%N) - t0)) -gt 120000000000 ]; then
+			echo "gw$i: its replica did not catch up within 120 s of the heal" >>"$OUT/heal.txt"
+			break
+		fi
+		sleep 0.2
+	done
+	say "gw$i caught up in $((($(date +%s%N) - t0) / 1000000)) ms"
+done
 # The fresh gateway: empty state, same cluster and store.
 F=$((NGW + 1))
 rm -rf "$LAB/disk/gw$F/run"

@@ -15,6 +15,7 @@
  *         read, close.
  *   fclient setup URL     make /fc and the registers (idempotent)
  *   fclient walk URL      every entry below /fc: path, type, size, hash
+ *   fclient touch URL PATH, fclient stat URL PATH   make a name; is it there
  *
  * A log line, tab-separated:
  *   START_NS END_NS CLIENT GW OP A B OUTCOME
@@ -531,15 +532,44 @@ static int cmd_run(int argc, char **argv)
 	return 0;
 }
 
+/* touch: create PATH (0: made or there); stat: 0 if PATH is there, 1 if
+ * not, 2 if the gateway did not answer. */
+static int cmd_path(const char *url, const char *path, bool make)
+{
+	struct nfs_context *nfs = mount_url(url);
+	struct nfs_stat_64 st;
+	struct nfsfh *fh;
+	int rc;
+
+	if (!nfs)
+		return 2;
+	if (make) {
+		rc = nfs_creat(nfs, path, 0644, &fh);
+		if (!rc)
+			nfs_close(nfs, fh);
+		rc = rc && rc != -EEXIST ? 1 : 0;
+	} else {
+		rc = nfs_stat64(nfs, path, &st);
+		rc = !rc ? 0 : rc == -ENOENT ? 1 : 2;
+	}
+	nfs_destroy_context(nfs);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc >= 4 && !strcmp(argv[1], "touch"))
+		return cmd_path(argv[2], argv[3], true);
+	if (argc >= 4 && !strcmp(argv[1], "stat"))
+		return cmd_path(argv[2], argv[3], false);
 	if (argc >= 3 && !strcmp(argv[1], "setup"))
 		return cmd_setup(argv[2]);
 	if (argc >= 3 && !strcmp(argv[1], "walk"))
 		return cmd_walk(argv[2]);
 	if (argc >= 2 && !strcmp(argv[1], "run"))
 		return cmd_run(argc - 1, argv + 1);
-	fprintf(stderr, "usage: fclient setup URL | walk URL | run --client "
-			"ID --seconds S --seed N --log FILE URL...\n");
+	fprintf(stderr, "usage: fclient setup URL | walk URL | touch URL PATH "
+			"| stat URL PATH | run --client ID --seconds S --seed "
+			"N --log FILE URL...\n");
 	return 2;
 }
