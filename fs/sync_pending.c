@@ -151,6 +151,24 @@ static int copy_landed(struct fs *fs, const char *src, const char *dst)
 }
 
 /*
+ * Does dst hold an upload of the record's own file (its write id names
+ * this namespace and the inode)?  In a cluster the file's upload to its
+ * new name can come before the rename's COPY ran: the node that took the
+ * file over from one cut off uploads it to the key its record has now,
+ * while the cut-off node's COPY of the old object is still to run.  That
+ * object is this file's newer version, no other writer's: the COPY has
+ * nothing to do.  Before, the file moved aside as a conflict with itself
+ * (found by the fault campaign, issue 48).
+ */
+static bool own_upload_at(struct fs *fs, const struct fs_pending *p)
+{
+	struct store_info b;
+
+	return !store_head(fs->store, p->dst, &b) &&
+	       fs_wid_names(fs, b.meta.wid, p->ino);
+}
+
+/*
  * The COPY of a renamed or linked object to its new key.  A file's goes
  * only where no object is (every DEL of a target it replaced ran before
  * it): an object another writer put at the new name meanwhile, during a
@@ -158,7 +176,8 @@ static int copy_landed(struct fs *fs, const char *src, const char *dst)
  * (fs_conflict_copy), the record then copying there (pc->p follows).  A
  * directory's marker holds nothing to lose, and another name of a file
  * or a file renamed on since cannot move aside here: those copy as
- * before, over what is there.
+ * before, over what is there.  1: dst holds the file's own upload
+ * (own_upload_at), nothing copied.
  */
 static int pend_copy(struct fs *fs, const struct fs_pending *p,
 		     const struct store_meta *meta, struct pend_commit *pc)
@@ -178,6 +197,8 @@ static int pend_copy(struct fs *fs, const struct fs_pending *p,
 		return store_copy(fs->store, p->src, p->dst, meta, &pc->info);
 	if (rc)
 		return rc; /* the source gone: pend_store says what then */
+	if (own_upload_at(fs, p))
+		return 1;
 	rc = fs_conflict_copy(fs, p, pc->aside.dst);
 	if (rc < 0)
 		return rc;
@@ -205,6 +226,8 @@ static int pend_store(struct fs *fs, struct pend_commit *pc)
 		return -EIO;
 	rc = pend_copy(fs, p, copy_meta(fs, p->ino, &m), pc);
 	pc->copied = rc == 0;
+	if (rc == 1)
+		return 0; /* the file's own upload is there: nothing to copy */
 	if (rc == -ENOENT)
 		rc = copy_source_coming(fs, p->src) ? -EAGAIN : 0;
 	return rc;

@@ -1045,6 +1045,83 @@ static void test_copy_done_elsewhere(void)
 		  "fsck after the flush:\n%s", out);
 }
 
+/*
+ * A rename's COPY that finds, at the new name, an upload of the file
+ * itself (its write id names the file): in a cluster the node that took
+ * the file over uploads it to the name its record has now before the
+ * cut-off node's COPY of the old object runs.  That is the file's newer
+ * version, no other writer's: it stays, nothing goes aside.  Before, the
+ * file moved aside as a conflict with its own upload (found by the fault
+ * campaign, issue 48).  The upload is made here by hand, with the write
+ * id the file's object carries.
+ */
+static void test_copy_meets_own_upload(void)
+{
+	static const char body[] = "first version";
+	static const char newer[] = "the newer upload, by the taker";
+	char buf[256], key[512], out[4096], wid[128];
+	int jukes = 0;
+	nfs_fh3 f;
+	uint64_t t0;
+
+	set_mode("pass");
+	env_start("1", "0", NULL);
+	f = create("own.txt", &jukes);
+	write_commit(&f, "own.txt", body, strlen(body), &jukes);
+	t0 = e2e_now_ms();
+	while (direct_get("own.txt", buf, sizeof(buf)) != 200 &&
+	       e2e_now_ms() - t0 < UPLOAD_MS)
+		usleep(100000);
+	{
+		struct e2e_s3_resp r;
+
+		e2e_s3_key(&E.gw, "own.txt", key, sizeof(key));
+		E2E_REQUIRE(e2e_s3_request("HEAD", key, NULL, NULL, 0, NULL,
+					   &r) == 0 &&
+				    r.code == 200 &&
+				    !e2e_s3_header(&r, "x-amz-meta-mapfs-wid",
+						   wid, sizeof(wid)),
+			    "own.txt's write id");
+		e2e_s3_resp_free(&r);
+	}
+	set_mode("503 1");
+	{
+		RENAME3res res;
+
+		E2E_RPC(E.r, e2e_nfs3_rename(E.r, &E.root, "own.txt", &E.root,
+					     "own2.txt", &res));
+		E2E_STATUS("RENAME own.txt own2.txt (store away)", res.status,
+			   NFS3_OK);
+	}
+	{
+		struct e2e_s3_resp r;
+		char hdr[192];
+		const char *hdrs[] = { hdr, NULL };
+
+		snprintf(hdr, sizeof(hdr), "x-amz-meta-mapfs-wid: %s", wid);
+		e2e_s3_key(&E.gw, "own2.txt", key, sizeof(key));
+		E2E_REQUIRE(e2e_s3_request("PUT", key, NULL, newer,
+					   strlen(newer), hdrs, &r) == 0 &&
+				    r.code == 200,
+			    "PUT own2.txt");
+		e2e_s3_resp_free(&r);
+	}
+	set_mode("pass");
+	E2E_CHECK(e2e_ctl(&E.gw, "flush", out, sizeof(out)) == 0, "flush: %s",
+		  out);
+	E2E_CHECK(direct_find("own2.txt.conflict-", key, sizeof(key)) != 0,
+		  "moved aside as a conflict: %s", key);
+	E2E_CHECK(e2e_gw_log_count(&E.gw, "goes to own2.txt.conflict") == 0,
+		  "a conflict was logged");
+	E2E_CHECK(direct_get("own2.txt", buf, sizeof(buf)) == 200 &&
+			  !strcmp(buf, newer),
+		  "own2.txt in the store: '%s'", buf);
+	E2E_CHECK(direct_get("own.txt", buf, sizeof(buf)) == 404,
+		  "own.txt still in the store");
+	E2E_CHECK(lookup("own2.txt", &f, &jukes) == NFS3_OK,
+		  "the name own2.txt is gone");
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -1071,5 +1148,7 @@ int main(void)
 	CU_add_test(s, "new names while the store is away", test_new_names);
 	CU_add_test(s, "a rename's copy done elsewhere is no conflict",
 		    test_copy_done_elsewhere);
+	CU_add_test(s, "a rename's copy meeting the file's own upload",
+		    test_copy_meets_own_upload);
 	return e2e_run_cunit();
 }
