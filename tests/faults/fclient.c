@@ -231,6 +231,21 @@ static void set_op(int g, struct nfs_context *nfs)
 
 /* --- the manifest --- */
 
+/* A write's end: COMMIT (if rc, the write's outcome so far, is 0), then
+ * close fh (NULL: not open); the first error. */
+static int commit_close(struct nfs_context *nfs, struct nfsfh *fh, int rc)
+{
+	if (!rc)
+		rc = nfs_fsync(nfs, fh);
+	if (fh) {
+		int c = nfs_close(nfs, fh);
+
+		if (!rc)
+			rc = c;
+	}
+	return rc;
+}
+
 static void fill(unsigned char *buf, size_t n, uint64_t seed)
 {
 	uint64_t x = seed * 2654435761u + 1;
@@ -269,14 +284,7 @@ static void manifest_op(int g, struct nfs_context *nfs)
 		else
 			off += (size_t)w;
 	}
-	if (!rc)
-		rc = nfs_fsync(nfs, fh);
-	if (fh) {
-		int c = nfs_close(nfs, fh);
-
-		if (!rc)
-			rc = c;
-	}
+	rc = commit_close(nfs, fh, rc);
 	snprintf(val, sizeof(val), "%zu:%016" PRIx64, size,
 		 fnv(buf, size, FNV0));
 	logc(t0, g, "manifest", name, val, rc);
@@ -306,14 +314,7 @@ static void register_op(int g, struct nfs_context *nfs)
 
 			rc = w == VALUE_LEN ? 0 : w < 0 ? w : -EIO;
 		}
-		if (!rc)
-			rc = nfs_fsync(nfs, fh);
-		if (fh) {
-			int c = nfs_close(nfs, fh);
-
-			if (!rc)
-				rc = c;
-		}
+		rc = commit_close(nfs, fh, rc);
 		/* the value without its padding */
 		val[strcspn(val, " ")] = '\0';
 		logc(t0, g, "write", reg, val, rc);
