@@ -22,6 +22,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -602,6 +603,32 @@ static bool parent_unchecked(struct fs *fs, const struct sync_item *it)
 	return wait;
 }
 
+/*
+ * Whether this node may write to the store now (its cluster lease held,
+ * owner.c).  A change of the answer is logged once: uploads that wait
+ * for the lease answer COMMIT with JUKEBOX and make a flush give up
+ * with EAGAIN, and without a line in the log that was a mystery (a
+ * campaign run saw one gateway refuse every upload for a minute).
+ */
+static bool lease_lets_write(struct fs *fs)
+{
+	static atomic_bool waiting;
+	bool held = db_lease_held(fs->db);
+
+	if (held == !atomic_load(&waiting))
+		return held;
+	if (atomic_exchange(&waiting, !held) == !held)
+		return held;
+	if (held)
+		log_info("cluster: this node's lease holds again: uploads go "
+			 "on");
+	else
+		log_warn("cluster: this node's lease may have run out (not "
+			 "renewed in time): uploads wait until it is (COMMIT "
+			 "answers JUKEBOX meanwhile)");
+	return held;
+}
+
 /* See sync_int.h. */
 int sync_item_store(struct fs *fs, struct sync_item *it,
 		    struct upload_commit *uc)
@@ -613,7 +640,7 @@ int sync_item_store(struct fs *fs, struct sync_item *it,
 	int rc = 0;
 
 	/* A node whose lease may have run out writes nothing (owner.c). */
-	if (!db_lease_held(fs->db))
+	if (!lease_lets_write(fs))
 		return -EAGAIN;
 	if (it->in.ino != FS_ROOT_INO) /* the root has no object */
 		rc = item_base_refresh(fs, it);

@@ -114,7 +114,7 @@ gw_run() {
 	: >"$d/out"
 	lab_exec "gw$i" "$GW" --state "$d/state" --store "file://$CLUSTER_STORE" \
 		--exports "$d/exports" --bind "$(machine_ip "gw$i")" --nfs-port 2049 \
-		--mount-port 20048 --no-rpcbind --foreground --threads 2 --log-level info \
+		--mount-port 20048 --no-rpcbind --foreground --threads 2 --log-level ${CAMPAIGN_LOG_LEVEL:-info} \
 		--upload-delay 2 --meta "$META" --node "n$i" >"$d/out" 2>>"$d/err" &
 	for _ in $(seq 600); do grep -q ready "$d/out" 2>/dev/null && return 0; sleep 0.1; done
 	tail -5 "$d/err" >&2
