@@ -151,8 +151,8 @@ static int copy_landed(struct fs *fs, const char *src, const char *dst)
 }
 
 /*
- * Does dst hold an upload of the record's own file (its write id names
- * this namespace and the inode)?  In a cluster the file's upload to its
+ * Does dst hold an upload of the record's own file (its write id, or its
+ * link id, names this namespace and the inode)?  In a cluster the file's upload to its
  * new name can come before the rename's COPY ran: the node that took the
  * file over from one cut off uploads it to the key its record has now,
  * while the cut-off node's COPY of the old object is still to run.  That
@@ -162,10 +162,16 @@ static int copy_landed(struct fs *fs, const char *src, const char *dst)
  */
 static bool own_upload_at(struct fs *fs, const struct fs_pending *p)
 {
+	char link[STORE_LINK_MAX];
 	struct store_info b;
 
-	return !store_head(fs->store, p->dst, &b) &&
-	       fs_wid_names(fs, b.meta.wid, p->ino);
+	if (store_head(fs->store, p->dst, &b))
+		return false;
+	/* A file with several names: its objects carry its link id in
+	 * place of a write id (sync_meta_of, copy_meta). */
+	fs_link_id(fs, p->ino, link);
+	return fs_wid_names(fs, b.meta.wid, p->ino) ||
+	       (b.meta.link[0] && !strcmp(b.meta.link, link));
 }
 
 /*

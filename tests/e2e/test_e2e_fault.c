@@ -980,9 +980,10 @@ static int suite_clean(void)
 }
 
 /* A gateway through the proxy with name (body) in the store, its
- * upload done; then the store away and name renamed to to. */
+ * upload done, and (link not NULL) another name link of it, in the store
+ * too; then the store away and name renamed to to. */
 static void renamed_while_away(const char *name, const char *body,
-			       const char *to)
+			       const char *link, const char *to)
 {
 	char buf[256];
 	int jukes = 0;
@@ -993,12 +994,21 @@ static void renamed_while_away(const char *name, const char *body,
 	env_start("1", "0", NULL);
 	f = create(name, &jukes);
 	write_commit(&f, name, body, strlen(body), &jukes);
+	if (link) {
+		LINK3res res;
+
+		E2E_RPC(E.r, e2e_nfs3_link(E.r, &f, &E.root, link, &res));
+		E2E_STATUS("LINK", res.status, NFS3_OK);
+	}
 	t0 = e2e_now_ms();
-	while (direct_get(name, buf, sizeof(buf)) != 200 &&
+	while ((direct_get(name, buf, sizeof(buf)) != 200 ||
+		(link && direct_get(link, buf, sizeof(buf)) != 200)) &&
 	       e2e_now_ms() - t0 < UPLOAD_MS)
 		usleep(100000);
-	E2E_REQUIRE(direct_get(name, buf, sizeof(buf)) == 200,
-		    "%s not uploaded", name);
+	E2E_REQUIRE(
+		direct_get(name, buf, sizeof(buf)) == 200 &&
+			(!link || direct_get(link, buf, sizeof(buf)) == 200),
+		"%s not uploaded", name);
 	set_mode("503 1");
 	{
 		RENAME3res res;
@@ -1026,7 +1036,7 @@ static void test_copy_done_elsewhere(void)
 	int jukes = 0;
 	nfs_fh3 f;
 
-	renamed_while_away("mv.txt", body, "moved.txt");
+	renamed_while_away("mv.txt", body, NULL, "moved.txt");
 	/* The record's work, done by someone else meanwhile. */
 	E2E_REQUIRE(direct_put("moved.txt", body) == 200, "PUT moved.txt");
 	{
@@ -1074,7 +1084,7 @@ static void test_copy_meets_own_upload(void)
 	int jukes = 0;
 	nfs_fh3 f;
 
-	renamed_while_away("own.txt", body, "own2.txt");
+	renamed_while_away("own.txt", body, NULL, "own2.txt");
 	{
 		struct e2e_s3_resp r;
 
@@ -1117,6 +1127,58 @@ static void test_copy_meets_own_upload(void)
 		  "the name own2.txt is gone");
 }
 
+/*
+ * The same for a file with two names: its objects carry its link id
+ * (x-amz-meta-mapfs-link) in place of a write id, and the taker's upload
+ * to the new name did too; before, only a write id was looked at and the
+ * file went aside (the fault campaign's seed 2, issue 48).
+ */
+static void test_copy_meets_own_upload_linked(void)
+{
+	static const char newer[] = "the newer upload of a linked file";
+	char buf[256], key[512], out[4096], link[128];
+	int jukes = 0;
+	nfs_fh3 f;
+
+	renamed_while_away("lk.txt", "linked, first version", "lk2.txt",
+			   "lk3.txt");
+	{
+		struct e2e_s3_resp r;
+
+		e2e_s3_key(&E.gw, "lk2.txt", key, sizeof(key));
+		E2E_REQUIRE(e2e_s3_request("HEAD", key, NULL, NULL, 0, NULL,
+					   &r) == 0 &&
+				    r.code == 200 &&
+				    !e2e_s3_header(&r, "x-amz-meta-mapfs-link",
+						   link, sizeof(link)),
+			    "lk2.txt's link id");
+		e2e_s3_resp_free(&r);
+	}
+	{
+		struct e2e_s3_resp r;
+		char hdr[192];
+		const char *hdrs[] = { hdr, NULL };
+
+		snprintf(hdr, sizeof(hdr), "x-amz-meta-mapfs-link: %s", link);
+		e2e_s3_key(&E.gw, "lk3.txt", key, sizeof(key));
+		E2E_REQUIRE(e2e_s3_request("PUT", key, NULL, newer,
+					   strlen(newer), hdrs, &r) == 0 &&
+				    r.code == 200,
+			    "PUT lk3.txt");
+		e2e_s3_resp_free(&r);
+	}
+	set_mode("pass");
+	E2E_CHECK(e2e_ctl(&E.gw, "flush", out, sizeof(out)) == 0, "flush: %s",
+		  out);
+	E2E_CHECK(e2e_gw_log_count(&E.gw, "goes to lk3.txt.conflict") == 0,
+		  "a conflict was logged");
+	E2E_CHECK(direct_get("lk3.txt", buf, sizeof(buf)) == 200 &&
+			  !strcmp(buf, newer),
+		  "lk3.txt in the store: '%s'", buf);
+	E2E_CHECK(lookup("lk3.txt", &f, &jukes) == NFS3_OK,
+		  "the name lk3.txt is gone");
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -1145,5 +1207,7 @@ int main(void)
 		    test_copy_done_elsewhere);
 	CU_add_test(s, "a rename's copy meeting the file's own upload",
 		    test_copy_meets_own_upload);
+	CU_add_test(s, "the same for a file with two names",
+		    test_copy_meets_own_upload_linked);
 	return e2e_run_cunit();
 }

@@ -2,7 +2,8 @@
 # tests/faults/campaign.sh --seed S --minutes M [options] - the cluster
 # under fire (issue 48): faults scheduled at random from a seed while
 # clients call, then a heal, the final reads through every gateway and a
-# fresh one, `mapfs-gw fsck` on each, and tests/faults/check.py over the
+# fresh one (once every replica shows a name made after the heal),
+# `mapfs-gw fsck` on each, and tests/faults/check.py over the
 # whole history.  Last line, exactly:
 #   CAMPAIGN seed=S minutes=M ops=N ok=K unknown=U faults=F violations=V
 #
@@ -24,8 +25,11 @@
 #                   (SIGSTOP 1-15 s), part-pg (a gateway cut from
 #                   PostgreSQL 5-30 s), part-client (a client cut from a
 #                   gateway 5-30 s), part-store (n/a with the file store)
-#   --out DIR       where the run's files go (a temp dir; kept)
+#   --out DIR       where the run's files go (a temp dir; kept): the
+#                   clients' call logs, faults.log, the walks, each
+#                   gateway's fsck and log, check.txt
 #   --keep          leave the lab up at the end (bench/lab.sh down)
+# CAMPAIGN_LOG_LEVEL=debug: the gateways' log level (info).
 #
 # Faults are one at a time.  Not yet: PostgreSQL's primary killed and the
 # standby promoted, statement timeouts in the replication wait, netem
@@ -51,7 +55,7 @@ while [ $# -gt 0 ]; do
 	--faults) KINDS=$2; shift ;;
 	--out) OUT=$2; shift ;;
 	--keep) KEEP=1 ;;
-	-h | --help) sed -n '2,38p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,39p' "$0"; exit 0 ;;
 	*) echo "campaign: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
