@@ -79,6 +79,21 @@ int fs_name_creatable(uint64_t dir, const char *name)
 	return rc;
 }
 
+int fs_dirent_decode(const struct db_val *k, const struct db_val *v,
+		     uint64_t *dir, char name[FS_NAME_MAX + 1], uint64_t *ino)
+{
+	struct dirent_val dv;
+
+	if (k->size <= 8 || k->size > 8 + FS_NAME_MAX || v->size != sizeof(dv))
+		return -EIO;
+	*dir = fs_get_be64(k->data);
+	memcpy(name, (const char *)k->data + 8, k->size - 8);
+	name[k->size - 8] = '\0';
+	memcpy(&dv, v->data, sizeof(dv));
+	*ino = dv.ino;
+	return 0;
+}
+
 int fs_dirent_get(struct fs *fs, struct db_txn *txn, uint64_t dir,
 		  const char *name, uint64_t *ino, uint64_t *cookie)
 {

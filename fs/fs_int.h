@@ -443,6 +443,10 @@ int fs_name_check(const char *name, bool for_change);
 int fs_name_creatable(uint64_t dir, const char *name);
 int fs_dirent_get(struct fs *fs, struct db_txn *txn, uint64_t dir,
 		  const char *name, uint64_t *ino, uint64_t *cookie);
+/* A "dirents" entry (key k, value v, as a cursor reads them) into its
+ * directory, name and inode.  0 or -EIO. */
+int fs_dirent_decode(const struct db_val *k, const struct db_val *v,
+		     uint64_t *dir, char name[FS_NAME_MAX + 1], uint64_t *ino);
 /* Adds an entry with a fresh cookie from dir's counter; updates *dir. */
 int fs_dirent_add(struct fs *fs, struct db_txn *txn, struct fs_inode *dir,
 		  const char *name, uint64_t ino);
@@ -582,6 +586,11 @@ bool fs_pending_adoptable(struct fs *fs, uint32_t node);
 int fs_pending_each(struct fs *fs, struct db_txn *txn,
 		    int (*fn)(void *arg, const struct fs_pending *p),
 		    void *arg);
+/* The same for every node's records, in seq order (fsck: what is in
+ * flux whoever runs it). */
+int fs_pending_each_any(struct fs *fs, struct db_txn *txn,
+			int (*fn)(void *arg, const struct fs_pending *p),
+			void *arg);
 /* How many records this node has to run. */
 int fs_pending_count(struct fs *fs, struct db_txn *txn, uint64_t *n);
 /* A stamp of when a record was queued, for the queue's age. */

@@ -432,10 +432,6 @@ static void name_path(struct ck *ck, struct db_txn *txn, uint64_t dir,
 	snprintf(buf, cap, "%s%s%s", dk, dk[0] ? "/" : "", name);
 }
 
-struct dirent_val_ck {
-	uint64_t ino, cookie;
-};
-
 static int snap_names(struct ck *ck, struct db_txn *txn)
 {
 	struct fs *fs = ck->fs;
@@ -448,27 +444,18 @@ static int snap_names(struct ck *ck, struct db_txn *txn)
 	for (op = DB_FIRST; !(mrc = db_cursor_get(cur, &k, &v, op));
 	     op = DB_NEXT) {
 		char name[FS_NAME_MAX + 1], path[STORE_KEY_MAX + FS_NAME_MAX];
-		struct dirent_val_ck dv;
 		struct rec *child, *dir;
-		uint64_t parent;
+		uint64_t parent, ino;
 
-		if (k.size <= 8 || k.size > 8 + FS_NAME_MAX ||
-		    v.size != sizeof(dv)) {
-			rc = -EIO;
+		if ((rc = fs_dirent_decode(&k, &v, &parent, name, &ino)))
 			break;
-		}
-		parent = fs_get_be64(k.data);
-		memcpy(name, (char *)k.data + 8, k.size - 8);
-		name[k.size - 8] = '\0';
-		memcpy(&dv, v.data, sizeof(dv));
 		ck->st->names++;
-		child = rec_find(ck, dv.ino);
+		child = rec_find(ck, ino);
 		if (!child) {
 			name_path(ck, txn, parent, name, path, sizeof(path));
-			report(ck, FS_FSCK_DANGLING, path, dv.ino, false,
-			       "left",
+			report(ck, FS_FSCK_DANGLING, path, ino, false, "left",
 			       "names inode %" PRIu64 ", which has no record",
-			       dv.ino);
+			       ino);
 			continue;
 		}
 		child->names++;
@@ -479,8 +466,8 @@ static int snap_names(struct ck *ck, struct db_txn *txn)
 		if (child->parent != parent) {
 			name_path(ck, txn, parent, name, path, sizeof(path));
 			/* (the parent in the size field) */
-			if ((rc = suspect(ck, FS_FSCK_PARENT, path, dv.ino,
-					  parent, NULL)))
+			if ((rc = suspect(ck, FS_FSCK_PARENT, path, ino, parent,
+					  NULL)))
 				break;
 		}
 	}
@@ -511,30 +498,15 @@ static int snap_names(struct ck *ck, struct db_txn *txn)
 }
 
 /* Every key a queued move or delete touches is in flux. */
-static int snap_pending(struct ck *ck, struct db_txn *txn)
+static int pending_flux(void *arg, const struct fs_pending *p)
 {
-	struct fs *fs = ck->fs;
-	struct db_cursor *cur;
-	struct db_val k, v;
-	int rc = db_cursor_open(txn, fs->dbi_pending, &cur), mrc, op;
+	struct ck *ck = arg;
+	int rc = put_key(ck, p->src, p->ino, K_FLUX, 0, NULL);
 
-	if (rc)
-		return rc;
-	for (op = DB_FIRST; !(mrc = db_cursor_get(cur, &k, &v, op));
-	     op = DB_NEXT) {
-		struct fs_pending p;
-
-		if ((rc = fs_pending_decode(&k, &v, &p)) ||
-		    (rc = put_key(ck, p.src, p.ino, K_FLUX, 0, NULL)) ||
-		    (p.op == FS_PEND_COPY &&
-		     (rc = put_key(ck, p.dst, p.ino, K_FLUX, 0, NULL))))
-			break;
-		ck->st->pending_moves++;
-	}
-	db_cursor_close(cur);
-	if (rc)
-		return rc;
-	return mrc == -ENOENT ? 0 : mrc;
+	if (!rc && p->op == FS_PEND_COPY)
+		rc = put_key(ck, p->dst, p->ino, K_FLUX, 0, NULL);
+	ck->st->pending_moves += !rc;
+	return rc;
 }
 
 /* --- pass 2: the store --- */
@@ -657,26 +629,13 @@ static int touch_fn(void *arg, const struct fs_pending *p)
 }
 
 /* Whether any node's queued move or delete touches key (or, prefix,
- * any key below it). */
+ * any key below it); an error counts as yes (not a finding). */
 static bool pending_touches(struct fs *fs, struct db_txn *txn, const char *key,
 			    bool prefix)
 {
 	struct touch t = { key, strlen(key), prefix };
-	struct db_cursor *cur;
-	struct db_val k, v;
-	int op, hit = 0;
 
-	if (db_cursor_open(txn, fs->dbi_pending, &cur))
-		return true; /* cannot tell: not a finding */
-	for (op = DB_FIRST; !hit && !db_cursor_get(cur, &k, &v, op);
-	     op = DB_NEXT) {
-		struct fs_pending p;
-
-		if (!fs_pending_decode(&k, &v, &p))
-			hit = touch_fn(&t, &p);
-	}
-	db_cursor_close(cur);
-	return hit;
+	return fs_pending_each_any(fs, txn, touch_fn, &t) != 0;
 }
 
 /* The state of a suspect's record now, read in one fresh snapshot. */
@@ -1212,7 +1171,7 @@ int fs_fsck(struct fs *fs, const struct fs_fsck_opts *o,
 	if (rc)
 		return rc;
 	if (!(rc = snap_records(&ck, txn)) && !(rc = snap_names(&ck, txn)) &&
-	    !(rc = snap_pending(&ck, txn)))
+	    !(rc = fs_pending_each_any(fs, txn, pending_flux, &ck)))
 		rc = db_count(txn, fs->dbi_mpu, &out->multipart);
 	db_read_end(fs->db, txn);
 	if (!rc)

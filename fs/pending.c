@@ -376,6 +376,13 @@ bool fs_pending_of(struct fs *fs, struct db_txn *txn, uint64_t ino,
 	return rc != 0; /* an error counts as "maybe": wait */
 }
 
+int fs_pending_each_any(struct fs *fs, struct db_txn *txn,
+			int (*fn)(void *arg, const struct fs_pending *p),
+			void *arg)
+{
+	return pending_walk(fs, txn, want_any, fn, arg);
+}
+
 static int find_copy_into(void *arg, const struct fs_pending *p)
 {
 	return p->op == FS_PEND_COPY && !strcmp(p->dst, arg);

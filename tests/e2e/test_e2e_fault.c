@@ -1067,6 +1067,33 @@ static void test_copy_done_elsewhere(void)
 }
 
 /*
+ * Put body at to straight into the store, with the id header (e.g.
+ * "x-amz-meta-mapfs-wid") that the object at from carries: an upload of
+ * the same file, as another node of a cluster would make it.
+ */
+static void put_with_id_of(const char *from, const char *header, const char *to,
+			   const char *body)
+{
+	char key[512], id[128], hdr[192];
+	const char *hdrs[] = { hdr, NULL };
+	struct e2e_s3_resp r;
+
+	e2e_s3_key(&E.gw, from, key, sizeof(key));
+	E2E_REQUIRE(e2e_s3_request("HEAD", key, NULL, NULL, 0, NULL, &r) == 0 &&
+			    r.code == 200 &&
+			    !e2e_s3_header(&r, header, id, sizeof(id)),
+		    "%s's %s", from, header);
+	e2e_s3_resp_free(&r);
+	snprintf(hdr, sizeof(hdr), "%s: %s", header, id);
+	e2e_s3_key(&E.gw, to, key, sizeof(key));
+	E2E_REQUIRE(e2e_s3_request("PUT", key, NULL, body, strlen(body), hdrs,
+				   &r) == 0 &&
+			    r.code == 200,
+		    "PUT %s", to);
+	e2e_s3_resp_free(&r);
+}
+
+/*
  * A rename's COPY that finds, at the new name, an upload of the file
  * itself (its write id names the file): in a cluster the node that took
  * the file over uploads it to the name its record has now before the
@@ -1080,37 +1107,13 @@ static void test_copy_meets_own_upload(void)
 {
 	static const char body[] = "first version";
 	static const char newer[] = "the newer upload, by the taker";
-	char buf[256], key[512], out[4096], wid[128];
+	char buf[256], key[512], out[4096];
 	int jukes = 0;
 	nfs_fh3 f;
 
 	renamed_while_away("own.txt", body, NULL, "own2.txt");
-	{
-		struct e2e_s3_resp r;
-
-		/* (the old object stays: the store is away for the gateway) */
-		e2e_s3_key(&E.gw, "own.txt", key, sizeof(key));
-		E2E_REQUIRE(e2e_s3_request("HEAD", key, NULL, NULL, 0, NULL,
-					   &r) == 0 &&
-				    r.code == 200 &&
-				    !e2e_s3_header(&r, "x-amz-meta-mapfs-wid",
-						   wid, sizeof(wid)),
-			    "own.txt's write id");
-		e2e_s3_resp_free(&r);
-	}
-	{
-		struct e2e_s3_resp r;
-		char hdr[192];
-		const char *hdrs[] = { hdr, NULL };
-
-		snprintf(hdr, sizeof(hdr), "x-amz-meta-mapfs-wid: %s", wid);
-		e2e_s3_key(&E.gw, "own2.txt", key, sizeof(key));
-		E2E_REQUIRE(e2e_s3_request("PUT", key, NULL, newer,
-					   strlen(newer), hdrs, &r) == 0 &&
-				    r.code == 200,
-			    "PUT own2.txt");
-		e2e_s3_resp_free(&r);
-	}
+	/* (the old object stays: the store is away for the gateway) */
+	put_with_id_of("own.txt", "x-amz-meta-mapfs-wid", "own2.txt", newer);
 	set_mode("pass");
 	E2E_CHECK(e2e_ctl(&E.gw, "flush", out, sizeof(out)) == 0, "flush: %s",
 		  out);
@@ -1136,37 +1139,13 @@ static void test_copy_meets_own_upload(void)
 static void test_copy_meets_own_upload_linked(void)
 {
 	static const char newer[] = "the newer upload of a linked file";
-	char buf[256], key[512], out[4096], link[128];
+	char buf[256], out[4096];
 	int jukes = 0;
 	nfs_fh3 f;
 
 	renamed_while_away("lk.txt", "linked, first version", "lk2.txt",
 			   "lk3.txt");
-	{
-		struct e2e_s3_resp r;
-
-		e2e_s3_key(&E.gw, "lk2.txt", key, sizeof(key));
-		E2E_REQUIRE(e2e_s3_request("HEAD", key, NULL, NULL, 0, NULL,
-					   &r) == 0 &&
-				    r.code == 200 &&
-				    !e2e_s3_header(&r, "x-amz-meta-mapfs-link",
-						   link, sizeof(link)),
-			    "lk2.txt's link id");
-		e2e_s3_resp_free(&r);
-	}
-	{
-		struct e2e_s3_resp r;
-		char hdr[192];
-		const char *hdrs[] = { hdr, NULL };
-
-		snprintf(hdr, sizeof(hdr), "x-amz-meta-mapfs-link: %s", link);
-		e2e_s3_key(&E.gw, "lk3.txt", key, sizeof(key));
-		E2E_REQUIRE(e2e_s3_request("PUT", key, NULL, newer,
-					   strlen(newer), hdrs, &r) == 0 &&
-				    r.code == 200,
-			    "PUT lk3.txt");
-		e2e_s3_resp_free(&r);
-	}
+	put_with_id_of("lk2.txt", "x-amz-meta-mapfs-link", "lk3.txt", newer);
 	set_mode("pass");
 	E2E_CHECK(e2e_ctl(&E.gw, "flush", out, sizeof(out)) == 0, "flush: %s",
 		  out);
