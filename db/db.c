@@ -266,6 +266,20 @@ int db_notes_take(struct db *db, uint32_t node, const char *kind,
 	return pg ? db_pg_notes_take(pg, node, kind, fn, ctx) : -ENOTSUP;
 }
 
+bool db_queue_runnable(struct db *db, uint32_t queue)
+{
+	struct db_pg *pg = pg_of(db);
+
+	return !pg || db_pg_queue_runnable(pg, queue);
+}
+
+bool db_queue_claimed(struct db *db, uint32_t queue)
+{
+	struct db_pg *pg = pg_of(db);
+
+	return !pg || db_pg_queue_claimed(pg, queue);
+}
+
 bool db_lease_held(struct db *db)
 {
 	struct db_pg *pg = pg_of(db);

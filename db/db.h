@@ -316,6 +316,20 @@ int db_notes_take(struct db *db, uint32_t node, const char *kind,
 bool db_lease_held(struct db *db);
 
 /*
+ * The queues of store work (fs/pending.c's records, numbered by the node
+ * that queued them): one node runs a queue at a time, by a claim in the
+ * database renewed with its lease (db/pg_runners.c): its own node while
+ * it lives, else one node that sees it down.  Runnable: this node holds
+ * the claim to queue, surely (by this machine's clock), and the fence
+ * after its last runner is over (a request that runner sent must have
+ * landed); check it right before each store request.  Claimed: it holds
+ * the claim, fence over or not.  Both always true for a node alone; no
+ * round trip.
+ */
+bool db_queue_runnable(struct db *db, uint32_t queue);
+bool db_queue_claimed(struct db *db, uint32_t queue);
+
+/*
  * What the local engine holds, for gauges and alerts: each of these must
  * come back to its level after the work is done (nothing counts up
  * without bound).  Safe from any thread.

@@ -17,6 +17,7 @@
  *                  what it wrote: t[], k[], v[] (NULL: deleted)
  *   mapfs_seq      numbers the commits (the records' versions)
  *   mapfs_nodes    name -> id, instance, addr, lease_until, applied
+ *   mapfs_runners  who runs each node's queued store work: pg_runners.c
  *   mapfs_counters name -> next: the inode numbers
  *   mapfs_secrets, mapfs_locks, mapfs_lock_hosts, mapfs_notes: pgsvc.c
  *
@@ -256,6 +257,8 @@ void db_pg_lease_tick(struct db_pg *pg, PGconn *c, uint64_t applied_xmin)
 		pg->renewing_since_ms = 0;
 	}
 	nodes_refresh(pg, c);
+	if (pg->renewed_ms == sent)
+		db_pg_runners_tick(pg, c, sent);
 	pg->lease_next_ms = sent + pg->o.lease_ms / 3;
 }
 
@@ -397,6 +400,7 @@ void db_pg_close(struct db_pg *pg)
 		const char *p[2] = { id, pg->instance };
 		PGresult *r;
 
+		db_pg_runners_release(pg, pg->svc.c);
 		snprintf(id, sizeof(id), "%u", pg->node_id);
 		r = PQexecParams(pg->svc.c,
 				 "UPDATE mapfs_nodes SET lease_until = now()"
@@ -412,6 +416,7 @@ void db_pg_close(struct db_pg *pg)
 	pthread_mutex_destroy(&pg->svc_lock);
 	pthread_mutex_destroy(&pg->nodes_lock);
 	free(pg->down);
+	free(pg->runs);
 	copts_free(&pg->o);
 	free(pg);
 }

@@ -128,6 +128,10 @@ void db_pg_keep_lease(struct db_pg *pg, uint64_t applied_xmin);
 /* Whether this node's lease surely holds; whether node is up. */
 bool db_pg_lease_held(struct db_pg *pg);
 bool db_pg_node_up(struct db_pg *pg, uint32_t node);
+/* Whether this node holds the claim to run queue's store work, and its
+ * last runner's fence is over (runnable); or holds it at all (claimed). */
+bool db_pg_queue_runnable(struct db_pg *pg, uint32_t queue);
+bool db_pg_queue_claimed(struct db_pg *pg, uint32_t queue);
 
 /* ---- services (pgsvc.c), on the service connection ---- */
 

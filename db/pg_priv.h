@@ -24,6 +24,13 @@
 #define DOUBT_GIVEUP_MS 5000   /* to learn whether a lost commit landed */
 #define PRUNE_EVERY_MS 10000   /* how often a node prunes the log */
 
+/* A queue of store work this node holds the claim to run (pg_runners.c). */
+struct db_pg_run {
+	uint32_t queue;         /* whose: a node's id */
+	uint64_t held_until_ms; /* the claim surely holds until, this clock */
+	uint64_t from_ms;       /* its last runner's fence is over from */
+};
+
 struct db_pg {
 	struct db_cluster_opts o;
 	char instance[33];
@@ -67,6 +74,10 @@ struct db_pg {
 	uint32_t *down;
 	size_t ndown;
 	bool nodes_known;
+	/* The queues this node claimed at its last renewal (under
+	 * nodes_lock). */
+	struct db_pg_run *runs;
+	size_t nruns;
 };
 
 struct db_pg_conn {
@@ -85,6 +96,11 @@ void db_pg_pgc_close(struct pgc *p);
 /* pg.c: renew the lease on the follower's connection c (and read who is
  * down). */
 void db_pg_lease_tick(struct db_pg *pg, PGconn *c, uint64_t applied_xmin);
+/* pg_runners.c: claim the queues of store work this node is to run, on
+ * the follower's connection c, with the lease renewal sent at sent. */
+void db_pg_runners_tick(struct db_pg *pg, PGconn *c, uint64_t sent);
+/* pg_runners.c: give this process's claims up (it runs nothing more). */
+void db_pg_runners_release(struct db_pg *pg, PGconn *c);
 /* pg_log.c: the follower's session settings and its prepared read. */
 extern const char db_pg_follow_session[];
 /* pg.c: wake the followers soon (the notifier sends one NOTIFY). */

@@ -116,6 +116,12 @@ static const char schema_sql[] =
 	 * with its lease; added in place (a gateway without it ignores
 	 * it, so the schema's version stays). */
 	"ALTER TABLE mapfs_nodes ADD COLUMN IF NOT EXISTS live text;"
+	/* Who runs each node's queued store work (pg_runners.c); added in
+	 * place: a gateway without it runs a down node's records as
+	 * before, unfenced. */
+	"CREATE TABLE IF NOT EXISTS mapfs_runners ("
+	"  queue int PRIMARY KEY, runner int NOT NULL, inst text NOT NULL,"
+	"  run_until timestamptz NOT NULL, fence_until timestamptz NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS mapfs_counters ("
 	"  name text PRIMARY KEY, next bigint NOT NULL);"
 	"INSERT INTO mapfs_counters VALUES ('ino', 2) ON CONFLICT DO NOTHING;"

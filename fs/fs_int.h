@@ -575,13 +575,17 @@ int fs_pending_decode(const struct db_val *k, const struct db_val *v,
 int fs_pending_init(struct fs *fs);
 /* The node whose record seq is. */
 uint32_t fs_pending_node(uint64_t seq);
-/* Whether this node runs node's records for it: a dead node's, or the
- * records of a gateway alone that became a cluster (node 0). */
+/* Whether node's records are to be run by a node that outlives it: a
+ * dead node's, or the records of a gateway alone that became a cluster
+ * (node 0).  Which node runs them: the one holding the claim
+ * (db_queue_runnable; before each store request). */
 bool fs_pending_adoptable(struct fs *fs, uint32_t node);
 /*
- * fn(arg, rec) for the records this node runs, in the order it runs
- * them (the adopted ones first, then its own), until fn returns
- * non-zero (returned).  0 or -errno.
+ * fn(arg, rec) for the records this node runs or is to run, in the order
+ * it runs them (the adopted ones first, then its own), until fn returns
+ * non-zero (returned): its own, and those of the nodes whose queue it
+ * holds the claim to or sees down.  A record runs only while
+ * db_queue_runnable() says so for its node.  0 or -errno.
  */
 int fs_pending_each(struct fs *fs, struct db_txn *txn,
 		    int (*fn)(void *arg, const struct fs_pending *p),
@@ -617,6 +621,8 @@ bool fs_pending_of(struct fs *fs, struct db_txn *txn, uint64_t ino,
 		   uint32_t *node);
 /* Whether any node's record is a COPY into key (not there yet). */
 bool fs_pending_copy_into(struct fs *fs, struct db_txn *txn, const char *key);
+/* Whether any node's record is a COPY from key (an error counts as yes). */
+bool fs_pending_copy_from(struct fs *fs, struct db_txn *txn, const char *key);
 
 /* worker.c */
 int fs_workers_start(struct fs *fs);

@@ -325,13 +325,21 @@ static bool want_mine(struct fs *fs, uint32_t node)
 	return node == db_node_id(fs->db);
 }
 
+/* Another node's queue this node runs, or is to run: it holds the claim
+ * to it, or the node is down and a claim is to come (db_queue_claimed). */
+static bool want_others(struct fs *fs, uint32_t node)
+{
+	return node != db_node_id(fs->db) && (fs_pending_adoptable(fs, node) ||
+					      db_queue_claimed(fs->db, node));
+}
+
 int fs_pending_each(struct fs *fs, struct db_txn *txn,
 		    int (*fn)(void *arg, const struct fs_pending *p), void *arg)
 {
 	int rc = 0;
 
 	if (db_clustered(fs->db))
-		rc = pending_walk(fs, txn, fs_pending_adoptable, fn, arg);
+		rc = pending_walk(fs, txn, want_others, fn, arg);
 	return rc ? rc : pending_walk(fs, txn, want_mine, fn, arg);
 }
 
@@ -391,5 +399,16 @@ static int find_copy_into(void *arg, const struct fs_pending *p)
 bool fs_pending_copy_into(struct fs *fs, struct db_txn *txn, const char *key)
 {
 	return pending_walk(fs, txn, want_any, find_copy_into, (void *)key) !=
+	       0;
+}
+
+static int find_copy_from(void *arg, const struct fs_pending *p)
+{
+	return p->op == FS_PEND_COPY && !strcmp(p->src, arg);
+}
+
+bool fs_pending_copy_from(struct fs *fs, struct db_txn *txn, const char *key)
+{
+	return pending_walk(fs, txn, want_any, find_copy_from, (void *)key) !=
 	       0;
 }

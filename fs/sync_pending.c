@@ -106,25 +106,29 @@ static bool copy_source_coming(struct fs *fs, const char *src)
 }
 
 /*
- * The metadata a COPY gives its new object: the source's (NULL), but for
- * a file with several names the record's with the link id, so each name
- * says which file it is (links.c).
+ * The metadata a COPY gives its new object: the source's (*out NULL), but
+ * for a file with several names the record's with the link id, so each
+ * name says which file it is (links.c).  0 or -errno (the database).
  */
-static const struct store_meta *copy_meta(struct fs *fs, uint64_t ino,
-					  struct store_meta *m)
+static int copy_meta(struct fs *fs, uint64_t ino, struct store_meta *m,
+		     const struct store_meta **out)
 {
 	struct sync_item it = { .have_cs = false };
 	struct db_txn *txn;
-	int rc;
+	int rc = db_read_begin(fs->db, &txn);
 
-	if (db_read_begin(fs->db, &txn))
-		return NULL;
+	*out = NULL;
+	if (rc)
+		return rc;
 	rc = fs_inode_get(fs, txn, ino, &it.in);
 	db_read_end(fs->db, txn);
+	if (rc == -ENOENT)
+		return 0;
 	if (rc || it.in.type == FS_DIR || it.in.nlink < 2)
-		return NULL;
+		return rc;
 	sync_meta_of(fs, &it, m);
-	return m;
+	*out = m;
+	return 0;
 }
 
 /*
@@ -219,10 +223,44 @@ static int pend_copy(struct fs *fs, const struct fs_pending *p,
 			     &pc->info);
 }
 
+/*
+ * Is a COPY's target needed no more?  No name of the file is at that key
+ * now (it was removed, or renamed on, or the file is gone), and no queued
+ * COPY reads from it (a chain of renames goes through it).  Then the
+ * object copied there would only be deleted again, by a record queued
+ * after this one: in a cluster perhaps another node's, run already (a
+ * link made on one node, removed through another while the first one's
+ * queue waited): the copy would put back a removed name's object for
+ * good.  Found by the fault campaign (issue 48, seed 3).
+ */
+static bool copy_target_unneeded(struct fs *fs, const struct fs_pending *p)
+{
+	char key[STORE_KEY_MAX + 2];
+	struct fs_inode in;
+	struct fs_link l;
+	struct db_txn *txn;
+	bool unneeded = false;
+	int rc;
+
+	if (db_read_begin(fs->db, &txn))
+		return false;
+	rc = fs_inode_get(fs, txn, p->ino, &in);
+	if (rc == -ENOENT)
+		unneeded = true;
+	else if (!rc && !fs_obj_key(fs, txn, &in, key, sizeof(key)))
+		unneeded = strcmp(key, p->dst) &&
+			   fs_link_of_key(fs, txn, &in, p->dst, &l) == -ENOENT;
+	if (unneeded)
+		unneeded = !fs_pending_copy_from(fs, txn, p->dst);
+	db_read_end(fs->db, txn);
+	return unneeded;
+}
+
 /* The store's half of one record (no commit).  0 or -errno. */
 static int pend_store(struct fs *fs, struct pend_commit *pc)
 {
 	const struct fs_pending *p = pc->p;
+	const struct store_meta *meta;
 	struct store_meta m;
 	int rc;
 
@@ -230,7 +268,17 @@ static int pend_store(struct fs *fs, struct pend_commit *pc)
 		return store_delete(fs->store, p->src);
 	if (p->op != FS_PEND_COPY)
 		return -EIO;
-	rc = pend_copy(fs, p, copy_meta(fs, p->ino, &m), pc);
+	if (copy_target_unneeded(fs, p))
+		return 0; /* pc->copied stays false: nothing is known there */
+	if ((rc = copy_meta(fs, p->ino, &m, &meta)))
+		return rc;
+	/* A copy onto itself gives the object its link id; the file has one
+	 * name again (the link removed before it ran): nothing to give.
+	 * Before, the store refused the copy (S3: an object copied onto
+	 * itself must change its metadata) and it failed for good. */
+	if (!meta && !strcmp(p->src, p->dst))
+		return 0;
+	rc = pend_copy(fs, p, meta, pc);
 	pc->copied = rc == 0;
 	if (rc == 1)
 		return 0; /* the file's own upload is there: nothing to copy */
@@ -257,6 +305,10 @@ uint64_t sync_key_hash(const char *key)
 /* Record states in a batch's run. */
 #define PEND_TODO 1
 #define PEND_WAVE 2 /* in the wave being run */
+/* Not this node's to run now (db_queue_runnable): another node holds its
+ * queue, or the fence after its last runner is not over.  It stays
+ * queued, and the records after it that touch its keys wait too. */
+#define PEND_FENCED 3
 
 struct pend_batch {
 	struct fs *fs;
@@ -311,6 +363,12 @@ static size_t pend_wave(struct pend_batch *b)
 	return b->nwave;
 }
 
+/* May this node run record p now?  (Right before its store request.) */
+static bool pend_runnable(struct fs *fs, const struct fs_pending *p)
+{
+	return db_queue_runnable(fs->db, fs_pending_node(p->seq));
+}
+
 static void pend_copy_one(void *arg, size_t k)
 {
 	struct pend_batch *b = arg;
@@ -318,7 +376,8 @@ static void pend_copy_one(void *arg, size_t k)
 
 	if (b->p[i].op == FS_PEND_DEL)
 		return; /* with the wave's other DELs */
-	b->st[i] = fs_fail_wait(b->fs, b->p[i].src)
+	b->st[i] = !pend_runnable(b->fs, &b->p[i]) ? PEND_FENCED
+		   : fs_fail_wait(b->fs, b->p[i].src)
 			   ? -EAGAIN
 			   : pend_store(b->fs, &b->pc[i]);
 }
@@ -341,6 +400,10 @@ static void pend_dels(struct pend_batch *b, unsigned par)
 	for (size_t k = 0; k < b->ndels; k++) {
 		size_t i = b->dels[k];
 
+		if (!pend_runnable(b->fs, &b->p[i])) {
+			b->st[i] = PEND_FENCED;
+			continue;
+		}
 		if (fs_fail_wait(b->fs, b->p[i].src)) {
 			b->st[i] = -EAGAIN; /* backing off: not now */
 			continue;
@@ -426,6 +489,8 @@ int sync_run_pending(struct fs *fs, const struct fs_pending *p, size_t n,
 		b.h[i][1] =
 			p[i].op == FS_PEND_COPY ? sync_key_hash(p[i].dst) : 0;
 		b.pc[i] = (struct pend_commit){ .fs = fs, .p = &p[i] };
+		if (!pend_runnable(fs, &p[i]))
+			b.st[i] = PEND_FENCED;
 	}
 	uint64_t t0 = fs_now_ms();
 
@@ -445,8 +510,8 @@ int sync_run_pending(struct fs *fs, const struct fs_pending *p, size_t n,
 			fs_fail_clear(fs, p[i].src);
 			continue;
 		}
-		if (rc == PEND_TODO)
-			continue; /* behind one that failed */
+		if (rc == PEND_TODO || rc == PEND_FENCED)
+			continue; /* behind one that failed; not ours now */
 		log_debug("fs: store %s %s: %s", what, p[i].src, strerror(-rc));
 		if (!fs_err_transient(rc))
 			fs_fail_note(fs, what, p[i].src, rc);

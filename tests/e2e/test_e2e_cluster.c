@@ -729,6 +729,165 @@ static void test_takeover_finds_upload(void)
 	E2E_REQUIRE(restart_a() == 0, "A back");
 }
 
+/* A started again with its store requests through a fault proxy started
+ * here (fp), or (fp NULL) straight to the store again.  0 or -1. */
+static int restart_a_via(struct fault_proxy *fp)
+{
+	e2e_rpc_close(nfs[0]);
+	nfs[0] = NULL;
+	if (gw[0].pid && e2e_gw_stop(&gw[0]))
+		return -1;
+	if (fp) {
+		const char *port = strrchr(e2e_s3_server()->endpoint, ':');
+
+		if (fault_proxy_start(fp, atoi(port + 1), "pass", 48))
+			return -1;
+	}
+	gw[0].opts.s3_endpoint = fp ? fp->endpoint : NULL;
+	return restart_a();
+}
+
+/* Poll until the store's count of objects under path is want, up to ms.
+ * The last count. */
+static int wait_store_count(const char *path, int want, uint32_t ms)
+{
+	uint64_t t0 = e2e_now_ms();
+	int n;
+
+	while ((n = e2e_store_count(&gw[1], path)) != want &&
+	       e2e_now_ms() - t0 < ms)
+		usleep(100 * 1000);
+	return n;
+}
+
+/* Flush every gateway; 0, or -1 with the reason in out. */
+static int flush_all(char *out, size_t cap)
+{
+	for (int i = 0; i < NGW; i++)
+		if (gw[i].pid && e2e_ctl(&gw[i], "flush", out, cap))
+			return -1;
+	return 0;
+}
+
+/*
+ * A link made on A whose store copy could not run yet (A's store
+ * requests fail), removed through B meanwhile: B's delete of the name's
+ * key ran at once, and A's copy, once its store answers, must not put
+ * the removed name's object back (it had nothing to delete any more: no
+ * name of the file is at that key, nothing copies from it).  Before, it
+ * did, for good: an object no name has, and the next listing of the
+ * directory took it back as a file (the fault campaign, issue 48, seed 3).
+ */
+static void test_link_copy_after_remove(void)
+{
+	struct fault_proxy fp;
+	REMOVE3res rr;
+	char out[512];
+
+	nfs_fh3 f;
+	LINK3res lr;
+
+	E2E_REQUIRE(restart_a_via(&fp) == 0, "A through a proxy");
+	E2E_STATUS("CREATE cpsrc2 on A",
+		   create(0, &root[0], "cpsrc2", GUARDED, &f), NFS3_OK);
+	E2E_STATUS("WRITE cpsrc2 (FILE_SYNC)",
+		   write_on(0, &f, 0, "cpsrc2", 6, FILE_SYNC), NFS3_OK);
+	E2E_REQUIRE(wait_store_count("cpsrc2", 1, 10000) == 1,
+		    "cpsrc2 not in the store");
+	E2E_CHECK(fault_proxy_mode(&fp, "reset 1.0") == 0, "cut A's store");
+	E2E_RPC(nfs[0], e2e_nfs3_link(nfs[0], &f, &root[0], "cplink2", &lr));
+	E2E_STATUS("LINK cpsrc2 cplink2 on A", lr.status, NFS3_OK);
+	E2E_CHECK(wait_lookup(1, &root[1], "cplink2", NFS3_OK) >= 0,
+		  "cplink2 not on B");
+	E2E_RPC(nfs[1], e2e_nfs3_remove(nfs[1], &root[1], "cplink2", &rr));
+	E2E_STATUS("REMOVE cplink2 on B", rr.status, NFS3_OK);
+	E2E_CHECK(e2e_ctl(&gw[1], "flush", out, sizeof(out)) == 0,
+		  "flush on B: %s", out);
+	/* A's store answers again: its queued copy runs now. */
+	E2E_CHECK(fault_proxy_mode(&fp, "pass") == 0, "A's store back");
+	E2E_CHECK(flush_all(out, sizeof(out)) == 0, "flush: %s", out);
+	int n = e2e_store_count(&gw[1], "cplink2");
+
+	E2E_CHECK(n == 0,
+		  "the removed link cplink2 is in the store again (%d "
+		  "objects): A's copy ran after B's delete",
+		  n);
+	E2E_CHECK(e2e_store_count(&gw[1], "cpsrc2") == 1,
+		  "cpsrc2 is not in the store");
+	E2E_CHECK(lookup(0, &root[0], "cplink2", NULL) == NFS3ERR_NOENT &&
+			  lookup(1, &root[1], "cplink2", NULL) == NFS3ERR_NOENT,
+		  "cplink2 is back in the namespace");
+	E2E_REQUIRE(restart_a_via(NULL) == 0, "A straight to the store");
+	fault_proxy_stop(&fp);
+}
+
+/*
+ * A is stopped (SIGSTOP) past its lease with a store request of its
+ * queue on its way (held up in the network): the others take A's queue
+ * over only once its fence is over (two leases past A's claim), one of
+ * them, so A's request lands first; a second name A made and B removed
+ * meanwhile stays removed.  Before, B and C both ran A's records as soon
+ * as they saw A down, and A ran them again when it came back: two runs
+ * of one record, in any order with the records after it, put removed
+ * names back (the fault campaign, issue 48, seed 3).
+ */
+static void test_stopped_queue_fenced(void)
+{
+	struct fault_proxy fp;
+	REMOVE3res rr;
+	char out[512];
+	nfs_fh3 f;
+	LINK3res lr;
+	int early = -1;
+
+	E2E_REQUIRE(restart_a_via(&fp) == 0, "A through a proxy");
+	E2E_STATUS("CREATE fsrc on A", create(0, &root[0], "fsrc", GUARDED, &f),
+		   NFS3_OK);
+	E2E_STATUS("WRITE fsrc (FILE_SYNC)",
+		   write_on(0, &f, 0, "fsrc", 4, FILE_SYNC), NFS3_OK);
+	E2E_REQUIRE(wait_lookup(1, &root[1], "fsrc", NFS3_OK) >= 0,
+		    "fsrc not on B");
+	/* A's copy of the new name goes out and is held up. */
+	E2E_CHECK(fault_proxy_mode(&fp, "stall") == 0, "stall A's store");
+	E2E_RPC(nfs[0], e2e_nfs3_link(nfs[0], &f, &root[0], "flink", &lr));
+	E2E_STATUS("LINK fsrc flink on A", lr.status, NFS3_OK);
+	E2E_REQUIRE(wait_lookup(1, &root[1], "flink", NFS3_OK) >= 0,
+		    "flink not on B");
+	usleep(600 * 1000); /* a pass or two of A's: the copy is sent */
+	E2E_REQUIRE(kill(gw[0].pid, SIGSTOP) == 0, "SIGSTOP A");
+	uint64_t t0 = e2e_now_ms();
+
+	/* A's lease (3 s) runs out and the others see it; its fence holds
+	 * for two leases more. */
+	while (e2e_now_ms() - t0 < 6000) {
+		if (early < 0 && e2e_store_count(&gw[1], "flink") > 0)
+			early = (int)(e2e_now_ms() - t0);
+		usleep(100 * 1000);
+	}
+	E2E_CHECK(early < 0,
+		  "A's queued copy ran elsewhere %d ms after A stopped (lease "
+		  "3 s), while A's own was on its way",
+		  early);
+	E2E_RPC(nfs[1], e2e_nfs3_remove(nfs[1], &root[1], "flink", &rr));
+	E2E_STATUS("REMOVE flink on B", rr.status, NFS3_OK);
+	/* A's request lands; A goes on. */
+	E2E_CHECK(fault_proxy_mode(&fp, "pass") == 0, "A's store back");
+	E2E_REQUIRE(kill(gw[0].pid, SIGCONT) == 0, "SIGCONT A");
+	E2E_CHECK(flush_all(out, sizeof(out)) == 0, "flush: %s", out);
+	int n = wait_store_count("flink", 0, 20000);
+
+	E2E_CHECK(n == 0, "the removed name flink is in the store (%d)", n);
+	E2E_CHECK(e2e_store_count(&gw[1], "fsrc") == 1,
+		  "fsrc is not in the store");
+	for (int i = 0; i < NGW; i++)
+		E2E_CHECK(e2e_gw_log_count(&gw[i], "flink.conflict") == 0 &&
+				  e2e_gw_log_count(&gw[i], "fsrc.conflict") ==
+					  0,
+			  "a conflict copy on gateway %d", i);
+	E2E_REQUIRE(restart_a_via(NULL) == 0, "A straight to the store");
+	fault_proxy_stop(&fp);
+}
+
 /*
  * A is killed -9 and stays dead.  Once its lease ran out the others take
  * its files over: what reached the store (its stable WRITE: with the
@@ -2700,6 +2859,14 @@ int main(void)
 	CU_add_test(s, "locks across gateways", test_locks);
 	CU_add_test(s, "PostgreSQL down and back", test_db_outage);
 	CU_add_test(s, "PostgreSQL read-only and back", test_db_read_only);
+	/* A's store requests through a proxy (S3 only). */
+	if (e2e_backend_is_s3()) {
+		CU_add_test(s,
+			    "a link's store copy after its removal elsewhere",
+			    test_link_copy_after_remove);
+		CU_add_test(s, "stopped past its lease: its queue fenced",
+			    test_stopped_queue_fenced);
+	}
 	/* About the engine, not the store: once, on the file store. */
 	if (!e2e_backend_is_s3())
 		CU_add_test(s, "a record locked by another session",
