@@ -94,7 +94,8 @@ void db_pg_runners_tick(struct db_pg *pg, PGconn *c, uint64_t sent)
 		"  fence_until = CASE WHEN r.runner = EXCLUDED.runner"
 		"   AND r.inst = EXCLUDED.inst THEN r.fence_until"
 		"   ELSE r.run_until + $4::interval END"
-		"  WHERE (r.runner = EXCLUDED.runner AND r.inst = EXCLUDED.inst)"
+		"  WHERE (r.runner = EXCLUDED.runner AND r.inst = "
+		"EXCLUDED.inst)"
 		"   OR r.run_until < now()"
 		" RETURNING queue, greatest(0, ceil(extract(epoch FROM"
 		"  fence_until - now()) * 1000))::bigint",
@@ -113,8 +114,8 @@ void db_pg_runners_tick(struct db_pg *pg, PGconn *c, uint64_t sent)
 	for (size_t i = 0; i < n; i++) {
 		struct db_pg_run *was;
 
-		runs[i].queue = (uint32_t)strtoul(PQgetvalue(r, (int)i, 0),
-						  NULL, 10);
+		runs[i].queue =
+			(uint32_t)strtoul(PQgetvalue(r, (int)i, 0), NULL, 10);
 		runs[i].held_until_ms =
 			sent + pg->o.lease_ms - pg->o.lease_ms / 4;
 		runs[i].from_ms =
@@ -135,7 +136,8 @@ void db_pg_runners_tick(struct db_pg *pg, PGconn *c, uint64_t sent)
 	pg->runs = runs;
 	pg->nruns = n;
 	for (size_t i = 0; i < nold; i++)
-		if (old[i].queue != pg->node_id && old[i].held_until_ms > sent &&
+		if (old[i].queue != pg->node_id &&
+		    old[i].held_until_ms > sent &&
 		    !run_find(runs, n, old[i].queue))
 			log_info("cluster: node %u's queued store work is no "
 				 "longer this node's to run",
