@@ -266,6 +266,12 @@ int db_notes_take(struct db *db, uint32_t node, const char *kind,
 	return pg ? db_pg_notes_take(pg, node, kind, fn, ctx) : -ENOTSUP;
 }
 
+uint64_t db_commit_order(struct db *db, struct db_txn *txn, db_table tbl,
+			 const struct db_val *key)
+{
+	return db->rep ? db_replica_ver(db->rep, txn, tbl, key) : 0;
+}
+
 bool db_queue_runnable(struct db *db, uint32_t queue)
 {
 	struct db_pg *pg = pg_of(db);

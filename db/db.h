@@ -316,6 +316,15 @@ int db_notes_take(struct db *db, uint32_t node, const char *kind,
 bool db_lease_held(struct db *db);
 
 /*
+ * The number of the cluster commit that last wrote the shared record key
+ * of tbl, as txn sees it: of two commits one of which read or wrote what
+ * the other wrote, on any nodes, the later one has the higher number.
+ * 0 for a node alone or a record not there.  No round trip.
+ */
+uint64_t db_commit_order(struct db *db, struct db_txn *txn, db_table tbl,
+			 const struct db_val *key);
+
+/*
  * The queues of store work (fs/pending.c's records, numbered by the node
  * that queued them): one node runs a queue at a time, by a claim in the
  * database renewed with its lease (db/pg_runners.c): its own node while

@@ -83,6 +83,10 @@ enum { FS_PEND_DEL = 1, FS_PEND_COPY = 2 };
 
 struct fs_pending {
 	uint64_t seq;
+	/* In a cluster, where its commit stands among every node's
+	 * (db_commit_order; fs_pending_order sets it): the records of two
+	 * queues that touch a key run in this order.  0 unknown. */
+	uint64_t order;
 	uint32_t op;
 	uint64_t ino;
 	char src[STORE_KEY_MAX + 1];
@@ -616,6 +620,17 @@ void fs_pending_meter(struct fs *fs, struct db_txn *txn, uint64_t *age_ms,
 void fs_pending_prune(struct fs *fs, uint64_t head);
 /* Free the meter (fs_close). */
 void fs_pending_meter_free(struct fs *fs);
+/* p->order, as txn sees it (db_commit_order of its record). */
+void fs_pending_order(struct fs *fs, struct db_txn *txn, struct fs_pending *p);
+/*
+ * fn(arg, rec) for the records of the queues fs_pending_each() leaves
+ * out: the other live nodes', that another node runs.  This node's own
+ * records that touch one of their keys must not overtake them (their
+ * order says which came first).  0 or -errno.
+ */
+int fs_pending_each_foreign(struct fs *fs, struct db_txn *txn,
+			    int (*fn)(void *arg, const struct fs_pending *p),
+			    void *arg);
 /* Whether any node's record concerns ino (*node: whose, if not NULL). */
 bool fs_pending_of(struct fs *fs, struct db_txn *txn, uint64_t ino,
 		   uint32_t *node);

@@ -304,6 +304,7 @@ int fs_pending_decode(const struct db_val *k, const struct db_val *v,
 	if (h.src_len > STORE_KEY_MAX || h.dst_len > STORE_KEY_MAX ||
 	    v->size != sizeof(h) + h.src_len + h.dst_len)
 		return -EIO;
+	out->order = 0;
 	out->op = h.op;
 	out->ino = h.ino;
 	memcpy(out->src, (char *)v->data + sizeof(h), h.src_len);
@@ -341,6 +342,26 @@ int fs_pending_each(struct fs *fs, struct db_txn *txn,
 	if (db_clustered(fs->db))
 		rc = pending_walk(fs, txn, want_others, fn, arg);
 	return rc ? rc : pending_walk(fs, txn, want_mine, fn, arg);
+}
+
+static bool want_foreign(struct fs *fs, uint32_t node)
+{
+	return db_clustered(fs->db) && node != db_node_id(fs->db) &&
+	       !want_others(fs, node);
+}
+
+int fs_pending_each_foreign(struct fs *fs, struct db_txn *txn,
+			    int (*fn)(void *arg, const struct fs_pending *p),
+			    void *arg)
+{
+	return pending_walk(fs, txn, want_foreign, fn, arg);
+}
+
+void fs_pending_order(struct fs *fs, struct db_txn *txn, struct fs_pending *p)
+{
+	struct db_val k = { sizeof(p->seq), &p->seq };
+
+	p->order = db_commit_order(fs->db, txn, fs->dbi_pending, &k);
 }
 
 static int count_one(void *arg, const struct fs_pending *p)

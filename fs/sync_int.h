@@ -183,13 +183,41 @@ void fs_early_stop(struct fs *fs);
 /*
  * sync_pending.c: run the queued store records p[0, n) (DELs and COPYs,
  * in the queue's order) many at a time, keeping the order of those that
- * touch a key in common, for about half a second at most, and drop each
+ * touch a key in common (within a queue its own; across queues, and with
+ * the other nodes' records f, their commits'), for about half a second at most, and drop each
  * once the store confirmed it (ran[i]; *progress set if any did).  0, or the first error: the
  * record that failed and the later ones that touch its keys stay
  * queued (fs_fail_note for an error retrying cannot fix).
  */
+struct sync_foreign;
 int sync_run_pending(struct fs *fs, const struct fs_pending *p, size_t n,
-		     bool *ran, bool *progress);
+		     const struct sync_foreign *f, bool *ran, bool *progress);
+
+/*
+ * The keys that the queued records of the other live nodes touch (each
+ * run by its own node), for a pass's records to keep their order with
+ * (sync_pending.c): the records of two queues that touch a key in common,
+ * one of them writing it, run in their commits' order (fs_pending.order).
+ * Before, each queue kept only its own order: a link made on one node
+ * and its first name removed through another had the removal's DELETE
+ * run while the link's COPY from that name waited (its node paused, or
+ * cut off), and the link's object was never made; a DELETE of an old
+ * file's key ran after a new file's upload to it.
+ */
+struct sync_foreign_key {
+	uint64_t h;     /* sync_key_hash of the key */
+	uint64_t order; /* the record's (fs_pending.order) */
+	bool write;     /* a DEL's key, a COPY's target (else its source) */
+};
+struct sync_foreign {
+	struct sync_foreign_key *k; /* sorted by h */
+	size_t n, cap;
+	bool oom; /* incomplete: every record waits */
+};
+/* Add p's keys; sort once all are in. */
+void sync_foreign_add(struct sync_foreign *f, const struct fs_pending *p);
+void sync_foreign_sort(struct sync_foreign *f);
+void sync_foreign_free(struct sync_foreign *f);
 
 /* A store key's 64-bit hash (FNV-1a), for sets of keys. */
 uint64_t sync_key_hash(const char *key);

@@ -122,8 +122,8 @@ static int copy_meta(struct fs *fs, uint64_t ino, struct store_meta *m,
 		return rc;
 	rc = fs_inode_get(fs, txn, ino, &it.in);
 	db_read_end(fs->db, txn);
-	if (rc == -ENOENT)
-		return 0;
+	if (rc == -ESTALE)
+		return 0; /* the file is gone */
 	if (rc || it.in.type == FS_DIR || it.in.nlink < 2)
 		return rc;
 	sync_meta_of(fs, &it, m);
@@ -203,6 +203,8 @@ static int pend_copy(struct fs *fs, const struct fs_pending *p,
 	if (rc != -ESTALE)
 		return rc;
 	rc = copy_landed(fs, p->src, p->dst);
+	log_debug("fs: copy %s -> %s: the target is there: landed %d", p->src,
+		  p->dst, rc);
 	if (rc == 1)
 		return store_copy(fs->store, p->src, p->dst, meta, &pc->info);
 	if (rc)
@@ -210,6 +212,8 @@ static int pend_copy(struct fs *fs, const struct fs_pending *p,
 	if (own_upload_at(fs, p))
 		return 1;
 	rc = fs_conflict_copy(fs, p, pc->aside.dst);
+	log_debug("fs: copy %s -> %s: conflict %d aside %s", p->src, p->dst, rc,
+		  pc->aside.dst);
 	if (rc < 0)
 		return rc;
 	if (rc == 1)
@@ -245,8 +249,8 @@ static bool copy_target_unneeded(struct fs *fs, const struct fs_pending *p)
 	if (db_read_begin(fs->db, &txn))
 		return false;
 	rc = fs_inode_get(fs, txn, p->ino, &in);
-	if (rc == -ENOENT)
-		unneeded = true;
+	if (rc == -ESTALE)
+		unneeded = true; /* the file is gone */
 	else if (!rc && !fs_obj_key(fs, txn, &in, key, sizeof(key)))
 		unneeded = strcmp(key, p->dst) &&
 			   fs_link_of_key(fs, txn, &in, p->dst, &l) == -ENOENT;
@@ -296,6 +300,86 @@ uint64_t sync_key_hash(const char *key)
 	return h;
 }
 
+static void foreign_key(struct sync_foreign *f, const char *key, uint64_t order,
+			bool write)
+{
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 256;
+		struct sync_foreign_key *k = realloc(f->k, cap * sizeof(*k));
+
+		if (!k) {
+			f->oom = true;
+			return;
+		}
+		f->k = k;
+		f->cap = cap;
+	}
+	f->k[f->n++] =
+		(struct sync_foreign_key){ sync_key_hash(key), order, write };
+}
+
+void sync_foreign_add(struct sync_foreign *f, const struct fs_pending *p)
+{
+	foreign_key(f, p->src, p->order, p->op == FS_PEND_DEL);
+	if (p->op == FS_PEND_COPY)
+		foreign_key(f, p->dst, p->order, true);
+}
+
+static int cmp_foreign(const void *a, const void *b)
+{
+	const struct sync_foreign_key *x = a, *y = b;
+
+	return x->h < y->h ? -1 : x->h > y->h;
+}
+
+void sync_foreign_sort(struct sync_foreign *f)
+{
+	if (f->n > 1)
+		qsort(f->k, f->n, sizeof(*f->k), cmp_foreign);
+}
+
+void sync_foreign_free(struct sync_foreign *f)
+{
+	free(f->k);
+	*f = (struct sync_foreign){ 0 };
+}
+
+/* Does another node's record that came first (a lower order; one of an
+ * unknown order counts as first; p's unknown: none) touch key, one of
+ * the two writing it? */
+static bool foreign_first(const struct sync_foreign *f, const char *key,
+			  uint64_t order, bool write)
+{
+	uint64_t h = sync_key_hash(key);
+	size_t lo = 0, hi = f->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (f->k[mid].h < h)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < f->n && f->k[lo].h == h; lo++)
+		if ((write || f->k[lo].write) && f->k[lo].order < order)
+			return true;
+	return false;
+}
+
+/* Must p wait for another node's record (f) that came before it? */
+static bool foreign_before(const struct sync_foreign *f,
+			   const struct fs_pending *p)
+{
+	if (!f || (!f->n && !f->oom))
+		return false;
+	if (f->oom)
+		return true;
+	return foreign_first(f, p->src, p->order, p->op == FS_PEND_DEL) ||
+	       (p->op == FS_PEND_COPY &&
+		foreign_first(f, p->dst, p->order, true));
+}
+
 /* A pass runs waves for this long at most, each of at most so many
  * records: the uploads after them (new files) do not wait behind a
  * renamed directory's thousands of records for more than about this. */
@@ -306,8 +390,9 @@ uint64_t sync_key_hash(const char *key)
 #define PEND_TODO 1
 #define PEND_WAVE 2 /* in the wave being run */
 /* Not this node's to run now (db_queue_runnable): another node holds its
- * queue, or the fence after its last runner is not over.  It stays
- * queued, and the records after it that touch its keys wait too. */
+ * queue, or the fence after its last runner is not over; or another
+ * node's record that came first touches its keys (foreign_before).  It
+ * stays queued, and the records after it that touch its keys wait too. */
 #define PEND_FENCED 3
 
 struct pend_batch {
@@ -319,6 +404,7 @@ struct pend_batch {
 	struct pend_commit *pc; /* per record */
 	size_t *wave, nwave;    /* the wave's records, in order */
 	size_t *dels, ndels;    /* of them the DELs */
+	bool queues;            /* records of more than one node's queue */
 };
 
 /* Do records i and j (any order) touch one key, one of them writing? */
@@ -339,6 +425,20 @@ static bool pend_conflict(const struct pend_batch *b, size_t i, size_t j)
 	return acp && ccp && ha[1] == hc[1] && !strcmp(a->dst, c->dst);
 }
 
+/* Does record j come before record i?  In one queue, by its place in
+ * it; of two queues, by their commits' order (unknown: by place). */
+static bool pend_before(const struct pend_batch *b, size_t j, size_t i)
+{
+	const struct fs_pending *a = &b->p[j], *c = &b->p[i];
+
+	if (j == i)
+		return false;
+	if (fs_pending_node(a->seq) != fs_pending_node(c->seq) && a->order &&
+	    c->order)
+		return a->order < c->order;
+	return j < i;
+}
+
 /* The next wave: each record still to run that no earlier record not
  * done (waiting, in this wave, or failed) conflicts with.  Its size. */
 static size_t pend_wave(struct pend_batch *b)
@@ -351,8 +451,9 @@ static size_t pend_wave(struct pend_batch *b)
 			continue;
 		if (b->nwave == PEND_WAVE_MAX)
 			break; /* the rest wait for the next wave */
-		for (size_t j = 0; j < i && !wait; j++)
-			wait = b->st[j] != 0 && pend_conflict(b, i, j);
+		for (size_t j = 0; j < (b->queues ? b->n : i) && !wait; j++)
+			wait = b->st[j] != 0 && pend_before(b, j, i) &&
+			       pend_conflict(b, i, j);
 		if (wait)
 			continue;
 		b->st[i] = PEND_WAVE;
@@ -460,7 +561,7 @@ static void pend_commit_wave(struct pend_batch *b)
 
 /* See sync_int.h. */
 int sync_run_pending(struct fs *fs, const struct fs_pending *p, size_t n,
-		     bool *ran, bool *progress)
+		     const struct sync_foreign *f, bool *ran, bool *progress)
 {
 	struct pend_batch b = { .fs = fs, .p = p, .n = n };
 	unsigned par = store_put_parallel(fs->store);
@@ -489,8 +590,10 @@ int sync_run_pending(struct fs *fs, const struct fs_pending *p, size_t n,
 		b.h[i][1] =
 			p[i].op == FS_PEND_COPY ? sync_key_hash(p[i].dst) : 0;
 		b.pc[i] = (struct pend_commit){ .fs = fs, .p = &p[i] };
-		if (!pend_runnable(fs, &p[i]))
+		if (!pend_runnable(fs, &p[i]) || foreign_before(f, &p[i]))
 			b.st[i] = PEND_FENCED;
+		b.queues |=
+			fs_pending_node(p[i].seq) != fs_pending_node(p[0].seq);
 	}
 	uint64_t t0 = fs_now_ms();
 

@@ -87,7 +87,11 @@ struct sync_snap {
 	uint64_t *queued;
 	size_t nqueued, queued_cap;
 	bool queued_oom; /* the set is incomplete: no upload this pass */
+	/* The other live nodes' records (fs_pending_each_foreign). */
+	struct sync_foreign foreign;
 	/* Work entries with nothing to do (snap_stale): dropped, a count. */
+	struct fs *fs;      /* (for the walks) */
+	struct db_txn *txn; /* the snapshot's, while it is taken */
 	uint64_t stale[SYNC_STALE_BATCH];
 	size_t nstale, dropped;
 };
@@ -97,6 +101,7 @@ static void snap_free(struct sync_snap *s)
 	free(s->pend);
 	free(s->items);
 	free(s->queued);
+	sync_foreign_free(&s->foreign);
 }
 
 static void queued_add(struct sync_snap *s, const char *key)
@@ -157,10 +162,25 @@ static int snap_pend(void *arg, const struct fs_pending *p)
 {
 	struct sync_snap *s = arg;
 
-	if (s->npend < SYNC_PEND_BATCH)
-		s->pend[s->npend++] = *p;
-	else
+	if (s->npend < SYNC_PEND_BATCH) {
+		s->pend[s->npend] = *p;
+		fs_pending_order(s->fs, s->txn, &s->pend[s->npend++]);
+	} else {
 		queued_add_record(s, p);
+	}
+	return 0;
+}
+
+/* Another live node's record: no upload to its keys, and the pass's
+ * records keep their order with it. */
+static int snap_foreign(void *arg, const struct fs_pending *p)
+{
+	struct sync_snap *s = arg;
+	struct fs_pending o = *p;
+
+	queued_add_record(s, p);
+	fs_pending_order(s->fs, s->txn, &o);
+	sync_foreign_add(&s->foreign, &o);
 	return 0;
 }
 
@@ -368,7 +388,12 @@ static int snap_take(struct fs *fs, struct sync_snap *s,
 		snap_free(s);
 		return rc;
 	}
+	s->fs = fs;
+	s->txn = txn;
 	rc = fs_pending_each(fs, txn, snap_pend, s);
+	if (!rc)
+		rc = fs_pending_each_foreign(fs, txn, snap_foreign, s);
+	sync_foreign_sort(&s->foreign);
 	for (size_t i = 0; only && !rc && i < only->n && s->nitems < SYNC_BATCH;
 	     i++) {
 		uint64_t ino = only->inos[i];
@@ -588,8 +613,8 @@ static int sync_pass(struct fs *fs, bool flushing, const struct sync_only *only,
 	bool behind = waited_for && sp->npend > SYNC_STRICT_PEND_MAX;
 	int prc = !ran     ? -ENOMEM
 		  : behind ? 0
-			   : sync_run_pending(fs, sp->pend, sp->npend, ran,
-					      progress);
+			   : sync_run_pending(fs, sp->pend, sp->npend,
+					      &sp->foreign, ran, progress);
 
 	for (size_t i = 0; i < sp->npend; i++)
 		if (!ran || !ran[i])

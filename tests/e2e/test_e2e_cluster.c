@@ -822,6 +822,91 @@ static void test_link_copy_after_remove(void)
 }
 
 /*
+ * A stored file renamed and at once removed: the rename's copy finds the
+ * file gone and has nothing to do, and the flush finishes with neither
+ * name in the store.  (While this session's fence was being built, such
+ * a copy failed for good on the missing inode, and every later flush gave
+ * up: found by the fault campaign.)
+ */
+static void test_renamed_then_removed(void)
+{
+	char out[512], from[32], to[32];
+	RENAME3res rn;
+	REMOVE3res rr;
+	nfs_fh3 f;
+
+	for (int i = 0; i < 20; i++) {
+		snprintf(from, sizeof(from), "rr%d", i);
+		snprintf(to, sizeof(to), "rs%d", i);
+		E2E_STATUS("CREATE on A",
+			   create(0, &root[0], from, GUARDED, &f), NFS3_OK);
+		E2E_STATUS("WRITE (FILE_SYNC)",
+			   write_on(0, &f, 0, from, strlen(from), FILE_SYNC),
+			   NFS3_OK);
+		E2E_RPC(nfs[0], e2e_nfs3_rename(nfs[0], &root[0], from,
+						&root[0], to, &rn));
+		E2E_STATUS("RENAME on A", rn.status, NFS3_OK);
+		E2E_RPC(nfs[0], e2e_nfs3_remove(nfs[0], &root[0], to, &rr));
+		E2E_STATUS("REMOVE on A", rr.status, NFS3_OK);
+	}
+	E2E_CHECK(flush_all(out, sizeof(out)) == 0, "flush: %s", out);
+	E2E_CHECK(e2e_store_count(&gw[1], "rr") == 0 &&
+			  e2e_store_count(&gw[1], "rs") == 0,
+		  "objects left: %d rr*, %d rs*", e2e_store_count(&gw[1], "rr"),
+		  e2e_store_count(&gw[1], "rs"));
+}
+
+/*
+ * A link made on A whose store copy could not run yet (A's store
+ * requests fail), and the file's first name removed through B: B's
+ * delete of that key waits for A's copy from it, which came first (the
+ * queues of two nodes keep their commits' order where they touch a key
+ * in common).  Before, B's delete ran at once, A's copy then found no
+ * source and the link's object was never made: a name with no object,
+ * its bytes gone from the store (the fault campaign, issue 48, seed 3).
+ */
+static void test_link_copy_before_remove(void)
+{
+	struct fault_proxy fp;
+	REMOVE3res rr;
+	LINK3res lr;
+	char out[512], buf[64];
+	nfs_fh3 f, g;
+	long got;
+
+	E2E_REQUIRE(restart_a_via(&fp) == 0, "A through a proxy");
+	E2E_STATUS("CREATE orig on A", create(0, &root[0], "orig", GUARDED, &f),
+		   NFS3_OK);
+	E2E_STATUS("WRITE orig (FILE_SYNC)",
+		   write_on(0, &f, 0, "orig's bytes", 12, FILE_SYNC), NFS3_OK);
+	E2E_REQUIRE(wait_store_count("orig", 1, 10000) == 1,
+		    "orig not in the store");
+	E2E_CHECK(fault_proxy_mode(&fp, "reset 1.0") == 0, "cut A's store");
+	E2E_RPC(nfs[0], e2e_nfs3_link(nfs[0], &f, &root[0], "linked", &lr));
+	E2E_STATUS("LINK orig linked on A", lr.status, NFS3_OK);
+	E2E_CHECK(wait_lookup(1, &root[1], "linked", NFS3_OK) >= 0,
+		  "linked not on B");
+	E2E_RPC(nfs[1], e2e_nfs3_remove(nfs[1], &root[1], "orig", &rr));
+	E2E_STATUS("REMOVE orig on B", rr.status, NFS3_OK);
+	usleep(1500 * 1000); /* B's passes: its delete must wait */
+	E2E_CHECK(e2e_store_count(&gw[1], "orig") == 1,
+		  "B deleted orig's object before A's copy from it ran");
+	E2E_CHECK(fault_proxy_mode(&fp, "pass") == 0, "A's store back");
+	E2E_CHECK(flush_all(out, sizeof(out)) == 0, "flush: %s", out);
+	E2E_CHECK(wait_store_count("orig", 0, 10000) == 0,
+		  "orig's object is still in the store");
+	E2E_CHECK(e2e_store_count(&gw[1], "linked") == 1,
+		  "the link's object was never made");
+	E2E_REQUIRE(lookup(1, &root[1], "linked", &g) == NFS3_OK,
+		    "LOOKUP linked on B");
+	got = read_all(1, &g, buf, sizeof(buf));
+	E2E_CHECK(got == 12 && !memcmp(buf, "orig's bytes", 12),
+		  "linked reads %ld bytes on B", got);
+	E2E_REQUIRE(restart_a_via(NULL) == 0, "A straight to the store");
+	fault_proxy_stop(&fp);
+}
+
+/*
  * A is stopped (SIGSTOP) past its lease with a store request of its
  * queue on its way (held up in the network): the others take A's queue
  * over only once its fence is over (two leases past A's claim), one of
@@ -2844,6 +2929,8 @@ int main(void)
 	CU_add_test(s, "one writer per file", test_one_writer);
 	CU_add_test(s, "made on A, removed on B: A's flush finishes",
 		    test_removed_elsewhere);
+	CU_add_test(s, "renamed, then removed at once: nothing to copy",
+		    test_renamed_then_removed);
 	CU_add_test(s, "kill -9, back at once: nothing lost",
 		    test_kill_restart);
 	CU_add_test(s, "kill -9, gone: the others take over",
@@ -2864,6 +2951,8 @@ int main(void)
 		CU_add_test(s,
 			    "a link's store copy after its removal elsewhere",
 			    test_link_copy_after_remove);
+		CU_add_test(s, "a link's first name removed elsewhere first",
+			    test_link_copy_before_remove);
 		CU_add_test(s, "stopped past its lease: its queue fenced",
 			    test_stopped_queue_fenced);
 	}
