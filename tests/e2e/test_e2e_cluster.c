@@ -760,6 +760,20 @@ static int wait_store_count(const char *path, int want, uint32_t ms)
 	return n;
 }
 
+/* How many of the objects PREFIX0 .. PREFIX(n-1) are in the store (n up
+ * to 10: on S3 a name is a prefix of its key). */
+static int store_count_each(const char *prefix, int n)
+{
+	char name[64];
+	int got = 0;
+
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "%s%d", prefix, i);
+		got += e2e_store_count(&gw[1], name) > 0;
+	}
+	return got;
+}
+
 /* Flush every gateway; 0, or -1 with the reason in out. */
 static int flush_all(char *out, size_t cap)
 {
@@ -822,6 +836,48 @@ static void test_link_copy_after_remove(void)
 }
 
 /*
+ * A second name made and at once renamed, before the LINK's store copy
+ * ran: the name it has now gets its object, the one it had none.
+ * Before, a rename queued nothing for a name whose object was not there
+ * yet, and the copy went to the old name: the file's name had no object
+ * (the fault campaign, issue 48, seed 3, where the copy waited for a
+ * paused node's queue).
+ */
+static void test_link_renamed_at_once(void)
+{
+	char out[512], from[32], ln[32], to[32];
+	RENAME3res rn;
+	LINK3res lr;
+	nfs_fh3 f;
+
+	for (int i = 0; i < 10; i++) {
+		snprintf(from, sizeof(from), "lo%d", i);
+		snprintf(ln, sizeof(ln), "ll%d", i);
+		snprintf(to, sizeof(to), "lm%d", i);
+		E2E_STATUS("CREATE on A",
+			   create(0, &root[0], from, GUARDED, &f), NFS3_OK);
+		E2E_STATUS("WRITE (FILE_SYNC)",
+			   write_on(0, &f, 0, from, strlen(from), FILE_SYNC),
+			   NFS3_OK);
+		E2E_RPC(nfs[0], e2e_nfs3_link(nfs[0], &f, &root[0], ln, &lr));
+		E2E_STATUS("LINK on A", lr.status, NFS3_OK);
+		E2E_RPC(nfs[0], e2e_nfs3_rename(nfs[0], &root[0], ln, &root[0],
+						to, &rn));
+		E2E_STATUS("RENAME the link on A", rn.status, NFS3_OK);
+	}
+	E2E_CHECK(flush_all(out, sizeof(out)) == 0, "flush: %s", out);
+	E2E_CHECK(store_count_each("lm", 10) == 10,
+		  "%d of the 10 renamed links have their object",
+		  store_count_each("lm", 10));
+	E2E_CHECK(store_count_each("ll", 10) == 0,
+		  "%d objects at the links' old names",
+		  store_count_each("ll", 10));
+	E2E_CHECK(store_count_each("lo", 10) == 10,
+		  "%d of the 10 first names have their object",
+		  store_count_each("lo", 10));
+}
+
+/*
  * A stored file renamed and at once removed: the rename's copy finds the
  * file gone and has nothing to do, and the flush finishes with neither
  * name in the store.  (While this session's fence was being built, such
@@ -835,7 +891,7 @@ static void test_renamed_then_removed(void)
 	REMOVE3res rr;
 	nfs_fh3 f;
 
-	for (int i = 0; i < 20; i++) {
+	for (int i = 0; i < 10; i++) {
 		snprintf(from, sizeof(from), "rr%d", i);
 		snprintf(to, sizeof(to), "rs%d", i);
 		E2E_STATUS("CREATE on A",
@@ -850,10 +906,10 @@ static void test_renamed_then_removed(void)
 		E2E_STATUS("REMOVE on A", rr.status, NFS3_OK);
 	}
 	E2E_CHECK(flush_all(out, sizeof(out)) == 0, "flush: %s", out);
-	E2E_CHECK(e2e_store_count(&gw[1], "rr") == 0 &&
-			  e2e_store_count(&gw[1], "rs") == 0,
-		  "objects left: %d rr*, %d rs*", e2e_store_count(&gw[1], "rr"),
-		  e2e_store_count(&gw[1], "rs"));
+	E2E_CHECK(store_count_each("rr", 10) == 0 &&
+			  store_count_each("rs", 10) == 0,
+		  "objects left: %d rr*, %d rs*", store_count_each("rr", 10),
+		  store_count_each("rs", 10));
 }
 
 /*
@@ -2929,6 +2985,8 @@ int main(void)
 	CU_add_test(s, "one writer per file", test_one_writer);
 	CU_add_test(s, "made on A, removed on B: A's flush finishes",
 		    test_removed_elsewhere);
+	CU_add_test(s, "a link renamed before its copy ran",
+		    test_link_renamed_at_once);
 	CU_add_test(s, "renamed, then removed at once: nothing to copy",
 		    test_renamed_then_removed);
 	CU_add_test(s, "kill -9, back at once: nothing lost",
