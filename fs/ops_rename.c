@@ -253,19 +253,16 @@ static int rename_apply(struct db_txn *txn, void *p)
 			return rc;
 	}
 	/* Another name of a stored file whose COPY has not run yet (LINK
-	 * queued it; in a cluster perhaps on a node whose queue waits): the
-	 * new name gets its object as a LINK of a file not in the store
-	 * does, from the syncer (FS_F_DIRTY_LINKS); the queued copy to the
-	 * old name then has nothing to do (sync_pending.c), and should it
-	 * have run meanwhile, its object goes (below).  Before, nothing was
-	 * queued for such a name: it never had an object. */
+	 * queued it; in a cluster perhaps on a node whose queue waits):
+	 * the new name gets its object as a LINK gives one, a COPY from the
+	 * first name's, queued now (so it runs before a later DELETE of
+	 * that name); the queued copy to the old name then has nothing to
+	 * do (sync_pending.c), and should it have run meanwhile, its
+	 * object goes.  Before, nothing was queued for such a name: it
+	 * never had an object. */
 	bool link_unstored = !first && !(l.flags & FS_LINK_IN_STORE) &&
 			     (src.flags & FS_F_IN_STORE);
 
-	if (link_unstored &&
-	    ((rc = fs_owner_take(fs, &src)) ||
-	     (rc = fs_inode_mark(fs, txn, &src, FS_F_DIRTY_LINKS))))
-		return rc;
 	src.ctime = fs_now_ns();
 	if ((rc = fs_inode_put(fs, txn, fdir)) ||
 	    (!same_dir && (rc = fs_inode_put(fs, txn, tdir))) ||
@@ -278,9 +275,16 @@ static int rename_apply(struct db_txn *txn, void *p)
 		   : (l.flags & FS_LINK_IN_STORE)) &&
 	    (rc = queue_move(fs, txn, src.ino, old_key, new_key)))
 		return rc;
-	if (link_unstored &&
-	    (rc = fs_pending_add(fs, txn, FS_PEND_DEL, src.ino, old_key, NULL)))
-		return rc;
+	if (link_unstored) {
+		char from[STORE_KEY_MAX + 2];
+
+		if ((rc = fs_obj_key(fs, txn, &src, from, sizeof(from))) ||
+		    (rc = fs_pending_add(fs, txn, FS_PEND_COPY, src.ino, from,
+					 new_key)) ||
+		    (rc = fs_pending_add(fs, txn, FS_PEND_DEL, src.ino, old_key,
+					 NULL)))
+			return rc;
+	}
 	if (src.type == FS_DIR &&
 	    (rc = queue_subtree(fs, txn, src.ino, old_key, new_key)))
 		return rc;

@@ -449,8 +449,9 @@ static void prune_stamps(struct fs *fs, const struct sync_snap *s)
 		fs_pending_prune(fs, UINT64_MAX);
 }
 
-/* Anything left to do?  (pending records plus dirty inodes) */
-static int work_left(struct fs *fs, size_t *n)
+/* Anything left to do?  (pending records plus dirty inodes; *pend the
+ * records alone, if not NULL) */
+static int work_left(struct fs *fs, size_t *n, size_t *pend)
 {
 	uint64_t a, b;
 	struct db_txn *txn;
@@ -464,6 +465,8 @@ static int work_left(struct fs *fs, size_t *n)
 	db_read_end(fs->db, txn);
 	if (!rc)
 		*n = a + b;
+	if (!rc && pend)
+		*pend = a;
 	return rc;
 }
 
@@ -838,8 +841,8 @@ void fs_syncer_stop(struct fs *fs)
  * returned.
  */
 /* Why a flush that made no progress gives up, into why. */
-static int flush_stuck(struct fs *fs, int rc, uint64_t still_ms, char *why,
-		       size_t cap)
+static int flush_stuck(struct fs *fs, int rc, uint64_t still_ms, size_t pend,
+		       char *why, size_t cap)
 {
 	struct fs_dirty_stat f = { 0 };
 
@@ -866,6 +869,15 @@ static int flush_stuck(struct fs *fs, int rc, uint64_t still_ms, char *why,
 			 strerror(-rc), still_ms / 1000);
 		return rc;
 	}
+	if (pend && db_clustered(fs->db)) {
+		snprintf(why, cap,
+			 "%zu queued store move(s) or delete(s) wait for "
+			 "another gateway: its records that came first, or the "
+			 "fence of a queue this one took over; nothing went up "
+			 "for %" PRIu64 " s",
+			 pend, still_ms / 1000);
+		return -EAGAIN;
+	}
 	snprintf(why, cap,
 		 "files are changed without pause: nothing could go up for "
 		 "%" PRIu64 " s",
@@ -884,7 +896,7 @@ int fs_flush_wait(struct fs *fs, uint32_t patience_ms,
 	char none[8];
 	uint64_t last = fs_now_ms();
 	unsigned failures = 0;
-	size_t left;
+	size_t left, pend = 0;
 	int rc = 0;
 
 	if (!why) {
@@ -899,7 +911,7 @@ int fs_flush_wait(struct fs *fs, uint32_t patience_ms,
 		struct fs_dirty_stat f = { 0 };
 		bool progress;
 
-		rc = work_left(fs, &left);
+		rc = work_left(fs, &left, &pend);
 		if (rc) {
 			snprintf(why, cap, "reading the namespace: %s",
 				 strerror(-rc));
@@ -925,7 +937,7 @@ int fs_flush_wait(struct fs *fs, uint32_t patience_ms,
 		fs_fail_stat(fs, &f);
 		if ((f.failing && left <= f.failing) ||
 		    now - last >= patience_ms) {
-			rc = flush_stuck(fs, rc, now - last, why, cap);
+			rc = flush_stuck(fs, rc, now - last, pend, why, cap);
 			break;
 		}
 		failures += rc != 0;

@@ -837,7 +837,8 @@ static void test_link_copy_after_remove(void)
 
 /*
  * A second name made and at once renamed, before the LINK's store copy
- * ran: the name it has now gets its object, the one it had none.
+ * ran (and for half of the files the first name then removed): the name
+ * it has now gets its object, the one it had none, and reads back.
  * Before, a rename queued nothing for a name whose object was not there
  * yet, and the copy went to the old name: the file's name had no object
  * (the fault campaign, issue 48, seed 3, where the copy waited for a
@@ -847,6 +848,7 @@ static void test_link_renamed_at_once(void)
 {
 	char out[512], from[32], ln[32], to[32];
 	RENAME3res rn;
+	REMOVE3res rr;
 	LINK3res lr;
 	nfs_fh3 f;
 
@@ -864,16 +866,37 @@ static void test_link_renamed_at_once(void)
 		E2E_RPC(nfs[0], e2e_nfs3_rename(nfs[0], &root[0], ln, &root[0],
 						to, &rn));
 		E2E_STATUS("RENAME the link on A", rn.status, NFS3_OK);
+		if (i % 2) {
+			/* The renamed link is the file's only name now. */
+			E2E_RPC(nfs[0],
+				e2e_nfs3_remove(nfs[0], &root[0], from, &rr));
+			E2E_STATUS("REMOVE the first name on A", rr.status,
+				   NFS3_OK);
+		}
 	}
 	E2E_CHECK(flush_all(out, sizeof(out)) == 0, "flush: %s", out);
+	for (int i = 0; i < 10; i++) {
+		char want[32], buf[64];
+		nfs_fh3 fb;
+		long got = -1;
+
+		snprintf(to, sizeof(to), "lm%d", i);
+		snprintf(want, sizeof(want), "lo%d", i);
+		if (lookup(1, &root[1], to, &fb) == NFS3_OK)
+			got = read_all(1, &fb, buf, sizeof(buf));
+		E2E_CHECK(got == (long)strlen(want) &&
+				  !memcmp(buf, want, (size_t)got),
+			  "%s reads %ld bytes on B, want '%s'", to, got, want);
+	}
 	E2E_CHECK(store_count_each("lm", 10) == 10,
 		  "%d of the 10 renamed links have their object",
 		  store_count_each("lm", 10));
 	E2E_CHECK(store_count_each("ll", 10) == 0,
 		  "%d objects at the links' old names",
 		  store_count_each("ll", 10));
-	E2E_CHECK(store_count_each("lo", 10) == 10,
-		  "%d of the 10 first names have their object",
+	E2E_CHECK(store_count_each("lo", 10) == 5,
+		  "%d of the 5 first names kept have their object (and the "
+		  "5 removed none)",
 		  store_count_each("lo", 10));
 }
 
