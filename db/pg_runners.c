@@ -147,7 +147,9 @@ void db_pg_runners_tick(struct db_pg *pg, PGconn *c, uint64_t sent)
 	PQclear(r);
 }
 
-bool db_pg_queue_runnable(struct db_pg *pg, uint32_t queue)
+/* Does this node hold the claim to queue, surely (and, with fenced, is
+ * the fence after its last runner over)? */
+static bool run_held(struct db_pg *pg, uint32_t queue, bool fenced)
 {
 	uint64_t now = db_pg_now_ms();
 	struct db_pg_run *run;
@@ -155,22 +157,20 @@ bool db_pg_queue_runnable(struct db_pg *pg, uint32_t queue)
 
 	pthread_mutex_lock(&pg->nodes_lock);
 	run = run_find(pg->runs, pg->nruns, queue);
-	ok = run && now < run->held_until_ms && now >= run->from_ms;
+	ok = run && now < run->held_until_ms &&
+	     (!fenced || now >= run->from_ms);
 	pthread_mutex_unlock(&pg->nodes_lock);
 	return ok;
 }
 
+bool db_pg_queue_runnable(struct db_pg *pg, uint32_t queue)
+{
+	return run_held(pg, queue, true);
+}
+
 bool db_pg_queue_claimed(struct db_pg *pg, uint32_t queue)
 {
-	uint64_t now = db_pg_now_ms();
-	struct db_pg_run *run;
-	bool ok;
-
-	pthread_mutex_lock(&pg->nodes_lock);
-	run = run_find(pg->runs, pg->nruns, queue);
-	ok = run && now < run->held_until_ms;
-	pthread_mutex_unlock(&pg->nodes_lock);
-	return ok;
+	return run_held(pg, queue, false);
 }
 
 void db_pg_runners_release(struct db_pg *pg, PGconn *c)
