@@ -24,15 +24,19 @@
 #                   kill9 (a gateway, restarted after 0-10 s), stop
 #                   (SIGSTOP 1-15 s), part-pg (a gateway cut from
 #                   PostgreSQL 5-30 s), part-client (a client cut from a
-#                   gateway 5-30 s), part-store (n/a with the file store)
+#                   gateway 5-30 s), pg-failover (PostgreSQL's primary
+#                   killed -9, its synchronous standby promoted, the old
+#                   primary back as the new standby after 0-10 s; only
+#                   when named: the seeds of the runs before it keep
+#                   their schedules), part-store (n/a with the file store)
 #   --out DIR       where the run's files go (a temp dir; kept): the
 #                   clients' call logs, faults.log, the walks, each
 #                   gateway's fsck and log, check.txt
 #   --keep          leave the lab up at the end (bench/lab.sh down)
 # CAMPAIGN_LOG_LEVEL=debug: the gateways' log level (info).
 #
-# Faults are one at a time.  Not yet: PostgreSQL's primary killed and the
-# standby promoted, statement timeouts in the replication wait, netem
+# Faults are one at a time.  Not yet: statement timeouts in the
+# replication wait, netem
 # (this kernel has no sch_netem), radosgw, the kernel client in QEMU, the
 # lossy disk: said by every run.  Exit: 0 no violation, 1 violations,
 # 2 the campaign itself could not run (a machine that cannot start, a
@@ -101,12 +105,14 @@ cleanup() {
 trap cleanup EXIT
 grep "LAB budgets" "$OUT/lab.txt"
 say "seed=$SEED minutes=$MINUTES gateways=$NGW clients=$NCL faults=$KINDS out=$OUT"
-say "not yet in this campaign: PostgreSQL failover, statement timeouts, netem," \
+say "not yet in this campaign: statement timeouts, netem," \
 	"radosgw (a shared file store instead), the kernel client, the lossy disk"
 
 pg_up 1 >"$OUT/pg.txt" 2>&1 || { cat "$OUT/pg.txt" >&2; exit 2; }
 pg_sql -c "CREATE DATABASE campaign" >/dev/null
-META="postgresql://mapfs@$(machine_ip pg):5432/campaign"
+# Both servers: after a failover the gateways find the new primary.
+META="postgresql://mapfs@$(machine_ip pg):5432,$(machine_ip pgs):5432/campaign?target_session_attrs=read-write"
+PRIMARY=pg STANDBY=pgs
 CLUSTER_STORE=$LAB/store/campaign
 mkdir -p "$CLUSTER_STORE"
 
@@ -165,6 +171,46 @@ mend_link() {
 	ip netns exec "$NSP$2" ip route del blackhole "$(machine_ip "$1")/32" 2>/dev/null || true
 }
 
+# psql on machine m's server (its socket).
+pg_sql_on() {
+	local m=$1
+	shift
+	PGOPTIONS="-c client_min_messages=warning" runuser -u "$(pg_user)" -- "$PGBIN/psql" -X -q -At \
+		-h "$LAB/disk/$m/sock" -p 5432 -U mapfs -d postgres "$@"
+}
+
+# The primary killed -9 (with its backends), the synchronous standby
+# promoted: every commit the gateways were answered for is on it.  After
+# d seconds the old primary comes back as the new synchronous standby.
+pg_failover() {
+	local d=$1 old=$PRIMARY new=$STANDBY pid kids u st=
+	u=$(pg_user)
+	pid=$(head -1 "$LAB/disk/$old/data/postmaster.pid")
+	kids=$(pgrep -P "$pid" || true)
+	kill -9 "$pid" $kids 2>/dev/null || true
+	pg_cmd "$new" "$PGBIN/pg_ctl" -D "$LAB/disk/$new/data" -w -t 60 promote >/dev/null ||
+		{ say "the standby in $new was not promoted"; return 1; }
+	sleep "$d"
+	for _ in $(seq 50); do pgrep -P "$pid" >/dev/null || kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	rm -rf "$LAB/disk/$old/data" "$LAB/disk/$old/sock"
+	mkdir -p "$LAB/disk/$old/sock"
+	chown "$u" "$LAB/disk/$old" "$LAB/disk/$old/sock"
+	pg_cmd "$old" "$PGBIN/pg_basebackup" -d "host=$(machine_ip "$new") port=5432 user=mapfs application_name=s1" \
+		-D "$LAB/disk/$old/data" -R -X stream -c fast >"$OUT/basebackup.log" 2>&1 ||
+		{ say "pg_basebackup into $old: $(tail -2 "$OUT/basebackup.log")"; return 1; }
+	pg_cmd "$old" "$PGBIN/pg_ctl" -D "$LAB/disk/$old/data" -w -t 60 -l "$LAB/disk/$old/log" -o \
+		"-p 5432 -k $LAB/disk/$old/sock -c listen_addresses=$(machine_ip "$old") -c max_connections=300 -c shared_buffers=128MB" \
+		start >/dev/null || { say "the new standby in $old did not start"; return 1; }
+	pg_sql_on "$new" -c "ALTER SYSTEM SET synchronous_standby_names = 's1'" -c "SELECT pg_reload_conf()" >/dev/null
+	for _ in $(seq 300); do
+		st=$(pg_sql_on "$new" -c "SELECT sync_state FROM pg_stat_replication WHERE application_name = 's1'" || true)
+		[ "$st" = sync ] && break
+		sleep 0.1
+	done
+	[ "$st" = sync ] || { say "the new standby in $old is not synchronous ($st)"; return 1; }
+	PRIMARY=$new STANDBY=$old
+}
+
 one_fault() {
 	local kind=$1 i t0 d p c
 	between i 1 "$NGW"
@@ -186,10 +232,18 @@ one_fault() {
 		;;
 	part-pg)
 		between d 5 30
-		cut_link "gw$i" pg
+		cut_link "gw$i" "$PRIMARY"
 		sleep "$d"
-		mend_link "gw$i" pg
+		mend_link "gw$i" "$PRIMARY"
 		fault_log "$t0" part-pg "gw$i"
+		;;
+	pg-failover)
+		between d 0 10
+		i=$PRIMARY
+		pg_failover "$d" || return 1
+		fault_log "$t0" pg-failover "$i"
+		say "fault pg-failover: $STANDBY killed -9, $PRIMARY promoted, $STANDBY back as its standby after ${d}s"
+		return 0
 		;;
 	part-client)
 		between c 1 "$NCL"
