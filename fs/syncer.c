@@ -89,9 +89,9 @@ struct sync_snap {
 	bool queued_oom; /* the set is incomplete: no upload this pass */
 	/* The other live nodes' records (fs_pending_each_foreign). */
 	struct sync_foreign foreign;
-	/* Work entries with nothing to do (snap_stale): dropped, a count. */
 	struct fs *fs;      /* (for the walks) */
 	struct db_txn *txn; /* the snapshot's, while it is taken */
+	/* Work entries with nothing to do (snap_stale): dropped, a count. */
 	uint64_t stale[SYNC_STALE_BATCH];
 	size_t nstale, dropped;
 };
