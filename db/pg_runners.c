@@ -39,18 +39,16 @@
 #define RUN_FENCE_LEASES 2
 
 /* The queues to claim: this node's, 0's, and those of the nodes down. */
-static size_t queues_wanted(struct db_pg *pg, char *buf, size_t cap)
+static void queues_wanted(struct db_pg *pg, char *buf, size_t cap)
 {
-	size_t n = 0, len;
+	size_t len = (size_t)snprintf(buf, cap, "{%u,0", pg->node_id);
 
-	len = (size_t)snprintf(buf, cap, "{%u,0", pg->node_id);
 	pthread_mutex_lock(&pg->nodes_lock);
-	for (size_t i = 0; i < pg->ndown && len + 16 < cap; i++, n++)
+	for (size_t i = 0; i < pg->ndown && len + 16 < cap; i++)
 		len += (size_t)snprintf(buf + len, cap - len, ",%u",
 					pg->down[i]);
 	pthread_mutex_unlock(&pg->nodes_lock);
 	snprintf(buf + len, cap - len, "}");
-	return n + 2;
 }
 
 static struct db_pg_run *run_find(struct db_pg_run *runs, size_t n,
