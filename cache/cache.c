@@ -547,6 +547,18 @@ bool cache_is_local(struct cache *c, uint64_t ino)
 	return e != NULL;
 }
 
+int cache_file_durable(struct cache *c, uint64_t ino)
+{
+	struct cache_fd *f;
+	int rc = cache_fd_get(c, ino, &f);
+
+	if (rc)
+		return rc;
+	rc = cache_fd_durable_all(c, ino, f->fd);
+	cache_fd_put(f);
+	return rc;
+}
+
 int cache_open_fd(struct cache *c, uint64_t ino, int *fd)
 {
 	char name[CACHE_NAME_MAX];

@@ -333,4 +333,14 @@ void cache_close_fd(struct cache *c, uint64_t ino, int fd);
  */
 int cache_fd_durable(struct cache *c, uint64_t ino, int fd);
 
+/*
+ * Make ino's cache file durable as it is now: its bytes, size and times
+ * (the authority while the file is dirty) and its name.  What a sync
+ * export's SETATTR of a dirty file waits for after cache_truncate(),
+ * cache_create() or cache_set_mtime(): its reply promises the change
+ * outlives a crash of this machine.  Blocks for the disk: any thread but
+ * a loop's.  0, -ENODATA if ino is not local, or -errno.
+ */
+int cache_file_durable(struct cache *c, uint64_t ino);
+
 #endif

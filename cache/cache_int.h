@@ -284,6 +284,8 @@ bool cache_dir_needs_sync(struct cache *c, uint64_t ino);
 void cache_dir_synced(struct cache *c, uint64_t ino, uint64_t snap);
 /* fdatasync the file and, if needed, fsync its directory (blocking). */
 int cache_sync_blocking(struct cache *c, struct cache_fd *f);
+/* As cache_fd_durable, with the file's times (fsync, not fdatasync). */
+int cache_fd_durable_all(struct cache *c, uint64_t ino, int fd);
 
 /* fdtab.c: the shared fd table. */
 void cache_fdtab_init(struct cache *c);

@@ -44,8 +44,8 @@ void cache_dir_synced(struct cache *c, uint64_t ino, uint64_t snap)
 		;
 }
 
-/* See cache.h. */
-int cache_fd_durable(struct cache *c, uint64_t ino, int fd)
+/* fd's data (with times: and its times too) and its name durable. */
+static int fd_durable(struct cache *c, uint64_t ino, int fd, bool times)
 {
 	uint64_t snap;
 
@@ -54,7 +54,7 @@ int cache_fd_durable(struct cache *c, uint64_t ino, int fd)
 	if (c->unflushed)
 		return 0;
 	metrics_inc(MET_FLUSH_FILE);
-	if (fdatasync(fd) < 0)
+	if ((times ? fsync(fd) : fdatasync(fd)) < 0)
 		return -errno;
 	if (!cache_dir_needs_sync(c, ino))
 		return 0;
@@ -64,6 +64,18 @@ int cache_fd_durable(struct cache *c, uint64_t ino, int fd)
 		return -errno;
 	cache_dir_synced(c, ino, snap);
 	return 0;
+}
+
+/* See cache.h. */
+int cache_fd_durable(struct cache *c, uint64_t ino, int fd)
+{
+	return fd_durable(c, ino, fd, false);
+}
+
+/* See cache_int.h. */
+int cache_fd_durable_all(struct cache *c, uint64_t ino, int fd)
+{
+	return fd_durable(c, ino, fd, true);
 }
 
 int cache_sync_blocking(struct cache *c, struct cache_fd *f)

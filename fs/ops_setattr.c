@@ -5,7 +5,9 @@
  * (its object's metadata, or data, must be rewritten in the store).  A
  * size change needs the data local: a file that is not is fetched first,
  * except for truncation to 0, which just starts an empty local file.  The
- * cache file is changed after the commit, on a worker thread.
+ * cache file is changed after the commit, on a worker thread, and flushed
+ * before the reply (an async export: within its window), for while the
+ * file is dirty its cache file is the authority for its size and times.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -166,6 +168,18 @@ static void setattr_cache_job(struct fs *fs, void *p)
 		rc = cache_truncate(fs->cache, op->ino, op->sa.size);
 	if (!rc && op->cache_mtime)
 		rc = cache_set_mtime(fs->cache, op->ino, &op->mtime);
+	/*
+	 * While dirty the cache file is the authority for the size and the
+	 * times: the reply promises them, as the commit did the record's.
+	 * A sync export flushes the file now (and its name, after a
+	 * truncation to 0 made a new one); an async export's window does.
+	 */
+	if (!rc && (op->cache_create || op->cache_trunc || op->cache_mtime)) {
+		if (op->ctx.async)
+			fs_async_defer(fs);
+		else
+			rc = cache_file_durable(fs->cache, op->ino);
+	}
 	cache_change_done(op->change);
 	if (op->wcc && fs_getattr(fs, op->ino, &op->wcc->after) == 0)
 		op->wcc->after_ok = true;

@@ -5,6 +5,12 @@
  *       WORKERS processes (file i by worker i % WORKERS), and prints
  *       "ok <i> <ms>" once the server promised all of file i is stable
  *       (ms: the wall clock's, when the promise came);
+ *   pcwriter cut-after URL DIR I GWPID DISKPID  writes file DIR/f<I>
+ *       alone, prints its "ok" line, and at once cuts the power itself
+ *       (SIGSTOP to the gateway, SIGUSR1 to lossydisk): a cut within
+ *       microseconds of the last reply, where every flush the reply
+ *       needed must already be done, with no other client's flush to
+ *       cover for one it skipped;
  *   pcwriter check URL DIR OKFILE [BEFORE]  reads back every file OKFILE
  *       lists (promised before the wall clock's ms BEFORE, if given: an
  *       async export's promise holds once its window is over) and says
@@ -18,12 +24,15 @@
  *   4    200-400 KiB, UNSTABLE, then COMMIT (too big for the journal);
  *   5    64 KiB + COMMIT, then grown to 300 KiB + COMMIT;
  *   6    100 KiB + COMMIT, then cut to 10 KiB and grown to 50 KiB
- *        (SETATTRs: zeros from 10 KiB on);
+ *        (SETATTRs: zeros from 10 KiB on), its mtime then set (SETATTR)
+ *        and checked too;
  *   7    50 KiB + COMMIT, then 10 KiB in its middle rewritten + COMMIT.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <sys/time.h>
 
 #include <nfsc/libnfs.h>
@@ -70,6 +79,12 @@ static uint32_t size_of(uint32_t i)
 	default:
 		return 1 + r % (128 * KIB);
 	}
+}
+
+/* The mtime (seconds) kind 6's last SETATTR gives file i. */
+static uint64_t mtime_of(uint32_t i)
+{
+	return 1000000000u + i;
 }
 
 /* What file i holds once all of its steps are done: its size. */
@@ -174,7 +189,44 @@ static int write_one(struct nfs_context *nfs, const char *dir, uint32_t i,
 		break;
 	}
 	nfs_close(nfs, fh);
+	if (!rc && i % 8 == 6) {
+		struct timeval tv[2] = { { (time_t)mtime_of(i), 0 },
+					 { (time_t)mtime_of(i), 0 } };
+
+		rc = nfs_utimes(nfs, path, tv);
+	}
 	return rc ? -1 : 0;
+}
+
+/* One file alone, its "ok" line, then the power cut at once. */
+static int do_cut_after(const char *url, const char *dir, uint32_t i,
+			pid_t gw, pid_t disk)
+{
+	struct nfs_context *nfs = connect_url(url);
+	uint8_t *p = malloc(MAXSZ);
+	struct timeval tv;
+	int rc;
+
+	if (!p || (nfs_mkdir(nfs, dir) && nfs_mkdir(nfs, dir) != -EEXIST)) {
+		fprintf(stderr, "pcwriter: mkdir %s: %s\n", dir,
+			nfs_get_error(nfs));
+		return 2;
+	}
+	rc = write_one(nfs, dir, i, p);
+	gettimeofday(&tv, NULL);
+	if (!rc)
+		printf("ok %" PRIu32 " %" PRIu64 "\n", i,
+		       (uint64_t)tv.tv_sec * 1000 +
+			       (uint64_t)tv.tv_usec / 1000);
+	else
+		fprintf(stderr, "pcwriter: f%" PRIu32 ": %s\n", i,
+			nfs_get_error(nfs));
+	fflush(stdout);
+	if (kill(gw, SIGSTOP) || kill(disk, SIGUSR1)) {
+		perror("pcwriter: the cut");
+		return 2;
+	}
+	return rc ? 1 : 0;
 }
 
 static int do_write(const char *url, const char *dir, uint32_t n, int workers)
@@ -278,18 +330,33 @@ static int do_check(const char *url, const char *dir, const char *okfile,
 			got_n += (uint32_t)r;
 		}
 		nfs_close(nfs, fh);
-		if (err || got_n != n || memcmp(want, got, n)) {
-			uint32_t at = 0;
+		bool mbad = false;
 
-			while (at < n && at < got_n && want[at] == got[at])
-				at++;
-			printf("f%" PRIu32 " (kind %" PRIu32 "): %s%" PRIu32
-			       " bytes, want %" PRIu32
-			       ", first difference at %" PRIu32 "\n",
-			       i, i % 8, err ? "read error after " : "", got_n,
-			       n, at);
-			bad++;
+		if (!err && i % 8 == 6) {
+			struct nfs_stat_64 st;
+
+			if (nfs_stat64(nfs, path, &st)) {
+				err = 1;
+			} else if (st.nfs_mtime != mtime_of(i)) {
+				printf("f%" PRIu32 " (kind 6): mtime %" PRIu64
+				       ", want %" PRIu64 "\n",
+				       i, (uint64_t)st.nfs_mtime, mtime_of(i));
+				mbad = true;
+			}
 		}
+		if (!err && got_n == n && !memcmp(want, got, n)) {
+			bad += mbad;
+			continue;
+		}
+		uint32_t at = 0;
+
+		while (at < n && at < got_n && want[at] == got[at])
+			at++;
+		printf("f%" PRIu32 " (kind %" PRIu32 "): %s%" PRIu32
+		       " bytes, want %" PRIu32 ", first difference at %" PRIu32
+		       "\n",
+		       i, i % 8, err ? "read error after " : "", got_n, n, at);
+		bad++;
 	}
 	fclose(f);
 	free(want);
@@ -309,7 +376,11 @@ int main(int argc, char **argv)
 	if ((argc == 5 || argc == 6) && !strcmp(argv[1], "check"))
 		return do_check(argv[2], argv[3], argv[4],
 				argc == 6 ? strtoull(argv[5], NULL, 10) : 0);
+	if (argc == 7 && !strcmp(argv[1], "cut-after"))
+		return do_cut_after(argv[2], argv[3], (uint32_t)atol(argv[4]),
+				    (pid_t)atol(argv[5]), (pid_t)atol(argv[6]));
 	fprintf(stderr, "usage: pcwriter write URL DIR N WORKERS | pcwriter "
-			"check URL DIR OKFILE [BEFORE_MS]\n");
+			"cut-after URL DIR I GWPID DISKPID | pcwriter check "
+			"URL DIR OKFILE [BEFORE_MS]\n");
 	return 2;
 }

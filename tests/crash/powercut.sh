@@ -19,6 +19,11 @@
 # The gateway uploads a file a second after its last change (--upload-delay
 # 1, before any gateway option given): a cut finds files in every state,
 # journaled, flushed, uploading, uploaded.
+# PC_CUT_AFTER=I: each round writes only file I (pcwriter cut-after),
+# which cuts the power itself the moment its last reply came: a reply
+# that did not wait for its own flush is caught every time, not only
+# when no other client's flush happened to cover for it.  I "kinds":
+# round r writes file r-1, so that 8 rounds cut after every kind once.
 # Environment: PC_ROUNDS (3), PC_FILES per round (2000), MAPFS_S3_SCRIPTS,
 # PC_KEEP=1 (keep the work directory), PC_ASYNC_MS: the export is async
 # (exports(5)) with --async-window PC_ASYNC_MS: a promise counts only if
@@ -120,10 +125,18 @@ total=0
 for r in $(seq "$ROUNDS"); do
 	gw_up "$@"
 	: >"$W/ok.$r"
-	"$PCW" write "$URL" "/r$r" "$FILES" 8 >"$W/ok.$r" 2>"$W/pcw.$r" &
+	if [ -n "${PC_CUT_AFTER:-}" ]; then
+		ci=$PC_CUT_AFTER
+		[ "$ci" != kinds ] || ci=$(((r - 1) % 8))
+		"$PCW" cut-after "$URL" "/r$r" "$ci" "$GPID" "$LPID" \
+			>"$W/ok.$r" 2>"$W/pcw.$r" &
+	else
+		"$PCW" write "$URL" "/r$r" "$FILES" 8 >"$W/ok.$r" 2>"$W/pcw.$r" &
+	fi
 	WPID=$!
 	# Cut while they write: after 1 to 4 s, or sooner if they are done.
 	cut_at=$((10 + RANDOM % 30)) t0=$(date +%s%N)
+	[ -z "${PC_CUT_AFTER:-}" ] || cut_at=300 # it cuts when it is done
 	for _ in $(seq $cut_at); do
 		kill -0 $WPID 2>/dev/null || break
 		sleep 0.1
