@@ -109,6 +109,54 @@ static void rescan_from(struct db_pg *pg, uint64_t seq)
 		;
 }
 
+/* A WARNING while a commit of ours ran (arg: its flag).  The one it can
+ * get is that its wait for the synchronous standby was cut off (an
+ * operator's pg_cancel_backend): committed on this server, maybe not on
+ * the standby.  Logged. */
+static void commit_notice(void *arg, const PGresult *res)
+{
+	const char *sev =
+		PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+
+	if (sev && !strcmp(sev, "WARNING"))
+		*(bool *)arg = true;
+	log_warn("cluster: PostgreSQL says: %s", msg ? msg : "(nothing)");
+}
+
+/*
+ * Whether what this server committed so far is also on its synchronous
+ * standby, should it have one: a commit of our own, made after, that
+ * waits for the standby as every commit does (a transactional WAL
+ * message: no table, no lock), covers every commit before it.
+ *
+ * Needed where a commit landed but its wait for the standby may have
+ * been cut off: PostgreSQL then keeps it here, "committed locally, but
+ * might not have been replicated", and says so only in a WARNING.  A
+ * failover to the standby would lose a change already answered.  That
+ * happens to a commit whose connection was lost (commit_doubt ends its
+ * backend, which may be in that wait) and to one an operator cancelled.
+ * Blocks, as a commit does, for as long as the standby does not answer.
+ * 0 once the standby has it, or -EAGAIN (the connection failed, or this
+ * wait was cut off too).
+ */
+static int standby_has_it(PGconn *c)
+{
+	bool warned = false;
+	PQnoticeReceiver was = PQsetNoticeReceiver(c, commit_notice, &warned);
+	PGresult *r = PQexec(
+		c, "SELECT pg_logical_emit_message(true, 'mapfs-gw', 'sync')");
+	int rc = PQresultStatus(r) == PGRES_TUPLES_OK && !warned ? 0 : -EAGAIN;
+
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		log_warn("cluster: could not learn whether the standby has a "
+			 "commit: %s",
+			 PQerrorMessage(c));
+	PQclear(r);
+	PQsetNoticeReceiver(c, was, NULL);
+	return rc;
+}
+
 /*
  * The commit's answer was lost with its connection: whether it landed.
  * First this process takes a new id in the log, so that the follower
@@ -195,6 +243,12 @@ static int commit_doubt(struct db_pg_conn *dc, int old_pid, uint64_t token,
 		else if (!gone) /* still running: it may land yet */
 			rescan_from(pg, dc->last_seq);
 		PQclear(r);
+		/* Ended above in its wait for the standby, it may be here
+		 * only: answered only once the standby has it too. */
+		if (landed && standby_has_it(c)) {
+			usleep(200 * 1000);
+			continue;
+		}
 		log_info("cluster: that commit %s",
 			 landed ? "landed" : "did not land");
 		return landed ? 0 : -EAGAIN;
@@ -274,6 +328,8 @@ int db_pg_commit(struct db_pg_conn *dc, const struct db_track *t,
 	int lens[10], fmts[10], pid;
 	PGconn *c;
 	PGresult *r = NULL;
+	PQnoticeReceiver was;
+	bool warned;
 	int rc;
 
 	/* A server that closed the connection (a shutdown, a crash seen by
@@ -308,11 +364,26 @@ int db_pg_commit(struct db_pg_conn *dc, const struct db_track *t,
 		fmts[i + 3] = 1;
 	}
 	pid = PQbackendPID(c);
+	warned = false;
+	was = PQsetNoticeReceiver(c, commit_notice, &warned);
 	r = PQexecPrepared(c, "mapfs_commit", 10, vals, lens, fmts, 1);
+	PQsetNoticeReceiver(c, was, NULL);
 	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) >= 1) {
 		if (!atomic_exchange(&pg->wr_up, true))
 			log_info("cluster: PostgreSQL answers again");
 		*seq = db_pg_col_u64(r, 0, 0);
+		/* Its wait for the standby cut off: landed here; answered
+		 * once the standby has it, else as a commit in doubt. */
+		if (*seq && warned && standby_has_it(c)) {
+			PQclear(r);
+			r = NULL;
+			rc = commit_doubt(dc, pid, token, seq);
+			if (rc)
+				say_down(pg);
+			else
+				dc->last_seq = *seq;
+			goto out;
+		}
 		if (*seq) {
 			dc->last_seq = *seq;
 			db_pg_notify_kick(pg);

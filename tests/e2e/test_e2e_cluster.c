@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1584,11 +1585,10 @@ static void test_db_outage(void)
 			  names[i]);
 }
 
-/* psql as the superuser on the cluster's database; 0 if it ran. */
 /* Run sql on the database at url (psql).  0 or -1. */
 static int psql_at(const char *url, const char *sql)
 {
-	char cmd[1024];
+	char cmd[2048];
 
 	snprintf(cmd, sizeof(cmd), "psql -X -q '%s' -c \"%s\" >/dev/null", url,
 		 sql);
@@ -2947,6 +2947,109 @@ static void test_promotions(void)
 	e2e_gw_cleanup(&g);
 }
 
+/* The one value sql gives on the database at url (psql), into out. */
+static int psql_value(const char *url, const char *sql, char *out, size_t cap)
+{
+	char cmd[2048];
+	FILE *f;
+	int rc;
+
+	snprintf(cmd, sizeof(cmd), "psql -X -qtA '%s' -c \"%s\"", url, sql);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	out[0] = '\0';
+	if (fgets(out, (int)cap, f))
+		out[strcspn(out, "\n")] = '\0';
+	rc = pclose(f);
+	return rc == 0 ? 0 : -1;
+}
+
+struct sr_call {
+	struct e2e_rpc *r;
+	nfs_fh3 dir;
+	_Atomic int st; /* INT_MIN: not answered yet */
+};
+
+static void *sr_mkdir(void *p)
+{
+	struct sr_call *c = p;
+	MKDIR3args a = { .where = { c->dir, "sr-cut" },
+			 .attributes = e2e_sattr_mode(0755) };
+	MKDIR3res res;
+
+	c->st = e2e_nfs3_mkdir(c->r, &a, &res) ? -1 : (int)res.status;
+	return NULL;
+}
+
+/*
+ * A commit whose wait for the synchronous standby is cut off is, says
+ * PostgreSQL, "committed locally, but might not have been replicated":
+ * answered then, a failover to the standby loses a change the client
+ * was told is done.  Here no standby answers (synchronous_standby_names
+ * names nobody), and the gateway's commit is ended in that wait, as its
+ * own doubt does to a commit whose connection was lost (before, it then
+ * found the commit landed and answered at once).  The MKDIR must wait
+ * until a standby has it, then answer.
+ */
+static void test_syncrep_cut(void)
+{
+	struct e2e_gw g = { 0 };
+	struct sr_call call = { .st = INT_MIN };
+	char url[512], sync_names[256], sql[512];
+	pthread_t t;
+
+	E2E_REQUIRE(e2e_pg_pair_start(url, sizeof(url)) == 0,
+		    "a primary and a standby");
+	{
+		struct e2e_gw_opts o = { .threads = 2,
+					 .meta = url,
+					 .node = "sr-a" };
+
+		E2E_REQUIRE(e2e_gw_start_opts(&g, &o) == 0, "gateway");
+	}
+	call.r = e2e_rpc_open(g.nfs_port, NFS_PROGRAM, NFS_V3);
+	E2E_REQUIRE(call.r && !e2e_root_fh(call.r, &g, &call.dir),
+		    "connect to the gateway");
+	E2E_REQUIRE(psql_value(url, "SHOW synchronous_standby_names", sync_names,
+			       sizeof(sync_names)) == 0 &&
+			    sync_names[0] && !strchr(sync_names, '\''),
+		    "the standby is synchronous");
+	E2E_REQUIRE(psql_at(url, "ALTER SYSTEM SET synchronous_standby_names"
+				 " = 'nobody'") == 0 &&
+			    psql_at(url, "SELECT pg_reload_conf()") == 0,
+		    "no standby answers");
+	E2E_REQUIRE(!pthread_create(&t, NULL, sr_mkdir, &call), "mkdir");
+	E2E_CHECK(psql_at(url, "DO \\$\\$ DECLARE t timestamptz :="
+			       " clock_timestamp(); BEGIN LOOP"
+			       " PERFORM pg_stat_clear_snapshot();"
+			       " EXIT WHEN EXISTS (SELECT 1 FROM"
+			       " pg_stat_activity WHERE application_name"
+			       " LIKE 'mapfs-gw %' AND wait_event = 'SyncRep'"
+			       " AND query LIKE '%mapfs_commit3%'"
+			       " AND pg_terminate_backend(pid));"
+			       " IF clock_timestamp() - t > interval '20 s'"
+			       " THEN RAISE EXCEPTION 'no wait'; END IF;"
+			       " PERFORM pg_sleep(0.02); END LOOP;"
+			       " END \\$\\$") == 0,
+		  "the gateway's commit ended in its wait for the standby");
+	sleep(4);
+	E2E_CHECK(call.st != NFS3_OK,
+		  "MKDIR answered OK while no standby had it");
+	snprintf(sql, sizeof(sql),
+		 "ALTER SYSTEM SET synchronous_standby_names = '%s'", sync_names);
+	E2E_CHECK(psql_at(url, sql) == 0 &&
+			  psql_at(url, "SELECT pg_reload_conf()") == 0,
+		  "the standby answers again");
+	pthread_join(t, NULL);
+	E2E_STATUS("MKDIR once the standby has it", call.st, NFS3_OK);
+	E2E_STATUS("LOOKUP of it", lookup_on(call.r, &call.dir, "sr-cut"),
+		   NFS3_OK);
+	e2e_rpc_close(call.r);
+	E2E_CHECK(e2e_gw_stop(&g) == 0, "stop the gateway");
+	e2e_gw_cleanup(&g);
+}
+
 static int config_init(void)
 {
 	snprintf(cdir, sizeof(cdir), "/tmp/mapfs-e2e-cfg-XXXXXX");
@@ -2994,6 +3097,8 @@ int main(void)
 			    test_pg_failover);
 		CU_add_test(c, "the standby promoted mid-commit, again",
 			    test_promotions);
+		CU_add_test(c, "a commit cut off in its wait for the standby",
+			    test_syncrep_cut);
 		CU_add_test(c, "deleted records leave no tombstones for ever",
 			    test_tombstones);
 	}
