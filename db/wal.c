@@ -552,7 +552,20 @@ int db_wal_commit(struct db *db, struct db_txn *t)
 		return 0;
 	if (!lost && (!b || !b->nops)) {
 		db_wal_discard(t);
-		return 0; /* nothing changed: nothing to make durable */
+		/* Nothing of its own to log; but a durable commit promises
+		 * everything before it (an empty one is how a caller waits
+		 * for the lazy records it queued, cache/ring.c): those not
+		 * flushed yet are flushed now. */
+		if (t->lazy || !w->unflushed)
+			return 0;
+		metrics_inc(MET_FLUSH_DB);
+		if (fdatasync(w->fd)) {
+			log_error("state %s: flushing the log: %s", db->dir,
+				  strerror(errno));
+			return ckpt_or_off(db);
+		}
+		w->unflushed = false;
+		return 0;
 	}
 	len = b ? (sizeof(h) + b->len + 7) & ~7ull : 0;
 	mdb_env_info(db->env, &info);

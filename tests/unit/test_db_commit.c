@@ -579,6 +579,25 @@ static void test_lazy(void)
 		CU_ASSERT(db_write(db, put_apply, &b) == 0);
 	}
 	db_close(db);
+	/* Lazy, then a durable commit of nothing (how a COMMIT waits for
+	 * the chunk journal's lazy records): it flushes them.  Before, it
+	 * returned at once, nothing to log, the records unflushed.  (Just
+	 * opened: no checkpoint comes between to flush them instead.) */
+	CU_ASSERT_FATAL(db_open(udir, 64 << 20, 8, &db) == 0);
+	CU_ASSERT_FATAL(db_table_open(db, "t", DB_INTKEY, &dbi) == 0);
+	{
+		struct kv a = { dbi, 43, 430, 0 };
+
+		db_set_lazy_window(db, 10000);
+		CU_ASSERT(write_lazy(db, &a) == 0);
+		f1 = metrics_get(MET_FLUSH_DB);
+		CU_ASSERT(db_write(db, NULL, NULL) == 0);
+		f2 = metrics_get(MET_FLUSH_DB);
+		CU_ASSERT(f2 == f1 + 1);
+		CU_ASSERT(db_write(db, NULL, NULL) == 0); /* nothing left */
+		CU_ASSERT(metrics_get(MET_FLUSH_DB) == f2);
+	}
+	db_close(db);
 
 	/* A process that dies right after its lazy commits. */
 	pid_t pid = fork();
