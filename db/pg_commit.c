@@ -317,6 +317,19 @@ static bool conflict_state(const char *state)
 			 !strcmp(state, "55P03"));  /* lock timeout */
 }
 
+/* A commit in doubt asked about (commit_doubt), its outcome noted. */
+static int commit_ask(struct db_pg_conn *dc, int pid, uint64_t token,
+		      uint64_t *seq)
+{
+	int rc = commit_doubt(dc, pid, token, seq);
+
+	if (rc)
+		say_down(dc->pg);
+	else
+		dc->last_seq = *seq;
+	return rc;
+}
+
 int db_pg_commit(struct db_pg_conn *dc, const struct db_track *t,
 		 const char *const *tnames, uint64_t token, uint64_t *seq,
 		 struct db_snap *stale)
@@ -377,11 +390,7 @@ int db_pg_commit(struct db_pg_conn *dc, const struct db_track *t,
 		if (*seq && warned && standby_has_it(c)) {
 			PQclear(r);
 			r = NULL;
-			rc = commit_doubt(dc, pid, token, seq);
-			if (rc)
-				say_down(pg);
-			else
-				dc->last_seq = *seq;
+			rc = commit_ask(dc, pid, token, seq);
 			goto out;
 		}
 		if (*seq) {
@@ -412,11 +421,7 @@ int db_pg_commit(struct db_pg_conn *dc, const struct db_track *t,
 	if (conn_lost(c, r)) {
 		PQclear(r);
 		r = NULL;
-		rc = commit_doubt(dc, pid, token, seq);
-		if (rc)
-			say_down(pg);
-		else
-			dc->last_seq = *seq;
+		rc = commit_ask(dc, pid, token, seq);
 		goto out;
 	}
 	const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
