@@ -205,12 +205,18 @@ static int commit_doubt(struct db_pg_conn *dc, int old_pid, uint64_t token,
 			usleep(200 * 1000);
 			continue;
 		}
-		/* The old backend may still be running the commit. */
+		/* The old backend may still be running the commit.  Not
+		 * one waiting for the synchronous standby: ended there, its
+		 * commit would stay here only, visible, "not replicated",
+		 * and a failover would take it from every replica that
+		 * applied it meanwhile.  Left alone, it shows only once the
+		 * standby has it (then the follower applies it). */
 		r = PQexecParams(c,
 				 "SELECT pg_terminate_backend(pid) FROM"
 				 " pg_stat_activity WHERE pid = $1"
 				 " AND application_name = $2"
-				 " AND pid <> pg_backend_pid()",
+				 " AND pid <> pg_backend_pid()"
+				 " AND wait_event IS DISTINCT FROM 'SyncRep'",
 				 2, NULL, pp, NULL, NULL, 0);
 		PQclear(r);
 		r = PQexecParams(c,
@@ -390,6 +396,7 @@ int db_pg_commit(struct db_pg_conn *dc, const struct db_track *t,
 		if (*seq && warned && standby_has_it(c)) {
 			PQclear(r);
 			r = NULL;
+			*seq = 0;
 			rc = commit_ask(dc, pid, token, seq);
 			goto out;
 		}

@@ -28,15 +28,19 @@
 #                   killed -9, its synchronous standby promoted, the old
 #                   primary back as the new standby after 0-10 s; only
 #                   when named: the seeds of the runs before it keep
-#                   their schedules), part-store (n/a with the file store)
+#                   their schedules), syncrep-cut (the standby cut off
+#                   from the primary 3-15 s, the gateways' commits in
+#                   their wait for it cancelled or ended, and half the
+#                   time the primary then killed and the standby, which
+#                   lacks them, promoted; only when named), part-store
+#                   (n/a with the file store)
 #   --out DIR       where the run's files go (a temp dir; kept): the
 #                   clients' call logs, faults.log, the walks, each
 #                   gateway's fsck and log, check.txt
 #   --keep          leave the lab up at the end (bench/lab.sh down)
 # CAMPAIGN_LOG_LEVEL=debug: the gateways' log level (info).
 #
-# Faults are one at a time.  Not yet: statement timeouts in the
-# replication wait, netem
+# Faults are one at a time.  Not yet: netem
 # (this kernel has no sch_netem), radosgw, the kernel client in QEMU, the
 # lossy disk: said by every run.  Exit: 0 no violation, 1 violations,
 # 2 the campaign itself could not run (a machine that cannot start, a
@@ -105,7 +109,7 @@ cleanup() {
 trap cleanup EXIT
 grep "LAB budgets" "$OUT/lab.txt"
 say "seed=$SEED minutes=$MINUTES gateways=$NGW clients=$NCL faults=$KINDS out=$OUT"
-say "not yet in this campaign: statement timeouts, netem," \
+say "not yet in this campaign: netem," \
 	"radosgw (a shared file store instead), the kernel client, the lossy disk"
 
 pg_up 1 >"$OUT/pg.txt" 2>&1 || { cat "$OUT/pg.txt" >&2; exit 2; }
@@ -183,14 +187,26 @@ pg_sql_on() {
 # promoted: every commit the gateways were answered for is on it.  After
 # d seconds the old primary comes back as the new synchronous standby.
 pg_failover() {
-	local d=$1 old=$PRIMARY new=$STANDBY pid kids u st=
+	pg_kill_promote || return 1
+	sleep "$1"
+	pg_rejoin
+}
+
+# The primary killed -9 (with its backends), the standby promoted; the
+# old primary's pid in OLD_PID.
+pg_kill_promote() {
+	local kids
+	OLD_PID=$(head -1 "$LAB/disk/$PRIMARY/data/postmaster.pid")
+	kids=$(pgrep -P "$OLD_PID" || true)
+	kill -9 "$OLD_PID" $kids 2>/dev/null || true
+	pg_cmd "$STANDBY" "$PGBIN/pg_ctl" -D "$LAB/disk/$STANDBY/data" -w -t 60 promote >/dev/null ||
+		{ say "the standby in $STANDBY was not promoted"; return 1; }
+}
+
+# The killed primary back as the new primary's synchronous standby.
+pg_rejoin() {
+	local old=$PRIMARY new=$STANDBY pid=$OLD_PID u st=
 	u=$(pg_user)
-	pid=$(head -1 "$LAB/disk/$old/data/postmaster.pid")
-	kids=$(pgrep -P "$pid" || true)
-	kill -9 "$pid" $kids 2>/dev/null || true
-	pg_cmd "$new" "$PGBIN/pg_ctl" -D "$LAB/disk/$new/data" -w -t 60 promote >/dev/null ||
-		{ say "the standby in $new was not promoted"; return 1; }
-	sleep "$d"
 	for _ in $(seq 50); do pgrep -P "$pid" >/dev/null || kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 	rm -rf "$LAB/disk/$old/data" "$LAB/disk/$old/sock"
 	mkdir -p "$LAB/disk/$old/sock"
@@ -212,7 +228,7 @@ pg_failover() {
 }
 
 one_fault() {
-	local kind=$1 i t0 d p c
+	local kind=$1 i t0 d p c n how
 	between i 1 "$NGW"
 	t0=$(now_ns)
 	case $kind in
@@ -243,6 +259,37 @@ one_fault() {
 		pg_failover "$d" || return 1
 		fault_log "$t0" pg-failover "$i"
 		say "fault pg-failover: $STANDBY killed -9, $PRIMARY promoted, $STANDBY back as its standby after ${d}s"
+		return 0
+		;;
+	syncrep-cut)
+		# The standby cut off: every commit waits for it.  Then the
+		# gateways' commits in that wait are cancelled or ended (what
+		# an operator, a timeout or the gateway's own doubt does):
+		# PostgreSQL keeps each on the primary, "not replicated".
+		# Half the time the primary then dies and the standby, which
+		# never got them, is promoted: no answered change may be gone.
+		between d 3 15
+		between p 0 1
+		cut_link "$PRIMARY" "$STANDBY"
+		sleep 1
+		how=pg_cancel_backend
+		[ $((RANDOM % 2)) = 0 ] || how=pg_terminate_backend
+		# (materialized: the filter runs before the function; this
+		# query's own text names mapfs_commit3 too)
+		n=$(pg_sql_on "$PRIMARY" -c "WITH w AS MATERIALIZED (SELECT pid FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND query LIKE '%mapfs_commit3%' AND pid <> pg_backend_pid()) SELECT count(*) FROM w WHERE $how(pid)" || echo "?")
+		sleep $((d - 1))
+		i=$PRIMARY
+		if [ "$p" = 1 ]; then
+			pg_kill_promote || return 1
+			mend_link "$i" "$STANDBY"
+			pg_rejoin || return 1
+			fault_log "$t0" syncrep-cut "$i-failover"
+			say "fault syncrep-cut: $STANDBY cut off ${d}s, $n commits in their wait: $how, then $STANDBY killed -9 and $PRIMARY promoted"
+		else
+			mend_link "$i" "$STANDBY"
+			fault_log "$t0" syncrep-cut "$i"
+			say "fault syncrep-cut: $STANDBY cut off ${d}s, $n commits in their wait: $how"
+		fi
 		return 0
 		;;
 	part-client)
