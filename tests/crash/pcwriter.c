@@ -28,6 +28,7 @@
  *        and checked too;
  *   7    50 KiB + COMMIT, then 10 KiB in its middle rewritten + COMMIT.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -198,6 +199,50 @@ static int write_one(struct nfs_context *nfs, const char *dir, uint32_t i,
 	return rc ? -1 : 0;
 }
 
+/*
+ * Whether every thread of process pid is stopped (io_uring's workers,
+ * which never stop and answer no client, aside): SIGSTOP stops them one
+ * after another, and a thread still running after the cut could answer
+ * a call whose flush the cut dropped.
+ */
+static bool all_stopped(pid_t pid)
+{
+	char path[320], line[512];
+	struct dirent *d;
+	bool all = true;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if (!(dir = opendir(path)))
+		return true; /* gone */
+	while (all && (d = readdir(dir))) {
+		char *st;
+		FILE *f;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)pid,
+			 d->d_name);
+		if ((f = fopen(path, "r"))) {
+			bool io = fgets(line, sizeof(line), f) &&
+				  !strncmp(line, "iou-", 4);
+
+			fclose(f);
+			if (io)
+				continue;
+		}
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid,
+			 d->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;
+		if (fgets(line, sizeof(line), f) && (st = strrchr(line, ')')))
+			all = st[1] == ' ' && (st[2] == 'T' || st[2] == 't');
+		fclose(f);
+	}
+	closedir(dir);
+	return all;
+}
+
 /* One file alone, its "ok" line, then the power cut at once. */
 static int do_cut_after(const char *url, const char *dir, uint32_t i,
 			pid_t gw, pid_t disk)
@@ -222,8 +267,14 @@ static int do_cut_after(const char *url, const char *dir, uint32_t i,
 		fprintf(stderr, "pcwriter: f%" PRIu32 ": %s\n", i,
 			nfs_get_error(nfs));
 	fflush(stdout);
-	if (kill(gw, SIGSTOP) || kill(disk, SIGUSR1)) {
-		perror("pcwriter: the cut");
+	if (kill(gw, SIGSTOP)) {
+		perror("pcwriter: the stop");
+		return 2;
+	}
+	for (int n = 0; n < 5000 && !all_stopped(gw); n++)
+		usleep(1000);
+	if (!all_stopped(gw) || kill(disk, SIGUSR1)) {
+		fprintf(stderr, "pcwriter: the cut: the gateway did not stop\n");
 		return 2;
 	}
 	return rc ? 1 : 0;
