@@ -236,7 +236,7 @@ static bool all_stopped(pid_t pid)
 		if (!(f = fopen(path, "r")))
 			continue;
 		if (fgets(line, sizeof(line), f) && (st = strrchr(line, ')')))
-			all = st[1] == ' ' && (st[2] == 'T' || st[2] == 't');
+			all = st[1] == ' ' && st[2] && strchr("TtZX", st[2]);
 		fclose(f);
 	}
 	closedir(dir);

@@ -131,7 +131,7 @@ gw_stopped() {
 	for t in /proc/"$GPID"/task/*; do
 		[[ $(cat "$t/comm" 2>/dev/null) == iou-* ]] && continue
 		st=$(sed 's/.*) //' "$t/stat" 2>/dev/null | cut -d' ' -f1)
-		case $st in '' | T | t) ;; *) return 1 ;; esac
+		case $st in '' | T | t | Z | X) ;; *) return 1 ;; esac
 	done
 }
 
