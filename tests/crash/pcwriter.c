@@ -244,8 +244,8 @@ static bool all_stopped(pid_t pid)
 }
 
 /* One file alone, its "ok" line, then the power cut at once. */
-static int do_cut_after(const char *url, const char *dir, uint32_t i,
-			pid_t gw, pid_t disk)
+static int do_cut_after(const char *url, const char *dir, uint32_t i, pid_t gw,
+			pid_t disk)
 {
 	struct nfs_context *nfs = connect_url(url);
 	uint8_t *p = malloc(MAXSZ);
@@ -274,7 +274,8 @@ static int do_cut_after(const char *url, const char *dir, uint32_t i,
 	for (int n = 0; n < 5000 && !all_stopped(gw); n++)
 		usleep(1000);
 	if (!all_stopped(gw) || kill(disk, SIGUSR1)) {
-		fprintf(stderr, "pcwriter: the cut: the gateway did not stop\n");
+		fprintf(stderr,
+			"pcwriter: the cut: the gateway did not stop\n");
 		return 2;
 	}
 	return rc ? 1 : 0;

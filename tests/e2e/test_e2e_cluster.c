@@ -3011,8 +3011,8 @@ static void test_syncrep_cut(void)
 	call.r = e2e_rpc_open(g.nfs_port, NFS_PROGRAM, NFS_V3);
 	E2E_REQUIRE(call.r && !e2e_root_fh(call.r, &g, &call.dir),
 		    "connect to the gateway");
-	E2E_REQUIRE(psql_value(url, "SHOW synchronous_standby_names", sync_names,
-			       sizeof(sync_names)) == 0 &&
+	E2E_REQUIRE(psql_value(url, "SHOW synchronous_standby_names",
+			       sync_names, sizeof(sync_names)) == 0 &&
 			    sync_names[0] && !strchr(sync_names, '\''),
 		    "the standby is synchronous");
 	E2E_REQUIRE(psql_at(url, "ALTER SYSTEM SET synchronous_standby_names"
@@ -3039,7 +3039,8 @@ static void test_syncrep_cut(void)
 	E2E_CHECK(call.st != NFS3_OK,
 		  "MKDIR answered OK while no standby had it");
 	snprintf(sql, sizeof(sql),
-		 "ALTER SYSTEM SET synchronous_standby_names = '%s'", sync_names);
+		 "ALTER SYSTEM SET synchronous_standby_names = '%s'",
+		 sync_names);
 	E2E_CHECK(psql_at(url, sql) == 0 &&
 			  psql_at(url, "SELECT pg_reload_conf()") == 0,
 		  "the standby answers again");
