@@ -134,8 +134,9 @@ static void commit_notice(void *arg, const PGresult *res)
  * been cut off: PostgreSQL then keeps it here, "committed locally, but
  * might not have been replicated", and says so only in a WARNING.  A
  * failover to the standby would lose a change already answered.  That
- * happens to a commit whose connection was lost (commit_doubt ends its
- * backend, which may be in that wait) and to one an operator cancelled.
+ * happens to a commit whose backend was ended or cancelled in that wait:
+ * by an operator, or by commit_doubt when the backend entered the wait
+ * just after the doubt looked (it leaves one it sees waiting alone).
  * Blocks, as a commit does, for as long as the standby does not answer.
  * 0 once the standby has it, or -EAGAIN (the connection failed, or this
  * wait was cut off too).
